@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+
+pub mod clock;
+pub mod ids;
+pub mod incoming_payment;
+pub mod money;
+pub mod pagination;
+pub mod quote;
+pub mod time;
+pub mod wallet_address;
+
+pub use clock::{Clock, ManualClock, OsRandom, Random, SeededRandom, SystemClock};
+pub use ids::{IncomingPaymentId, OutgoingPaymentId, QuoteId, WalletAddressId};
+pub use money::{Amount, AmountWire, Asset, AssetCode, AssetScale, Fee, MoneyError, Rate};
+pub use time::Timestamp;

@@ -1,0 +1,47 @@
+//! The store's one error type.
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule was broken (a taken path, a repeated id or kid).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The database could not be reached or timed out.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// The database URL or setup is wrong; a startup error.
+    #[error("{0}")]
+    Config(String),
+    /// A stored row does not decode into the domain types.
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    /// The schema is behind the binary.
+    #[error("{0}")]
+    Migration(String),
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                StoreError::Conflict(db.message().to_owned())
+            }
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_)
+            | sqlx::Error::ColumnNotFound(_) => StoreError::Corrupt(e.to_string()),
+            _ => StoreError::Database(e),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Migration(format!("migration failed: {e}"))
+    }
+}

@@ -1,0 +1,200 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+pub mod postgres;
+mod rows;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::pagination::{Page, PageRequest};
+use opd_core::quote::Quote;
+use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{
+    Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+};
+
+pub use error::StoreError;
+
+/// The result of every store operation.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A fee row as the admin API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeeRow {
+    pub asset: Asset,
+    pub fee: Fee,
+    pub updated_at: Timestamp,
+}
+
+/// One exchange rate: `rate` units of `counter` per unit of `base`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateRow {
+    pub base: AssetCode,
+    pub counter: AssetCode,
+    pub rate: Rate,
+    pub updated_at: Timestamp,
+}
+
+/// Everything opd persists. Each method is one transaction.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Which backend this is, for logs and errors.
+    fn backend(&self) -> Backend;
+
+    // Settings and server secrets.
+
+    async fn get_setting(&self, key: &str) -> StoreResult<Option<String>>;
+    async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()>;
+    /// Stores `value` under `key` unless a value is there already, and
+    /// returns the value that is stored. Safe when several nodes start at
+    /// once: all of them end up with the same value.
+    async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String>;
+
+    // Wallet addresses and keys.
+
+    /// Fails with `Conflict` when the path is taken.
+    async fn create_wallet_address(&self, wallet: &WalletAddress) -> StoreResult<()>;
+    async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>>;
+    async fn get_wallet_address_by_path(
+        &self,
+        path: &WalletAddressPath,
+    ) -> StoreResult<Option<WalletAddress>>;
+    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>>;
+    /// Sets `deactivated_at` if it is not set; returns the wallet address.
+    async fn deactivate_wallet_address(
+        &self,
+        id: WalletAddressId,
+        at: Timestamp,
+    ) -> StoreResult<Option<WalletAddress>>;
+    /// Fails with `Conflict` when the wallet address has a key with that kid.
+    async fn add_key(&self, key: &WalletAddressKey) -> StoreResult<()>;
+    /// Marks a key revoked; `false` when there is no such unrevoked key.
+    async fn revoke_key(
+        &self,
+        wallet: WalletAddressId,
+        kid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
+    /// The wallet address's keys, oldest first; revoked ones only on request.
+    async fn list_keys(
+        &self,
+        wallet: WalletAddressId,
+        include_revoked: bool,
+    ) -> StoreResult<Vec<WalletAddressKey>>;
+
+    // Incoming payments.
+
+    async fn create_incoming_payment(&self, payment: &IncomingPayment) -> StoreResult<()>;
+    async fn get_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+    ) -> StoreResult<Option<IncomingPayment>>;
+    /// A page of the wallet address's incoming payments, newest first; only
+    /// those created by `client` when it is given.
+    async fn list_incoming_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<IncomingPayment>>;
+    /// Marks the payment completed unless it already is, and returns it.
+    async fn complete_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+        at: Timestamp,
+    ) -> StoreResult<Option<IncomingPayment>>;
+
+    // Quotes.
+
+    async fn create_quote(&self, quote: &Quote) -> StoreResult<()>;
+    async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>>;
+
+    // Fees and exchange rates set through the admin API.
+
+    async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()>;
+    /// `false` when there was no fee for the asset.
+    async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool>;
+    async fn list_fees(&self) -> StoreResult<Vec<FeeRow>>;
+    /// Replaces every rate of `base` with `rates`.
+    async fn set_rates(
+        &self,
+        base: &AssetCode,
+        rates: &[(AssetCode, Rate)],
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    async fn list_rates(&self) -> StoreResult<Vec<RateRow>>;
+
+    /// Checks the database answers (for health checks).
+    async fn ping(&self) -> StoreResult<()>;
+}
+
+/// The storage backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// How to open the database.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// `sqlite://path`, `sqlite::memory:` or `postgres://...`.
+    pub url: String,
+    /// Create the SQLite file when it does not exist. Only the default
+    /// database in the data directory sets this, so a mistyped explicit
+    /// path is an error instead of a new empty database.
+    pub create_sqlite_file: bool,
+    /// Apply pending PostgreSQL migrations at start (SQLite always does).
+    pub migrate_postgres: bool,
+    /// Connections in the (reader) pool.
+    pub max_connections: u32,
+}
+
+impl ConnectOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            create_sqlite_file: false,
+            migrate_postgres: false,
+            max_connections: 16,
+        }
+    }
+}
+
+/// Which backend a database URL names, or why it names none.
+pub fn backend_of(url: &str) -> StoreResult<Backend> {
+    if url.starts_with("sqlite:") {
+        Ok(Backend::Sqlite)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Backend::Postgres)
+    } else {
+        let scheme = url.split(':').next().unwrap_or_default();
+        Err(StoreError::Config(format!(
+            "unsupported database URL scheme {scheme:?}: use sqlite://PATH or postgres://USER@HOST/DB"
+        )))
+    }
+}
+
+/// Opens the database the URL names, checks or applies its migrations, and
+/// returns it as a shared store.
+pub async fn connect(options: &ConnectOptions) -> StoreResult<Arc<dyn Store>> {
+    match backend_of(&options.url)? {
+        Backend::Sqlite => Ok(Arc::new(sqlite::SqliteStore::connect(options).await?)),
+        Backend::Postgres => Ok(Arc::new(postgres::PgStore::connect(options).await?)),
+    }
+}
+
+/// Applies pending migrations to the database the URL names (`opd migrate`).
+pub async fn migrate(url: &str) -> StoreResult<()> {
+    match backend_of(url)? {
+        Backend::Sqlite => {
+            let mut options = ConnectOptions::new(url);
+            options.create_sqlite_file = true;
+            sqlite::SqliteStore::connect(&options).await.map(|_| ())
+        }
+        Backend::Postgres => postgres::PgStore::migrate_url(url).await,
+    }
+}

@@ -1,0 +1,646 @@
+//! The PostgreSQL store, for several opd nodes sharing one database.
+//!
+//! Amounts are `NUMERIC(20,0)`: bound as text and cast in SQL, read back
+//! as text, so no value ever passes through a float or a signed integer.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::pagination::{Direction, Page, PageRequest};
+use opd_core::quote::Quote;
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{
+    Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::Row;
+
+use crate::rows::{self, corrupt};
+use crate::{Backend, ConnectOptions, FeeRow, RateRow, Store, StoreError, StoreResult};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+const WALLET_COLUMNS: &str =
+    "id::text AS id, path, asset_code, asset_scale::int8 AS asset_scale, public_name, created_at, deactivated_at";
+const KEY_COLUMNS: &str =
+    "wallet_address_id::text AS wallet_address_id, kid, x, created_at, revoked_at";
+const INCOMING_COLUMNS: &str = "id::text AS id, wallet_address_id::text AS wallet_address_id, asset_code,
+    asset_scale::int8 AS asset_scale, incoming_amount::text AS incoming_amount,
+    received_amount::text AS received_amount, completed, expires_at, metadata, client, created_at, updated_at";
+const QUOTE_COLUMNS: &str = "id::text AS id, wallet_address_id::text AS wallet_address_id, receiver,
+    debit_value::text AS debit_value, debit_asset_code, debit_asset_scale::int8 AS debit_asset_scale,
+    receive_value::text AS receive_value, receive_asset_code, receive_asset_scale::int8 AS receive_asset_scale,
+    fee::text AS fee, debit_minus_fees::text AS debit_minus_fees, client, created_at, expires_at";
+
+/// The PostgreSQL store.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
+    PgConnectOptions::from_str(url)
+        .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))
+}
+
+impl PgStore {
+    pub async fn connect(options: &ConnectOptions) -> StoreResult<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(connect_options(&options.url)?)
+            .await
+            .map_err(|e| StoreError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
+        if options.migrate_postgres {
+            MIGRATOR.run(&pool).await?;
+        } else {
+            Self::check_migrated(&pool).await?;
+        }
+        Ok(Self { pool })
+    }
+
+    /// `opd migrate`: applies pending migrations (an advisory lock makes
+    /// concurrent runs from several nodes safe).
+    pub async fn migrate_url(url: &str) -> StoreResult<()> {
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(connect_options(url)?)
+            .await
+            .map_err(|e| StoreError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
+        MIGRATOR.run(&pool).await?;
+        pool.close().await;
+        Ok(())
+    }
+
+    async fn check_migrated(pool: &PgPool) -> StoreResult<()> {
+        let latest = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(pool)
+                .await
+                .unwrap_or(None);
+        match applied {
+            Some(v) if v >= latest => Ok(()),
+            _ => Err(StoreError::Migration(
+                "the PostgreSQL schema is not up to date: run `opd migrate` (or start with --migrate)".into(),
+            )),
+        }
+    }
+
+    /// Table name -> sorted column names, for the migration parity test.
+    pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
+        let rows = sqlx::query(
+            "SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name NOT LIKE '\\_sqlx%'
+             ORDER BY table_name, column_name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for row in rows {
+            let t: String = row.try_get("t")?;
+            let c: String = row.try_get("c")?;
+            match out.last_mut() {
+                Some((last, cols)) if *last == t => cols.push(c),
+                _ => out.push((t, vec![c])),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn id_text(row: &PgRow, col: &str) -> StoreResult<uuid::Uuid> {
+    rows::uuid_from_text(&row.try_get::<String, _>(col)?)
+}
+
+fn wallet_from_row(row: &PgRow) -> StoreResult<WalletAddress> {
+    let path: String = row.try_get("path")?;
+    Ok(WalletAddress {
+        id: WalletAddressId::from_uuid(id_text(row, "id")?),
+        path: WalletAddressPath::parse_any(&path).map_err(|_| corrupt("wallet address path"))?,
+        asset: rows::asset(
+            &row.try_get::<String, _>("asset_code")?,
+            row.try_get("asset_scale")?,
+        )?,
+        public_name: row.try_get("public_name")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        deactivated_at: row
+            .try_get::<Option<i64>, _>("deactivated_at")?
+            .map(Timestamp::from_unix_millis),
+    })
+}
+
+fn key_from_row(row: &PgRow) -> StoreResult<WalletAddressKey> {
+    Ok(WalletAddressKey {
+        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
+        key: PublicKey {
+            kid: row.try_get("kid")?,
+            x: row.try_get("x")?,
+        },
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        revoked_at: row
+            .try_get::<Option<i64>, _>("revoked_at")?
+            .map(Timestamp::from_unix_millis),
+    })
+}
+
+fn incoming_from_row(row: &PgRow) -> StoreResult<IncomingPayment> {
+    Ok(IncomingPayment {
+        id: IncomingPaymentId::from_uuid(id_text(row, "id")?),
+        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
+        asset: rows::asset(
+            &row.try_get::<String, _>("asset_code")?,
+            row.try_get("asset_scale")?,
+        )?,
+        incoming_amount: rows::opt_u64_from_text(
+            row.try_get("incoming_amount")?,
+            "incoming_amount",
+        )?,
+        received_amount: rows::u64_from_text(
+            &row.try_get::<String, _>("received_amount")?,
+            "received_amount",
+        )?,
+        completed: row.try_get("completed")?,
+        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
+        metadata: rows::metadata_from_text(row.try_get("metadata")?)?,
+        client: row.try_get("client")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+    })
+}
+
+fn quote_from_row(row: &PgRow) -> StoreResult<Quote> {
+    let amount = |prefix: &str| -> StoreResult<Amount> {
+        let value: String = row.try_get(format!("{prefix}_value").as_str())?;
+        let code: String = row.try_get(format!("{prefix}_asset_code").as_str())?;
+        let scale: i64 = row.try_get(format!("{prefix}_asset_scale").as_str())?;
+        Ok(Amount::new(
+            rows::u64_from_text(&value, prefix)?,
+            rows::asset(&code, scale)?,
+        ))
+    };
+    Ok(Quote {
+        id: QuoteId::from_uuid(id_text(row, "id")?),
+        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
+        receiver: row.try_get("receiver")?,
+        debit_amount: amount("debit")?,
+        receive_amount: amount("receive")?,
+        fee: rows::u64_from_text(&row.try_get::<String, _>("fee")?, "fee")?,
+        debit_minus_fees: rows::u64_from_text(
+            &row.try_get::<String, _>("debit_minus_fees")?,
+            "debit_minus_fees",
+        )?,
+        client: row.try_get("client")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
+    })
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    async fn get_setting(&self, key: &str) -> StoreResult<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+            .bind(key)
+            .bind(value)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String> {
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.pool)
+        .await?;
+        Ok(
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+                .bind(key)
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
+             VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(w.id.to_string())
+        .bind(w.path.as_str())
+        .bind(w.asset.code.as_str())
+        .bind(i16::from(w.asset.scale))
+        .bind(&w.public_name)
+        .bind(w.created_at.unix_millis())
+        .bind(w.deactivated_at.map(Timestamp::unix_millis))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query(&format!(
+            "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE id = $1::uuid"
+        ))
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(wallet_from_row)
+        .transpose()
+    }
+
+    async fn get_wallet_address_by_path(
+        &self,
+        path: &WalletAddressPath,
+    ) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query(&format!(
+            "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE path = $1"
+        ))
+        .bind(path.as_str())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(wallet_from_row)
+        .transpose()
+    }
+
+    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
+        sqlx::query(&format!(
+            "SELECT {WALLET_COLUMNS} FROM wallet_addresses ORDER BY path"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(wallet_from_row)
+        .collect()
+    }
+
+    async fn deactivate_wallet_address(
+        &self,
+        id: WalletAddressId,
+        at: Timestamp,
+    ) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query(&format!(
+            "UPDATE wallet_addresses SET deactivated_at = COALESCE(deactivated_at, $1) WHERE id = $2::uuid
+             RETURNING {WALLET_COLUMNS}"
+        ))
+        .bind(at.unix_millis())
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(wallet_from_row)
+        .transpose()
+    }
+
+    async fn add_key(&self, k: &WalletAddressKey) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at)
+             VALUES ($1::uuid, $2, $3, $4, $5)",
+        )
+        .bind(k.wallet_address_id.to_string())
+        .bind(&k.key.kid)
+        .bind(&k.key.x)
+        .bind(k.created_at.unix_millis())
+        .bind(k.revoked_at.map(Timestamp::unix_millis))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn revoke_key(
+        &self,
+        wallet: WalletAddressId,
+        kid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE wallet_address_keys SET revoked_at = $1
+             WHERE wallet_address_id = $2::uuid AND kid = $3 AND revoked_at IS NULL",
+        )
+        .bind(at.unix_millis())
+        .bind(wallet.to_string())
+        .bind(kid)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_keys(
+        &self,
+        wallet: WalletAddressId,
+        include_revoked: bool,
+    ) -> StoreResult<Vec<WalletAddressKey>> {
+        let filter = if include_revoked {
+            ""
+        } else {
+            "AND revoked_at IS NULL"
+        };
+        sqlx::query(&format!(
+            "SELECT {KEY_COLUMNS} FROM wallet_address_keys WHERE wallet_address_id = $1::uuid {filter}
+             ORDER BY created_at, kid"
+        ))
+        .bind(wallet.to_string())
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(key_from_row)
+        .collect()
+    }
+
+    async fn create_incoming_payment(&self, p: &IncomingPayment) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, incoming_amount,
+                received_amount, completed, expires_at, metadata, client, created_at, updated_at)
+             VALUES ($1::uuid, $2::uuid, $3, $4, $5::numeric, $6::numeric, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(p.id.to_string())
+        .bind(p.wallet_address_id.to_string())
+        .bind(p.asset.code.as_str())
+        .bind(i16::from(p.asset.scale))
+        .bind(p.incoming_amount.map(|v| v.to_string()))
+        .bind(p.received_amount.to_string())
+        .bind(p.completed)
+        .bind(p.expires_at.unix_millis())
+        .bind(rows::metadata_to_text(&p.metadata))
+        .bind(&p.client)
+        .bind(p.created_at.unix_millis())
+        .bind(p.updated_at.unix_millis())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+    ) -> StoreResult<Option<IncomingPayment>> {
+        sqlx::query(&format!(
+            "SELECT {INCOMING_COLUMNS} FROM incoming_payments WHERE id = $1::uuid"
+        ))
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(incoming_from_row)
+        .transpose()
+    }
+
+    async fn list_incoming_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<IncomingPayment>> {
+        list_page(
+            &self.pool,
+            "incoming_payments",
+            INCOMING_COLUMNS,
+            wallet,
+            client,
+            page,
+            incoming_from_row,
+        )
+        .await
+    }
+
+    async fn complete_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+        at: Timestamp,
+    ) -> StoreResult<Option<IncomingPayment>> {
+        sqlx::query("UPDATE incoming_payments SET completed = TRUE, updated_at = $1 WHERE id = $2::uuid AND NOT completed")
+            .bind(at.unix_millis())
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        self.get_incoming_payment(id).await
+    }
+
+    async fn create_quote(&self, q: &Quote) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO quotes (id, wallet_address_id, receiver, debit_value, debit_asset_code, debit_asset_scale,
+                receive_value, receive_asset_code, receive_asset_scale, fee, debit_minus_fees, client, created_at, expires_at)
+             VALUES ($1::uuid, $2::uuid, $3, $4::numeric, $5, $6, $7::numeric, $8, $9, $10::numeric, $11::numeric, $12, $13, $14)",
+        )
+        .bind(q.id.to_string())
+        .bind(q.wallet_address_id.to_string())
+        .bind(&q.receiver)
+        .bind(q.debit_amount.value.to_string())
+        .bind(q.debit_amount.asset.code.as_str())
+        .bind(i16::from(q.debit_amount.asset.scale))
+        .bind(q.receive_amount.value.to_string())
+        .bind(q.receive_amount.asset.code.as_str())
+        .bind(i16::from(q.receive_amount.asset.scale))
+        .bind(q.fee.to_string())
+        .bind(q.debit_minus_fees.to_string())
+        .bind(&q.client)
+        .bind(q.created_at.unix_millis())
+        .bind(q.expires_at.unix_millis())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>> {
+        sqlx::query(&format!(
+            "SELECT {QUOTE_COLUMNS} FROM quotes WHERE id = $1::uuid"
+        ))
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(quote_from_row)
+        .transpose()
+    }
+
+    async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES ($1, $2, $3::numeric, $4, $5)
+             ON CONFLICT (asset_code, asset_scale) DO UPDATE
+             SET fixed = excluded.fixed, basis_points = excluded.basis_points, updated_at = excluded.updated_at",
+        )
+        .bind(asset.code.as_str())
+        .bind(i16::from(asset.scale))
+        .bind(fee.fixed.to_string())
+        .bind(i32::from(fee.basis_points))
+        .bind(at.unix_millis())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM fees WHERE asset_code = $1 AND asset_scale = $2")
+            .bind(asset.code.as_str())
+            .bind(i16::from(asset.scale))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_fees(&self) -> StoreResult<Vec<FeeRow>> {
+        let rows = sqlx::query(
+            "SELECT asset_code, asset_scale::int8 AS asset_scale, fixed::text AS fixed, basis_points::int8 AS basis_points,
+                updated_at FROM fees ORDER BY asset_code, asset_scale",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let bp: i64 = row.try_get("basis_points")?;
+                let fixed = rows::u64_from_text(&row.try_get::<String, _>("fixed")?, "fee")?;
+                Ok(FeeRow {
+                    asset: rows::asset(
+                        &row.try_get::<String, _>("asset_code")?,
+                        row.try_get("asset_scale")?,
+                    )?,
+                    fee: Fee::new(
+                        fixed,
+                        u16::try_from(bp).map_err(|_| corrupt("basis points"))?,
+                    )
+                    .map_err(|_| corrupt("basis points"))?,
+                    updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn set_rates(
+        &self,
+        base: &AssetCode,
+        rates: &[(AssetCode, Rate)],
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM exchange_rates WHERE base = $1")
+            .bind(base.as_str())
+            .execute(&mut *tx)
+            .await?;
+        for (counter, rate) in rates {
+            sqlx::query("INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES ($1, $2, $3, $4)")
+                .bind(base.as_str())
+                .bind(counter.as_str())
+                .bind(rate.to_string())
+                .bind(at.unix_millis())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list_rates(&self) -> StoreResult<Vec<RateRow>> {
+        let rows = sqlx::query(
+            "SELECT base, counter, rate, updated_at FROM exchange_rates ORDER BY base, counter",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RateRow {
+                    base: AssetCode::parse(&row.try_get::<String, _>("base")?)
+                        .map_err(|_| corrupt("asset code"))?,
+                    counter: AssetCode::parse(&row.try_get::<String, _>("counter")?)
+                        .map_err(|_| corrupt("asset code"))?,
+                    rate: rows::rate(&row.try_get::<String, _>("rate")?)?,
+                    updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+/// Reads one page of a wallet address's resources, newest first (ids are
+/// time ordered), with what lies on either side.
+async fn list_page<T>(
+    pool: &PgPool,
+    table: &str,
+    columns: &str,
+    wallet: WalletAddressId,
+    client: Option<&str>,
+    page: &PageRequest,
+    decode: fn(&PgRow) -> StoreResult<T>,
+) -> StoreResult<Page<T>> {
+    let filter = if client.is_some() {
+        "wallet_address_id = $1::uuid AND client = $2"
+    } else {
+        "wallet_address_id = $1::uuid"
+    };
+    let next_param = if client.is_some() { 3 } else { 2 };
+    let (cmp, order, beyond) = match page.direction {
+        Direction::Forward => ("<", "DESC", ">="),
+        Direction::Backward => (">", "ASC", "<="),
+    };
+    let cursor = page.cursor.map(|c| c.hyphenated().to_string());
+    let sql = match cursor {
+        Some(_) => format!(
+            "SELECT {columns} FROM {table} WHERE {filter} AND id {cmp} ${next_param}::uuid ORDER BY id {order} LIMIT ${}",
+            next_param + 1
+        ),
+        None => format!("SELECT {columns} FROM {table} WHERE {filter} ORDER BY id {order} LIMIT ${next_param}"),
+    };
+    let mut q = sqlx::query(&sql).bind(wallet.to_string());
+    if let Some(c) = client {
+        q = q.bind(c);
+    }
+    if let Some(c) = &cursor {
+        q = q.bind(c);
+    }
+    let fetched = q.bind(i64::from(page.size) + 1).fetch_all(pool).await?;
+    let more = fetched.len() > page.size as usize;
+    let mut items = fetched
+        .iter()
+        .take(page.size as usize)
+        .map(decode)
+        .collect::<StoreResult<Vec<T>>>()?;
+    let other_side = match &cursor {
+        Some(c) => {
+            let sql = format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE {filter} AND id {beyond} ${next_param}::uuid)");
+            let mut q = sqlx::query_scalar::<_, bool>(&sql).bind(wallet.to_string());
+            if let Some(cl) = client {
+                q = q.bind(cl);
+            }
+            q.bind(c).fetch_one(pool).await?
+        }
+        None => false,
+    };
+    Ok(match page.direction {
+        Direction::Forward => Page {
+            items,
+            has_next_page: more,
+            has_previous_page: other_side,
+        },
+        Direction::Backward => {
+            items.reverse();
+            Page {
+                items,
+                has_next_page: other_side,
+                has_previous_page: more,
+            }
+        }
+    })
+}

@@ -1,0 +1,630 @@
+//! The embedded SQLite store: one file, WAL journal, a single writer
+//! connection (SQLite allows one writer at a time; queuing writers in the
+//! pool is cheaper than retrying on `SQLITE_BUSY`) and a pool of readers.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::pagination::{Direction, Page, PageRequest};
+use opd_core::quote::Quote;
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{
+    Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::Row;
+
+use crate::rows::{self, corrupt};
+use crate::{Backend, ConnectOptions, FeeRow, RateRow, Store, StoreError, StoreResult};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+/// The file path in a `sqlite:` URL (without query parameters).
+fn sqlite_path(url: &str) -> &str {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    rest.split('?').next().unwrap_or(rest)
+}
+
+impl SqliteStore {
+    pub async fn connect(options: &ConnectOptions) -> StoreResult<Self> {
+        let path = sqlite_path(&options.url);
+        if path.is_empty() || path.starts_with(":memory:") {
+            return Err(StoreError::Config(
+                "in-memory SQLite is not supported: give a file path, e.g. sqlite://opd-data/opd.sqlite".into(),
+            ));
+        }
+        let file = Path::new(path);
+        let create = options.create_sqlite_file || options.url.contains("mode=rwc");
+        if !file.exists() {
+            if !create {
+                return Err(StoreError::Config(format!(
+                    "SQLite database {path:?} does not exist; check the path, or add ?mode=rwc to the URL to create it"
+                )));
+            }
+            match file.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+                    return Err(StoreError::Config(format!(
+                        "directory {:?} for the SQLite database does not exist",
+                        dir
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let base = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
+            .map_err(|e| StoreError::Config(format!("invalid SQLite URL: {e}")))?
+            .create_if_missing(create)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(base.clone())
+            .await
+            .map_err(|e| {
+                StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"))
+            })?;
+        MIGRATOR.run(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(base.read_only(true))
+            .await?;
+        Ok(Self { writer, reader })
+    }
+
+    /// Table name -> sorted column names, for the migration parity test.
+    pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        let mut out = Vec::new();
+        for t in tables {
+            let mut cols: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+                .bind(&t)
+                .fetch_all(&self.reader)
+                .await?;
+            cols.sort();
+            out.push((t, cols));
+        }
+        Ok(out)
+    }
+}
+
+fn wallet_from_row(row: &SqliteRow) -> StoreResult<WalletAddress> {
+    let path: String = row.try_get("path")?;
+    Ok(WalletAddress {
+        id: WalletAddressId::from_uuid(rows::uuid_from_text(&row.try_get::<String, _>("id")?)?),
+        path: WalletAddressPath::parse_any(&path).map_err(|_| corrupt("wallet address path"))?,
+        asset: rows::asset(
+            &row.try_get::<String, _>("asset_code")?,
+            row.try_get("asset_scale")?,
+        )?,
+        public_name: row.try_get("public_name")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        deactivated_at: row
+            .try_get::<Option<i64>, _>("deactivated_at")?
+            .map(Timestamp::from_unix_millis),
+    })
+}
+
+fn key_from_row(row: &SqliteRow) -> StoreResult<WalletAddressKey> {
+    Ok(WalletAddressKey {
+        wallet_address_id: WalletAddressId::from_uuid(rows::uuid_from_text(
+            &row.try_get::<String, _>("wallet_address_id")?,
+        )?),
+        key: PublicKey {
+            kid: row.try_get("kid")?,
+            x: row.try_get("x")?,
+        },
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        revoked_at: row
+            .try_get::<Option<i64>, _>("revoked_at")?
+            .map(Timestamp::from_unix_millis),
+    })
+}
+
+fn incoming_from_row(row: &SqliteRow) -> StoreResult<IncomingPayment> {
+    Ok(IncomingPayment {
+        id: IncomingPaymentId::from_uuid(rows::uuid_from_text(&row.try_get::<String, _>("id")?)?),
+        wallet_address_id: WalletAddressId::from_uuid(rows::uuid_from_text(
+            &row.try_get::<String, _>("wallet_address_id")?,
+        )?),
+        asset: rows::asset(
+            &row.try_get::<String, _>("asset_code")?,
+            row.try_get("asset_scale")?,
+        )?,
+        incoming_amount: rows::opt_u64_from_text(
+            row.try_get("incoming_amount")?,
+            "incoming_amount",
+        )?,
+        received_amount: rows::u64_from_text(
+            &row.try_get::<String, _>("received_amount")?,
+            "received_amount",
+        )?,
+        completed: row.try_get("completed")?,
+        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
+        metadata: rows::metadata_from_text(row.try_get("metadata")?)?,
+        client: row.try_get("client")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+    })
+}
+
+fn quote_from_row(row: &SqliteRow) -> StoreResult<Quote> {
+    let amount = |prefix: &str| -> StoreResult<Amount> {
+        let value: String = row.try_get(format!("{prefix}_value").as_str())?;
+        let code: String = row.try_get(format!("{prefix}_asset_code").as_str())?;
+        let scale: i64 = row.try_get(format!("{prefix}_asset_scale").as_str())?;
+        Ok(Amount::new(
+            rows::u64_from_text(&value, prefix)?,
+            rows::asset(&code, scale)?,
+        ))
+    };
+    Ok(Quote {
+        id: QuoteId::from_uuid(rows::uuid_from_text(&row.try_get::<String, _>("id")?)?),
+        wallet_address_id: WalletAddressId::from_uuid(rows::uuid_from_text(
+            &row.try_get::<String, _>("wallet_address_id")?,
+        )?),
+        receiver: row.try_get("receiver")?,
+        debit_amount: amount("debit")?,
+        receive_amount: amount("receive")?,
+        fee: rows::u64_from_text(&row.try_get::<String, _>("fee")?, "fee")?,
+        debit_minus_fees: rows::u64_from_text(
+            &row.try_get::<String, _>("debit_minus_fees")?,
+            "debit_minus_fees",
+        )?,
+        client: row.try_get("client")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
+    })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn get_setting(&self, key: &str) -> StoreResult<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = ?")
+                .bind(key)
+                .fetch_optional(&self.reader)
+                .await?,
+        )
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+            .bind(key)
+            .bind(value)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING")
+            .bind(key)
+            .bind(value)
+            .execute(&self.writer)
+            .await?;
+        let stored: String = sqlx::query_scalar("SELECT value FROM settings WHERE key = ?")
+            .bind(key)
+            .fetch_one(&self.writer)
+            .await?;
+        Ok(stored)
+    }
+
+    async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(w.id.to_string())
+        .bind(w.path.as_str())
+        .bind(w.asset.code.as_str())
+        .bind(i64::from(w.asset.scale))
+        .bind(&w.public_name)
+        .bind(w.created_at.unix_millis())
+        .bind(w.deactivated_at.map(Timestamp::unix_millis))
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query("SELECT * FROM wallet_addresses WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .as_ref()
+            .map(wallet_from_row)
+            .transpose()
+    }
+
+    async fn get_wallet_address_by_path(
+        &self,
+        path: &WalletAddressPath,
+    ) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query("SELECT * FROM wallet_addresses WHERE path = ?")
+            .bind(path.as_str())
+            .fetch_optional(&self.reader)
+            .await?
+            .as_ref()
+            .map(wallet_from_row)
+            .transpose()
+    }
+
+    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
+        sqlx::query("SELECT * FROM wallet_addresses ORDER BY path")
+            .fetch_all(&self.reader)
+            .await?
+            .iter()
+            .map(wallet_from_row)
+            .collect()
+    }
+
+    async fn deactivate_wallet_address(
+        &self,
+        id: WalletAddressId,
+        at: Timestamp,
+    ) -> StoreResult<Option<WalletAddress>> {
+        sqlx::query("UPDATE wallet_addresses SET deactivated_at = ? WHERE id = ? AND deactivated_at IS NULL")
+            .bind(at.unix_millis())
+            .bind(id.to_string())
+            .execute(&self.writer)
+            .await?;
+        sqlx::query("SELECT * FROM wallet_addresses WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.writer)
+            .await?
+            .as_ref()
+            .map(wallet_from_row)
+            .transpose()
+    }
+
+    async fn add_key(&self, k: &WalletAddressKey) -> StoreResult<()> {
+        sqlx::query("INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(k.wallet_address_id.to_string())
+            .bind(&k.key.kid)
+            .bind(&k.key.x)
+            .bind(k.created_at.unix_millis())
+            .bind(k.revoked_at.map(Timestamp::unix_millis))
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn revoke_key(
+        &self,
+        wallet: WalletAddressId,
+        kid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE wallet_address_keys SET revoked_at = ? WHERE wallet_address_id = ? AND kid = ? AND revoked_at IS NULL",
+        )
+        .bind(at.unix_millis())
+        .bind(wallet.to_string())
+        .bind(kid)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_keys(
+        &self,
+        wallet: WalletAddressId,
+        include_revoked: bool,
+    ) -> StoreResult<Vec<WalletAddressKey>> {
+        let sql = if include_revoked {
+            "SELECT * FROM wallet_address_keys WHERE wallet_address_id = ? ORDER BY created_at, kid"
+        } else {
+            "SELECT * FROM wallet_address_keys WHERE wallet_address_id = ? AND revoked_at IS NULL ORDER BY created_at, kid"
+        };
+        sqlx::query(sql)
+            .bind(wallet.to_string())
+            .fetch_all(&self.reader)
+            .await?
+            .iter()
+            .map(key_from_row)
+            .collect()
+    }
+
+    async fn create_incoming_payment(&self, p: &IncomingPayment) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, incoming_amount,
+                received_amount, completed, expires_at, metadata, client, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(p.id.to_string())
+        .bind(p.wallet_address_id.to_string())
+        .bind(p.asset.code.as_str())
+        .bind(i64::from(p.asset.scale))
+        .bind(p.incoming_amount.map(|v| v.to_string()))
+        .bind(p.received_amount.to_string())
+        .bind(p.completed)
+        .bind(p.expires_at.unix_millis())
+        .bind(rows::metadata_to_text(&p.metadata))
+        .bind(&p.client)
+        .bind(p.created_at.unix_millis())
+        .bind(p.updated_at.unix_millis())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+    ) -> StoreResult<Option<IncomingPayment>> {
+        sqlx::query("SELECT * FROM incoming_payments WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .as_ref()
+            .map(incoming_from_row)
+            .transpose()
+    }
+
+    async fn list_incoming_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<IncomingPayment>> {
+        list_page(
+            &self.reader,
+            "incoming_payments",
+            wallet,
+            client,
+            page,
+            incoming_from_row,
+        )
+        .await
+    }
+
+    async fn complete_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+        at: Timestamp,
+    ) -> StoreResult<Option<IncomingPayment>> {
+        sqlx::query("UPDATE incoming_payments SET completed = 1, updated_at = ? WHERE id = ? AND completed = 0")
+            .bind(at.unix_millis())
+            .bind(id.to_string())
+            .execute(&self.writer)
+            .await?;
+        sqlx::query("SELECT * FROM incoming_payments WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.writer)
+            .await?
+            .as_ref()
+            .map(incoming_from_row)
+            .transpose()
+    }
+
+    async fn create_quote(&self, q: &Quote) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO quotes (id, wallet_address_id, receiver, debit_value, debit_asset_code, debit_asset_scale,
+                receive_value, receive_asset_code, receive_asset_scale, fee, debit_minus_fees, client, created_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(q.id.to_string())
+        .bind(q.wallet_address_id.to_string())
+        .bind(&q.receiver)
+        .bind(q.debit_amount.value.to_string())
+        .bind(q.debit_amount.asset.code.as_str())
+        .bind(i64::from(q.debit_amount.asset.scale))
+        .bind(q.receive_amount.value.to_string())
+        .bind(q.receive_amount.asset.code.as_str())
+        .bind(i64::from(q.receive_amount.asset.scale))
+        .bind(q.fee.to_string())
+        .bind(q.debit_minus_fees.to_string())
+        .bind(&q.client)
+        .bind(q.created_at.unix_millis())
+        .bind(q.expires_at.unix_millis())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>> {
+        sqlx::query("SELECT * FROM quotes WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .as_ref()
+            .map(quote_from_row)
+            .transpose()
+    }
+
+    async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (asset_code, asset_scale) DO UPDATE
+             SET fixed = excluded.fixed, basis_points = excluded.basis_points, updated_at = excluded.updated_at",
+        )
+        .bind(asset.code.as_str())
+        .bind(i64::from(asset.scale))
+        .bind(fee.fixed.to_string())
+        .bind(i64::from(fee.basis_points))
+        .bind(at.unix_millis())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM fees WHERE asset_code = ? AND asset_scale = ?")
+            .bind(asset.code.as_str())
+            .bind(i64::from(asset.scale))
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_fees(&self) -> StoreResult<Vec<FeeRow>> {
+        let rows = sqlx::query("SELECT * FROM fees ORDER BY asset_code, asset_scale")
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let bp: i64 = row.try_get("basis_points")?;
+                let fixed = rows::u64_from_text(&row.try_get::<String, _>("fixed")?, "fee")?;
+                Ok(FeeRow {
+                    asset: rows::asset(
+                        &row.try_get::<String, _>("asset_code")?,
+                        row.try_get("asset_scale")?,
+                    )?,
+                    fee: Fee::new(
+                        fixed,
+                        u16::try_from(bp).map_err(|_| corrupt("basis points"))?,
+                    )
+                    .map_err(|_| corrupt("basis points"))?,
+                    updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn set_rates(
+        &self,
+        base: &AssetCode,
+        rates: &[(AssetCode, Rate)],
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM exchange_rates WHERE base = ?")
+            .bind(base.as_str())
+            .execute(&mut *tx)
+            .await?;
+        for (counter, rate) in rates {
+            sqlx::query(
+                "INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(base.as_str())
+            .bind(counter.as_str())
+            .bind(rate.to_string())
+            .bind(at.unix_millis())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list_rates(&self) -> StoreResult<Vec<RateRow>> {
+        let rows = sqlx::query("SELECT * FROM exchange_rates ORDER BY base, counter")
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RateRow {
+                    base: AssetCode::parse(&row.try_get::<String, _>("base")?)
+                        .map_err(|_| corrupt("asset code"))?,
+                    counter: AssetCode::parse(&row.try_get::<String, _>("counter")?)
+                        .map_err(|_| corrupt("asset code"))?,
+                    rate: rows::rate(&row.try_get::<String, _>("rate")?)?,
+                    updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.reader).await?;
+        Ok(())
+    }
+}
+
+/// Reads one page of a wallet address's resources from `table`, newest
+/// first (ids are time ordered), with what lies on either side.
+async fn list_page<T>(
+    pool: &SqlitePool,
+    table: &str,
+    wallet: WalletAddressId,
+    client: Option<&str>,
+    page: &PageRequest,
+    decode: fn(&SqliteRow) -> StoreResult<T>,
+) -> StoreResult<Page<T>> {
+    let filter = if client.is_some() {
+        "wallet_address_id = ? AND client = ?"
+    } else {
+        "wallet_address_id = ?"
+    };
+    let limit = i64::from(page.size) + 1;
+    let (cmp, order, beyond) = match page.direction {
+        Direction::Forward => ("<", "DESC", ">="),
+        Direction::Backward => (">", "ASC", "<="),
+    };
+    let cursor = page.cursor.map(|c| c.hyphenated().to_string());
+    let sql = match cursor {
+        Some(_) => format!(
+            "SELECT * FROM {table} WHERE {filter} AND id {cmp} ? ORDER BY id {order} LIMIT ?"
+        ),
+        None => format!("SELECT * FROM {table} WHERE {filter} ORDER BY id {order} LIMIT ?"),
+    };
+    let mut q = sqlx::query(&sql).bind(wallet.to_string());
+    if let Some(c) = client {
+        q = q.bind(c);
+    }
+    if let Some(c) = &cursor {
+        q = q.bind(c);
+    }
+    let fetched = q.bind(limit).fetch_all(pool).await?;
+    let more = fetched.len() > page.size as usize;
+    let mut items = fetched
+        .iter()
+        .take(page.size as usize)
+        .map(decode)
+        .collect::<StoreResult<Vec<T>>>()?;
+    let other_side = match &cursor {
+        Some(c) => {
+            let sql =
+                format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE {filter} AND id {beyond} ?)");
+            let mut q = sqlx::query_scalar::<_, bool>(&sql).bind(wallet.to_string());
+            if let Some(cl) = client {
+                q = q.bind(cl);
+            }
+            q.bind(c).fetch_one(pool).await?
+        }
+        None => false,
+    };
+    Ok(match page.direction {
+        Direction::Forward => Page {
+            items,
+            has_next_page: more,
+            has_previous_page: other_side,
+        },
+        Direction::Backward => {
+            items.reverse();
+            Page {
+                items,
+                has_next_page: other_side,
+                has_previous_page: more,
+            }
+        }
+    })
+}

@@ -1,0 +1,377 @@
+//! The store conformance suite: every case is written once and runs against
+//! both SQLite and PostgreSQL.
+
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::pagination::PageRequest;
+use opd_core::quote::Quote;
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{
+    Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
+    WalletAddressId,
+};
+use opd_store::{Store, StoreError};
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $case() { let (s, _dir) = opd_testkit::stores::sqlite().await; super::$case(&s).await; })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $case() { let s = opd_testkit::stores::postgres().await; super::$case(&s).await; })*
+        }
+    };
+}
+
+conformance!(
+    settings_round_trip_and_first_value_wins,
+    wallet_addresses_are_unique_by_path_and_deactivate_once,
+    keys_are_listed_and_revoked,
+    incoming_payments_round_trip_exact_amounts,
+    incoming_payments_paginate_both_ways,
+    incoming_payments_complete_once,
+    quotes_round_trip,
+    fees_and_rates_are_stored_exactly,
+);
+
+const T0: i64 = 1_790_000_000_000;
+
+fn usd() -> Asset {
+    Asset::parse("USD", 2).unwrap()
+}
+
+fn wallet(path: &str, n: i64) -> WalletAddress {
+    let r = SeededRandom::new(n as u64);
+    WalletAddress {
+        id: WalletAddressId::new(Timestamp::from_unix_millis(T0 + n), &r),
+        path: WalletAddressPath::parse(path).unwrap(),
+        asset: usd(),
+        public_name: Some(format!("Wallet {path}")),
+        created_at: Timestamp::from_unix_millis(T0 + n),
+        deactivated_at: None,
+    }
+}
+
+fn incoming(wallet: &WalletAddress, n: i64, client: Option<&str>) -> IncomingPayment {
+    let r = SeededRandom::new(1000 + n as u64);
+    let at = Timestamp::from_unix_millis(T0 + 1000 * n);
+    IncomingPayment {
+        id: IncomingPaymentId::new(at, &r),
+        wallet_address_id: wallet.id,
+        asset: wallet.asset.clone(),
+        incoming_amount: Some(u64::MAX),
+        received_amount: 0,
+        completed: false,
+        expires_at: at.plus_seconds(3600),
+        metadata: Some(
+            serde_json::json!({"n": n, "nested": {"ok": true}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        client: client.map(str::to_owned),
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+async fn settings_round_trip_and_first_value_wins(s: &dyn Store) {
+    assert_eq!(s.get_setting("k").await.unwrap(), None);
+    s.set_setting("k", "v1").await.unwrap();
+    s.set_setting("k", "v2").await.unwrap();
+    assert_eq!(s.get_setting("k").await.unwrap().as_deref(), Some("v2"));
+    assert_eq!(
+        s.setting_or_insert("secret", "first").await.unwrap(),
+        "first"
+    );
+    assert_eq!(
+        s.setting_or_insert("secret", "second").await.unwrap(),
+        "first"
+    );
+    s.ping().await.unwrap();
+}
+
+async fn wallet_addresses_are_unique_by_path_and_deactivate_once(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let mut dup = wallet("alice", 2);
+    dup.public_name = None;
+    assert!(matches!(
+        s.create_wallet_address(&dup).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        s.get_wallet_address(alice.id).await.unwrap(),
+        Some(alice.clone())
+    );
+    let by_path = s
+        .get_wallet_address_by_path(&WalletAddressPath::parse("ALICE").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(by_path, Some(alice.clone()));
+    let bob = wallet("accounts/bob", 3);
+    s.create_wallet_address(&bob).await.unwrap();
+    let all = s.list_wallet_addresses().await.unwrap();
+    assert_eq!(
+        all.iter().map(|w| w.path.as_str()).collect::<Vec<_>>(),
+        ["accounts/bob", "alice"]
+    );
+
+    let t1 = Timestamp::from_unix_millis(T0 + 10);
+    let t2 = Timestamp::from_unix_millis(T0 + 20);
+    let d = s
+        .deactivate_wallet_address(alice.id, t1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.deactivated_at, Some(t1));
+    let d = s
+        .deactivate_wallet_address(alice.id, t2)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        d.deactivated_at,
+        Some(t1),
+        "a second deactivation keeps the first time"
+    );
+    let unknown = WalletAddressId::new(t1, &SeededRandom::new(99));
+    assert_eq!(
+        s.deactivate_wallet_address(unknown, t1).await.unwrap(),
+        None
+    );
+}
+
+async fn keys_are_listed_and_revoked(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let key = |kid: &str, n: i64| WalletAddressKey {
+        wallet_address_id: alice.id,
+        key: PublicKey {
+            kid: kid.into(),
+            x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo".into(),
+        },
+        created_at: Timestamp::from_unix_millis(T0 + n),
+        revoked_at: None,
+    };
+    s.add_key(&key("k1", 1)).await.unwrap();
+    s.add_key(&key("k2", 2)).await.unwrap();
+    assert!(matches!(
+        s.add_key(&key("k1", 3)).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let kids = |v: Vec<WalletAddressKey>| v.into_iter().map(|k| k.key.kid).collect::<Vec<_>>();
+    assert_eq!(
+        kids(s.list_keys(alice.id, false).await.unwrap()),
+        ["k1", "k2"]
+    );
+    assert!(s
+        .revoke_key(alice.id, "k1", Timestamp::from_unix_millis(T0 + 5))
+        .await
+        .unwrap());
+    assert!(!s
+        .revoke_key(alice.id, "k1", Timestamp::from_unix_millis(T0 + 6))
+        .await
+        .unwrap());
+    assert!(!s
+        .revoke_key(alice.id, "nope", Timestamp::from_unix_millis(T0 + 6))
+        .await
+        .unwrap());
+    assert_eq!(kids(s.list_keys(alice.id, false).await.unwrap()), ["k2"]);
+    let all = s.list_keys(alice.id, true).await.unwrap();
+    assert_eq!(all[0].revoked_at, Some(Timestamp::from_unix_millis(T0 + 5)));
+}
+
+async fn incoming_payments_round_trip_exact_amounts(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let mut p = incoming(&alice, 1, Some("https://client.example/app"));
+    p.received_amount = u64::MAX - 1;
+    s.create_incoming_payment(&p).await.unwrap();
+    assert_eq!(s.get_incoming_payment(p.id).await.unwrap(), Some(p.clone()));
+    let mut q = incoming(&alice, 2, None);
+    q.incoming_amount = None;
+    q.metadata = None;
+    s.create_incoming_payment(&q).await.unwrap();
+    assert_eq!(s.get_incoming_payment(q.id).await.unwrap(), Some(q));
+    assert!(matches!(
+        s.create_incoming_payment(&p).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let mut orphan = incoming(&alice, 3, None);
+    orphan.wallet_address_id =
+        WalletAddressId::new(Timestamp::from_unix_millis(T0), &SeededRandom::new(5));
+    assert!(
+        s.create_incoming_payment(&orphan).await.is_err(),
+        "foreign keys are enforced"
+    );
+}
+
+async fn incoming_payments_paginate_both_ways(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&alice).await.unwrap();
+    s.create_wallet_address(&bob).await.unwrap();
+    let mut ids = Vec::new();
+    for n in 0..7 {
+        let client = if n % 2 == 0 {
+            Some("https://a.example")
+        } else {
+            Some("https://b.example")
+        };
+        let p = incoming(&alice, n, client);
+        s.create_incoming_payment(&p).await.unwrap();
+        ids.push(p.id);
+    }
+    s.create_incoming_payment(&incoming(&bob, 100, None))
+        .await
+        .unwrap();
+    ids.reverse(); // newest first
+    let page = |first: Option<&str>, last: Option<&str>, cursor: Option<String>| {
+        PageRequest::parse(first, last, cursor.as_deref()).unwrap()
+    };
+    let got = |p: &opd_core::pagination::Page<IncomingPayment>| {
+        p.items.iter().map(|i| i.id).collect::<Vec<_>>()
+    };
+
+    let p1 = s
+        .list_incoming_payments(alice.id, None, &page(Some("3"), None, None))
+        .await
+        .unwrap();
+    assert_eq!(got(&p1), ids[0..3]);
+    assert!(p1.has_next_page && !p1.has_previous_page);
+    let p2 = s
+        .list_incoming_payments(
+            alice.id,
+            None,
+            &page(Some("3"), None, Some(ids[2].to_string())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got(&p2), ids[3..6]);
+    assert!(p2.has_next_page && p2.has_previous_page);
+    let p3 = s
+        .list_incoming_payments(
+            alice.id,
+            None,
+            &page(Some("3"), None, Some(ids[5].to_string())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got(&p3), ids[6..7]);
+    assert!(!p3.has_next_page && p3.has_previous_page);
+    let back = s
+        .list_incoming_payments(
+            alice.id,
+            None,
+            &page(None, Some("2"), Some(ids[3].to_string())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got(&back), ids[1..3]);
+    assert!(back.has_next_page && back.has_previous_page);
+    let last = s
+        .list_incoming_payments(alice.id, None, &page(None, Some("2"), None))
+        .await
+        .unwrap();
+    assert_eq!(got(&last), ids[5..7]);
+    assert!(!last.has_next_page && last.has_previous_page);
+
+    let only_a = s
+        .list_incoming_payments(alice.id, Some("https://a.example"), &page(None, None, None))
+        .await
+        .unwrap();
+    assert_eq!(only_a.items.len(), 4);
+    assert!(only_a
+        .items
+        .iter()
+        .all(|p| p.client.as_deref() == Some("https://a.example")));
+    let bobs = s
+        .list_incoming_payments(bob.id, None, &page(None, None, None))
+        .await
+        .unwrap();
+    assert_eq!(bobs.items.len(), 1);
+}
+
+async fn incoming_payments_complete_once(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let p = incoming(&alice, 1, None);
+    s.create_incoming_payment(&p).await.unwrap();
+    let t = Timestamp::from_unix_millis(T0 + 99_000);
+    let done = s.complete_incoming_payment(p.id, t).await.unwrap().unwrap();
+    assert!(done.completed);
+    assert_eq!(done.updated_at, t);
+    let again = s
+        .complete_incoming_payment(p.id, t.plus_seconds(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.updated_at, t, "completing twice changes nothing");
+    let missing = IncomingPaymentId::new(t, &SeededRandom::new(3));
+    assert_eq!(s.complete_incoming_payment(missing, t).await.unwrap(), None);
+}
+
+async fn quotes_round_trip(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 5);
+    let q = Quote {
+        id: QuoteId::new(at, &SeededRandom::new(8)),
+        wallet_address_id: alice.id,
+        receiver: "http://localhost:8080/incoming-payments/0190a1b2-0000-7000-8000-000000000000"
+            .into(),
+        debit_amount: Amount::new(u64::MAX, usd()),
+        receive_amount: Amount::new(12_345, Asset::parse("EUR", 255).unwrap()),
+        fee: 170,
+        debit_minus_fees: u64::MAX - 170,
+        client: Some("https://client.example".into()),
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    s.create_quote(&q).await.unwrap();
+    assert_eq!(s.get_quote(q.id).await.unwrap(), Some(q.clone()));
+    assert_eq!(
+        s.get_quote(QuoteId::new(at, &SeededRandom::new(9)))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+async fn fees_and_rates_are_stored_exactly(s: &dyn Store) {
+    let at = Timestamp::from_unix_millis(T0);
+    s.set_fee(&usd(), Fee::new(u64::MAX, 250).unwrap(), at)
+        .await
+        .unwrap();
+    s.set_fee(&usd(), Fee::new(150, 200).unwrap(), at.plus_seconds(1))
+        .await
+        .unwrap();
+    let fees = s.list_fees().await.unwrap();
+    assert_eq!(fees.len(), 1);
+    assert_eq!(fees[0].fee, Fee::new(150, 200).unwrap());
+    assert!(s.delete_fee(&usd()).await.unwrap());
+    assert!(!s.delete_fee(&usd()).await.unwrap());
+
+    let code = |c: &str| AssetCode::parse(c).unwrap();
+    s.set_rates(
+        &code("USD"),
+        &[(code("EUR"), Rate::parse("0.91").unwrap())],
+        at,
+    )
+    .await
+    .unwrap();
+    s.set_rates(
+        &code("USD"),
+        &[
+            (code("EUR"), Rate::parse("0.9123456789012345678").unwrap()),
+            (code("JPY"), Rate::parse("151.2").unwrap()),
+        ],
+        at,
+    )
+    .await
+    .unwrap();
+    let rates = s.list_rates().await.unwrap();
+    assert_eq!(rates.len(), 2);
+    assert_eq!(rates[0].rate.to_string(), "0.9123456789012345678");
+    assert_eq!(rates[1].counter, code("JPY"));
+}
