@@ -1,0 +1,410 @@
+//! The admin API (loopback by default). Every request carries
+//! `Authorization: Bearer <admin token>`, compared in constant time.
+//!
+//! Routes:
+//! - `POST /wallet-addresses`, `GET /wallet-addresses`,
+//!   `GET /wallet-addresses/{ref}`, `POST /wallet-addresses/{ref}/deactivate`
+//! - `GET|POST /wallet-addresses/{ref}/keys`,
+//!   `DELETE /wallet-addresses/{ref}/keys/{kid}`
+//! - `GET /fees`, `PUT|DELETE /fees/{assetCode}/{assetScale}`
+//! - `GET /rates`, `PUT /rates/{base}`, `PUT /rates-url`
+//!
+//! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{delete, get, post, put};
+use axum::{Json, Router};
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey};
+use opd_core::{Asset, AssetCode, Fee, Rate, WalletAddressId};
+use opd_service::{pricing, wallet_addresses, ServiceError};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{non_null, JsonBody, PathParam, PathParams2};
+use crate::wire::JwkWire;
+use crate::AppState;
+
+/// State of the admin router: the app plus the hash of the admin token.
+#[derive(Clone, Debug)]
+pub struct AdminState {
+    pub app: AppState,
+    token_sha256: [u8; 32],
+}
+
+impl AdminState {
+    pub fn new(app: AppState, admin_token: &str) -> Self {
+        Self {
+            app,
+            token_sha256: Sha256::digest(admin_token.as_bytes()).into(),
+        }
+    }
+}
+
+/// The admin routes, all behind the bearer token.
+pub fn admin_router(state: AdminState) -> Router {
+    let routes = Router::new()
+        .route(
+            "/wallet-addresses",
+            post(create_wallet_address).get(list_wallet_addresses),
+        )
+        .route("/wallet-addresses/{wallet}", get(get_wallet_address))
+        .route(
+            "/wallet-addresses/{wallet}/deactivate",
+            post(deactivate_wallet_address),
+        )
+        .route(
+            "/wallet-addresses/{wallet}/keys",
+            get(list_keys).post(add_key),
+        )
+        .route("/wallet-addresses/{wallet}/keys/{kid}", delete(revoke_key))
+        .route("/fees", get(list_fees))
+        .route("/fees/{code}/{scale}", put(set_fee).delete(delete_fee))
+        .route("/rates", get(list_rates))
+        .route("/rates/{base}", put(set_rates))
+        .route("/rates-url", put(set_rates_url))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .with_state(state);
+    crate::with_common_layers(routes)
+}
+
+async fn require_token(
+    State(state): State<AdminState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let ok = presented.is_some_and(|t| {
+        let digest: [u8; 32] = Sha256::digest(t.as_bytes()).into();
+        bool::from(digest.ct_eq(&state.token_sha256))
+    });
+    if !ok {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the admin API needs Authorization: Bearer <admin token>",
+        ));
+    }
+    Ok(next.run(request).await)
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WalletAddressAdmin {
+    id: String,
+    path: String,
+    url: String,
+    asset_code: String,
+    asset_scale: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    public_name: Option<String>,
+    created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deactivated_at: Option<String>,
+}
+
+fn wallet_admin(state: &AdminState, w: &WalletAddress) -> WalletAddressAdmin {
+    WalletAddressAdmin {
+        id: w.id.to_string(),
+        path: w.path.to_string(),
+        url: state.app.services.config.public_url.wallet_address(&w.path),
+        asset_code: w.asset.code.to_string(),
+        asset_scale: w.asset.scale,
+        public_name: w.public_name.clone(),
+        created_at: w.created_at.to_rfc3339(),
+        deactivated_at: w.deactivated_at.map(|t| t.to_rfc3339()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateWalletAddress {
+    path: String,
+    asset_code: String,
+    asset_scale: i64,
+    #[serde(default, deserialize_with = "non_null")]
+    public_name: Option<String>,
+}
+
+/// Finds a wallet address by id or by path.
+async fn resolve(state: &AdminState, reference: &str) -> ApiResult<WalletAddress> {
+    let services = &state.app.services;
+    if let Some(id) = WalletAddressId::parse(reference) {
+        return Ok(wallet_addresses::get(services, id).await?);
+    }
+    let path = opd_core::wallet_address::WalletAddressPath::parse_any(reference)
+        .map_err(|_| ApiError::not_found("wallet address"))?;
+    services
+        .store
+        .get_wallet_address_by_path(&path)
+        .await
+        .map_err(ServiceError::from)?
+        .ok_or_else(|| ApiError::not_found("wallet address"))
+}
+
+async fn create_wallet_address(
+    State(state): State<AdminState>,
+    JsonBody { value: req, .. }: JsonBody<CreateWalletAddress>,
+) -> ApiResult<(StatusCode, Json<WalletAddressAdmin>)> {
+    let asset = Asset::parse(&req.asset_code, req.asset_scale)
+        .map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    let wallet =
+        wallet_addresses::create(&state.app.services, &req.path, asset, req.public_name).await?;
+    Ok((StatusCode::CREATED, Json(wallet_admin(&state, &wallet))))
+}
+
+async fn list_wallet_addresses(
+    State(state): State<AdminState>,
+) -> ApiResult<Json<Vec<WalletAddressAdmin>>> {
+    let all = wallet_addresses::list(&state.app.services).await?;
+    Ok(Json(all.iter().map(|w| wallet_admin(&state, w)).collect()))
+}
+
+async fn get_wallet_address(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+) -> ApiResult<Json<WalletAddressAdmin>> {
+    let wallet = resolve(&state, &reference).await?;
+    Ok(Json(wallet_admin(&state, &wallet)))
+}
+
+async fn deactivate_wallet_address(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+) -> ApiResult<Json<WalletAddressAdmin>> {
+    let wallet = resolve(&state, &reference).await?;
+    let wallet = wallet_addresses::deactivate(&state.app.services, wallet.id).await?;
+    Ok(Json(wallet_admin(&state, &wallet)))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyAdmin {
+    jwk: JwkWire,
+    created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at: Option<String>,
+}
+
+impl From<&WalletAddressKey> for KeyAdmin {
+    fn from(k: &WalletAddressKey) -> Self {
+        Self {
+            jwk: JwkWire::from(&k.key),
+            created_at: k.created_at.to_rfc3339(),
+            revoked_at: k.revoked_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JwkInput {
+    kid: String,
+    kty: String,
+    crv: String,
+    x: String,
+    #[serde(default, deserialize_with = "non_null")]
+    alg: Option<String>,
+    #[serde(default, rename = "use", deserialize_with = "non_null")]
+    use_: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddKey {
+    jwk: JwkInput,
+}
+
+async fn list_keys(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+) -> ApiResult<Json<Vec<KeyAdmin>>> {
+    let wallet = resolve(&state, &reference).await?;
+    let keys = wallet_addresses::keys(&state.app.services, wallet.id).await?;
+    Ok(Json(keys.iter().map(KeyAdmin::from).collect()))
+}
+
+async fn add_key(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+    JsonBody { value: req, .. }: JsonBody<AddKey>,
+) -> ApiResult<(StatusCode, Json<KeyAdmin>)> {
+    let wallet = resolve(&state, &reference).await?;
+    let j = req.jwk;
+    let key = PublicKey::from_jwk_parts(
+        &j.kid,
+        &j.kty,
+        &j.crv,
+        j.alg.as_deref(),
+        j.use_.as_deref(),
+        &j.x,
+    )
+    .map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    let stored = wallet_addresses::add_key(&state.app.services, wallet.id, key).await?;
+    Ok((StatusCode::CREATED, Json(KeyAdmin::from(&stored))))
+}
+
+async fn revoke_key(
+    State(state): State<AdminState>,
+    PathParams2(reference, kid): PathParams2,
+) -> ApiResult<StatusCode> {
+    let wallet = resolve(&state, &reference).await?;
+    wallet_addresses::revoke_key(&state.app.services, wallet.id, &kid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FeeInput {
+    /// Minor units, as a decimal string like every amount.
+    fixed: String,
+    basis_points: i64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FeeAdmin {
+    asset_code: String,
+    asset_scale: u8,
+    fixed: String,
+    basis_points: u16,
+    updated_at: String,
+}
+
+fn parse_asset_path(code: &str, scale: &str) -> ApiResult<Asset> {
+    let scale: i64 = scale
+        .parse()
+        .map_err(|_| ApiError::invalid_request("asset scale must be an integer from 0 to 255"))?;
+    Asset::parse(code, scale).map_err(|e| ApiError::invalid_request(e.to_string()))
+}
+
+async fn list_fees(State(state): State<AdminState>) -> ApiResult<Json<Vec<FeeAdmin>>> {
+    let fees = state
+        .app
+        .services
+        .store
+        .list_fees()
+        .await
+        .map_err(ServiceError::from)?;
+    Ok(Json(
+        fees.iter()
+            .map(|f| FeeAdmin {
+                asset_code: f.asset.code.to_string(),
+                asset_scale: f.asset.scale,
+                fixed: f.fee.fixed.to_string(),
+                basis_points: f.fee.basis_points,
+                updated_at: f.updated_at.to_rfc3339(),
+            })
+            .collect(),
+    ))
+}
+
+async fn set_fee(
+    State(state): State<AdminState>,
+    PathParams2(code, scale): PathParams2,
+    JsonBody { value: req, .. }: JsonBody<FeeInput>,
+) -> ApiResult<StatusCode> {
+    let asset = parse_asset_path(&code, &scale)?;
+    let fixed = opd_core::money::parse_u64_canonical(&req.fixed).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_amount",
+            format!("fixed: {e}"),
+        )
+    })?;
+    let bp = u16::try_from(req.basis_points).ok();
+    let fee = bp.and_then(|bp| Fee::new(fixed, bp).ok()).ok_or_else(|| {
+        ApiError::invalid_request("basisPoints must be an integer from 0 to 10000")
+    })?;
+    pricing::set_fee(&state.app.services, &asset, Some(fee)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_fee(
+    State(state): State<AdminState>,
+    PathParams2(code, scale): PathParams2,
+) -> ApiResult<StatusCode> {
+    let asset = parse_asset_path(&code, &scale)?;
+    pricing::set_fee(&state.app.services, &asset, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RatesAdmin {
+    /// base -> counter -> rate, as exact decimal strings.
+    rates: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rates_url: Option<String>,
+}
+
+async fn list_rates(State(state): State<AdminState>) -> ApiResult<Json<RatesAdmin>> {
+    let services = &state.app.services;
+    let mut rates: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in services
+        .store
+        .list_rates()
+        .await
+        .map_err(ServiceError::from)?
+    {
+        rates
+            .entry(r.base.to_string())
+            .or_default()
+            .insert(r.counter.to_string(), r.rate.to_string());
+    }
+    let rates_url = services
+        .store
+        .get_setting(pricing::RATES_URL_SETTING)
+        .await
+        .map_err(ServiceError::from)?
+        .filter(|u| !u.is_empty());
+    Ok(Json(RatesAdmin { rates, rates_url }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRates {
+    /// counter -> rate; rates may be strings (`"0.91"`) or numbers.
+    rates: BTreeMap<String, Rate>,
+}
+
+async fn set_rates(
+    State(state): State<AdminState>,
+    PathParam(base): PathParam,
+    JsonBody { value: req, .. }: JsonBody<SetRates>,
+) -> ApiResult<StatusCode> {
+    let base = AssetCode::parse(&base).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    let mut rates = Vec::new();
+    for (counter, rate) in req.rates {
+        let counter =
+            AssetCode::parse(&counter).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+        rates.push((counter, rate));
+    }
+    pricing::set_rates(&state.app.services, &base, &rates).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRatesUrl {
+    url: Option<String>,
+}
+
+async fn set_rates_url(
+    State(state): State<AdminState>,
+    JsonBody { value: req, .. }: JsonBody<SetRatesUrl>,
+) -> ApiResult<StatusCode> {
+    pricing::set_rates_url(&state.app.services, req.url.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,145 @@
+//! The one wire error of the HTTP layer: `{"error": {"code", "description",
+//! "details"?}}` with a stable snake_case `code`. `ServiceError` maps to it
+//! exactly once, here. Codes are listed in `docs/errors.md`.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use opd_core::AmountWire;
+use opd_service::ServiceError;
+use opd_store::StoreError;
+use serde_json::{json, Map, Value};
+
+/// An error response.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub description: String,
+    pub details: Option<Map<String, Value>>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, description: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            description: description.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_detail(mut self, key: &str, value: Value) -> Self {
+        self.details
+            .get_or_insert_with(Map::new)
+            .insert(key.to_owned(), value);
+        self
+    }
+
+    pub fn invalid_request(description: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", description)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
+    }
+
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "internal server error",
+        )
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        use ServiceError as S;
+        match e {
+            S::InvalidRequest(m) => ApiError::invalid_request(m),
+            S::InvalidAmount(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_amount", m),
+            S::InvalidExpiry(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_expiry", m),
+            // Deployed clients match this description exactly.
+            S::InvalidReceiver(reason) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_receiver",
+                "invalid receiver",
+            )
+            .with_detail("reason", Value::String(reason)),
+            S::NonPositiveReceiveAmount { min_send_amount } => {
+                let e = ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "non_positive_receive_amount",
+                    "non-positive receive amount",
+                );
+                match min_send_amount {
+                    Some(a) => e.with_detail("minSendAmount", json!(AmountWire::from(&a))),
+                    None => e,
+                }
+            }
+            S::NoExchangeRate { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "no_exchange_rate", e.to_string())
+            }
+            S::RatesUnavailable(_) => {
+                tracing::warn!(error = %e, "exchange rates unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "rates_unavailable",
+                    "exchange rates are unavailable; try again later",
+                )
+            }
+            S::AmountOverflow => {
+                ApiError::new(StatusCode::BAD_REQUEST, "amount_overflow", e.to_string())
+            }
+            S::UnknownWalletAddress => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "unknown_wallet_address",
+                "unknown wallet address",
+            ),
+            S::InactiveWalletAddress => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "inactive_wallet_address",
+                "inactive wallet address",
+            ),
+            S::NotFound(what) => ApiError::not_found(what),
+            S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
+            S::Store(StoreError::Unavailable(m)) => {
+                tracing::error!(error = %m, "database unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable",
+                    "the database is unavailable; try again later",
+                )
+            }
+            S::Store(other) => {
+                tracing::error!(error = %other, "store failure");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = Map::new();
+        error.insert("code".into(), Value::String(self.code.to_owned()));
+        error.insert("description".into(), Value::String(self.description));
+        if let Some(d) = self.details {
+            error.insert("details".into(), Value::Object(d));
+        }
+        let body = json!({ "error": error }).to_string();
+        let mut response = (self.status, body).into_response();
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+/// The result of every handler.
+pub type ApiResult<T> = Result<T, ApiError>;

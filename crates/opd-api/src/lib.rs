@@ -1,0 +1,62 @@
+#![doc = include_str!("../README.md")]
+
+pub mod admin;
+pub mod auth_server;
+pub mod error;
+pub mod extract;
+pub mod open_payments;
+pub mod wire;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use opd_service::Services;
+
+pub use error::{ApiError, ApiResult};
+
+/// Shared state of every router.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub services: Arc<Services>,
+}
+
+/// JSON 404 for unknown routes.
+pub async fn not_found_fallback() -> ApiError {
+    ApiError::not_found("route")
+}
+
+/// JSON 405 for a known route with another method.
+pub async fn method_not_allowed_fallback() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed on this route",
+    )
+}
+
+/// Turns a panic in a handler into a JSON 500 (the panic is logged).
+fn panic_to_json(err: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(panic = what, "handler panicked");
+    ApiError::internal().into_response()
+}
+
+/// The layers every listener gets: body limit, JSON panics and errors,
+/// request tracing (method and path only: headers carry secrets).
+pub(crate) fn with_common_layers(router: Router) -> Router {
+    router
+        .fallback(not_found_fallback)
+        .method_not_allowed_fallback(method_not_allowed_fallback)
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic_to_json,
+        ))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+}

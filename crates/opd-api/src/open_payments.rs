@@ -1,0 +1,268 @@
+//! The Open Payments listener: wallet address documents and JWKS, incoming
+//! payments and quotes.
+//!
+//! Until the authentication issue lands, the resource endpoints accept
+//! unauthenticated requests; an incoming payment GET that carries an
+//! `Authorization` header gets the full view (with `methods`), one without
+//! gets the public view.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use opd_core::pagination::PageRequest;
+use opd_core::quote::QuoteTarget;
+use opd_core::{IncomingPaymentId, QuoteId, Timestamp};
+use opd_service::incoming_payments::{self, NewIncomingPayment};
+use opd_service::quotes::{self, NewQuote};
+use opd_service::wallet_addresses;
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, PathParam, QueryPairs};
+use crate::wire::{
+    parse_amount, CreateIncomingPaymentRequest, CreateQuoteRequest, IncomingPaymentWire, JwkWire,
+    Jwks, ListWire, PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
+};
+use crate::AppState;
+
+/// The resource server and wallet address server routes, mounted under the
+/// public URL's path.
+pub fn open_payments_router(state: AppState) -> Router {
+    let prefix = state.services.config.public_url.path_prefix().to_owned();
+    let routes = Router::new()
+        .route("/healthz", get(healthz))
+        .route(
+            "/incoming-payments",
+            post(create_incoming_payment).get(list_incoming_payments),
+        )
+        .route("/incoming-payments/{id}", get(get_incoming_payment))
+        .route(
+            "/incoming-payments/{id}/complete",
+            post(complete_incoming_payment),
+        )
+        .route("/quotes", post(create_quote))
+        .route("/quotes/{id}", get(get_quote))
+        .route("/{*path}", get(wallet_address_or_jwks))
+        .with_state(state);
+    let router = if prefix.is_empty() {
+        routes
+    } else {
+        Router::new().nest(&prefix, routes)
+    };
+    crate::with_common_layers(router)
+}
+
+async fn healthz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
+    state
+        .services
+        .store
+        .ping()
+        .await
+        .map_err(opd_service::ServiceError::from)?;
+    Ok(Json(serde_json::json!({ "status": "ok" })))
+}
+
+/// `GET /{path}` and `GET /{path}/jwks.json`.
+async fn wallet_address_or_jwks(
+    State(state): State<AppState>,
+    PathParam(path): PathParam,
+) -> ApiResult<Response> {
+    let services = &state.services;
+    let not_found = |e: opd_service::ServiceError| match e {
+        opd_service::ServiceError::UnknownWalletAddress => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_wallet_address",
+            "unknown wallet address",
+        ),
+        other => other.into(),
+    };
+    if let Some(wallet_path) = path.strip_suffix("/jwks.json") {
+        let keys = wallet_addresses::jwks(services, wallet_path)
+            .await
+            .map_err(not_found)?;
+        let body = Jwks {
+            keys: keys.iter().map(JwkWire::from).collect(),
+        };
+        return Ok(cached(Json(body).into_response(), "max-age=10"));
+    }
+    let wallet = wallet_addresses::by_path(services, &path)
+        .await
+        .map_err(not_found)?;
+    let doc = WalletAddressDoc::new(
+        &wallet,
+        &services.config.public_url,
+        &services.config.auth_server_url,
+    );
+    Ok(cached(Json(doc).into_response(), "max-age=60"))
+}
+
+fn cached(mut response: Response, policy: &'static str) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
+    response
+}
+
+async fn create_incoming_payment(
+    State(state): State<AppState>,
+    JsonBody { value: req, .. }: JsonBody<CreateIncomingPaymentRequest>,
+) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
+    let services = &state.services;
+    let incoming_amount = req
+        .incoming_amount
+        .as_ref()
+        .map(|a| parse_amount("incomingAmount", a))
+        .transpose()?;
+    let expires_at = req
+        .expires_at
+        .as_deref()
+        .map(|t| {
+            Timestamp::parse_rfc3339(t).map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_expiry",
+                    format!("expiresAt: {e}"),
+                )
+            })
+        })
+        .transpose()?;
+    let input = NewIncomingPayment {
+        wallet_address: req.wallet_address,
+        incoming_amount,
+        expires_at,
+        metadata: req.metadata,
+        client: None,
+    };
+    let (payment, wallet) = incoming_payments::create(services, input).await?;
+    let methods = incoming_payments::payment_methods(services, &payment);
+    let body = IncomingPaymentWire::new(
+        &payment,
+        &wallet,
+        &services.config.public_url,
+        Some(methods),
+    );
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
+    let wallet = query
+        .single("wallet-address")?
+        .ok_or_else(|| ApiError::invalid_request("query parameter wallet-address is required"))?
+        .to_owned();
+    let page = PageRequest::parse(
+        query.single("first")?,
+        query.single("last")?,
+        query.single("cursor")?,
+    )
+    .map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    Ok((wallet, page))
+}
+
+async fn list_incoming_payments(
+    State(state): State<AppState>,
+    query: QueryPairs,
+) -> ApiResult<Json<ListWire<IncomingPaymentWire>>> {
+    let services = &state.services;
+    let (wallet_url, page) = parse_page(&query)?;
+    let (page, wallet) = incoming_payments::list(services, &wallet_url, None, &page).await?;
+    let public = &services.config.public_url;
+    Ok(Json(ListWire::new(
+        &page,
+        |p| p.id.to_string(),
+        |p| IncomingPaymentWire::new(p, &wallet, public, None),
+    )))
+}
+
+fn incoming_payment_id(raw: &str) -> ApiResult<IncomingPaymentId> {
+    IncomingPaymentId::parse(raw).ok_or_else(|| ApiError::not_found("incoming payment"))
+}
+
+async fn get_incoming_payment(
+    State(state): State<AppState>,
+    PathParam(id): PathParam,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let services = &state.services;
+    let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
+    if headers.contains_key(header::AUTHORIZATION) {
+        let methods = incoming_payments::payment_methods(services, &payment);
+        let body = IncomingPaymentWire::new(
+            &payment,
+            &wallet,
+            &services.config.public_url,
+            Some(methods),
+        );
+        Ok(Json(body).into_response())
+    } else {
+        let body = PublicIncomingPaymentWire {
+            received_amount: (&payment.received_amount()).into(),
+            auth_server: services.config.auth_server_url.clone(),
+        };
+        Ok(Json(body).into_response())
+    }
+}
+
+async fn complete_incoming_payment(
+    State(state): State<AppState>,
+    PathParam(id): PathParam,
+) -> ApiResult<Json<IncomingPaymentWire>> {
+    let services = &state.services;
+    let (payment, wallet) =
+        incoming_payments::complete(services, incoming_payment_id(&id)?).await?;
+    Ok(Json(IncomingPaymentWire::new(
+        &payment,
+        &wallet,
+        &services.config.public_url,
+        None,
+    )))
+}
+
+async fn create_quote(
+    State(state): State<AppState>,
+    JsonBody { value: req, .. }: JsonBody<CreateQuoteRequest>,
+) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
+    let services = &state.services;
+    if req.method != "ilp" {
+        return Err(ApiError::invalid_request(
+            "method must be \"ilp\", the only payment method",
+        ));
+    }
+    let target = match (&req.debit_amount, &req.receive_amount) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_amount",
+                "give debitAmount or receiveAmount, not both",
+            ))
+        }
+        (Some(d), None) => QuoteTarget::FixedSend(parse_amount("debitAmount", d)?),
+        (None, Some(r)) => QuoteTarget::FixedReceive(parse_amount("receiveAmount", r)?),
+        (None, None) => QuoteTarget::Remaining,
+    };
+    let input = NewQuote {
+        wallet_address: req.wallet_address,
+        receiver: req.receiver,
+        target,
+        client: None,
+    };
+    let (quote, wallet) = quotes::create(services, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(QuoteWire::new(&quote, &wallet, &services.config.public_url)),
+    ))
+}
+
+async fn get_quote(
+    State(state): State<AppState>,
+    PathParam(id): PathParam,
+) -> ApiResult<Json<QuoteWire>> {
+    let services = &state.services;
+    let id = QuoteId::parse(&id).ok_or_else(|| ApiError::not_found("quote"))?;
+    let (quote, wallet) = quotes::get(services, id).await?;
+    Ok(Json(QuoteWire::new(
+        &quote,
+        &wallet,
+        &services.config.public_url,
+    )))
+}

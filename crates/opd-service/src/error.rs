@@ -1,0 +1,49 @@
+//! The use cases' one error enum. `opd-api` maps each variant to an HTTP
+//! status and a stable code exactly once.
+
+use opd_core::Amount;
+use opd_store::StoreError;
+
+/// Why a use case refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The request is malformed in a way the wire layer could not catch.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// An amount is not acceptable here (asset, zero, beyond what is owed).
+    #[error("{0}")]
+    InvalidAmount(String),
+    /// A timestamp is not acceptable (in the past, too far ahead).
+    #[error("{0}")]
+    InvalidExpiry(String),
+    /// The receiver cannot be paid; the reason goes in `details.reason`.
+    #[error("invalid receiver: {0}")]
+    InvalidReceiver(String),
+    /// The quote would deliver nothing.
+    #[error("non-positive receive amount")]
+    NonPositiveReceiveAmount { min_send_amount: Option<Amount> },
+    /// No exchange rate is known between the two assets.
+    #[error("no exchange rate from {from} to {to}")]
+    NoExchangeRate { from: String, to: String },
+    /// The rates service did not answer usefully.
+    #[error("exchange rates are unavailable: {0}")]
+    RatesUnavailable(String),
+    /// An amount computation overflowed a u64.
+    #[error("amount overflows an unsigned 64-bit integer")]
+    AmountOverflow,
+    /// The wallet address is not served here.
+    #[error("unknown wallet address")]
+    UnknownWalletAddress,
+    /// The wallet address was deactivated.
+    #[error("inactive wallet address")]
+    InactiveWalletAddress,
+    /// The resource does not exist (or is not visible to the caller).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A uniqueness rule or a state rule was broken.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,190 @@
+//! Incoming payments: create, read (full or public), list, complete, and
+//! the ILP payment details an active one advertises.
+
+use opd_core::incoming_payment::{IncomingPayment, Metadata};
+use opd_core::pagination::{Page, PageRequest};
+use opd_core::wallet_address::WalletAddress;
+use opd_core::{Amount, IncomingPaymentId, Timestamp};
+
+use crate::{wallet_addresses, ServiceError, Services};
+
+/// The largest `metadata` accepted, as serialized JSON.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+/// A validated create request.
+#[derive(Debug, Clone)]
+pub struct NewIncomingPayment {
+    pub wallet_address: String,
+    pub incoming_amount: Option<Amount>,
+    pub expires_at: Option<Timestamp>,
+    pub metadata: Option<Metadata>,
+    /// The client (its wallet address URL) making the request, when known.
+    pub client: Option<String>,
+}
+
+/// The ILP payment details of an incoming payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IlpMethod {
+    pub ilp_address: String,
+    /// Unpadded base64url.
+    pub shared_secret: String,
+}
+
+pub(crate) fn check_metadata(metadata: &Option<Metadata>) -> Result<(), ServiceError> {
+    if let Some(m) = metadata {
+        let size = serde_json::Value::Object(m.clone()).to_string().len();
+        if size > MAX_METADATA_BYTES {
+            return Err(ServiceError::InvalidRequest(format!(
+                "metadata must be at most {MAX_METADATA_BYTES} bytes of JSON, not {size}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Creates an incoming payment into one of our wallet addresses.
+pub async fn create(
+    services: &Services,
+    input: NewIncomingPayment,
+) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
+    let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
+    let now = services.clock.now();
+    if let Some(amount) = &input.incoming_amount {
+        if amount.asset != wallet.asset {
+            return Err(ServiceError::InvalidAmount(format!(
+                "incomingAmount must be in the wallet address's asset {}",
+                wallet.asset
+            )));
+        }
+        if amount.value == 0 {
+            return Err(ServiceError::InvalidAmount(
+                "incomingAmount must be greater than 0".into(),
+            ));
+        }
+    }
+    let max = now.plus_millis(millis(services.config.incoming_payment_max_expiry));
+    let expires_at = match input.expires_at {
+        Some(t) if t <= now => {
+            return Err(ServiceError::InvalidExpiry(
+                "expiresAt must be in the future".into(),
+            ))
+        }
+        Some(t) if t > max => {
+            return Err(ServiceError::InvalidExpiry(format!(
+                "expiresAt must be no later than {max}"
+            )))
+        }
+        Some(t) => t,
+        None => now.plus_millis(millis(services.config.incoming_payment_default_expiry)),
+    };
+    check_metadata(&input.metadata)?;
+    let payment = IncomingPayment {
+        id: IncomingPaymentId::new(now, services.random.as_ref()),
+        wallet_address_id: wallet.id,
+        asset: wallet.asset.clone(),
+        incoming_amount: input.incoming_amount.map(|a| a.value),
+        received_amount: 0,
+        completed: false,
+        expires_at,
+        metadata: input.metadata,
+        client: input.client,
+        created_at: now,
+        updated_at: now,
+    };
+    services.store.create_incoming_payment(&payment).await?;
+    Ok((payment, wallet))
+}
+
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// One incoming payment with its wallet address.
+pub async fn get(
+    services: &Services,
+    id: IncomingPaymentId,
+) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
+    let payment = services
+        .store
+        .get_incoming_payment(id)
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    let wallet = services
+        .store
+        .get_wallet_address(payment.wallet_address_id)
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    Ok((payment, wallet))
+}
+
+/// A page of a wallet address's incoming payments, newest first; only the
+/// client's own when `client` is given.
+pub async fn list(
+    services: &Services,
+    wallet_address: &str,
+    client: Option<&str>,
+    page: &PageRequest,
+) -> Result<(Page<IncomingPayment>, WalletAddress), ServiceError> {
+    let wallet = wallet_addresses::by_url(services, wallet_address).await?;
+    Ok((
+        services
+            .store
+            .list_incoming_payments(wallet.id, client, page)
+            .await?,
+        wallet,
+    ))
+}
+
+/// Marks an incoming payment completed: no more payments are accepted.
+/// Completing a completed payment returns it unchanged; an expired one
+/// cannot be completed.
+pub async fn complete(
+    services: &Services,
+    id: IncomingPaymentId,
+) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
+    let (payment, wallet) = get(services, id).await?;
+    let now = services.clock.now();
+    if payment.completed {
+        return Ok((payment, wallet));
+    }
+    if payment.is_expired(now) {
+        return Err(ServiceError::Conflict {
+            code: "incoming_payment_expired",
+            message: "the incoming payment has expired and cannot be completed".into(),
+        });
+    }
+    let done = services
+        .store
+        .complete_incoming_payment(id, now)
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    Ok((done, wallet))
+}
+
+/// The payment methods an incoming payment advertises: ILP STREAM
+/// credentials while it is active, none once completed or expired. Each
+/// call mints new credentials that all lead to the same payment.
+pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<IlpMethod> {
+    if !payment.is_active(services.clock.now()) {
+        return Vec::new();
+    }
+    let mut iv = [0u8; 12];
+    services.random.fill(&mut iv);
+    let asset = Some((payment.asset.code.as_str(), payment.asset.scale));
+    match opd_ilp::generate_credentials(
+        &services.stream_secret,
+        &services.config.ilp_address,
+        &payment.id.to_string(),
+        asset,
+        iv,
+    ) {
+        Ok(c) => vec![IlpMethod {
+            ilp_address: c.ilp_address.as_str().to_owned(),
+            shared_secret: c.shared_secret_base64url(),
+        }],
+        Err(e) => {
+            tracing::error!(incoming_payment.id = %payment.id, error = %e, "cannot derive STREAM credentials");
+            Vec::new()
+        }
+    }
+}

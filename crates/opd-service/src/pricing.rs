@@ -1,0 +1,289 @@
+//! Sending fees and exchange rates.
+//!
+//! Where a value comes from, first match wins:
+//! - fee of an asset: set through the admin API, else the configuration
+//!   file, else no fee;
+//! - rate from one asset to another: 1 for the same asset code; else set
+//!   through the admin API; else the configuration file; else the rates URL
+//!   (the admin API's, else the configuration's), `GET url?base=USD ->
+//!   {"base":"USD","rates":{"EUR":0.91}}`, cached per base.
+//!
+//! Rates are directional (a USD->EUR rate says nothing about EUR->USD: an
+//! inverse is not an exact decimal) and are read from the JSON text
+//! exactly, never through a float.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use opd_core::{Asset, AssetCode, Fee, Rate, Timestamp};
+use opd_store::Store;
+use serde::Deserialize;
+
+use crate::{ServiceConfig, ServiceError};
+
+/// The settings key of the rates URL set through the admin API.
+pub const RATES_URL_SETTING: &str = "rates_url";
+
+/// What the admin API has set, as last read from the store.
+#[derive(Debug, Default)]
+struct AdminSnapshot {
+    fees: HashMap<Asset, Fee>,
+    rates: HashMap<(AssetCode, AssetCode), Rate>,
+    rates_url: Option<String>,
+}
+
+#[derive(Debug)]
+struct Fetched {
+    at: Instant,
+    rates: HashMap<String, Rate>,
+}
+
+/// Fee and rate lookups with their caches.
+#[derive(Debug)]
+pub struct Pricing {
+    config_fees: HashMap<Asset, Fee>,
+    config_rates: HashMap<AssetCode, HashMap<AssetCode, Rate>>,
+    config_rates_url: Option<String>,
+    snapshot_ttl: Duration,
+    snapshot: RwLock<Option<(Instant, std::sync::Arc<AdminSnapshot>)>>,
+    fetch_ttl: Duration,
+    fetched: tokio::sync::Mutex<HashMap<(String, String), Fetched>>,
+    http: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct RatesResponse<'a> {
+    base: String,
+    #[serde(borrow)]
+    rates: HashMap<String, &'a serde_json::value::RawValue>,
+}
+
+impl Pricing {
+    pub fn new(config: &ServiceConfig) -> Result<Self, ServiceError> {
+        let http = reqwest::Client::builder()
+            .timeout(config.rates_timeout)
+            .build()
+            .map_err(|e| {
+                ServiceError::RatesUnavailable(format!("cannot build HTTP client: {e}"))
+            })?;
+        Ok(Self {
+            config_fees: config.fees.clone(),
+            config_rates: config.rates.clone(),
+            config_rates_url: config.rates_url.clone(),
+            snapshot_ttl: config.pricing_cache_ttl,
+            snapshot: RwLock::new(None),
+            fetch_ttl: config.rates_cache_ttl,
+            fetched: tokio::sync::Mutex::new(HashMap::new()),
+            http,
+        })
+    }
+
+    /// Forgets cached admin settings and fetched rates (after an admin
+    /// change on this node).
+    pub async fn invalidate(&self) {
+        if let Ok(mut s) = self.snapshot.write() {
+            *s = None;
+        }
+        self.fetched.lock().await.clear();
+    }
+
+    async fn admin(
+        &self,
+        store: &dyn Store,
+    ) -> Result<std::sync::Arc<AdminSnapshot>, ServiceError> {
+        if let Ok(guard) = self.snapshot.read() {
+            if let Some((at, snap)) = guard.as_ref() {
+                if at.elapsed() < self.snapshot_ttl {
+                    return Ok(snap.clone());
+                }
+            }
+        }
+        let fees = store
+            .list_fees()
+            .await?
+            .into_iter()
+            .map(|f| (f.asset, f.fee))
+            .collect();
+        let rates = store
+            .list_rates()
+            .await?
+            .into_iter()
+            .map(|r| ((r.base, r.counter), r.rate))
+            .collect();
+        let rates_url = store
+            .get_setting(RATES_URL_SETTING)
+            .await?
+            .filter(|u| !u.is_empty());
+        let snap = std::sync::Arc::new(AdminSnapshot {
+            fees,
+            rates,
+            rates_url,
+        });
+        if let Ok(mut guard) = self.snapshot.write() {
+            *guard = Some((Instant::now(), snap.clone()));
+        }
+        Ok(snap)
+    }
+
+    /// The sending fee of an asset.
+    pub async fn fee(&self, store: &dyn Store, asset: &Asset) -> Result<Fee, ServiceError> {
+        let admin = self.admin(store).await?;
+        Ok(admin
+            .fees
+            .get(asset)
+            .or_else(|| self.config_fees.get(asset))
+            .copied()
+            .unwrap_or(Fee::NONE))
+    }
+
+    /// The rate from one asset to another (see the module docs for the
+    /// order of sources).
+    pub async fn rate(
+        &self,
+        store: &dyn Store,
+        from: &Asset,
+        to: &Asset,
+    ) -> Result<Rate, ServiceError> {
+        if from.code == to.code {
+            return Ok(Rate::ONE);
+        }
+        let admin = self.admin(store).await?;
+        if let Some(rate) = admin.rates.get(&(from.code.clone(), to.code.clone())) {
+            return Ok(*rate);
+        }
+        if let Some(rate) = self
+            .config_rates
+            .get(&from.code)
+            .and_then(|m| m.get(&to.code))
+        {
+            return Ok(*rate);
+        }
+        let no_rate = || ServiceError::NoExchangeRate {
+            from: from.code.to_string(),
+            to: to.code.to_string(),
+        };
+        let Some(url) = admin
+            .rates_url
+            .clone()
+            .or_else(|| self.config_rates_url.clone())
+        else {
+            return Err(no_rate());
+        };
+        let rates = self.fetch(&url, from.code.as_str()).await?;
+        rates.get(to.code.as_str()).copied().ok_or_else(no_rate)
+    }
+
+    /// The rates of one base from the rates URL, cached for the TTL. The
+    /// lock is held across the request so concurrent quotes share it.
+    async fn fetch(&self, url: &str, base: &str) -> Result<HashMap<String, Rate>, ServiceError> {
+        let mut cache = self.fetched.lock().await;
+        let key = (url.to_owned(), base.to_owned());
+        if let Some(f) = cache.get(&key) {
+            if f.at.elapsed() < self.fetch_ttl {
+                return Ok(f.rates.clone());
+            }
+        }
+        let unavailable = |why: String| ServiceError::RatesUnavailable(why);
+        let response = self
+            .http
+            .get(url)
+            .query(&[("base", base)])
+            .send()
+            .await
+            .map_err(|e| unavailable(format!("request to the rates URL failed: {e}")))?;
+        if !response.status().is_success() {
+            return Err(unavailable(format!(
+                "the rates URL answered {}",
+                response.status()
+            )));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| unavailable(format!("reading the rates failed: {e}")))?;
+        let parsed: RatesResponse<'_> = serde_json::from_slice(&body)
+            .map_err(|e| unavailable(format!("the rates URL sent an invalid body: {e}")))?;
+        if parsed.base != base {
+            return Err(unavailable(format!(
+                "the rates URL answered for base {:?} instead of {base:?}",
+                parsed.base
+            )));
+        }
+        let mut rates = HashMap::new();
+        for (code, raw) in parsed.rates {
+            let text = raw.get().trim_matches('"');
+            match Rate::parse(text) {
+                Ok(rate) => {
+                    rates.insert(code, rate);
+                }
+                Err(_) => {
+                    tracing::warn!(rates.base = base, rates.counter = %code, "ignoring an invalid rate from the rates URL")
+                }
+            }
+        }
+        cache.insert(
+            key,
+            Fetched {
+                at: Instant::now(),
+                rates: rates.clone(),
+            },
+        );
+        Ok(rates)
+    }
+}
+
+/// Admin use case: sets (or with `None`, removes) the fee of an asset.
+pub async fn set_fee(
+    services: &crate::Services,
+    asset: &Asset,
+    fee: Option<Fee>,
+) -> Result<(), ServiceError> {
+    let now: Timestamp = services.clock.now();
+    match fee {
+        Some(fee) => services.store.set_fee(asset, fee, now).await?,
+        None => {
+            if !services.store.delete_fee(asset).await? {
+                return Err(ServiceError::NotFound("fee"));
+            }
+        }
+    }
+    services.pricing.invalidate().await;
+    Ok(())
+}
+
+/// Admin use case: replaces the explicit rates of a base asset code.
+pub async fn set_rates(
+    services: &crate::Services,
+    base: &AssetCode,
+    rates: &[(AssetCode, Rate)],
+) -> Result<(), ServiceError> {
+    services
+        .store
+        .set_rates(base, rates, services.clock.now())
+        .await?;
+    services.pricing.invalidate().await;
+    Ok(())
+}
+
+/// Admin use case: sets or clears the rates URL.
+pub async fn set_rates_url(
+    services: &crate::Services,
+    url: Option<&str>,
+) -> Result<(), ServiceError> {
+    if let Some(u) = url {
+        let parsed = url::Url::parse(u)
+            .map_err(|_| ServiceError::InvalidRequest("ratesUrl must be an absolute URL".into()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ServiceError::InvalidRequest(
+                "ratesUrl must be an http(s) URL".into(),
+            ));
+        }
+    }
+    services
+        .store
+        .set_setting(RATES_URL_SETTING, url.unwrap_or(""))
+        .await?;
+    services.pricing.invalidate().await;
+    Ok(())
+}

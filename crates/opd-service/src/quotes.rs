@@ -1,0 +1,164 @@
+//! Quotes: what a payment from one of our wallet addresses to a receiver
+//! will debit and deliver. The arithmetic is `opd_core::quote::calculate`;
+//! this module resolves the parties, the fee and the rate, and stores the
+//! result.
+
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::quote::{self, Pricing, Quote, QuoteCalcError, QuoteTarget, ReceiverTerms};
+use opd_core::wallet_address::WalletAddress;
+use opd_core::{Amount, QuoteId, Timestamp};
+
+use crate::{wallet_addresses, ServiceError, Services};
+
+/// A validated create request.
+#[derive(Debug, Clone)]
+pub struct NewQuote {
+    pub wallet_address: String,
+    pub receiver: String,
+    pub target: QuoteTarget,
+    pub client: Option<String>,
+}
+
+/// Whether a string has the shape the spec gives receivers:
+/// `^(https|http)://(.+)/incoming-payments/(.+)$`.
+pub fn is_receiver_url(s: &str) -> bool {
+    let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    match rest.rfind("/incoming-payments/") {
+        Some(i) => i > 0 && rest.len() > i + "/incoming-payments/".len(),
+        None => false,
+    }
+}
+
+/// Resolves a receiver URL to one of our active incoming payments.
+pub async fn resolve_local_receiver(
+    services: &Services,
+    receiver: &str,
+) -> Result<IncomingPayment, ServiceError> {
+    let public = &services.config.public_url;
+    if !is_receiver_url(receiver) {
+        return Err(ServiceError::InvalidReceiver(
+            "receiver must be the URL of an incoming payment".into(),
+        ));
+    }
+    if !public.is_ours(receiver) {
+        return Err(ServiceError::InvalidReceiver(
+            "receivers on other Open Payments servers are not supported yet".into(),
+        ));
+    }
+    let id = public
+        .incoming_payment_id(receiver)
+        .ok_or_else(|| ServiceError::InvalidReceiver("no such incoming payment".into()))?;
+    let payment = services
+        .store
+        .get_incoming_payment(id)
+        .await?
+        .ok_or_else(|| ServiceError::InvalidReceiver("no such incoming payment".into()))?;
+    let now = services.clock.now();
+    let wallet = services
+        .store
+        .get_wallet_address(payment.wallet_address_id)
+        .await?;
+    if !wallet.is_some_and(|w| w.is_active(now)) {
+        return Err(ServiceError::InvalidReceiver(
+            "the receiving wallet address is inactive".into(),
+        ));
+    }
+    if payment.completed {
+        return Err(ServiceError::InvalidReceiver(
+            "the incoming payment is completed".into(),
+        ));
+    }
+    if payment.is_expired(now) {
+        return Err(ServiceError::InvalidReceiver(
+            "the incoming payment has expired".into(),
+        ));
+    }
+    Ok(payment)
+}
+
+/// Creates a quote.
+pub async fn create(
+    services: &Services,
+    input: NewQuote,
+) -> Result<(Quote, WalletAddress), ServiceError> {
+    let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
+    let receiver = resolve_local_receiver(services, &input.receiver).await?;
+    let store = services.store.as_ref();
+    let pricing = Pricing {
+        fee: services.pricing.fee(store, &wallet.asset).await?,
+        rate: services
+            .pricing
+            .rate(store, &wallet.asset, &receiver.asset)
+            .await?,
+    };
+    let terms = ReceiverTerms {
+        asset: receiver.asset.clone(),
+        incoming_amount: receiver.incoming_amount,
+        received_amount: receiver.received_amount,
+    };
+    let amounts =
+        quote::calculate(&wallet.asset, &terms, &input.target, pricing).map_err(|e| match e {
+            QuoteCalcError::NonPositiveReceiveAmount { min_send } => {
+                ServiceError::NonPositiveReceiveAmount {
+                    min_send_amount: min_send.map(|v| Amount::new(v, wallet.asset.clone())),
+                }
+            }
+            QuoteCalcError::NothingRemaining => ServiceError::InvalidReceiver(e.to_string()),
+            QuoteCalcError::Overflow => ServiceError::AmountOverflow,
+            other => ServiceError::InvalidAmount(other.to_string()),
+        })?;
+    let now = services.clock.now();
+    let lifespan = i64::try_from(services.config.quote_lifespan.as_millis()).unwrap_or(i64::MAX);
+    let expires_at: Timestamp = now.plus_millis(lifespan).min(receiver.expires_at);
+    let quote = Quote {
+        id: QuoteId::new(now, services.random.as_ref()),
+        wallet_address_id: wallet.id,
+        receiver: input.receiver,
+        debit_amount: Amount::new(amounts.debit, wallet.asset.clone()),
+        receive_amount: Amount::new(amounts.receive, receiver.asset.clone()),
+        fee: amounts.fee,
+        debit_minus_fees: amounts.debit_minus_fees,
+        client: input.client,
+        created_at: now,
+        expires_at,
+    };
+    services.store.create_quote(&quote).await?;
+    Ok((quote, wallet))
+}
+
+/// One quote with its wallet address.
+pub async fn get(services: &Services, id: QuoteId) -> Result<(Quote, WalletAddress), ServiceError> {
+    let quote = services
+        .store
+        .get_quote(id)
+        .await?
+        .ok_or(ServiceError::NotFound("quote"))?;
+    let wallet = services
+        .store
+        .get_wallet_address(quote.wallet_address_id)
+        .await?
+        .ok_or(ServiceError::NotFound("quote"))?;
+    Ok((quote, wallet))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_receiver_url;
+
+    #[test]
+    fn receiver_pattern() {
+        assert!(is_receiver_url("https://x.example/incoming-payments/abc"));
+        assert!(is_receiver_url(
+            "http://x.example/alice/incoming-payments/1"
+        ));
+        assert!(!is_receiver_url("ftp://x.example/incoming-payments/abc"));
+        assert!(!is_receiver_url("https://x.example/incoming-payments/"));
+        assert!(!is_receiver_url("https:///incoming-payments/a"));
+        assert!(!is_receiver_url("https://x.example/quotes/abc"));
+    }
+}

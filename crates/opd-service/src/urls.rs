@@ -1,0 +1,146 @@
+//! The public URL: the base of every wallet address and resource URL, and
+//! the reverse mapping from a URL a client sends back to what it names.
+
+use std::fmt;
+
+use opd_core::wallet_address::WalletAddressPath;
+use opd_core::{IncomingPaymentId, QuoteId};
+use url::Url;
+
+/// The externally visible base URL of the Open Payments listener, such as
+/// `https://wallet.example` or `https://example.com/op` (no trailing slash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrl {
+    base: String,
+    url: Url,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("public URL must be an absolute http(s) URL without query or fragment, such as https://wallet.example")]
+pub struct PublicUrlError;
+
+impl PublicUrl {
+    pub fn parse(s: &str) -> Result<Self, PublicUrlError> {
+        let url = Url::parse(s.trim_end_matches('/')).map_err(|_| PublicUrlError)?;
+        if !matches!(url.scheme(), "http" | "https")
+            || url.host().is_none()
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            return Err(PublicUrlError);
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(PublicUrlError);
+        }
+        let base = url.as_str().trim_end_matches('/').to_owned();
+        Ok(Self { base, url })
+    }
+
+    /// The base, also the `resourceServer` of every wallet address.
+    pub fn as_str(&self) -> &str {
+        &self.base
+    }
+
+    /// The path prefix the Open Payments routes live under (`""` at root).
+    pub fn path_prefix(&self) -> &str {
+        self.url.path().trim_end_matches('/')
+    }
+
+    pub fn wallet_address(&self, path: &WalletAddressPath) -> String {
+        format!("{}/{}", self.base, path)
+    }
+
+    pub fn incoming_payment(&self, id: IncomingPaymentId) -> String {
+        format!("{}/incoming-payments/{}", self.base, id)
+    }
+
+    pub fn quote(&self, id: QuoteId) -> String {
+        format!("{}/quotes/{}", self.base, id)
+    }
+
+    /// The part of `url` below this base, or `None` when `url` is not on
+    /// this server. Scheme and host compare case-insensitively; default
+    /// ports are implied.
+    fn relative<'a>(&self, url: &'a str) -> Option<String> {
+        let parsed = Url::parse(url).ok()?;
+        if parsed.scheme() != self.url.scheme()
+            || parsed.host_str()? != self.url.host_str()?
+            || parsed.port_or_known_default() != self.url.port_or_known_default()
+            || parsed.query().is_some()
+            || parsed.fragment().is_some()
+        {
+            return None;
+        }
+        let path = parsed.path();
+        let prefix = self.path_prefix();
+        let rest = path.strip_prefix(prefix)?;
+        if !prefix.is_empty() && !rest.starts_with('/') {
+            return None;
+        }
+        Some(rest.trim_start_matches('/').to_owned())
+    }
+
+    /// The wallet address path a wallet address URL names, if it is ours.
+    pub fn wallet_address_path(&self, url: &str) -> Option<WalletAddressPath> {
+        WalletAddressPath::parse_any(&self.relative(url)?).ok()
+    }
+
+    /// The incoming payment a URL names, if it is ours and well formed.
+    pub fn incoming_payment_id(&self, url: &str) -> Option<IncomingPaymentId> {
+        let rest = self.relative(url)?;
+        IncomingPaymentId::parse(rest.strip_prefix("incoming-payments/")?)
+    }
+
+    /// Whether a URL is on this server at all.
+    pub fn is_ours(&self, url: &str) -> bool {
+        self.relative(url).is_some()
+    }
+}
+
+impl fmt::Display for PublicUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_urls_both_ways() {
+        let p = PublicUrl::parse("http://LocalHost:8080/").unwrap();
+        assert_eq!(p.as_str(), "http://localhost:8080");
+        let alice = WalletAddressPath::parse("alice").unwrap();
+        assert_eq!(p.wallet_address(&alice), "http://localhost:8080/alice");
+        assert_eq!(
+            p.wallet_address_path("http://localhost:8080/Alice/"),
+            Some(alice)
+        );
+        assert_eq!(p.wallet_address_path("https://localhost:8080/alice"), None);
+        assert_eq!(p.wallet_address_path("http://other:8080/alice"), None);
+        let id = "0190a1b2-0000-7000-8000-000000000000";
+        assert!(p
+            .incoming_payment_id(&format!("http://localhost:8080/incoming-payments/{id}"))
+            .is_some());
+        assert!(p
+            .incoming_payment_id("http://localhost:8080/incoming-payments/nope")
+            .is_none());
+    }
+
+    #[test]
+    fn path_prefixes_and_default_ports() {
+        let p = PublicUrl::parse("https://example.com/op").unwrap();
+        assert_eq!(p.path_prefix(), "/op");
+        assert_eq!(
+            p.wallet_address_path("https://example.com:443/op/bob")
+                .unwrap()
+                .as_str(),
+            "bob"
+        );
+        assert_eq!(p.wallet_address_path("https://example.com/opx/bob"), None);
+        assert!(PublicUrl::parse("ftp://example.com").is_err());
+        assert!(PublicUrl::parse("https://example.com/?a=b").is_err());
+        assert!(PublicUrl::parse("not a url").is_err());
+    }
+}

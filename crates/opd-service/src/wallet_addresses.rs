@@ -1,0 +1,234 @@
+//! Wallet addresses and their keys: the admin use cases and the public
+//! lookups behind `GET /{path}` and `GET /{path}/jwks.json`.
+
+use base64::Engine;
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{Asset, WalletAddressId};
+use opd_store::StoreError;
+
+use crate::{secrets, ServiceError, Services};
+
+/// The kid of the server's own key.
+pub const SERVER_KEY_ID: &str = "opd-server-key";
+
+/// Admin: creates a wallet address. The path is lowercased.
+pub async fn create(
+    services: &Services,
+    path: &str,
+    asset: Asset,
+    public_name: Option<String>,
+) -> Result<WalletAddress, ServiceError> {
+    let path =
+        WalletAddressPath::parse(path).map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
+    if public_name
+        .as_ref()
+        .is_some_and(|n| n.is_empty() || n.len() > 256)
+    {
+        return Err(ServiceError::InvalidRequest(
+            "publicName must be 1 to 256 characters".into(),
+        ));
+    }
+    let now = services.clock.now();
+    let wallet = WalletAddress {
+        id: WalletAddressId::new(now, services.random.as_ref()),
+        path,
+        asset,
+        public_name,
+        created_at: now,
+        deactivated_at: None,
+    };
+    match services.store.create_wallet_address(&wallet).await {
+        Ok(()) => Ok(wallet),
+        Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict {
+            code: "wallet_address_exists",
+            message: format!(
+                "a wallet address with path {:?} exists already",
+                wallet.path.as_str()
+            ),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Admin: one wallet address by id.
+pub async fn get(services: &Services, id: WalletAddressId) -> Result<WalletAddress, ServiceError> {
+    services
+        .store
+        .get_wallet_address(id)
+        .await?
+        .ok_or(ServiceError::NotFound("wallet address"))
+}
+
+/// Admin: every wallet address.
+pub async fn list(services: &Services) -> Result<Vec<WalletAddress>, ServiceError> {
+    Ok(services.store.list_wallet_addresses().await?)
+}
+
+/// Admin: deactivates a wallet address (it then answers 404 publicly).
+pub async fn deactivate(
+    services: &Services,
+    id: WalletAddressId,
+) -> Result<WalletAddress, ServiceError> {
+    services
+        .store
+        .deactivate_wallet_address(id, services.clock.now())
+        .await?
+        .ok_or(ServiceError::NotFound("wallet address"))
+}
+
+/// Admin: adds a public key to a wallet address.
+pub async fn add_key(
+    services: &Services,
+    id: WalletAddressId,
+    key: PublicKey,
+) -> Result<WalletAddressKey, ServiceError> {
+    get(services, id).await?;
+    let stored = WalletAddressKey {
+        wallet_address_id: id,
+        key,
+        created_at: services.clock.now(),
+        revoked_at: None,
+    };
+    match services.store.add_key(&stored).await {
+        Ok(()) => Ok(stored),
+        Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict {
+            code: "key_exists",
+            message: format!(
+                "the wallet address has a key with kid {:?} already",
+                stored.key.kid
+            ),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Admin: revokes a key; it disappears from the JWKS at once.
+pub async fn revoke_key(
+    services: &Services,
+    id: WalletAddressId,
+    kid: &str,
+) -> Result<(), ServiceError> {
+    get(services, id).await?;
+    if services
+        .store
+        .revoke_key(id, kid, services.clock.now())
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(ServiceError::NotFound("key"))
+    }
+}
+
+/// Admin: a wallet address's keys, revoked ones included.
+pub async fn keys(
+    services: &Services,
+    id: WalletAddressId,
+) -> Result<Vec<WalletAddressKey>, ServiceError> {
+    get(services, id).await?;
+    Ok(services.store.list_keys(id, true).await?)
+}
+
+/// Public: the active wallet address at a path (any case).
+pub async fn by_path(services: &Services, path: &str) -> Result<WalletAddress, ServiceError> {
+    let path =
+        WalletAddressPath::parse_any(path).map_err(|_| ServiceError::UnknownWalletAddress)?;
+    let wallet = services
+        .store
+        .get_wallet_address_by_path(&path)
+        .await?
+        .ok_or(ServiceError::UnknownWalletAddress)?;
+    if wallet.is_active(services.clock.now()) {
+        Ok(wallet)
+    } else {
+        Err(ServiceError::UnknownWalletAddress)
+    }
+}
+
+/// Public: the unrevoked keys of the active wallet address at a path.
+pub async fn jwks(services: &Services, path: &str) -> Result<Vec<PublicKey>, ServiceError> {
+    let wallet = by_path(services, path).await?;
+    Ok(services
+        .store
+        .list_keys(wallet.id, false)
+        .await?
+        .into_iter()
+        .map(|k| k.key)
+        .collect())
+}
+
+/// The wallet address a request body names by URL: ours and active.
+pub async fn by_url(services: &Services, url: &str) -> Result<WalletAddress, ServiceError> {
+    let path = services
+        .config
+        .public_url
+        .wallet_address_path(url)
+        .ok_or(ServiceError::UnknownWalletAddress)?;
+    let wallet = services
+        .store
+        .get_wallet_address_by_path(&path)
+        .await?
+        .ok_or(ServiceError::UnknownWalletAddress)?;
+    if wallet.is_active(services.clock.now()) {
+        Ok(wallet)
+    } else {
+        Err(ServiceError::InactiveWalletAddress)
+    }
+}
+
+/// The server's own identity: the wallet address at `.well-known/pay`
+/// (asset `XXX`, "no currency", scale 0: it never holds money) and its
+/// Ed25519 key, created on first start. Returns the wallet address and the
+/// key's 32-byte seed.
+pub async fn ensure_server_identity(
+    services: &Services,
+) -> Result<(WalletAddress, [u8; 32]), ServiceError> {
+    let seed =
+        secrets::server_signing_seed(services.store.as_ref(), services.random.as_ref()).await?;
+    let path = WalletAddressPath::server();
+    let wallet = match services.store.get_wallet_address_by_path(&path).await? {
+        Some(w) => w,
+        None => {
+            let now = services.clock.now();
+            let asset =
+                Asset::parse("XXX", 0).map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
+            let wallet = WalletAddress {
+                id: WalletAddressId::new(now, services.random.as_ref()),
+                path: path.clone(),
+                asset,
+                public_name: Some("opd server".into()),
+                created_at: now,
+                deactivated_at: None,
+            };
+            match services.store.create_wallet_address(&wallet).await {
+                Ok(()) => wallet,
+                // Another node created it at the same moment.
+                Err(StoreError::Conflict(_)) => services
+                    .store
+                    .get_wallet_address_by_path(&path)
+                    .await?
+                    .ok_or(ServiceError::NotFound("server wallet address"))?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    let keys = services.store.list_keys(wallet.id, true).await?;
+    if !keys.iter().any(|k| k.key.kid == SERVER_KEY_ID) {
+        let public = ed25519_dalek::SigningKey::from_bytes(&seed).verifying_key();
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public.as_bytes());
+        let key = WalletAddressKey {
+            wallet_address_id: wallet.id,
+            key: PublicKey {
+                kid: SERVER_KEY_ID.into(),
+                x,
+            },
+            created_at: services.clock.now(),
+            revoked_at: None,
+        };
+        match services.store.add_key(&key).await {
+            Ok(()) | Err(StoreError::Conflict(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((wallet, seed))
+}
