@@ -3,18 +3,41 @@
 //! creation time, which makes them usable directly as pagination cursors.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use uuid::Uuid;
 
 use crate::clock::Random;
 use crate::time::Timestamp;
 
-/// Makes a new time-ordered id.
+/// The last (milliseconds << 12 | sequence) handed out in this process.
+static LAST_V7: AtomicU64 = AtomicU64::new(0);
+
+/// Makes a new time-ordered id: UUIDv7 whose 12-bit `rand_a` field is a
+/// sequence number, so ids made by one process are strictly increasing even
+/// within one millisecond (or when the clock steps back); the remaining 62
+/// bits are random.
 pub fn new_uuid_v7(now: Timestamp, random: &dyn Random) -> Uuid {
-    let mut bytes = [0u8; 10];
-    random.fill(&mut bytes);
-    let millis = u64::try_from(now.unix_millis()).unwrap_or(0);
-    uuid::Builder::from_unix_timestamp_millis(millis, &bytes).into_uuid()
+    let now_ms = u64::try_from(now.unix_millis()).unwrap_or(0) & 0xFFFF_FFFF_FFFF;
+    let mut prev = LAST_V7.load(Ordering::Relaxed);
+    let next = loop {
+        let candidate = (now_ms << 12).max(prev + 1);
+        match LAST_V7.compare_exchange_weak(prev, candidate, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break candidate,
+            Err(actual) => prev = actual,
+        }
+    };
+    let ms = next >> 12;
+    let seq = (next & 0xFFF) as u16;
+    let mut r = [0u8; 8];
+    random.fill(&mut r);
+    let mut b = [0u8; 16];
+    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    b[6] = 0x70 | (seq >> 8) as u8;
+    b[7] = (seq & 0xFF) as u8;
+    b[8] = 0x80 | (r[0] & 0x3F);
+    b[9..].copy_from_slice(&r[1..]);
+    Uuid::from_bytes(b)
 }
 
 macro_rules! id_type {
@@ -85,5 +108,13 @@ mod tests {
         assert_eq!(QuoteId::parse(&a.to_string()), Some(a));
         assert_eq!(QuoteId::parse("not-a-uuid"), None);
         assert_eq!(QuoteId::parse(&a.as_uuid().simple().to_string()), None);
+        assert_eq!(a.as_uuid().get_version_num(), 7);
+        let same_ms: Vec<QuoteId> = (0..50)
+            .map(|_| QuoteId::new(Timestamp::from_unix_millis(3_000), &r))
+            .collect();
+        assert!(
+            same_ms.windows(2).all(|w| w[0] < w[1]),
+            "strictly increasing within one millisecond"
+        );
     }
 }

@@ -1,1 +1,90 @@
-fn main() {}
+//! `opd`: parse the command line and run the subcommand.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use opd::admin_client::AdminClient;
+use opd::cli::{Cli, Command};
+use opd::config::{FileConfig, Settings};
+use opd_core::{OsRandom, SystemClock};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("OPD_LOG")
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let file = FileConfig::load(cli.common.config.as_deref())?;
+    match cli.command {
+        Command::Serve(serve) => run_serve(Settings::resolve(&cli.common, &serve, file)).await,
+        Command::Migrate => {
+            let settings = Settings::resolve(&cli.common, &Default::default(), file);
+            opd_store::migrate(&settings.database_url)
+                .await
+                .context("migration failed")?;
+            println!("database is up to date");
+            Ok(())
+        }
+        Command::WalletAddress(cmd) => print(
+            AdminClient::new(&cli.common, &file)?
+                .wallet_address(cmd)
+                .await?,
+        ),
+        Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
+    }
+}
+
+fn print(value: serde_json::Value) -> anyhow::Result<()> {
+    if !value.is_null() {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    }
+    Ok(())
+}
+
+async fn run_serve(settings: Settings) -> anyhow::Result<()> {
+    let demo = settings.demo;
+    let running = opd::app::start(settings, Arc::new(SystemClock), Arc::new(OsRandom)).await?;
+    tracing::info!(
+        open_payments = %running.public_url,
+        auth_server = %running.auth_public_url,
+        admin = %running.admin_addr,
+        "opd is serving"
+    );
+    if running.admin_token_generated {
+        // Printed once, on the start that generated it; it is kept in the data directory.
+        println!(
+            "admin token (saved in the data directory as admin-token): {}",
+            running.admin_token
+        );
+    }
+    if demo {
+        for (path, _) in opd::demo::DEMO_WALLETS {
+            println!("demo wallet address: {}/{path}", running.public_url);
+        }
+    }
+    running.serve_until(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}

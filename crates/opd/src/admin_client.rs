@@ -1,0 +1,170 @@
+//! The admin helpers' HTTP client: talks to a running server's admin API
+//! with the admin token from `--admin-token`/`OPD_ADMIN_TOKEN` or the data
+//! directory.
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use crate::cli::{KeyCommand, WalletAddressCommand};
+use crate::config::{CommonArgs, FileConfig};
+
+/// A client of the admin API.
+#[derive(Debug)]
+pub struct AdminClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+fn encode_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl AdminClient {
+    pub fn new(common: &CommonArgs, file: &FileConfig) -> anyhow::Result<Self> {
+        let addr = common
+            .admin_listen
+            .or(file.admin_listen)
+            .unwrap_or_else(|| ([127, 0, 0, 1], 8082).into());
+        let token = match common
+            .admin_token
+            .clone()
+            .or_else(|| file.admin_token.clone())
+        {
+            Some(t) => t,
+            None => {
+                let dir = common
+                    .data_dir
+                    .clone()
+                    .or_else(|| file.data_dir.clone())
+                    .unwrap_or_else(|| "opd-data".into());
+                let path = dir.join("admin-token");
+                std::fs::read_to_string(&path)
+                    .with_context(|| {
+                        format!("no admin token: pass --admin-token, set OPD_ADMIN_TOKEN, or run where {} exists", path.display())
+                    })?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        Ok(Self {
+            base: format!("http://{addr}"),
+            token,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the admin API at {}", self.base))?;
+        let status = resp.status();
+        let text = resp.text().await?;
+        let value: Value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if !status.is_success() {
+            bail!("admin API answered {status}: {value}");
+        }
+        Ok(value)
+    }
+
+    pub async fn wallet_address(&self, cmd: WalletAddressCommand) -> anyhow::Result<Value> {
+        use reqwest::Method;
+        match cmd {
+            WalletAddressCommand::Create {
+                path,
+                asset_code,
+                asset_scale,
+                public_name,
+            } => {
+                let mut body = serde_json::json!({ "path": path, "assetCode": asset_code, "assetScale": asset_scale });
+                if let Some(n) = public_name {
+                    body["publicName"] = Value::String(n);
+                }
+                self.call(Method::POST, "/wallet-addresses", Some(body))
+                    .await
+            }
+            WalletAddressCommand::List => self.call(Method::GET, "/wallet-addresses", None).await,
+            WalletAddressCommand::Get { wallet_address } => {
+                self.call(
+                    Method::GET,
+                    &format!("/wallet-addresses/{}", encode_segment(&wallet_address)),
+                    None,
+                )
+                .await
+            }
+            WalletAddressCommand::Deactivate { wallet_address } => {
+                let path = format!(
+                    "/wallet-addresses/{}/deactivate",
+                    encode_segment(&wallet_address)
+                );
+                self.call(Method::POST, &path, None).await
+            }
+        }
+    }
+
+    pub async fn key(&self, cmd: KeyCommand) -> anyhow::Result<Value> {
+        use reqwest::Method;
+        match cmd {
+            KeyCommand::Add {
+                wallet_address,
+                jwk,
+                jwk_file,
+            } => {
+                let text = match (jwk, jwk_file) {
+                    (Some(j), _) => j,
+                    (None, Some(f)) => std::fs::read_to_string(&f)
+                        .with_context(|| format!("cannot read {}", f.display()))?,
+                    (None, None) => bail!("give --jwk or --jwk-file"),
+                };
+                let jwk: Value =
+                    serde_json::from_str(&text).context("the JWK is not valid JSON")?;
+                let path = format!("/wallet-addresses/{}/keys", encode_segment(&wallet_address));
+                self.call(Method::POST, &path, Some(serde_json::json!({ "jwk": jwk })))
+                    .await
+            }
+            KeyCommand::List { wallet_address } => {
+                self.call(
+                    Method::GET,
+                    &format!("/wallet-addresses/{}/keys", encode_segment(&wallet_address)),
+                    None,
+                )
+                .await
+            }
+            KeyCommand::Revoke {
+                wallet_address,
+                kid,
+            } => {
+                let path = format!(
+                    "/wallet-addresses/{}/keys/{}",
+                    encode_segment(&wallet_address),
+                    encode_segment(&kid)
+                );
+                self.call(Method::DELETE, &path, None).await
+            }
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Configuration: command-line flags, `OPD_*` environment variables and an
+//! optional TOML file, in that order of precedence, over built-in defaults.
+//! `docs/configuration.md` lists every setting.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Deserialize;
+
+/// Settings shared by every subcommand.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    /// TOML configuration file [default: ./opd.toml when it exists].
+    #[arg(long, env = "OPD_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Directory for the SQLite database and the admin token [default: ./opd-data].
+    #[arg(long, env = "OPD_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Database URL: sqlite://PATH or postgres://USER@HOST/DB [default: sqlite://<data-dir>/opd.sqlite].
+    #[arg(long, env = "OPD_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Admin API listen address [default: 127.0.0.1:8082].
+    #[arg(long, env = "OPD_ADMIN_LISTEN", global = true)]
+    pub admin_listen: Option<SocketAddr>,
+    /// Admin API bearer token [default: generated on first start into <data-dir>/admin-token].
+    #[arg(long, env = "OPD_ADMIN_TOKEN", global = true, hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
+/// Settings of `opd serve`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Open Payments listen address [default: 127.0.0.1:8080].
+    #[arg(long, env = "OPD_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Authorization server listen address [default: 127.0.0.1:8081].
+    #[arg(long, env = "OPD_AUTH_LISTEN")]
+    pub auth_listen: Option<SocketAddr>,
+    /// Public base URL of the Open Payments listener, used in every id and for @target-uri behind proxies [default: http://<listen>].
+    #[arg(long, env = "OPD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Public URL of the authorization server [default: http://<auth-listen>].
+    #[arg(long, env = "OPD_AUTH_PUBLIC_URL")]
+    pub auth_public_url: Option<String>,
+    /// Let the admin API listen on a non-loopback address.
+    #[arg(long, env = "OPD_ALLOW_REMOTE_ADMIN", num_args = 0..=1, default_missing_value = "true")]
+    pub allow_remote_admin: Option<bool>,
+    /// Apply pending PostgreSQL migrations at start (SQLite always migrates).
+    #[arg(long, env = "OPD_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
+    pub migrate: Option<bool>,
+    /// Seed the demo wallet addresses alice and bob (USD, scale 2).
+    #[arg(long, env = "OPD_DEMO", num_args = 0..=1, default_missing_value = "true")]
+    pub demo: Option<bool>,
+    /// This server's ILP address [default: test.opd].
+    #[arg(long, env = "OPD_ILP_ADDRESS")]
+    pub ilp_address: Option<String>,
+    /// Quote lifetime in seconds [default: 300].
+    #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS")]
+    pub quote_lifespan_secs: Option<u64>,
+    /// Default incoming payment lifetime in seconds [default: 2592000, 30 days].
+    #[arg(long, env = "OPD_INCOMING_PAYMENT_EXPIRY_SECS")]
+    pub incoming_payment_expiry_secs: Option<u64>,
+    /// Longest incoming payment lifetime a client may ask for, in seconds [default: 31536000, 365 days].
+    #[arg(long, env = "OPD_INCOMING_PAYMENT_MAX_EXPIRY_SECS")]
+    pub incoming_payment_max_expiry_secs: Option<u64>,
+    /// Exchange rates URL, called as GET <url>?base=USD.
+    #[arg(long, env = "OPD_RATES_URL")]
+    pub rates_url: Option<String>,
+    /// How long fetched rates are reused, in seconds [default: 15].
+    #[arg(long, env = "OPD_RATES_CACHE_SECS")]
+    pub rates_cache_secs: Option<u64>,
+}
+
+/// A fee in the configuration file.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FeeConfig {
+    pub asset_code: String,
+    pub asset_scale: u8,
+    /// Minor units.
+    #[serde(default)]
+    pub fixed: u64,
+    #[serde(default)]
+    pub basis_points: u16,
+}
+
+/// The TOML file: the same names as the flags, in snake_case, plus fees
+/// and rates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    pub listen: Option<SocketAddr>,
+    pub auth_listen: Option<SocketAddr>,
+    pub admin_listen: Option<SocketAddr>,
+    pub public_url: Option<String>,
+    pub auth_public_url: Option<String>,
+    pub admin_token: Option<String>,
+    pub allow_remote_admin: Option<bool>,
+    pub migrate: Option<bool>,
+    pub demo: Option<bool>,
+    pub ilp_address: Option<String>,
+    pub quote_lifespan_secs: Option<u64>,
+    pub incoming_payment_expiry_secs: Option<u64>,
+    pub incoming_payment_max_expiry_secs: Option<u64>,
+    pub rates_url: Option<String>,
+    pub rates_cache_secs: Option<u64>,
+    #[serde(default)]
+    pub fees: Vec<FeeConfig>,
+    /// base -> counter -> rate (a decimal string, such as "0.91").
+    #[serde(default)]
+    pub rates: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl FileConfig {
+    /// Reads the file named, or `./opd.toml` when none is named and it
+    /// exists. A named file that is missing is an error.
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {
+        let (path, required) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from("opd.toml"), false),
+        };
+        if !path.exists() {
+            if required {
+                bail!("configuration file {} does not exist", path.display());
+            }
+            return Ok(Self::default());
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text)
+            .with_context(|| format!("invalid configuration file {}", path.display()))
+    }
+}
+
+/// The resolved settings the server runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    /// Whether the database is the default one, which is created when
+    /// missing.
+    pub database_is_default: bool,
+    pub listen: SocketAddr,
+    pub auth_listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub public_url: Option<String>,
+    pub auth_public_url: Option<String>,
+    pub admin_token: Option<String>,
+    pub allow_remote_admin: bool,
+    pub migrate: bool,
+    pub demo: bool,
+    pub ilp_address: String,
+    pub quote_lifespan_secs: u64,
+    pub incoming_payment_expiry_secs: u64,
+    pub incoming_payment_max_expiry_secs: u64,
+    pub rates_url: Option<String>,
+    pub rates_cache_secs: u64,
+    pub fees: Vec<FeeConfig>,
+    pub rates: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+fn addr(s: &str) -> SocketAddr {
+    // Constant literals below; a parse failure is a programming error caught by tests.
+    s.parse()
+        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+}
+
+impl Settings {
+    /// Merges flags and environment (already merged by clap), the file and
+    /// the defaults.
+    pub fn resolve(common: &CommonArgs, serve: &ServeArgs, file: FileConfig) -> Self {
+        let data_dir = common
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from("opd-data"));
+        let explicit_db = common.database_url.clone().or(file.database_url);
+        let database_is_default = explicit_db.is_none();
+        let database_url = explicit_db
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("opd.sqlite").display()));
+        Self {
+            data_dir,
+            database_url,
+            database_is_default,
+            listen: serve
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| addr("127.0.0.1:8080")),
+            auth_listen: serve
+                .auth_listen
+                .or(file.auth_listen)
+                .unwrap_or_else(|| addr("127.0.0.1:8081")),
+            admin_listen: common
+                .admin_listen
+                .or(file.admin_listen)
+                .unwrap_or_else(|| addr("127.0.0.1:8082")),
+            public_url: serve.public_url.clone().or(file.public_url),
+            auth_public_url: serve.auth_public_url.clone().or(file.auth_public_url),
+            admin_token: common.admin_token.clone().or(file.admin_token),
+            allow_remote_admin: serve
+                .allow_remote_admin
+                .or(file.allow_remote_admin)
+                .unwrap_or(false),
+            migrate: serve.migrate.or(file.migrate).unwrap_or(false),
+            demo: serve.demo.or(file.demo).unwrap_or(false),
+            ilp_address: serve
+                .ilp_address
+                .clone()
+                .or(file.ilp_address)
+                .unwrap_or_else(|| "test.opd".into()),
+            quote_lifespan_secs: serve
+                .quote_lifespan_secs
+                .or(file.quote_lifespan_secs)
+                .unwrap_or(300),
+            incoming_payment_expiry_secs: serve
+                .incoming_payment_expiry_secs
+                .or(file.incoming_payment_expiry_secs)
+                .unwrap_or(30 * 24 * 3600),
+            incoming_payment_max_expiry_secs: serve
+                .incoming_payment_max_expiry_secs
+                .or(file.incoming_payment_max_expiry_secs)
+                .unwrap_or(365 * 24 * 3600),
+            rates_url: serve.rates_url.clone().or(file.rates_url),
+            rates_cache_secs: serve
+                .rates_cache_secs
+                .or(file.rates_cache_secs)
+                .unwrap_or(15),
+            fees: file.fees,
+            rates: file.rates,
+        }
+    }
+
+    /// Defaults only, with a data directory; for tests.
+    pub fn for_data_dir(data_dir: &Path) -> Self {
+        let common = CommonArgs {
+            data_dir: Some(data_dir.to_path_buf()),
+            ..CommonArgs::default()
+        };
+        Self::resolve(&common, &ServeArgs::default(), FileConfig::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_file_and_the_file_beats_defaults() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            listen = "127.0.0.1:9000"
+            auth_listen = "127.0.0.1:9001"
+            ilp_address = "test.file"
+            [[fees]]
+            asset_code = "USD"
+            asset_scale = 2
+            fixed = 5
+            basis_points = 100
+            [rates.USD]
+            EUR = "0.91"
+            "#,
+        )
+        .unwrap();
+        let serve = ServeArgs {
+            listen: Some(addr("127.0.0.1:7000")),
+            ..ServeArgs::default()
+        };
+        let s = Settings::resolve(&CommonArgs::default(), &serve, file);
+        assert_eq!(s.listen, addr("127.0.0.1:7000"));
+        assert_eq!(s.auth_listen, addr("127.0.0.1:9001"));
+        assert_eq!(s.admin_listen, addr("127.0.0.1:8082"));
+        assert_eq!(s.ilp_address, "test.file");
+        assert_eq!(s.fees.len(), 1);
+        assert_eq!(s.rates["USD"]["EUR"], "0.91");
+        assert!(s.database_is_default);
+        assert_eq!(s.database_url, "sqlite://opd-data/opd.sqlite");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_rejected() {
+        assert!(toml::from_str::<FileConfig>("lisen = \"127.0.0.1:1\"").is_err());
+    }
+}

@@ -1,0 +1,7 @@
+#![doc = include_str!("../README.md")]
+
+pub mod admin_client;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod demo;
