@@ -61,7 +61,7 @@ impl PublicUrl {
     /// The part of `url` below this base, or `None` when `url` is not on
     /// this server. Scheme and host compare case-insensitively; default
     /// ports are implied.
-    fn relative<'a>(&self, url: &'a str) -> Option<String> {
+    fn relative(&self, url: &str) -> Option<String> {
         let parsed = Url::parse(url).ok()?;
         if parsed.scheme() != self.url.scheme()
             || parsed.host_str()? != self.url.host_str()?

@@ -1,6 +1,8 @@
 //! The store conformance suite: every case is written once and runs against
 //! both SQLite and PostgreSQL.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::pagination::PageRequest;
 use opd_core::quote::Quote;

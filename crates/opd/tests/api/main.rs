@@ -2,6 +2,8 @@
 //! and every success body validated against the Open Payments OpenAPI
 //! documents.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
 mod admin;
 mod incoming_payments;
 mod quotes;
