@@ -135,14 +135,20 @@ async fn create_incoming_payment(
         client: None,
     };
     let (payment, wallet) = incoming_payments::create(services, input).await?;
-    let methods = incoming_payments::payment_methods(services, &payment);
-    let body = IncomingPaymentWire::new(
-        &payment,
-        &wallet,
-        &services.config.public_url,
-        Some(methods),
-    );
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((
+        StatusCode::CREATED,
+        Json(full_view(services, &payment, &wallet)),
+    ))
+}
+
+/// The view with payment methods (create and authenticated GET).
+fn full_view(
+    services: &opd_service::Services,
+    payment: &opd_core::incoming_payment::IncomingPayment,
+    wallet: &opd_core::wallet_address::WalletAddress,
+) -> IncomingPaymentWire {
+    let methods = incoming_payments::payment_methods(services, payment);
+    IncomingPaymentWire::new(payment, wallet, &services.config.public_url, Some(methods))
 }
 
 fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
@@ -186,14 +192,7 @@ async fn get_incoming_payment(
     let services = &state.services;
     let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
     if headers.contains_key(header::AUTHORIZATION) {
-        let methods = incoming_payments::payment_methods(services, &payment);
-        let body = IncomingPaymentWire::new(
-            &payment,
-            &wallet,
-            &services.config.public_url,
-            Some(methods),
-        );
-        Ok(Json(body).into_response())
+        Ok(Json(full_view(services, &payment, &wallet)).into_response())
     } else {
         let body = PublicIncomingPaymentWire {
             received_amount: (&payment.received_amount()).into(),

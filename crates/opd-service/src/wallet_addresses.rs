@@ -129,20 +129,31 @@ pub async fn keys(
     Ok(services.store.list_keys(id, true).await?)
 }
 
-/// Public: the active wallet address at a path (any case).
-pub async fn by_path(services: &Services, path: &str) -> Result<WalletAddress, ServiceError> {
-    let path =
-        WalletAddressPath::parse_any(path).map_err(|_| ServiceError::UnknownWalletAddress)?;
+/// The wallet address at a path, if it exists and is active now; the
+/// error for a deactivated one is the caller's choice.
+async fn active_at(
+    services: &Services,
+    path: &WalletAddressPath,
+    when_inactive: ServiceError,
+) -> Result<WalletAddress, ServiceError> {
     let wallet = services
         .store
-        .get_wallet_address_by_path(&path)
+        .get_wallet_address_by_path(path)
         .await?
         .ok_or(ServiceError::UnknownWalletAddress)?;
     if wallet.is_active(services.clock.now()) {
         Ok(wallet)
     } else {
-        Err(ServiceError::UnknownWalletAddress)
+        Err(when_inactive)
     }
+}
+
+/// Public: the active wallet address at a path (any case). A deactivated
+/// one is unknown to the public.
+pub async fn by_path(services: &Services, path: &str) -> Result<WalletAddress, ServiceError> {
+    let path =
+        WalletAddressPath::parse_any(path).map_err(|_| ServiceError::UnknownWalletAddress)?;
+    active_at(services, &path, ServiceError::UnknownWalletAddress).await
 }
 
 /// Public: the unrevoked keys of the active wallet address at a path.
@@ -164,16 +175,7 @@ pub async fn by_url(services: &Services, url: &str) -> Result<WalletAddress, Ser
         .public_url
         .wallet_address_path(url)
         .ok_or(ServiceError::UnknownWalletAddress)?;
-    let wallet = services
-        .store
-        .get_wallet_address_by_path(&path)
-        .await?
-        .ok_or(ServiceError::UnknownWalletAddress)?;
-    if wallet.is_active(services.clock.now()) {
-        Ok(wallet)
-    } else {
-        Err(ServiceError::InactiveWalletAddress)
-    }
+    active_at(services, &path, ServiceError::InactiveWalletAddress).await
 }
 
 /// The server's own identity: the wallet address at `.well-known/pay`
