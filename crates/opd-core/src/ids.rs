@@ -92,6 +92,10 @@ id_type!(
     /// An outgoing payment id.
     OutgoingPaymentId
 );
+id_type!(
+    /// A GNAP grant id.
+    GrantId
+);
 
 #[cfg(test)]
 mod tests {

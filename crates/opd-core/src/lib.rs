@@ -10,6 +10,6 @@ pub mod time;
 pub mod wallet_address;
 
 pub use clock::{Clock, ManualClock, OsRandom, Random, SeededRandom, SystemClock};
-pub use ids::{IncomingPaymentId, OutgoingPaymentId, QuoteId, WalletAddressId};
+pub use ids::{GrantId, IncomingPaymentId, OutgoingPaymentId, QuoteId, WalletAddressId};
 pub use money::{Amount, AmountWire, Asset, AssetCode, AssetScale, Fee, MoneyError, Rate};
 pub use time::Timestamp;

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod error;
+pub mod gnap;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -13,10 +14,11 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{
-    Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+    Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
 };
 
 pub use error::StoreError;
+pub use gnap::{AccessTokenRecord, GrantRecord};
 
 /// The result of every store operation.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -126,6 +128,58 @@ pub trait Store: Send + Sync + 'static {
         at: Timestamp,
     ) -> StoreResult<()>;
     async fn list_rates(&self) -> StoreResult<Vec<RateRow>>;
+
+    // Authorization server.
+
+    /// Stores a new grant, with its first access token when it is issued
+    /// at once (non-interactive grants).
+    async fn create_grant(
+        &self,
+        grant: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<()>;
+    async fn get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>>;
+    async fn get_grant_by_continue_id(&self, continue_id: &str)
+        -> StoreResult<Option<GrantRecord>>;
+    async fn get_grant_by_interaction(&self, interact_id: &str)
+        -> StoreResult<Option<GrantRecord>>;
+    /// Writes the grant's changing fields (state, finalization,
+    /// interaction state and ref, last continued, updated) if it is still at
+    /// `grant.version`, bumping the version, and stores `token` in the same
+    /// transaction. `false` when another request changed it first.
+    async fn update_grant(
+        &self,
+        grant: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<bool>;
+    async fn get_access_token(&self, digest: &str) -> StoreResult<Option<AccessTokenRecord>>;
+    async fn get_access_token_by_management_id(
+        &self,
+        management_id: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>>;
+    /// Revokes the token at `old_management_id` and stores `new`, in one
+    /// transaction; `false` (and nothing stored) when the old one was
+    /// already revoked or does not exist.
+    async fn rotate_access_token(
+        &self,
+        old_management_id: &str,
+        new: &AccessTokenRecord,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
+    /// `false` when there is no such unrevoked token.
+    async fn revoke_access_token(&self, management_id: &str, at: Timestamp) -> StoreResult<bool>;
+    /// Finalizes the grant as revoked and revokes all its tokens; `false`
+    /// when it was already finalized as revoked or does not exist.
+    async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool>;
+    /// Sets the password hash the wallet address owner logs in with on the
+    /// consent page.
+    async fn set_owner_password(
+        &self,
+        wallet: WalletAddressId,
+        hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>>;
 
     /// Checks the database answers (for health checks).
     async fn ping(&self) -> StoreResult<()>;

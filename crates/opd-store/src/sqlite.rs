@@ -12,7 +12,8 @@ use opd_core::pagination::{Direction, Page, PageRequest};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{
-    Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+    Amount, Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp,
+    WalletAddressId,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
@@ -21,7 +22,10 @@ use sqlx::sqlite::{
 use sqlx::Row;
 
 use crate::rows::{self, corrupt};
-use crate::{Backend, ConnectOptions, FeeRow, RateRow, Store, StoreError, StoreResult};
+use crate::{
+    AccessTokenRecord, Backend, ConnectOptions, FeeRow, GrantRecord, RateRow, Store, StoreError,
+    StoreResult,
+};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -553,6 +557,72 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    async fn create_grant(
+        &self,
+        grant: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<()> {
+        self.gnap_create_grant(grant, token).await
+    }
+    async fn get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_get_grant(id).await
+    }
+    async fn get_grant_by_continue_id(
+        &self,
+        continue_id: &str,
+    ) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_get_grant_by_continue_id(continue_id).await
+    }
+    async fn get_grant_by_interaction(
+        &self,
+        interact_id: &str,
+    ) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_get_grant_by_interaction(interact_id).await
+    }
+    async fn update_grant(
+        &self,
+        grant: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<bool> {
+        self.gnap_update_grant(grant, token).await
+    }
+    async fn get_access_token(&self, digest: &str) -> StoreResult<Option<AccessTokenRecord>> {
+        self.gnap_get_access_token(digest).await
+    }
+    async fn get_access_token_by_management_id(
+        &self,
+        management_id: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
+        self.gnap_get_access_token_by_management_id(management_id)
+            .await
+    }
+    async fn rotate_access_token(
+        &self,
+        old_management_id: &str,
+        new: &AccessTokenRecord,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        self.gnap_rotate_access_token(old_management_id, new, at)
+            .await
+    }
+    async fn revoke_access_token(&self, management_id: &str, at: Timestamp) -> StoreResult<bool> {
+        self.gnap_revoke_access_token(management_id, at).await
+    }
+    async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
+        self.gnap_revoke_grant(id, at).await
+    }
+    async fn set_owner_password(
+        &self,
+        wallet: WalletAddressId,
+        hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.gnap_set_owner_password(wallet, hash, at).await
+    }
+    async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>> {
+        self.gnap_get_owner_password(wallet).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.reader).await?;
         Ok(())
@@ -627,4 +697,290 @@ async fn list_page<T>(
             }
         }
     })
+}
+
+const GRANT_COLUMNS: &str = "id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, last_continued_at, version, created_at, updated_at";
+const TOKEN_COLUMNS: &str =
+    "digest, management_id, grant_id, access, expires_at, revoked_at, created_at";
+
+fn grant_from_row(row: &SqliteRow) -> StoreResult<GrantRecord> {
+    Ok(GrantRecord {
+        id: GrantId::from_uuid(rows::uuid_from_text(&row.try_get::<String, _>("id")?)?),
+        state: row.try_get("state")?,
+        finalization: row.try_get("finalization")?,
+        client_wallet_address: row.try_get("client_wallet_address")?,
+        client_jwk: row.try_get("client_jwk")?,
+        access: row.try_get("access")?,
+        continue_id: row.try_get("continue_id")?,
+        continue_token_digest: row.try_get("continue_token_digest")?,
+        interact_id: row.try_get("interact_id")?,
+        interact_nonce: row.try_get("interact_nonce")?,
+        interact_ref: row.try_get("interact_ref")?,
+        interaction_state: row.try_get("interaction_state")?,
+        interaction_expires_at: row
+            .try_get::<Option<i64>, _>("interaction_expires_at")?
+            .map(Timestamp::from_unix_millis),
+        finish_uri: row.try_get("finish_uri")?,
+        client_nonce: row.try_get("client_nonce")?,
+        wallet_address_id: row
+            .try_get::<Option<String>, _>("wallet_address_id")?
+            .map(|s| rows::uuid_from_text(&s).map(WalletAddressId::from_uuid))
+            .transpose()?,
+        last_continued_at: Timestamp::from_unix_millis(row.try_get("last_continued_at")?),
+        version: row.try_get("version")?,
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+        updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+    })
+}
+
+fn token_from_row(row: &SqliteRow) -> StoreResult<AccessTokenRecord> {
+    Ok(AccessTokenRecord {
+        digest: row.try_get("digest")?,
+        management_id: row.try_get("management_id")?,
+        grant_id: GrantId::from_uuid(rows::uuid_from_text(
+            &row.try_get::<String, _>("grant_id")?,
+        )?),
+        access: row.try_get("access")?,
+        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
+        revoked_at: row
+            .try_get::<Option<i64>, _>("revoked_at")?
+            .map(Timestamp::from_unix_millis),
+        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
+    })
+}
+
+async fn insert_token<'c, E>(executor: E, t: &AccessTokenRecord) -> StoreResult<()>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
+{
+    sqlx::query("INSERT INTO access_tokens (digest, management_id, grant_id, access, expires_at, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .bind(&t.digest)
+        .bind(&t.management_id)
+        .bind(t.grant_id.to_string())
+        .bind(&t.access)
+        .bind(t.expires_at.unix_millis())
+        .bind(t.revoked_at.map(Timestamp::unix_millis))
+        .bind(t.created_at.unix_millis())
+        .execute(executor)
+        .await?;
+    Ok(())
+}
+
+impl SqliteStore {
+    pub(crate) async fn gnap_create_grant(
+        &self,
+        g: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<()> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, last_continued_at, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .bind(g.id.to_string())
+            .bind(&g.state)
+            .bind(&g.finalization)
+            .bind(&g.client_wallet_address)
+            .bind(&g.client_jwk)
+            .bind(&g.access)
+            .bind(&g.continue_id)
+            .bind(&g.continue_token_digest)
+            .bind(&g.interact_id)
+            .bind(&g.interact_nonce)
+            .bind(&g.interact_ref)
+            .bind(&g.interaction_state)
+            .bind(g.interaction_expires_at.map(Timestamp::unix_millis))
+            .bind(&g.finish_uri)
+            .bind(&g.client_nonce)
+            .bind(g.wallet_address_id.map(|w| w.to_string()))
+            .bind(g.last_continued_at.unix_millis())
+            .bind(g.version)
+            .bind(g.created_at.unix_millis())
+            .bind(g.updated_at.unix_millis())
+            .execute(&mut *tx)
+            .await?;
+        if let Some(t) = token {
+            insert_token(&mut *tx, t).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn gnap_grant_where(
+        &self,
+        filter: &str,
+        value: String,
+    ) -> StoreResult<Option<GrantRecord>> {
+        sqlx::query(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE {filter}"
+        ))
+        .bind(value)
+        .fetch_optional(&self.reader)
+        .await?
+        .as_ref()
+        .map(grant_from_row)
+        .transpose()
+    }
+
+    pub(crate) async fn gnap_get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_grant_where("id = ?", id.to_string()).await
+    }
+
+    pub(crate) async fn gnap_get_grant_by_continue_id(
+        &self,
+        continue_id: &str,
+    ) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_grant_where("continue_id = ?", continue_id.to_owned())
+            .await
+    }
+
+    pub(crate) async fn gnap_get_grant_by_interaction(
+        &self,
+        interact_id: &str,
+    ) -> StoreResult<Option<GrantRecord>> {
+        self.gnap_grant_where("interact_id = ?", interact_id.to_owned())
+            .await
+    }
+
+    pub(crate) async fn gnap_update_grant(
+        &self,
+        g: &GrantRecord,
+        token: Option<&AccessTokenRecord>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query(
+            "UPDATE grants SET state = ?, finalization = ?, interact_ref = ?, interaction_state = ?,
+                last_continued_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ?",
+        )
+        .bind(&g.state)
+        .bind(&g.finalization)
+        .bind(&g.interact_ref)
+        .bind(&g.interaction_state)
+        .bind(g.last_continued_at.unix_millis())
+        .bind(g.updated_at.unix_millis())
+        .bind(g.id.to_string())
+        .bind(g.version)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if let Some(t) = token {
+            insert_token(&mut *tx, t).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn gnap_token_where(
+        &self,
+        filter: &str,
+        value: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
+        sqlx::query(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE {filter}"
+        ))
+        .bind(value)
+        .fetch_optional(&self.reader)
+        .await?
+        .as_ref()
+        .map(token_from_row)
+        .transpose()
+    }
+
+    pub(crate) async fn gnap_get_access_token(
+        &self,
+        digest: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
+        self.gnap_token_where("digest = ?", digest).await
+    }
+
+    pub(crate) async fn gnap_get_access_token_by_management_id(
+        &self,
+        mid: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
+        self.gnap_token_where("management_id = ?", mid).await
+    }
+
+    pub(crate) async fn gnap_rotate_access_token(
+        &self,
+        old: &str,
+        new: &AccessTokenRecord,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL")
+            .bind(at.unix_millis())
+            .bind(old)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_token(&mut *tx, new).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(crate) async fn gnap_revoke_access_token(
+        &self,
+        mid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL")
+            .bind(at.unix_millis())
+            .bind(mid)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn gnap_revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query(
+            "UPDATE grants SET state = 'finalized', finalization = 'revoked', updated_at = ?, version = version + 1
+             WHERE id = ? AND (finalization IS NULL OR finalization <> 'revoked')",
+        )
+        .bind(at.unix_millis())
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE access_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
+        )
+        .bind(at.unix_millis())
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn gnap_set_owner_password(
+        &self,
+        wallet: WalletAddressId,
+        hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) VALUES (?, ?, ?)
+             ON CONFLICT (wallet_address_id) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at",
+        )
+        .bind(wallet.to_string())
+        .bind(hash)
+        .bind(at.unix_millis())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn gnap_get_owner_password(
+        &self,
+        wallet: WalletAddressId,
+    ) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?",
+        )
+        .bind(wallet.to_string())
+        .fetch_optional(&self.reader)
+        .await?)
+    }
 }

@@ -7,11 +7,12 @@ use opd_core::incoming_payment::IncomingPayment;
 use opd_core::pagination::PageRequest;
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::GrantId;
 use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
     WalletAddressId,
 };
-use opd_store::{Store, StoreError};
+use opd_store::{AccessTokenRecord, GrantRecord, Store, StoreError};
 
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
@@ -33,6 +34,9 @@ conformance!(
     incoming_payments_complete_once,
     quotes_round_trip,
     fees_and_rates_are_stored_exactly,
+    grants_update_optimistically_and_issue_tokens,
+    tokens_rotate_and_revoke_once,
+    owner_passwords_are_replaced,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -376,4 +380,161 @@ async fn fees_and_rates_are_stored_exactly(s: &dyn Store) {
     assert_eq!(rates.len(), 2);
     assert_eq!(rates[0].rate.to_string(), "0.9123456789012345678");
     assert_eq!(rates[1].counter, code("JPY"));
+}
+
+fn grant(wallet: Option<&WalletAddress>, n: u64) -> GrantRecord {
+    let at = Timestamp::from_unix_millis(T0);
+    GrantRecord {
+        id: GrantId::new(at, &SeededRandom::new(500 + n)),
+        state: "pending".into(),
+        finalization: None,
+        client_wallet_address: Some("https://client.example/app".into()),
+        client_jwk: None,
+        access: r#"[{"type":"outgoing-payment","actions":["create"]}]"#.into(),
+        continue_id: format!("continue-{n}"),
+        continue_token_digest: format!("digest-{n}"),
+        interact_id: Some(format!("interact-{n}")),
+        interact_nonce: Some("nonce".into()),
+        interact_ref: None,
+        interaction_state: Some("pending".into()),
+        interaction_expires_at: Some(at.plus_seconds(600)),
+        finish_uri: Some("https://client.example/finish".into()),
+        client_nonce: Some("client-nonce".into()),
+        wallet_address_id: wallet.map(|w| w.id),
+        last_continued_at: at,
+        version: 0,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+fn token(grant: &GrantRecord, n: u64) -> AccessTokenRecord {
+    let at = Timestamp::from_unix_millis(T0);
+    AccessTokenRecord {
+        digest: format!("token-digest-{n}"),
+        management_id: format!("manage-{n}"),
+        grant_id: grant.id,
+        access: grant.access.clone(),
+        expires_at: at.plus_seconds(600),
+        revoked_at: None,
+        created_at: at,
+    }
+}
+
+async fn grants_update_optimistically_and_issue_tokens(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let g = grant(Some(&alice), 1);
+    s.create_grant(&g, None).await.unwrap();
+    assert_eq!(s.get_grant(g.id).await.unwrap(), Some(g.clone()));
+    assert_eq!(
+        s.get_grant_by_continue_id("continue-1").await.unwrap(),
+        Some(g.clone())
+    );
+    assert_eq!(
+        s.get_grant_by_interaction("interact-1").await.unwrap(),
+        Some(g.clone())
+    );
+    assert_eq!(s.get_grant_by_continue_id("nope").await.unwrap(), None);
+
+    let mut approved = g.clone();
+    approved.state = "approved".into();
+    approved.interaction_state = Some("approved".into());
+    approved.interact_ref = Some("ref".into());
+    approved.updated_at = g.updated_at.plus_seconds(1);
+    assert!(s.update_grant(&approved, None).await.unwrap());
+    let stored = s.get_grant(g.id).await.unwrap().unwrap();
+    assert_eq!(stored.version, 1);
+    assert_eq!(stored.interact_ref.as_deref(), Some("ref"));
+    // A second writer that read version 0 loses, and its token is not stored.
+    let mut stale = g.clone();
+    stale.state = "finalized".into();
+    assert!(!s.update_grant(&stale, Some(&token(&g, 9))).await.unwrap());
+    assert_eq!(s.get_access_token("token-digest-9").await.unwrap(), None);
+    let mut issued = stored.clone();
+    issued.state = "finalized".into();
+    issued.finalization = Some("issued".into());
+    assert!(s.update_grant(&issued, Some(&token(&g, 1))).await.unwrap());
+    assert_eq!(
+        s.get_access_token("token-digest-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .grant_id,
+        g.id
+    );
+
+    let other = grant(None, 2);
+    s.create_grant(&other, Some(&token(&other, 2)))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_access_token_by_management_id("manage-2")
+            .await
+            .unwrap()
+            .unwrap()
+            .grant_id,
+        other.id
+    );
+    assert!(matches!(
+        s.create_grant(&grant(None, 2), None).await,
+        Err(StoreError::Conflict(_))
+    ));
+}
+
+async fn tokens_rotate_and_revoke_once(s: &dyn Store) {
+    let g = grant(None, 3);
+    s.create_grant(&g, Some(&token(&g, 3))).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    assert!(s
+        .rotate_access_token("manage-3", &token(&g, 4), at)
+        .await
+        .unwrap());
+    assert_eq!(
+        s.get_access_token("token-digest-3")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(at)
+    );
+    assert!(
+        !s.rotate_access_token("manage-3", &token(&g, 5), at)
+            .await
+            .unwrap(),
+        "a rotated-away token cannot rotate"
+    );
+    assert_eq!(s.get_access_token("token-digest-5").await.unwrap(), None);
+    assert!(s.revoke_access_token("manage-4", at).await.unwrap());
+    assert!(!s.revoke_access_token("manage-4", at).await.unwrap());
+
+    let h = grant(None, 6);
+    s.create_grant(&h, Some(&token(&h, 6))).await.unwrap();
+    assert!(s.revoke_grant(h.id, at).await.unwrap());
+    assert!(!s.revoke_grant(h.id, at).await.unwrap());
+    let revoked = s.get_grant(h.id).await.unwrap().unwrap();
+    assert_eq!(
+        (revoked.state.as_str(), revoked.finalization.as_deref()),
+        ("finalized", Some("revoked"))
+    );
+    assert!(s
+        .get_access_token("token-digest-6")
+        .await
+        .unwrap()
+        .unwrap()
+        .revoked_at
+        .is_some());
+}
+
+async fn owner_passwords_are_replaced(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    assert_eq!(s.get_owner_password(alice.id).await.unwrap(), None);
+    let at = Timestamp::from_unix_millis(T0);
+    s.set_owner_password(alice.id, "hash-1", at).await.unwrap();
+    s.set_owner_password(alice.id, "hash-2", at).await.unwrap();
+    assert_eq!(
+        s.get_owner_password(alice.id).await.unwrap().as_deref(),
+        Some("hash-2")
+    );
 }

@@ -1,0 +1,132 @@
+//! The public keys of client wallet addresses, for verifying request
+//! signatures. A wallet address on this server is read from the store; any
+//! other is fetched from `<wallet address>/jwks.json`. Both are cached for a
+//! short time (so a revoked key stops working within the TTL), a key id not
+//! in the cached set triggers one refetch, and revocations on this node
+//! clear the cache at once.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use opd_httpsig::Jwk;
+
+use crate::{ServiceError, Services};
+
+/// Why a client key could not be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyLookupError {
+    #[error("the client's keys could not be fetched: {0}")]
+    Unreachable(String),
+    #[error("key {0:?} is not in the client's key set")]
+    UnknownKey(String),
+    #[error("the client wallet address is unknown")]
+    UnknownClient,
+}
+
+#[derive(Debug)]
+struct Cached {
+    at: Instant,
+    keys: Vec<Jwk>,
+}
+
+/// The cache of client key sets.
+#[derive(Debug)]
+pub struct ClientKeys {
+    ttl: Duration,
+    /// The least time between two fetches of one key set caused by unknown
+    /// key ids (so garbage key ids cannot make us hammer a client).
+    refetch_floor: Duration,
+    cache: Mutex<HashMap<String, Cached>>,
+    http: reqwest::Client,
+}
+
+impl ClientKeys {
+    pub fn new(ttl: Duration, timeout: Duration) -> Self {
+        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+        Self { ttl, refetch_floor: Duration::from_secs(1), cache: Mutex::new(HashMap::new()), http }
+    }
+
+    /// Forgets every cached key set (after a key change on this node).
+    pub fn invalidate(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+    }
+
+    fn cached(&self, wallet: &str) -> Option<(Duration, Vec<Jwk>)> {
+        let c = self.cache.lock().ok()?;
+        c.get(wallet).map(|e| (e.at.elapsed(), e.keys.clone()))
+    }
+
+    fn store(&self, wallet: &str, keys: Vec<Jwk>) {
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() > 10_000 {
+                c.clear();
+            }
+            c.insert(wallet.to_owned(), Cached { at: Instant::now(), keys });
+        }
+    }
+
+    /// The key `kid` of the client wallet address `wallet`.
+    pub async fn key(&self, services: &Services, wallet: &str, kid: &str) -> Result<Jwk, KeyLookupError> {
+        let find = |keys: &[Jwk]| keys.iter().find(|k| k.kid == kid).cloned();
+        let mut age = None;
+        if let Some((a, keys)) = self.cached(wallet) {
+            if a < self.ttl {
+                if let Some(k) = find(&keys) {
+                    return Ok(k);
+                }
+                age = Some(a);
+            }
+        }
+        if age.is_some_and(|a| a < self.refetch_floor) {
+            return Err(KeyLookupError::UnknownKey(kid.to_owned()));
+        }
+        let keys = self.load(services, wallet).await?;
+        let found = find(&keys);
+        self.store(wallet, keys);
+        found.ok_or_else(|| KeyLookupError::UnknownKey(kid.to_owned()))
+    }
+
+    async fn load(&self, services: &Services, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
+        if services.config.public_url.is_ours(wallet) {
+            let path = services.config.public_url.wallet_address_path(wallet).ok_or(KeyLookupError::UnknownClient)?;
+            return match crate::wallet_addresses::jwks(services, path.as_str()).await {
+                Ok(keys) => Ok(keys
+                    .iter()
+                    .map(|k| Jwk {
+                        kid: k.kid.clone(),
+                        alg: Some("EdDSA".into()),
+                        use_: Some("sig".into()),
+                        kty: "OKP".into(),
+                        crv: "Ed25519".into(),
+                        x: k.x.clone(),
+                    })
+                    .collect()),
+                Err(ServiceError::UnknownWalletAddress) => Err(KeyLookupError::UnknownClient),
+                Err(e) => Err(KeyLookupError::Unreachable(e.to_string())),
+            };
+        }
+        #[derive(serde::Deserialize)]
+        struct JwksDoc {
+            keys: Vec<serde_json::Value>,
+        }
+        let url = format!("{}/jwks.json", wallet.trim_end_matches('/'));
+        let resp = self.http.get(&url).send().await.map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Err(KeyLookupError::UnknownClient);
+        }
+        if !resp.status().is_success() {
+            return Err(KeyLookupError::Unreachable(format!("{url} answered {}", resp.status())));
+        }
+        let doc: JwksDoc = resp.json().await.map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        // Keys that are not valid Ed25519 JWKs are skipped, not fatal.
+        Ok(doc
+            .keys
+            .into_iter()
+            .filter_map(|v| serde_json::from_value::<Jwk>(v).ok())
+            .filter(|k| k.validate().is_ok())
+            .collect())
+    }
+}

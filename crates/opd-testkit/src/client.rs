@@ -1,0 +1,140 @@
+//! A test client that signs requests exactly like the official Node client
+//! (`@interledger/open-payments`): label `sig1`, `@method @target-uri
+//! [authorization] [content-digest content-length content-type]`,
+//! `;keyid="...";created=...`, `sha-512` digest over compact JSON.
+
+use opd_httpsig::{sign_request, Jwk, SigningKey};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+/// A client identified by a wallet address and an Ed25519 key.
+#[derive(Clone)]
+pub struct SigningClient {
+    pub key: SigningKey,
+    pub kid: String,
+    /// The client's wallet address URL.
+    pub wallet_address: String,
+    pub http: reqwest::Client,
+    /// The `created` time to sign with; `None` means now.
+    pub created: Option<u64>,
+}
+
+impl std::fmt::Debug for SigningClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningClient")
+            .field("kid", &self.kid)
+            .field("wallet_address", &self.wallet_address)
+            .finish()
+    }
+}
+
+/// A response: status, headers and JSON body (`Null` when empty).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl SigningClient {
+    /// A client with a key made from `seed`.
+    pub fn new(wallet_address: &str, kid: &str, seed: u8) -> Self {
+        Self {
+            key: SigningKey::from_bytes(&[seed; 32]),
+            kid: kid.to_owned(),
+            wallet_address: wallet_address.to_owned(),
+            http: reqwest::Client::new(),
+            created: None,
+        }
+    }
+
+    /// The public JWK to register for this client.
+    pub fn jwk(&self) -> Jwk {
+        Jwk::from_signing_key(&self.key, self.kid.clone())
+    }
+
+    fn now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+
+    /// The headers a signed request carries, for tests that tamper with them.
+    pub fn sign(
+        &self,
+        method: &Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&[u8]>,
+    ) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(t) = token {
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                HeaderValue::from_str(&format!("GNAP {t}")).expect("token header"),
+            );
+        }
+        let signed = sign_request(
+            method,
+            url,
+            &headers,
+            body,
+            &self.key,
+            &self.kid,
+            self.created.unwrap_or_else(Self::now),
+        )
+        .expect("sign");
+        for (name, value) in signed.pairs() {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_str(value).expect("header value"),
+            );
+        }
+        headers
+    }
+
+    /// Sends a signed request with the given headers (as `sign` made them,
+    /// possibly altered) and body bytes.
+    pub async fn send_raw(
+        &self,
+        method: Method,
+        url: &str,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let mut req = self.http.request(method, url).headers(headers);
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("{status}: not JSON: {text:?}"))
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Sends a signed request, with `Authorization: GNAP <token>` when a
+    /// token is given and the body as compact JSON.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Reply {
+        let bytes = body.map(|b| serde_json::to_vec(b).expect("json"));
+        let headers = self.sign(&method, url, token, bytes.as_deref());
+        self.send_raw(method, url, headers, bytes).await
+    }
+}
