@@ -8,6 +8,10 @@
 //!   `DELETE /wallet-addresses/{ref}/keys/{kid}`
 //! - `GET /fees`, `PUT|DELETE /fees/{assetCode}/{assetScale}`
 //! - `GET /rates`, `PUT /rates/{base}`, `PUT /rates-url`
+//! - `PUT /wallet-addresses/{ref}/owner-password`: the password the owner
+//!   approves grants with on the built-in consent page
+//! - `POST /introspect`: GNAP token introspection (token-introspection.yaml)
+//!   for resource servers deployed apart from this authorization server
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
 
@@ -69,6 +73,11 @@ pub fn admin_router(state: AdminState) -> Router {
         .route("/rates", get(list_rates))
         .route("/rates/{base}", put(set_rates))
         .route("/rates-url", put(set_rates_url))
+        .route(
+            "/wallet-addresses/{wallet}/owner-password",
+            put(set_owner_password),
+        )
+        .route("/introspect", post(introspect))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
     crate::with_common_layers(routes)
@@ -407,4 +416,45 @@ async fn set_rates_url(
 ) -> ApiResult<StatusCode> {
     pricing::set_rates_url(&state.app.services, req.url.as_deref()).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnerPassword {
+    password: String,
+}
+
+async fn set_owner_password(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+    JsonBody { value: req, .. }: JsonBody<OwnerPassword>,
+) -> ApiResult<StatusCode> {
+    let wallet = resolve(&state, &reference).await?;
+    opd_service::grants::set_owner_password(&state.app.services, wallet.id, &req.password).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn introspect(
+    State(state): State<AdminState>,
+    JsonBody { value: req, .. }: JsonBody<opd_gnap::IntrospectionRequest>,
+) -> ApiResult<Json<opd_gnap::IntrospectionResponse>> {
+    let services = &state.app.services;
+    let Some(active) = opd_service::grants::introspect(services, &req.access_token).await? else {
+        return Ok(Json(opd_gnap::IntrospectionResponse::Inactive));
+    };
+    let access = match &req.access {
+        Some(requested) => opd_gnap::introspection_matches(&active.access, requested)
+            .map_err(|e| ApiError::invalid_request(e.description))?
+            .into_iter()
+            .map(opd_gnap::AccessItem::to_wire)
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Json(opd_gnap::IntrospectionResponse::Active(
+        opd_gnap::TokenInfo {
+            grant: active.grant_id.to_string(),
+            access,
+            client: active.client.to_wire(),
+        },
+    )))
 }

@@ -1,26 +1,519 @@
-//! The authorization server listener. Its GNAP grant endpoint (the origin
-//! root, `POST /`) is built by the authentication work; until then every
-//! route answers a JSON 501 so clients get a clear error, not a hang.
+//! The GNAP authorization server listener.
+//!
+//! - `POST /`: grant request, signed by the client's key (from its wallet
+//!   address's JWKS, or the `jwk` in the request);
+//! - `POST|DELETE /continue/{id}`: continue or cancel, with
+//!   `Authorization: GNAP <continuation token>`;
+//! - `POST|DELETE /token/{id}`: rotate or revoke, with
+//!   `Authorization: GNAP <access token>`;
+//! - `GET /interact/{id}/{nonce}`: the user's browser starts here, and is
+//!   sent to the operator's consent app or the built-in consent page
+//!   (`/consent/{id}/{nonce}`), then to `/interact/{id}/{nonce}/finish`,
+//!   which redirects to the client's finish URI;
+//! - `/idp/interactions/{id}/{nonce}[/accept|/reject]`: the identity
+//!   provider API for the operator's own consent app (`x-idp-secret`).
+//!
+//! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
-use axum::http::StatusCode;
-use axum::routing::any;
-use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use opd_gnap::{ClientIdent, GnapError, GrantRequest, RotateTokenResponse, ValidatedGrantRequest};
+use opd_service::access::{self, AccessError};
+use opd_service::grants::{self, Interaction};
+use opd_service::Services;
+use serde_json::json;
+use subtle::ConstantTimeEq;
 
+use crate::auth::{AuthRequestMeta, RequestMeta};
 use crate::error::ApiError;
+use crate::extract::{parse_json, PathParam, PathParams2};
 use crate::AppState;
 
 /// The authorization server routes.
-pub fn auth_router(_state: AppState) -> Router {
-    let not_yet = || async {
-        ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            "the GNAP authorization server is not available in this version of opd",
+pub fn auth_router(state: AppState) -> Router {
+    let router = Router::new()
+        .route("/", post(grant_request))
+        .route("/continue/{id}", post(continue_grant).delete(cancel_grant))
+        .route("/token/{id}", post(rotate_token).delete(revoke_token))
+        .route("/interact/{id}/{nonce}", get(start_interaction))
+        .route("/interact/{id}/{nonce}/finish", get(finish_interaction))
+        .route(
+            "/consent/{id}/{nonce}",
+            get(consent_page).post(consent_decision),
         )
+        .route("/idp/interactions/{id}/{nonce}", get(idp_details))
+        .route(
+            "/idp/interactions/{id}/{nonce}/{decision}",
+            post(idp_decide),
+        )
+        .with_state(state);
+    crate::with_common_layers(router)
+}
+
+/// A GNAP error as a response.
+struct Gnap(GnapError);
+
+impl IntoResponse for Gnap {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(self.0.to_response())).into_response()
+    }
+}
+
+impl From<GnapError> for Gnap {
+    fn from(e: GnapError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<ApiError> for Gnap {
+    fn from(e: ApiError) -> Self {
+        Self(GnapError::invalid_request(e.description).with_status(e.status.as_u16()))
+    }
+}
+
+type GnapResult<T> = Result<T, Gnap>;
+
+/// Signature failures at the authorization server: an unknown key or client
+/// is 400 `invalid_client` (deployed clients then treat the key as revoked);
+/// any other signature failure is 401 `invalid_client`.
+fn signature_error(e: AccessError) -> Gnap {
+    match e {
+        AccessError::UnknownKey(m) => Gnap(GnapError::invalid_client(m).with_status(400)),
+        other => Gnap(GnapError::invalid_client(other.to_string()).with_status(401)),
+    }
+}
+
+async fn verify(
+    services: &Services,
+    meta: &RequestMeta,
+    body: &[u8],
+    client: &ClientIdent,
+) -> GnapResult<()> {
+    let body = Some(body).filter(|b| !b.is_empty());
+    let parts = opd_httpsig::RequestParts::new(&meta.method, &meta.target_uri, &meta.headers, body);
+    access::verify_signature(services, &parts, client)
+        .await
+        .map_err(signature_error)
+}
+
+/// The token in `Authorization: GNAP <token>`.
+fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
+    let header = meta
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    access::gnap_token(header).map(str::to_owned).map_err(|_| {
+        Gnap(
+            GnapError::invalid_client("missing or malformed Authorization: GNAP <token>")
+                .with_status(401),
+        )
+    })
+}
+
+async fn grant_request(
+    State(state): State<AppState>,
+    AuthRequestMeta(meta): AuthRequestMeta,
+    body: Bytes,
+) -> GnapResult<Response> {
+    let services = &state.services;
+    let request: GrantRequest = parse_json(&body)?;
+    let validated = ValidatedGrantRequest::parse(&request)?;
+    verify(services, &meta, &body, &validated.client).await?;
+    let response = grants::request_grant(services, validated).await?;
+    Ok(Json(response).into_response())
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContinueBody {
+    #[serde(default)]
+    interact_ref: Option<String>,
+}
+
+async fn continue_grant(
+    State(state): State<AppState>,
+    AuthRequestMeta(meta): AuthRequestMeta,
+    PathParam(id): PathParam,
+    body: Bytes,
+) -> GnapResult<Response> {
+    let services = &state.services;
+    let token = presented_token(&meta)?;
+    let grant = grants::grant_for_continuation(services, &id, &token).await?;
+    verify(services, &meta, &body, &grant.client).await?;
+    let interact_ref = if body.is_empty() {
+        None
+    } else {
+        parse_json::<ContinueBody>(&body)?.interact_ref
     };
-    crate::with_common_layers(
-        Router::new()
-            .route("/", any(not_yet))
-            .route("/{*rest}", any(not_yet)),
+    let response = grants::continue_grant(services, grant, interact_ref.as_deref()).await?;
+    Ok(Json(response).into_response())
+}
+
+async fn cancel_grant(
+    State(state): State<AppState>,
+    AuthRequestMeta(meta): AuthRequestMeta,
+    PathParam(id): PathParam,
+) -> GnapResult<StatusCode> {
+    let services = &state.services;
+    let token = presented_token(&meta)?;
+    let grant = grants::grant_for_continuation(services, &id, &token).await?;
+    verify(services, &meta, &[], &grant.client).await?;
+    grants::cancel_grant(services, &grant).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn rotate_token(
+    State(state): State<AppState>,
+    AuthRequestMeta(meta): AuthRequestMeta,
+    PathParam(id): PathParam,
+    body: Bytes,
+) -> GnapResult<Json<RotateTokenResponse>> {
+    let services = &state.services;
+    let token = presented_token(&meta)?;
+    let managed = grants::managed_token(services, &id, &token).await?;
+    verify(services, &meta, &body, &managed.grant.client).await?;
+    let access_token = grants::rotate_token(services, &managed).await?;
+    Ok(Json(RotateTokenResponse { access_token }))
+}
+
+async fn revoke_token(
+    State(state): State<AppState>,
+    AuthRequestMeta(meta): AuthRequestMeta,
+    PathParam(id): PathParam,
+) -> GnapResult<StatusCode> {
+    let services = &state.services;
+    let token = presented_token(&meta)?;
+    let managed = grants::managed_token(services, &id, &token).await?;
+    verify(services, &meta, &[], &managed.grant.client).await?;
+    grants::revoke_token(services, &managed).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+// The interaction, in the user's browser.
+
+fn html_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{t}</title><style>body{{font-family:sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}\
+         li{{margin:.3em 0}}button{{font-size:1em;padding:.4em 1em;margin-right:1em}}</style></head>\
+         <body><h1>{t}</h1>{body}</body></html>",
+        t = html_escape(title)
+    );
+    let mut response = (status, Html(html)).into_response();
+    response
+        .headers_mut()
+        .insert("x-frame-options", HeaderValue::from_static("DENY"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn error_page(e: &GnapError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    page(
+        status,
+        "This request cannot be completed",
+        &format!("<p>{}</p>", html_escape(&e.description)),
     )
+}
+
+fn client_name(i: &Interaction) -> String {
+    match &i.grant.client {
+        ClientIdent::WalletAddress(w) => w.clone(),
+        ClientIdent::Jwk(j) => format!("a client with key {}", j.kid),
+    }
+}
+
+async fn start_interaction(
+    State(state): State<AppState>,
+    PathParams2(id, nonce): PathParams2,
+) -> Response {
+    let services = &state.services;
+    let interaction = match grants::open_interaction(services, &id, &nonce).await {
+        Ok(i) => i,
+        Err(e) => return error_page(&e),
+    };
+    if let Err(e) = grants::interaction_is_open(services, &interaction) {
+        return match interaction.grant.record.finish_uri.as_deref() {
+            Some(uri) => {
+                let sep = if uri.contains('?') { '&' } else { '?' };
+                let q: String = url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("result", "invalid_interaction")
+                    .append_pair("message", &e.description)
+                    .finish();
+                Redirect::to(&format!("{uri}{sep}{q}")).into_response()
+            }
+            None => error_page(&e),
+        };
+    }
+    match &services.config.idp_consent_url {
+        Some(consent) => {
+            let sep = if consent.contains('?') { '&' } else { '?' };
+            let q: String = url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("interactId", &id)
+                .append_pair("nonce", &nonce)
+                .append_pair("clientName", &client_name(&interaction))
+                .append_pair(
+                    "clientUri",
+                    interaction
+                        .grant
+                        .client
+                        .wallet_address()
+                        .unwrap_or_default(),
+                )
+                .finish();
+            Redirect::to(&format!("{consent}{sep}{q}")).into_response()
+        }
+        None => Redirect::to(&format!("/consent/{id}/{nonce}")).into_response(),
+    }
+}
+
+fn describe_access(i: &Interaction) -> String {
+    let mut out = String::from("<ul>");
+    for item in &i.grant.access {
+        let actions: Vec<&str> = item.actions.iter().map(|a| a.as_str()).collect();
+        out.push_str(&format!(
+            "<li><b>{}</b>: {}",
+            html_escape(item.kind.as_str()),
+            html_escape(&actions.join(", "))
+        ));
+        if let Some(l) = &item.limits {
+            if let Some(a) = &l.debit_amount {
+                out.push_str(&format!(
+                    "; up to {} (minor units) of {} sent",
+                    a.value,
+                    html_escape(&a.asset.to_string())
+                ));
+            }
+            if let Some(a) = &l.receive_amount {
+                out.push_str(&format!(
+                    "; up to {} (minor units) of {} received",
+                    a.value,
+                    html_escape(&a.asset.to_string())
+                ));
+            }
+            if let Some(r) = &l.receiver {
+                out.push_str(&format!("; only to {}", html_escape(r)));
+            }
+            if let Some(iv) = &l.interval {
+                out.push_str(&format!("; per interval {}", html_escape(iv.as_str())));
+            }
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ul>");
+    out
+}
+
+fn consent_form(
+    services: &Services,
+    i: &Interaction,
+    id: &str,
+    nonce: &str,
+    error: Option<&str>,
+) -> String {
+    let wallet = services.config.public_url.wallet_address(&i.wallet.path);
+    let error = error
+        .map(|e| format!("<p style=\"color:#b00\">{}</p>", html_escape(e)))
+        .unwrap_or_default();
+    format!(
+        "<p><b>{client}</b> asks for access to your wallet address <b>{wallet}</b>:</p>{access}{error}\
+         <form method=\"post\" action=\"/consent/{id}/{nonce}\">\
+         <p><label>Password of {wallet}<br><input type=\"password\" name=\"password\" autocomplete=\"current-password\" required></label></p>\
+         <p><button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
+         <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></p></form>",
+        client = html_escape(&client_name(i)),
+        wallet = html_escape(&wallet),
+        access = describe_access(i),
+        id = html_escape(id),
+        nonce = html_escape(nonce),
+    )
+}
+
+async fn consent_page(
+    State(state): State<AppState>,
+    PathParams2(id, nonce): PathParams2,
+) -> Response {
+    let services = &state.services;
+    let interaction = match grants::open_interaction(services, &id, &nonce).await {
+        Ok(i) => i,
+        Err(e) => return error_page(&e),
+    };
+    if let Err(e) = grants::interaction_is_open(services, &interaction) {
+        return error_page(&e);
+    }
+    page(
+        StatusCode::OK,
+        "Grant access?",
+        &consent_form(services, &interaction, &id, &nonce, None),
+    )
+}
+
+/// After the decision: to the client's finish URI, or a page saying the
+/// client will pick the result up (when it polls).
+fn after_decision(services: &Services, i: &Interaction) -> Response {
+    match grants::finish_redirect(services, i) {
+        Some(url) => Redirect::to(&url).into_response(),
+        None => page(
+            StatusCode::ACCEPTED,
+            "Done",
+            "<p>You can return to the application.</p>",
+        ),
+    }
+}
+
+async fn consent_decision(
+    State(state): State<AppState>,
+    PathParams2(id, nonce): PathParams2,
+    body: Bytes,
+) -> Response {
+    let services = &state.services;
+    let interaction = match grants::open_interaction(services, &id, &nonce).await {
+        Ok(i) => i,
+        Err(e) => return error_page(&e),
+    };
+    let mut password = String::new();
+    let mut decision = String::new();
+    for (k, v) in url::form_urlencoded::parse(&body) {
+        match k.as_ref() {
+            "password" => password = v.into_owned(),
+            "decision" => decision = v.into_owned(),
+            _ => {}
+        }
+    }
+    if let Err(e) = grants::interaction_is_open(services, &interaction) {
+        return error_page(&e);
+    }
+    match grants::check_owner_password(services, interaction.wallet.id, &password).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let form = consent_form(services, &interaction, &id, &nonce, Some("Wrong password."));
+            return page(StatusCode::UNAUTHORIZED, "Grant access?", &form);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "password check failed");
+            return page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Error",
+                "<p>Please try again later.</p>",
+            );
+        }
+    }
+    let approve = match decision.as_str() {
+        "approve" => true,
+        "reject" => false,
+        _ => {
+            return page(
+                StatusCode::BAD_REQUEST,
+                "Grant access?",
+                "<p>Choose Approve or Reject.</p>",
+            )
+        }
+    };
+    match grants::decide_interaction(services, &interaction, approve).await {
+        Ok(decided) => after_decision(services, &decided),
+        Err(e) => error_page(&e),
+    }
+}
+
+async fn finish_interaction(
+    State(state): State<AppState>,
+    PathParams2(id, nonce): PathParams2,
+) -> Response {
+    let services = &state.services;
+    match grants::open_interaction(services, &id, &nonce).await {
+        Ok(i) if i.grant.record.interaction_state.as_deref() != Some("pending") => {
+            after_decision(services, &i)
+        }
+        Ok(_) => error_page(&GnapError::new(
+            opd_gnap::GnapErrorCode::InvalidInteraction,
+            "the interaction is still pending",
+        )),
+        Err(e) => error_page(&e),
+    }
+}
+
+// The identity-provider API, for the operator's own consent app.
+
+fn idp_authorized(services: &Services, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(secret) = &services.config.idp_secret else {
+        return Err(ApiError::not_found("route"));
+    };
+    let presented = headers
+        .get("x-idp-secret")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    let ok = presented.len() == secret.len() && bool::from(presented.ct_eq(secret.as_bytes()));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "x-idp-secret is missing or wrong",
+        ))
+    }
+}
+
+async fn idp_details(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    PathParams2(id, nonce): PathParams2,
+) -> GnapResult<Json<serde_json::Value>> {
+    let services = &state.services;
+    idp_authorized(services, &headers)?;
+    let i = grants::open_interaction(services, &id, &nonce).await?;
+    let access: Vec<_> = i
+        .grant
+        .access
+        .iter()
+        .map(opd_gnap::AccessItem::to_wire)
+        .collect();
+    Ok(Json(json!({
+        "grantId": i.grant.record.id.to_string(),
+        "client": i.grant.client.wallet_address(),
+        "walletAddress": services.config.public_url.wallet_address(&i.wallet.path),
+        "access": access,
+        "state": i.grant.record.interaction_state,
+        "expiresAt": i.grant.record.interaction_expires_at.map(|t| t.to_rfc3339()),
+    })))
+}
+
+async fn idp_decide(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    axum::extract::Path((id, nonce, decision)): axum::extract::Path<(String, String, String)>,
+) -> GnapResult<(StatusCode, Json<serde_json::Value>)> {
+    let services = &state.services;
+    idp_authorized(services, &headers)?;
+    let approve = match decision.as_str() {
+        "accept" => true,
+        "reject" => false,
+        _ => return Err(ApiError::not_found("route").into()),
+    };
+    let i = grants::open_interaction(services, &id, &nonce).await?;
+    grants::decide_interaction(services, &i, approve).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "finish": format!("/interact/{id}/{nonce}/finish") })),
+    ))
 }

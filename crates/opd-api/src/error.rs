@@ -16,6 +16,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub description: String,
     pub details: Option<Map<String, Value>>,
+    /// `WWW-Authenticate` for 401s: `GNAP as_uri=<authorization server>`.
+    pub www_authenticate: Option<String>,
 }
 
 impl ApiError {
@@ -25,6 +27,7 @@ impl ApiError {
             code,
             description: description.into(),
             details: None,
+            www_authenticate: None,
         }
     }
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod admin;
+pub mod auth;
 pub mod auth_server;
 pub mod error;
 pub mod extract;

@@ -1,23 +1,26 @@
 //! The Open Payments listener: wallet address documents and JWKS, incoming
 //! payments and quotes.
 //!
-//! Until the authentication issue lands, the resource endpoints accept
-//! unauthenticated requests; an incoming payment GET that carries an
-//! `Authorization` header gets the full view (with `methods`), one without
-//! gets the public view.
+//! Every resource endpoint needs a GNAP access token and an HTTP message
+//! signature by the token's client (see `crate::auth`), except the public
+//! incoming payment GET: without an `Authorization` header it answers the
+//! public view (`receivedAmount`, `authServer`).
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use opd_core::pagination::PageRequest;
 use opd_core::quote::QuoteTarget;
 use opd_core::{IncomingPaymentId, QuoteId, Timestamp};
+use opd_gnap::{AccessType, Action};
+use opd_service::access::Required;
 use opd_service::incoming_payments::{self, NewIncomingPayment};
 use opd_service::quotes::{self, NewQuote};
 use opd_service::wallet_addresses;
 
+use crate::auth::{authenticate, RequestMeta};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, PathParam, QueryPairs};
 use crate::wire::{
@@ -104,11 +107,32 @@ fn cached(mut response: Response, policy: &'static str) -> Response {
     response
 }
 
+fn need(kind: AccessType, action: Action, wallet_address: &str) -> Required<'_> {
+    Required {
+        kind,
+        action,
+        wallet_address: Some(wallet_address),
+    }
+}
+
+fn denied(state: &AppState, e: opd_service::access::AccessError) -> ApiError {
+    crate::auth::access_error(&state.services, e)
+}
+
 async fn create_incoming_payment(
     State(state): State<AppState>,
-    JsonBody { value: req, .. }: JsonBody<CreateIncomingPaymentRequest>,
+    meta: RequestMeta,
+    JsonBody { value: req, raw }: JsonBody<CreateIncomingPaymentRequest>,
 ) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
     let services = &state.services;
+    let caller = authenticate(&state, &meta, Some(&raw))
+        .await?
+        .require(need(
+            AccessType::IncomingPayment,
+            Action::Create,
+            &req.wallet_address,
+        ))
+        .map_err(|e| denied(&state, e))?;
     let incoming_amount = req
         .incoming_amount
         .as_ref()
@@ -132,7 +156,7 @@ async fn create_incoming_payment(
         incoming_amount,
         expires_at,
         metadata: req.metadata,
-        client: None,
+        client: Some(caller.client),
     };
     let (payment, wallet) = incoming_payments::create(services, input).await?;
     Ok((
@@ -167,11 +191,17 @@ fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
 
 async fn list_incoming_payments(
     State(state): State<AppState>,
+    meta: RequestMeta,
     query: QueryPairs,
 ) -> ApiResult<Json<ListWire<IncomingPaymentWire>>> {
     let services = &state.services;
+    let auth = authenticate(&state, &meta, None).await?;
     let (wallet_url, page) = parse_page(&query)?;
-    let (page, wallet) = incoming_payments::list(services, &wallet_url, None, &page).await?;
+    let caller = auth
+        .require(need(AccessType::IncomingPayment, Action::List, &wallet_url))
+        .map_err(|e| denied(&state, e))?;
+    let (page, wallet) =
+        incoming_payments::list(services, &wallet_url, caller.list_filter(), &page).await?;
     let public = &services.config.public_url;
     Ok(Json(ListWire::new(
         &page,
@@ -186,20 +216,28 @@ fn incoming_payment_id(raw: &str) -> ApiResult<IncomingPaymentId> {
 
 async fn get_incoming_payment(
     State(state): State<AppState>,
+    meta: RequestMeta,
     PathParam(id): PathParam,
-    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let services = &state.services;
-    let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
-    if headers.contains_key(header::AUTHORIZATION) {
-        Ok(Json(full_view(services, &payment, &wallet)).into_response())
-    } else {
+    if !meta.has_authorization() {
+        let (payment, _) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
         let body = PublicIncomingPaymentWire {
             received_amount: (&payment.received_amount()).into(),
             auth_server: services.config.auth_server_url.clone(),
         };
-        Ok(Json(body).into_response())
+        return Ok(Json(body).into_response());
     }
+    let auth = authenticate(&state, &meta, None).await?;
+    let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
+    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let caller = auth
+        .require(need(AccessType::IncomingPayment, Action::Read, &wallet_url))
+        .map_err(|e| denied(&state, e))?;
+    if !caller.may_see(payment.client.as_deref()) {
+        return Err(ApiError::not_found("incoming payment"));
+    }
+    Ok(Json(full_view(services, &payment, &wallet)).into_response())
 }
 
 async fn complete_incoming_payment(
@@ -219,9 +257,14 @@ async fn complete_incoming_payment(
 
 async fn create_quote(
     State(state): State<AppState>,
-    JsonBody { value: req, .. }: JsonBody<CreateQuoteRequest>,
+    meta: RequestMeta,
+    JsonBody { value: req, raw }: JsonBody<CreateQuoteRequest>,
 ) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
     let services = &state.services;
+    let caller = authenticate(&state, &meta, Some(&raw))
+        .await?
+        .require(need(AccessType::Quote, Action::Create, &req.wallet_address))
+        .map_err(|e| denied(&state, e))?;
     if req.method != "ilp" {
         return Err(ApiError::invalid_request(
             "method must be \"ilp\", the only payment method",
@@ -243,7 +286,7 @@ async fn create_quote(
         wallet_address: req.wallet_address,
         receiver: req.receiver,
         target,
-        client: None,
+        client: Some(caller.client),
     };
     let (quote, wallet) = quotes::create(services, input).await?;
     Ok((
@@ -254,11 +297,20 @@ async fn create_quote(
 
 async fn get_quote(
     State(state): State<AppState>,
+    meta: RequestMeta,
     PathParam(id): PathParam,
 ) -> ApiResult<Json<QuoteWire>> {
     let services = &state.services;
+    let auth = authenticate(&state, &meta, None).await?;
     let id = QuoteId::parse(&id).ok_or_else(|| ApiError::not_found("quote"))?;
     let (quote, wallet) = quotes::get(services, id).await?;
+    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let caller = auth
+        .require(need(AccessType::Quote, Action::Read, &wallet_url))
+        .map_err(|e| denied(&state, e))?;
+    if !caller.may_see(quote.client.as_deref()) {
+        return Err(ApiError::not_found("quote"));
+    }
     Ok(Json(QuoteWire::new(
         &quote,
         &wallet,

@@ -43,8 +43,16 @@ pub struct ClientKeys {
 
 impl ClientKeys {
     pub fn new(ttl: Duration, timeout: Duration) -> Self {
-        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
-        Self { ttl, refetch_floor: Duration::from_secs(1), cache: Mutex::new(HashMap::new()), http }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .unwrap_or_default();
+        Self {
+            ttl,
+            refetch_floor: Duration::from_secs(1),
+            cache: Mutex::new(HashMap::new()),
+            http,
+        }
     }
 
     /// Forgets every cached key set (after a key change on this node).
@@ -64,12 +72,23 @@ impl ClientKeys {
             if c.len() > 10_000 {
                 c.clear();
             }
-            c.insert(wallet.to_owned(), Cached { at: Instant::now(), keys });
+            c.insert(
+                wallet.to_owned(),
+                Cached {
+                    at: Instant::now(),
+                    keys,
+                },
+            );
         }
     }
 
     /// The key `kid` of the client wallet address `wallet`.
-    pub async fn key(&self, services: &Services, wallet: &str, kid: &str) -> Result<Jwk, KeyLookupError> {
+    pub async fn key(
+        &self,
+        services: &Services,
+        wallet: &str,
+        kid: &str,
+    ) -> Result<Jwk, KeyLookupError> {
         let find = |keys: &[Jwk]| keys.iter().find(|k| k.kid == kid).cloned();
         let mut age = None;
         if let Some((a, keys)) = self.cached(wallet) {
@@ -91,7 +110,11 @@ impl ClientKeys {
 
     async fn load(&self, services: &Services, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
         if services.config.public_url.is_ours(wallet) {
-            let path = services.config.public_url.wallet_address_path(wallet).ok_or(KeyLookupError::UnknownClient)?;
+            let path = services
+                .config
+                .public_url
+                .wallet_address_path(wallet)
+                .ok_or(KeyLookupError::UnknownClient)?;
             return match crate::wallet_addresses::jwks(services, path.as_str()).await {
                 Ok(keys) => Ok(keys
                     .iter()
@@ -113,14 +136,25 @@ impl ClientKeys {
             keys: Vec<serde_json::Value>,
         }
         let url = format!("{}/jwks.json", wallet.trim_end_matches('/'));
-        let resp = self.http.get(&url).send().await.map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        let resp = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             return Err(KeyLookupError::UnknownClient);
         }
         if !resp.status().is_success() {
-            return Err(KeyLookupError::Unreachable(format!("{url} answered {}", resp.status())));
+            return Err(KeyLookupError::Unreachable(format!(
+                "{url} answered {}",
+                resp.status()
+            )));
         }
-        let doc: JwksDoc = resp.json().await.map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        let doc: JwksDoc = resp
+            .json()
+            .await
+            .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
         // Keys that are not valid Ed25519 JWKs are skipped, not fatal.
         Ok(doc
             .keys

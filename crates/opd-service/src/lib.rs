@@ -1,6 +1,9 @@
 #![doc = include_str!("../README.md")]
 
+pub mod access;
+pub mod client_keys;
 mod error;
+pub mod grants;
 pub mod incoming_payments;
 pub mod pricing;
 pub mod quotes;
@@ -49,6 +52,20 @@ pub struct ServiceConfig {
     /// How long admin-set fees and rates are cached in memory (other nodes
     /// see a change within this time).
     pub pricing_cache_ttl: Duration,
+    /// How long a client's key set is cached (a revoked key stops working
+    /// within this time on other nodes; at once on the node that revoked it).
+    pub client_keys_ttl: Duration,
+    /// Lifetime of access tokens.
+    pub access_token_ttl: Duration,
+    /// How long a user has to finish an interaction.
+    pub interaction_ttl: Duration,
+    /// The `wait` (seconds) between continuation requests.
+    pub continue_wait_secs: u64,
+    /// The shared secret of the operator's consent app (identity-provider
+    /// API); `None` disables that API.
+    pub idp_secret: Option<String>,
+    /// The operator's consent page; `None` uses the built-in one.
+    pub idp_consent_url: Option<String>,
 }
 
 impl ServiceConfig {
@@ -67,6 +84,12 @@ impl ServiceConfig {
             rates_cache_ttl: Duration::from_secs(15),
             rates_timeout: Duration::from_secs(5),
             pricing_cache_ttl: Duration::from_secs(2),
+            client_keys_ttl: Duration::from_secs(10),
+            access_token_ttl: Duration::from_secs(600),
+            interaction_ttl: Duration::from_secs(600),
+            continue_wait_secs: 5,
+            idp_secret: None,
+            idp_consent_url: None,
         }
     }
 }
@@ -78,6 +101,12 @@ pub struct Services {
     pub random: Arc<dyn Random>,
     pub config: ServiceConfig,
     pub pricing: pricing::Pricing,
+    /// Client wallet addresses' public keys, cached.
+    pub client_keys: client_keys::ClientKeys,
+    /// Freshness rules for request signatures.
+    pub signature_policy: opd_httpsig::VerifyPolicy,
+    /// Signatures accepted within the freshness window (replay protection).
+    pub replay_cache: opd_httpsig::ReplayCache,
     stream_secret: StreamSecret,
 }
 
@@ -100,12 +129,19 @@ impl Services {
     ) -> Result<Self, ServiceError> {
         let stream_secret = secrets::stream_secret(store.as_ref(), random.as_ref()).await?;
         let pricing = pricing::Pricing::new(&config)?;
+        let client_keys =
+            client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
+        let signature_policy = opd_httpsig::VerifyPolicy::default();
+        let replay_cache = opd_httpsig::ReplayCache::for_policy(&signature_policy, 1 << 20);
         Ok(Self {
             store,
             clock,
             random,
             config,
             pricing,
+            client_keys,
+            signature_policy,
+            replay_cache,
             stream_secret,
         })
     }

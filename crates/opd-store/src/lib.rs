@@ -144,7 +144,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_grant_by_interaction(&self, interact_id: &str)
         -> StoreResult<Option<GrantRecord>>;
     /// Writes the grant's changing fields (state, finalization,
-    /// interaction state and ref, last continued, updated) if it is still at
+    /// interaction state and ref, continuation token, last continued,
+    /// updated) if it is still at
     /// `grant.version`, bumping the version, and stores `token` in the same
     /// transaction. `false` when another request changed it first.
     async fn update_grant(

@@ -863,7 +863,7 @@ impl PgStore {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE grants SET state = $1, finalization = $2, interact_ref = $3, interaction_state = $4,
-                last_continued_at = $5, updated_at = $6, version = version + 1
+                last_continued_at = $5, updated_at = $6, continue_token_digest = $9, version = version + 1
              WHERE id = $7::uuid AND version = $8",
         )
         .bind(&g.state)
@@ -874,6 +874,7 @@ impl PgStore {
         .bind(g.updated_at.unix_millis())
         .bind(g.id.to_string())
         .bind(g.version)
+        .bind(&g.continue_token_digest)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {

@@ -847,8 +847,8 @@ impl SqliteStore {
         let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE grants SET state = ?, finalization = ?, interact_ref = ?, interaction_state = ?,
-                last_continued_at = ?, updated_at = ?, version = version + 1
-             WHERE id = ? AND version = ?",
+                last_continued_at = ?, updated_at = ?, version = version + 1, continue_token_digest = ?9
+             WHERE id = ?7 AND version = ?8",
         )
         .bind(&g.state)
         .bind(&g.finalization)
@@ -858,6 +858,7 @@ impl SqliteStore {
         .bind(g.updated_at.unix_millis())
         .bind(g.id.to_string())
         .bind(g.version)
+        .bind(&g.continue_token_digest)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {

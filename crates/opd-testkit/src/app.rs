@@ -8,6 +8,8 @@ use opd::app::Running;
 use opd::config::Settings;
 use opd_core::{ManualClock, SeededRandom, Timestamp};
 use reqwest::{Method, StatusCode};
+
+use crate::client::SigningClient;
 use serde_json::Value;
 
 /// A running opd for one test.
@@ -20,6 +22,12 @@ pub struct TestApp {
     pub admin_token: String,
     pub clock: ManualClock,
     pub http: reqwest::Client,
+    /// The authorization server's URL.
+    pub auth: String,
+    /// A client (wallet address `testclient` on this server) holding a token
+    /// for incoming payments (create, read-all, list, complete) and quotes
+    /// (create, read-all); `get` and `post` sign with it.
+    pub client: Option<(SigningClient, String)>,
     _dir: tempfile::TempDir,
 }
 
@@ -58,15 +66,59 @@ impl TestApp {
         )
         .await
         .expect("opd starts");
-        Self {
+        let mut app = Self {
             base: running.public_url.clone(),
             admin: format!("http://{}", running.admin_addr),
             admin_token: running.admin_token.clone(),
+            auth: running.auth_public_url.clone(),
             running: Some(running),
             clock,
             http: reqwest::Client::new(),
+            client: None,
             _dir: dir,
-        }
+        };
+        let client = app.signing_client("testclient", 7).await;
+        let token = app
+            .grant_token(
+                &client,
+                serde_json::json!([
+                    { "type": "incoming-payment", "actions": ["create", "read-all", "list", "complete"] },
+                    { "type": "quote", "actions": ["create", "read-all"] }
+                ]),
+            )
+            .await;
+        app.client = Some((client, token));
+        app
+    }
+
+    /// Creates a wallet address at `path` (USD, scale 2) with a key made
+    /// from `seed`, and returns a client that signs with that key.
+    pub async fn signing_client(&self, path: &str, seed: u8) -> SigningClient {
+        let url = self.create_wallet(path, "USD", 2).await;
+        let client = SigningClient::new(&url, &format!("{path}-key"), seed);
+        let jwk = serde_json::to_value(client.jwk()).expect("jwk");
+        let (status, v) = self
+            .admin(
+                Method::POST,
+                &format!("/wallet-addresses/{path}/keys"),
+                Some(&serde_json::json!({ "jwk": jwk })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        client
+    }
+
+    /// Requests a non-interactive grant for `access` and returns the token.
+    pub async fn grant_token(&self, client: &SigningClient, access: Value) -> String {
+        let body = serde_json::json!({ "access_token": { "access": access }, "client": client.wallet_address });
+        let reply = client
+            .send(Method::POST, &format!("{}/", self.auth), None, Some(&body))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["access_token"]["value"]
+            .as_str()
+            .expect("token")
+            .to_owned()
     }
 
     /// The URL of a path on the Open Payments listener.
@@ -105,14 +157,34 @@ impl TestApp {
         (s, v)
     }
 
+    /// A signed GET with the default client's token.
     pub async fn get(&self, url: &str) -> (StatusCode, Value) {
+        let (s, _, v) = self.signed(Method::GET, url, None).await;
+        (s, v)
+    }
+
+    /// A GET without authorization (public resources).
+    pub async fn get_public(&self, url: &str) -> (StatusCode, Value) {
         let (s, _, v) = self.send(Method::GET, url, None).await;
         (s, v)
     }
 
+    /// A signed POST with the default client's token.
     pub async fn post(&self, url: &str, body: &Value) -> (StatusCode, Value) {
-        let (s, _, v) = self.send(Method::POST, url, Some(body)).await;
+        let (s, _, v) = self.signed(Method::POST, url, Some(body)).await;
         (s, v)
+    }
+
+    /// A request signed by the default client with its token.
+    pub async fn signed(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+        let (client, token) = self.client.as_ref().expect("default client");
+        let reply = client.send(method, url, Some(token), body).await;
+        (reply.status, reply.headers, reply.body)
     }
 
     /// Calls the admin API with the admin token.

@@ -16,8 +16,10 @@ pub struct SigningClient {
     /// The client's wallet address URL.
     pub wallet_address: String,
     pub http: reqwest::Client,
-    /// The `created` time to sign with; `None` means now.
+    /// The `created` time to sign with; `None` picks a fresh one per
+    /// request (see `sign`).
     pub created: Option<u64>,
+    sequence: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for SigningClient {
@@ -46,6 +48,7 @@ impl SigningClient {
             wallet_address: wallet_address.to_owned(),
             http: reqwest::Client::new(),
             created: None,
+            sequence: Default::default(),
         }
     }
 
@@ -61,7 +64,34 @@ impl SigningClient {
             .unwrap_or(0)
     }
 
+    /// A `created` no other request of this client used recently.
+    fn next_created(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        let now = Self::now();
+        let floor = now.saturating_sub(200);
+        let mut last = self.sequence.load(Ordering::Relaxed);
+        loop {
+            let mut next = (last + 1).max(floor);
+            if next > now + 30 {
+                next = floor;
+            }
+            match self
+                .sequence
+                .compare_exchange(last, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(actual) => last = actual,
+            }
+        }
+    }
+
     /// The headers a signed request carries, for tests that tamper with them.
+    ///
+    /// Unlike the Node client, each request of one client gets a distinct
+    /// `created` (counting up from 200 s ago, within the freshness window),
+    /// so tests that send identical requests in quick succession do not trip
+    /// opd's replay protection, which refuses a second identical signature
+    /// of a state-changing request.
     pub fn sign(
         &self,
         method: &Method,
@@ -76,16 +106,9 @@ impl SigningClient {
                 HeaderValue::from_str(&format!("GNAP {t}")).expect("token header"),
             );
         }
-        let signed = sign_request(
-            method,
-            url,
-            &headers,
-            body,
-            &self.key,
-            &self.kid,
-            self.created.unwrap_or_else(Self::now),
-        )
-        .expect("sign");
+        let created = self.created.unwrap_or_else(|| self.next_created());
+        let signed =
+            sign_request(method, url, &headers, body, &self.key, &self.kid, created).expect("sign");
         for (name, value) in signed.pairs() {
             headers.insert(
                 HeaderName::from_static(name),

@@ -125,6 +125,12 @@ fn service_config(
     }
     config.rates_url = settings.rates_url.clone();
     config.rates_cache_ttl = Duration::from_secs(settings.rates_cache_secs);
+    config.access_token_ttl = Duration::from_secs(settings.access_token_ttl_secs);
+    if settings.idp_secret.as_ref().is_some_and(|s| s.len() < 16) {
+        bail!("the identity-provider secret must be at least 16 characters");
+    }
+    config.idp_secret = settings.idp_secret.clone();
+    config.idp_consent_url = settings.idp_consent_url.clone();
     let mut fees = HashMap::new();
     for f in &settings.fees {
         let asset = Asset::parse(&f.asset_code, i64::from(f.asset_scale))

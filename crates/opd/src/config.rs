@@ -72,6 +72,15 @@ pub struct ServeArgs {
     /// How long fetched rates are reused, in seconds [default: 15].
     #[arg(long, env = "OPD_RATES_CACHE_SECS")]
     pub rates_cache_secs: Option<u64>,
+    /// Access token lifetime in seconds [default: 600].
+    #[arg(long, env = "OPD_ACCESS_TOKEN_TTL_SECS")]
+    pub access_token_ttl_secs: Option<u64>,
+    /// Shared secret of the operator's consent app (identity-provider API, header x-idp-secret) [default: API off].
+    #[arg(long, env = "OPD_IDP_SECRET", hide_env_values = true)]
+    pub idp_secret: Option<String>,
+    /// The operator's consent page; users are sent there instead of the built-in page.
+    #[arg(long, env = "OPD_IDP_CONSENT_URL")]
+    pub idp_consent_url: Option<String>,
 }
 
 /// A fee in the configuration file.
@@ -109,6 +118,9 @@ pub struct FileConfig {
     pub incoming_payment_max_expiry_secs: Option<u64>,
     pub rates_url: Option<String>,
     pub rates_cache_secs: Option<u64>,
+    pub access_token_ttl_secs: Option<u64>,
+    pub idp_secret: Option<String>,
+    pub idp_consent_url: Option<String>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -160,6 +172,9 @@ pub struct Settings {
     pub incoming_payment_max_expiry_secs: u64,
     pub rates_url: Option<String>,
     pub rates_cache_secs: u64,
+    pub access_token_ttl_secs: u64,
+    pub idp_secret: Option<String>,
+    pub idp_consent_url: Option<String>,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -226,6 +241,12 @@ impl Settings {
                 .or(file.incoming_payment_max_expiry_secs)
                 .unwrap_or(365 * 24 * 3600),
             rates_url: serve.rates_url.clone().or(file.rates_url),
+            access_token_ttl_secs: serve
+                .access_token_ttl_secs
+                .or(file.access_token_ttl_secs)
+                .unwrap_or(600),
+            idp_secret: serve.idp_secret.clone().or(file.idp_secret),
+            idp_consent_url: serve.idp_consent_url.clone().or(file.idp_consent_url),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)

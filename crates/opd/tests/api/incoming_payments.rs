@@ -13,14 +13,7 @@ async fn create(app: &TestApp, body: Value) -> (StatusCode, Value) {
 }
 
 async fn authed_get(app: &TestApp, url: &str) -> (StatusCode, Value) {
-    let resp = app
-        .http
-        .get(url)
-        .header("authorization", "GNAP token")
-        .send()
-        .await
-        .unwrap();
-    (resp.status(), resp.json().await.unwrap())
+    app.get(url).await
 }
 
 fn ilp_address_ok(v: &Value) -> bool {
@@ -76,7 +69,7 @@ async fn create_read_complete(db: Db) {
         "each read mints fresh credentials"
     );
 
-    let (s, public) = app.get(id).await;
+    let (s, public) = app.get_public(id).await;
     spec_rs("get-incoming-payment", s, &public);
     assert_eq!(
         public,

@@ -282,7 +282,7 @@ async fn every_documented_error() {
         ),
         (q(&owed, d("0")), 400, "invalid_amount"),
         (q(&owed, d("1.0")), 400, "invalid_amount"),
-        (q(&open, r("18446744073709551615")), 201, ""),
+        (q(&open, r("18446744073709551614")), 201, ""),
         (
             q(&open, json!({ "method": "card" })),
             400,

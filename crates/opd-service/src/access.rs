@@ -1,0 +1,211 @@
+//! Resource server access control: every protected request carries
+//! `Authorization: GNAP <token>` and an HTTP message signature by the key of
+//! the client the token was issued to.
+//!
+//! Order of checks, and what each failure means to the client:
+//! 1. token present and well formed, else 401 (`missing_token`);
+//! 2. token live (known, unexpired, unrevoked, grant not revoked), else 401
+//!    `Invalid Token` (deployed clients then rotate the token);
+//! 3. signature valid with the client's key and fresh, else 401
+//!    `Signature validation error: ...` (clients treat the key as revoked);
+//!    a state-changing request whose exact signature was already accepted is
+//!    401 `replayed_request` (deliberately without that prefix: a client
+//!    that sent two identical requests within one second should not be told
+//!    its key was revoked);
+//! 4. token grants the type, action and wallet address, else 403.
+
+use opd_gnap::{find_access, AccessType, Action, ClientIdent, OutgoingLimits};
+use opd_httpsig::{parse_signature, RequestParts, SigError};
+
+use crate::grants::{introspect, ActiveToken};
+use crate::{ServiceError, Services};
+
+/// What a request needs its token to allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Required<'a> {
+    pub kind: AccessType,
+    pub action: Action,
+    /// The wallet address URL the resource belongs to, when known.
+    pub wallet_address: Option<&'a str>,
+}
+
+/// Who is calling, once authorized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The client's identity as resources record it: its wallet address URL,
+    /// or `jwk:<x>` for a client identified by a key alone.
+    pub client: String,
+    /// The action the token grants: `ReadAll`/`ListAll` when the client may
+    /// see every resource of the wallet address, `Read`/`List` when only
+    /// its own.
+    pub action: Action,
+    pub grant_id: opd_core::GrantId,
+    /// Outgoing payment limits of the grant, if any.
+    pub limits: Option<OutgoingLimits>,
+}
+
+impl Caller {
+    /// Whether the caller may see a resource created by `owner` (a client
+    /// identity as in `client`).
+    pub fn may_see(&self, owner: Option<&str>) -> bool {
+        matches!(self.action, Action::ReadAll | Action::ListAll)
+            || owner == Some(self.client.as_str())
+    }
+
+    /// The client filter for lists: `None` means every resource.
+    pub fn list_filter(&self) -> Option<&str> {
+        (self.action != Action::ListAll).then_some(self.client.as_str())
+    }
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error("missing access token: send Authorization: GNAP <token>")]
+    MissingToken,
+    #[error("Invalid Token")]
+    InvalidToken,
+    #[error("Signature validation error: {0}")]
+    Signature(String),
+    /// A state-changing request whose exact signature was already accepted.
+    #[error("Request replayed: this exact signed request was already received; sign it again to repeat it")]
+    Replayed,
+    /// The client's key could not be found (unknown key id or client, or
+    /// its key set could not be fetched).
+    #[error("Signature validation error: {0}")]
+    UnknownKey(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("the authorization data is unavailable")]
+    Unavailable,
+}
+
+/// The client identity string of a grant's client.
+pub fn client_identity(client: &ClientIdent) -> String {
+    match client {
+        ClientIdent::WalletAddress(w) => w.clone(),
+        ClientIdent::Jwk(j) => format!("jwk:{}", j.x),
+    }
+}
+
+/// The token in an `Authorization` header value (`GNAP <token>`).
+pub fn gnap_token(header: Option<&str>) -> Result<&str, AccessError> {
+    let value = header.ok_or(AccessError::MissingToken)?;
+    let token = value
+        .strip_prefix("GNAP ")
+        .map(str::trim)
+        .ok_or(AccessError::InvalidToken)?;
+    if token.is_empty() || token.contains(char::is_whitespace) {
+        return Err(AccessError::InvalidToken);
+    }
+    Ok(token)
+}
+
+fn unix_now(services: &Services) -> u64 {
+    u64::try_from(services.clock.now().unix_seconds()).unwrap_or(0)
+}
+
+/// Verifies the request's signature with the key of `client`.
+pub async fn verify_signature(
+    services: &Services,
+    request: &RequestParts<'_>,
+    client: &ClientIdent,
+) -> Result<(), AccessError> {
+    let sig_err = |e: SigError| AccessError::Signature(e.to_string());
+    let now = unix_now(services);
+    let parsed = parse_signature(request, &services.signature_policy, now).map_err(sig_err)?;
+    if parsed.used_compat_format() {
+        tracing::debug!("accepted a signature in the open-payments Rust SDK's non-RFC format");
+    }
+    match client {
+        ClientIdent::WalletAddress(wallet) => {
+            let key = services
+                .client_keys
+                .key(services, wallet, parsed.keyid())
+                .await
+                .map_err(|e| AccessError::UnknownKey(e.to_string()))?;
+            parsed.verify(&key).map_err(sig_err)?;
+        }
+        ClientIdent::Jwk(jwk) => {
+            if jwk.kid != parsed.keyid() {
+                return Err(AccessError::UnknownKey(format!(
+                    "key {:?} is not the client's key",
+                    parsed.keyid()
+                )));
+            }
+            parsed.verify(jwk).map_err(sig_err)?;
+        }
+    }
+    // Replays are refused for requests that change state. A safe method is
+    // exempt: the Node client's signatures carry no nonce, so two identical
+    // reads within one second (a client polling a payment) have identical
+    // signatures, and refusing the second would make the client believe its
+    // key was revoked.
+    let safe = request.method == http::Method::GET || request.method == http::Method::HEAD;
+    if !safe
+        && !services
+            .replay_cache
+            .check_and_insert(parsed.signature_bytes(), parsed.created(), now)
+    {
+        return Err(AccessError::Replayed);
+    }
+    Ok(())
+}
+
+/// A request whose token is live and whose signature is the token's
+/// client's.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    pub token: ActiveToken,
+}
+
+/// Checks the token and the signature of a resource server request (steps
+/// 1 to 3); what the token allows is checked by [`Authenticated::require`].
+pub async fn authenticate(
+    services: &Services,
+    request: &RequestParts<'_>,
+    authorization: Option<&str>,
+) -> Result<Authenticated, AccessError> {
+    let token = gnap_token(authorization)?;
+    let active: ActiveToken = match introspect(services, token).await {
+        Ok(Some(t)) => t,
+        Ok(None) => return Err(AccessError::InvalidToken),
+        Err(ServiceError::Store(e)) => {
+            tracing::error!(error = %e, "token lookup failed");
+            return Err(AccessError::Unavailable);
+        }
+        Err(_) => return Err(AccessError::InvalidToken),
+    };
+    verify_signature(services, request, &active.client).await?;
+    Ok(Authenticated { token: active })
+}
+
+impl Authenticated {
+    /// Step 4: the token must grant the type and action on the wallet
+    /// address.
+    pub fn require(&self, required: Required<'_>) -> Result<Caller, AccessError> {
+        let (item, action) = find_access(
+            &self.token.access,
+            required.kind,
+            required.action,
+            required.wallet_address,
+        )
+        .ok_or_else(|| {
+            AccessError::Forbidden(format!(
+                "the access token does not allow {} {}{}",
+                required.kind,
+                required.action,
+                required
+                    .wallet_address
+                    .map(|w| format!(" on {w}"))
+                    .unwrap_or_default()
+            ))
+        })?;
+        Ok(Caller {
+            client: client_identity(&self.token.client),
+            action,
+            grant_id: self.token.grant_id,
+            limits: item.limits.clone(),
+        })
+    }
+}
