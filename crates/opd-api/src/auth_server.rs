@@ -15,7 +15,6 @@
 //!
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -30,7 +29,7 @@ use subtle::ConstantTimeEq;
 
 use crate::auth::{AuthRequestMeta, RequestMeta};
 use crate::error::ApiError;
-use crate::extract::{parse_json, PathParam, PathParams2};
+use crate::extract::{parse_json, PathParam, PathParams2, RawBody};
 use crate::AppState;
 
 /// The authorization server routes.
@@ -118,7 +117,7 @@ fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
 async fn grant_request(
     State(state): State<AppState>,
     AuthRequestMeta(meta): AuthRequestMeta,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
     let request: GrantRequest = parse_json(&body)?;
@@ -139,7 +138,7 @@ async fn continue_grant(
     State(state): State<AppState>,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
     let token = presented_token(&meta)?;
@@ -171,7 +170,7 @@ async fn rotate_token(
     State(state): State<AppState>,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> GnapResult<Json<RotateTokenResponse>> {
     let services = &state.services;
     let token = presented_token(&meta)?;
@@ -384,7 +383,7 @@ fn after_decision(services: &Services, i: &Interaction) -> Response {
 async fn consent_decision(
     State(state): State<AppState>,
     PathParams2(id, nonce): PathParams2,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Response {
     let services = &state.services;
     let interaction = match grants::open_interaction(services, &id, &nonce).await {

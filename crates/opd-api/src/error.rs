@@ -140,6 +140,14 @@ impl IntoResponse for ApiError {
             axum::http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(v) = self
+            .www_authenticate
+            .and_then(|v| HeaderValue::from_str(&v).ok())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, v);
+        }
         response
     }
 }

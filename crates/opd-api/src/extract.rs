@@ -134,3 +134,24 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParams2 {
             .map_err(|_| ApiError::not_found("resource"))
     }
 }
+
+/// The raw request body, with an over-large body as a JSON 413.
+#[derive(Debug)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state)
+            .await
+            .map(Self)
+            .map_err(|e| {
+                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    payload_too_large()
+                } else {
+                    ApiError::invalid_request(format!("cannot read the request body: {e}"))
+                }
+            })
+    }
+}

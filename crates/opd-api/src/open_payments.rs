@@ -22,7 +22,7 @@ use opd_service::wallet_addresses;
 
 use crate::auth::{authenticate, RequestMeta};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, PathParam, QueryPairs};
+use crate::extract::{parse_json, PathParam, QueryPairs, RawBody};
 use crate::wire::{
     parse_amount, CreateIncomingPaymentRequest, CreateQuoteRequest, IncomingPaymentWire, JwkWire,
     Jwks, ListWire, PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
@@ -122,11 +122,14 @@ fn denied(state: &AppState, e: opd_service::access::AccessError) -> ApiError {
 async fn create_incoming_payment(
     State(state): State<AppState>,
     meta: RequestMeta,
-    JsonBody { value: req, raw }: JsonBody<CreateIncomingPaymentRequest>,
+    RawBody(raw): RawBody,
 ) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
     let services = &state.services;
-    let caller = authenticate(&state, &meta, Some(&raw))
-        .await?
+    // Authenticate before looking at the body: unauthenticated callers learn
+    // nothing from validation errors.
+    let auth = authenticate(&state, &meta, Some(&raw)).await?;
+    let req: CreateIncomingPaymentRequest = parse_json(&raw)?;
+    let caller = auth
         .require(need(
             AccessType::IncomingPayment,
             Action::Create,
@@ -258,11 +261,12 @@ async fn complete_incoming_payment(
 async fn create_quote(
     State(state): State<AppState>,
     meta: RequestMeta,
-    JsonBody { value: req, raw }: JsonBody<CreateQuoteRequest>,
+    RawBody(raw): RawBody,
 ) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
     let services = &state.services;
-    let caller = authenticate(&state, &meta, Some(&raw))
-        .await?
+    let auth = authenticate(&state, &meta, Some(&raw)).await?;
+    let req: CreateQuoteRequest = parse_json(&raw)?;
+    let caller = auth
         .require(need(AccessType::Quote, Action::Create, &req.wallet_address))
         .map_err(|e| denied(&state, e))?;
     if req.method != "ilp" {

@@ -90,7 +90,10 @@ pub async fn add_key(
         revoked_at: None,
     };
     match services.store.add_key(&stored).await {
-        Ok(()) => Ok(stored),
+        Ok(()) => {
+            services.client_keys.invalidate();
+            Ok(stored)
+        }
         Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict {
             code: "key_exists",
             message: format!(
@@ -114,6 +117,9 @@ pub async fn revoke_key(
         .revoke_key(id, kid, services.clock.now())
         .await?
     {
+        // This node stops accepting the key at once; others within the
+        // key cache's TTL.
+        services.client_keys.invalidate();
         Ok(())
     } else {
         Err(ServiceError::NotFound("key"))

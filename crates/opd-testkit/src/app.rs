@@ -143,18 +143,14 @@ impl TestApp {
         into_parts(resp).await
     }
 
-    /// POSTs raw bytes (for malformed bodies).
+    /// POSTs raw bytes (for malformed bodies), signed by the default client.
     pub async fn post_raw(&self, url: &str, body: &'static str) -> (StatusCode, Value) {
-        let resp = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("request");
-        let (s, _, v) = into_parts(resp).await;
-        (s, v)
+        let (client, token) = self.client.as_ref().expect("default client");
+        let headers = client.sign(&Method::POST, url, Some(token), Some(body.as_bytes()));
+        let reply = client
+            .send_raw(Method::POST, url, headers, Some(body.as_bytes().to_vec()))
+            .await;
+        (reply.status, reply.body)
     }
 
     /// A signed GET with the default client's token.

@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod access;
 mod admin;
+mod auth;
 mod incoming_payments;
 mod quotes;
 mod wallet_addresses;

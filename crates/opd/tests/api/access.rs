@@ -1,0 +1,511 @@
+//! Resource server access control: every way a request can fail to be
+//! authorized, each with its status, JSON code and (for 401s) the
+//! `WWW-Authenticate` challenge.
+
+use opd_httpsig::{build_signature_base, content_digest, RequestParts};
+use opd_testkit::app::TestApp;
+use opd_testkit::client::{Reply, SigningClient};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+
+struct World {
+    app: TestApp,
+    bob: String,
+    client: SigningClient,
+    token: String,
+}
+
+async fn world() -> World {
+    let app = TestApp::spawn().await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let client = app.signing_client("merchant", 31).await;
+    let token = app
+        .grant_token(&client, json!([{ "type": "incoming-payment", "actions": ["create", "read", "list", "complete"] }]))
+        .await;
+    World {
+        app,
+        bob,
+        client,
+        token,
+    }
+}
+
+#[track_caller]
+fn assert_401(r: &Reply, app: &TestApp, code: &str) {
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], code, "{}", r.body);
+    let challenge = r
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok());
+    assert_eq!(
+        challenge,
+        Some(format!("GNAP as_uri={}", app.auth).as_str())
+    );
+}
+
+fn create_body(w: &World) -> Value {
+    json!({ "walletAddress": w.bob, "incomingAmount": amount("500", "USD", 2) })
+}
+
+fn url(w: &World) -> String {
+    w.app.url("incoming-payments")
+}
+
+/// Signs `body` for a POST with a chosen list of covered components.
+fn sign_covering(w: &World, components: &[&str], body: &[u8], created: u64) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("GNAP {}", w.token)).unwrap(),
+    );
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.insert(
+        "content-length",
+        HeaderValue::from_str(&body.len().to_string()).unwrap(),
+    );
+    headers.insert(
+        "content-digest",
+        HeaderValue::from_str(&content_digest(body)).unwrap(),
+    );
+    let list: Vec<String> = components.iter().map(|c| format!("\"{c}\"")).collect();
+    let params = format!(
+        "({});keyid=\"{}\";created={created}",
+        list.join(" "),
+        w.client.kid
+    );
+    let target = url(w);
+    let parts = RequestParts::new(&Method::POST, &target, &headers, Some(body));
+    let base = build_signature_base(&parts, components, &params).unwrap();
+    use ed25519_dalek::Signer;
+    let sig = w.client.key.sign(&base);
+    use base64::Engine;
+    let sig = base64::engine::general_purpose::STANDARD.encode(sig.to_bytes());
+    headers.insert(
+        "signature-input",
+        HeaderValue::from_str(&format!("sig1={params}")).unwrap(),
+    );
+    headers.insert(
+        "signature",
+        HeaderValue::from_str(&format!("sig1=:{sig}:")).unwrap(),
+    );
+    headers
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test]
+async fn a_properly_signed_request_works() {
+    let w = world().await;
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let all = [
+        "@method",
+        "@target-uri",
+        "authorization",
+        "content-digest",
+        "content-length",
+        "content-type",
+    ];
+    let body = serde_json::to_vec(&create_body(&w)).unwrap();
+    let r = w
+        .client
+        .send_raw(
+            Method::POST,
+            &url(&w),
+            sign_covering(&w, &all, &body, now()),
+            Some(body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+}
+
+#[tokio::test]
+async fn missing_or_malformed_signatures_are_401() {
+    let w = world().await;
+    let body = serde_json::to_vec(&create_body(&w)).unwrap();
+
+    // No headers at all.
+    let r = w
+        .client
+        .send_raw(Method::POST, &url(&w), HeaderMap::new(), Some(body.clone()))
+        .await;
+    assert_401(&r, &w.app, "missing_token");
+
+    // Signature without Signature-Input.
+    let mut h = w
+        .client
+        .sign(&Method::POST, &url(&w), Some(&w.token), Some(&body));
+    h.remove("signature-input");
+    let r = w
+        .client
+        .send_raw(Method::POST, &url(&w), h, Some(body.clone()))
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+    assert!(r.body["error"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("Signature validation error"));
+
+    // Each required component left out in turn.
+    for missing in ["@method", "@target-uri", "authorization", "content-digest"] {
+        let components: Vec<&str> = [
+            "@method",
+            "@target-uri",
+            "authorization",
+            "content-digest",
+            "content-length",
+            "content-type",
+        ]
+        .into_iter()
+        .filter(|c| *c != missing)
+        .collect();
+        let r = w
+            .client
+            .send_raw(
+                Method::POST,
+                &url(&w),
+                sign_covering(&w, &components, &body, now()),
+                Some(body.clone()),
+            )
+            .await;
+        assert_401(&r, &w.app, "invalid_signature");
+    }
+
+    // The body changed after signing.
+    let h = w
+        .client
+        .sign(&Method::POST, &url(&w), Some(&w.token), Some(&body));
+    let mut tampered = body.clone();
+    tampered[10] ^= 1;
+    let r = w
+        .client
+        .send_raw(Method::POST, &url(&w), h, Some(tampered))
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+
+    // The digest (and signature) of another body.
+    let other = serde_json::to_vec(&json!({ "walletAddress": w.bob })).unwrap();
+    let h = w
+        .client
+        .sign(&Method::POST, &url(&w), Some(&w.token), Some(&other));
+    let r = w
+        .client
+        .send_raw(Method::POST, &url(&w), h, Some(body.clone()))
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+
+    // The client's kid, another key.
+    let forger = SigningClient::new(&w.client.wallet_address, &w.client.kid, 200);
+    let r = forger
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+
+    // A kid the client does not have.
+    let stranger = SigningClient::new(&w.client.wallet_address, "no-such-kid", 31);
+    let r = stranger
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+}
+
+#[tokio::test]
+async fn stale_future_and_replayed_signatures_are_refused() {
+    let w = world().await;
+    let body = serde_json::to_vec(&create_body(&w)).unwrap();
+    let all = [
+        "@method",
+        "@target-uri",
+        "authorization",
+        "content-digest",
+        "content-length",
+        "content-type",
+    ];
+    let r = w
+        .client
+        .send_raw(
+            Method::POST,
+            &url(&w),
+            sign_covering(&w, &all, &body, now() - 400),
+            Some(body.clone()),
+        )
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+    let r = w
+        .client
+        .send_raw(
+            Method::POST,
+            &url(&w),
+            sign_covering(&w, &all, &body, now() + 120),
+            Some(body.clone()),
+        )
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+
+    let h = sign_covering(&w, &all, &body, now());
+    let first = w
+        .client
+        .send_raw(Method::POST, &url(&w), h.clone(), Some(body.clone()))
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
+    let replay = w
+        .client
+        .send_raw(Method::POST, &url(&w), h, Some(body))
+        .await;
+    assert_401(&replay, &w.app, "replayed_request");
+}
+
+#[tokio::test]
+async fn revoked_keys_stop_working() {
+    let w = world().await;
+    let ok = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::CREATED);
+    let (s, _) = w
+        .app
+        .admin(
+            Method::DELETE,
+            "/wallet-addresses/merchant/keys/merchant-key",
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_401(&r, &w.app, "invalid_signature");
+    assert!(r.body["error"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("Signature validation error"));
+}
+
+#[tokio::test]
+async fn expired_revoked_and_rotated_tokens_are_invalid() {
+    let w = world().await;
+    let send = |token: String| {
+        let w = &w;
+        async move {
+            w.client
+                .send(Method::POST, &url(w), Some(&token), Some(&create_body(w)))
+                .await
+        }
+    };
+    // Unknown.
+    assert_invalid_token(&send("NOT-A-TOKEN".into()).await, &w.app);
+    let r = w
+        .client
+        .send(Method::GET, &url(&w), Some("two words"), None)
+        .await;
+    assert_401(&r, &w.app, "invalid_token");
+
+    // Rotated away, then revoked.
+    let grant = w.client.send(Method::POST, &format!("{}/", w.app.auth), None, Some(&json!({
+        "access_token": { "access": [{ "type": "incoming-payment", "actions": ["create"] }] },
+        "client": w.client.wallet_address
+    }))).await;
+    let token = grant.body["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let manage = grant.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rotated = w
+        .client
+        .send(Method::POST, &manage, Some(&token), None)
+        .await;
+    let new_token = rotated.body["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_manage = rotated.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_invalid_token(&send(token).await, &w.app);
+    assert_eq!(send(new_token.clone()).await.status, StatusCode::CREATED);
+    w.client
+        .send(Method::DELETE, &new_manage, Some(&new_token), None)
+        .await;
+    assert_invalid_token(&send(new_token).await, &w.app);
+
+    // Expired: tokens live 600 s.
+    w.app.clock.advance_millis(601_000);
+    assert_invalid_token(&send(w.token.clone()).await, &w.app);
+}
+
+#[track_caller]
+fn assert_invalid_token(r: &Reply, app: &TestApp) {
+    assert_401(r, app, "invalid_token");
+    // Deployed clients rotate their token on exactly this description.
+    assert_eq!(r.body["error"]["description"], "Invalid Token");
+}
+
+#[tokio::test]
+async fn tokens_only_allow_what_they_grant() {
+    let w = world().await;
+    let alice = w.app.create_wallet("alice", "USD", 2).await;
+    // A token for alice's wallet address used on bob's.
+    let for_alice = w
+        .app
+        .grant_token(
+            &w.client,
+            json!([{ "type": "incoming-payment", "actions": ["create"], "identifier": alice }]),
+        )
+        .await;
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&for_alice),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("insufficient_access"))
+    );
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&for_alice),
+            Some(&json!({ "walletAddress": alice })),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+
+    // A quote token used for incoming payments.
+    let quote_token = w
+        .app
+        .grant_token(
+            &w.client,
+            json!([{ "type": "quote", "actions": ["create", "read"] }]),
+        )
+        .await;
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&quote_token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+
+    // `read` sees only the client's own resources; another client's are 404.
+    let mine = w
+        .client
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(&w.token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    let (other, other_token) = w.app.client.as_ref().unwrap();
+    let theirs = other
+        .send(
+            Method::POST,
+            &url(&w),
+            Some(other_token),
+            Some(&create_body(&w)),
+        )
+        .await;
+    let id_mine = mine.body["id"].as_str().unwrap();
+    let id_theirs = theirs.body["id"].as_str().unwrap();
+    assert_eq!(
+        w.client
+            .send(Method::GET, id_mine, Some(&w.token), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let hidden = w
+        .client
+        .send(Method::GET, id_theirs, Some(&w.token), None)
+        .await;
+    assert_eq!(
+        (hidden.status, hidden.body["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    // The default client's token has read-all: it sees both.
+    assert_eq!(
+        other
+            .send(Method::GET, id_mine, Some(other_token), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    // `list` lists only the client's own.
+    let listed = w
+        .client
+        .send(
+            Method::GET,
+            &format!("{}?wallet-address={}", url(&w), w.bob),
+            Some(&w.token),
+            None,
+        )
+        .await;
+    let ids: Vec<&str> = listed.body["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&id_mine) && !ids.contains(&id_theirs),
+        "{ids:?}"
+    );
+
+    // The public view needs nothing.
+    let (s, public) = w.app.get_public(id_theirs).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(public.get("id").is_none());
+    let _ = HeaderName::from_static("x");
+}

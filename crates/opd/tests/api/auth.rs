@@ -1,0 +1,545 @@
+//! The GNAP authorization server end to end: non-interactive grants,
+//! interactive outgoing-payment grants approved through the built-in consent
+//! page (driven as a browser would) and through the identity-provider API,
+//! the finish hash, continuation, polling, rotation, revocation and
+//! cancellation.
+
+use base64::Engine;
+use opd_testkit::app::{Db, TestApp};
+use opd_testkit::client::SigningClient;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const IDP_SECRET: &str = "idp-secret-for-tests-0123";
+const PASSWORD: &str = "correct horse battery";
+const FINISH: &str = "https://shop.example/finish";
+
+struct World {
+    app: TestApp,
+    shop: SigningClient,
+    alice: String,
+    browser: reqwest::Client,
+}
+
+async fn world(db: Db) -> World {
+    let app = TestApp::spawn_with(db, |s| s.idp_secret = Some(IDP_SECRET.into())).await;
+    let alice = app.create_wallet("alice", "USD", 2).await;
+    let (s, v) = app
+        .admin(
+            Method::PUT,
+            "/wallet-addresses/alice/owner-password",
+            Some(&json!({ "password": PASSWORD })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{v}");
+    let shop = app.signing_client("shop", 21).await;
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    World {
+        app,
+        shop,
+        alice,
+        browser,
+    }
+}
+
+fn outgoing_grant(w: &World, finish: Option<&str>, nonce: &str) -> Value {
+    let mut interact = json!({ "start": ["redirect"] });
+    if let Some(uri) = finish {
+        interact["finish"] = json!({ "method": "redirect", "uri": uri, "nonce": nonce });
+    }
+    json!({
+        "access_token": { "access": [{
+            "type": "outgoing-payment",
+            "actions": ["create", "read", "list"],
+            "identifier": w.alice,
+            "limits": { "debitAmount": { "value": "1000", "assetCode": "USD", "assetScale": 2 }, "interval": "R/2026-01-01T00:00:00Z/P1M" }
+        }]},
+        "client": w.shop.wallet_address,
+        "interact": interact
+    })
+}
+
+async fn ask(w: &World, body: &Value) -> Value {
+    let reply = w
+        .shop
+        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(body))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body
+}
+
+fn location(resp: &reqwest::Response) -> String {
+    resp.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn query(url: &str) -> std::collections::HashMap<String, String> {
+    let q = url.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    url::form_urlencoded::parse(q.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The finish hash as a client computes it, independently of opd's code:
+/// SHA-256 over the four lines, standard base64 with padding.
+fn expected_hash(
+    client_nonce: &str,
+    as_nonce: &str,
+    interact_ref: &str,
+    grant_endpoint: &str,
+) -> String {
+    let digest = Sha256::digest(
+        format!("{client_nonce}\n{as_nonce}\n{interact_ref}\n{grant_endpoint}").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(digest)
+}
+
+/// Drives the built-in consent page like a browser: follow the redirect to
+/// the page, read the form, post the password and the decision.
+async fn consent_in_browser(
+    w: &World,
+    redirect: &str,
+    password: &str,
+    decision: &str,
+) -> reqwest::Response {
+    let start = w.browser.get(redirect).send().await.unwrap();
+    assert_eq!(
+        start.status(),
+        StatusCode::SEE_OTHER,
+        "interaction start redirects to the consent page"
+    );
+    let page_url = format!("{}{}", w.app.auth, location(&start));
+    let page = w.browser.get(&page_url).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("shop") && html.contains("outgoing-payment") && html.contains("<form"),
+        "{html}"
+    );
+    let action = html
+        .split("action=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("password", password)
+        .append_pair("decision", decision)
+        .finish();
+    w.browser
+        .post(format!("{}{action}", w.app.auth))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn introspect(app: &TestApp, token: &str) -> Value {
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/introspect",
+            Some(&json!({ "access_token": token })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    opd_openapi::assert_response(
+        opd_openapi::Api::TokenIntrospection,
+        "post-introspect",
+        200,
+        &v,
+    );
+    v
+}
+
+#[tokio::test]
+async fn interactive_grant_through_the_built_in_consent_page() {
+    interactive_grant_flow(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn interactive_grant_on_postgres() {
+    interactive_grant_flow(Db::Postgres).await;
+}
+
+async fn interactive_grant_flow(db: Db) {
+    let w = world(db).await;
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce-1")).await;
+    opd_openapi::assert_response(opd_openapi::Api::AuthServer, "post-request", 200, &pending);
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let as_nonce = pending["interact"]["finish"].as_str().unwrap();
+    let continue_uri = pending["continue"]["uri"].as_str().unwrap();
+    let continue_token = pending["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap();
+    assert!(pending.get("access_token").is_none());
+
+    // A wrong password keeps the user on the page.
+    let wrong = consent_in_browser(&w, redirect, "not the password", "approve").await;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+
+    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let finish = location(&done);
+    assert!(finish.starts_with(FINISH), "{finish}");
+    let q = query(&finish);
+    let interact_ref = &q["interact_ref"];
+    let (_, doc) = w.app.get_public(&w.alice).await;
+    let grant_endpoint = doc["authServer"].as_str().unwrap();
+    assert_eq!(
+        q["hash"],
+        expected_hash("client-nonce-1", as_nonce, interact_ref, grant_endpoint)
+    );
+
+    // Continue with a wrong continuation token: refused.
+    let bad = w
+        .shop
+        .send(
+            Method::POST,
+            continue_uri,
+            Some("WRONG"),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(bad.body["error"]["code"], "invalid_continuation");
+
+    let granted = w
+        .shop
+        .send(
+            Method::POST,
+            continue_uri,
+            Some(continue_token),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    opd_openapi::assert_response(
+        opd_openapi::Api::AuthServer,
+        "post-continue",
+        200,
+        &granted.body,
+    );
+    let token = granted.body["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let manage = granted.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        granted.body["access_token"]["access"][0]["limits"]["debitAmount"]["value"],
+        "1000"
+    );
+    let active = introspect(&w.app, &token).await;
+    assert_eq!(active["active"], true);
+    assert_eq!(active["client"]["walletAddress"], w.shop.wallet_address);
+
+    // The continuation token was used: a second continue is refused.
+    let again = w
+        .shop
+        .send(
+            Method::POST,
+            continue_uri,
+            Some(continue_token),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(again.body["error"]["code"], "invalid_continuation");
+
+    // Rotate: the old token stops working, the new one works.
+    let rotated = w.shop.send(Method::POST, &manage, Some(&token), None).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.body);
+    opd_openapi::assert_response(
+        opd_openapi::Api::AuthServer,
+        "post-token",
+        200,
+        &rotated.body,
+    );
+    let new_token = rotated.body["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_manage = rotated.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(introspect(&w.app, &token).await["active"], false);
+    assert_eq!(introspect(&w.app, &new_token).await["active"], true);
+    let stale = w.shop.send(Method::POST, &manage, Some(&token), None).await;
+    assert_eq!(
+        stale.status,
+        StatusCode::UNAUTHORIZED,
+        "a rotated-away token cannot rotate"
+    );
+    // Another client's token cannot manage this one.
+    let (other, other_token) = w.app.client.as_ref().unwrap();
+    let foreign = other
+        .send(Method::DELETE, &new_manage, Some(other_token), None)
+        .await;
+    assert_eq!(foreign.status, StatusCode::UNAUTHORIZED);
+
+    // Revoke.
+    let revoked = w
+        .shop
+        .send(Method::DELETE, &new_manage, Some(&new_token), None)
+        .await;
+    assert_eq!(revoked.status, StatusCode::NO_CONTENT, "{}", revoked.body);
+    assert_eq!(introspect(&w.app, &new_token).await["active"], false);
+    w.app.stop().await;
+}
+
+#[tokio::test]
+async fn identity_provider_api_approves_and_rejection_redirects() {
+    let w = world(Db::Sqlite).await;
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "n-2")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let parts: Vec<&str> = redirect.rsplit('/').take(2).collect();
+    let (nonce, id) = (parts[0], parts[1]);
+    let idp = format!("{}/idp/interactions/{id}/{nonce}", w.app.auth);
+
+    let unauthorized = w.browser.get(&idp).send().await.unwrap();
+    assert_eq!(unauthorized.status(), StatusCode::UNAUTHORIZED);
+    let details: Value = w
+        .browser
+        .get(&idp)
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(details["walletAddress"], w.alice);
+    assert_eq!(details["client"], w.shop.wallet_address);
+    assert_eq!(details["access"][0]["type"], "outgoing-payment");
+    let accepted = w
+        .browser
+        .post(format!("{idp}/accept"))
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let twice = w
+        .browser
+        .post(format!("{idp}/accept"))
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        twice.status(),
+        StatusCode::BAD_REQUEST,
+        "an interaction is decided once"
+    );
+    let finish = w
+        .browser
+        .get(format!("{}/interact/{id}/{nonce}/finish", w.app.auth))
+        .send()
+        .await
+        .unwrap();
+    let q = query(&location(&finish));
+    let granted = w
+        .shop
+        .send(
+            Method::POST,
+            pending["continue"]["uri"].as_str().unwrap(),
+            Some(
+                pending["continue"]["access_token"]["value"]
+                    .as_str()
+                    .unwrap(),
+            ),
+            Some(&json!({ "interact_ref": q["interact_ref"] })),
+        )
+        .await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+
+    // Rejected on the consent page: the client is told so, and gets nothing.
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "n-3")).await;
+    let rejected = consent_in_browser(
+        &w,
+        pending["interact"]["redirect"].as_str().unwrap(),
+        PASSWORD,
+        "reject",
+    )
+    .await;
+    assert_eq!(query(&location(&rejected))["result"], "grant_rejected");
+    let nothing = w
+        .shop
+        .send(
+            Method::POST,
+            pending["continue"]["uri"].as_str().unwrap(),
+            Some(
+                pending["continue"]["access_token"]["value"]
+                    .as_str()
+                    .unwrap(),
+            ),
+            None,
+        )
+        .await;
+    assert!(nothing.status.is_client_error(), "{}", nothing.body);
+
+    // Cancel a pending grant.
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "n-4")).await;
+    let cancelled = w
+        .shop
+        .send(
+            Method::DELETE,
+            pending["continue"]["uri"].as_str().unwrap(),
+            Some(
+                pending["continue"]["access_token"]["value"]
+                    .as_str()
+                    .unwrap(),
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(
+        cancelled.status,
+        StatusCode::NO_CONTENT,
+        "{}",
+        cancelled.body
+    );
+}
+
+#[tokio::test]
+async fn polling_honours_wait_and_interactions_expire() {
+    let w = world(Db::Sqlite).await;
+    let pending = ask(&w, &outgoing_grant(&w, None, "")).await;
+    let uri = pending["continue"]["uri"].as_str().unwrap().to_owned();
+    let mut token = pending["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(pending["continue"]["wait"], 5);
+    let early = w.shop.send(Method::POST, &uri, Some(&token), None).await;
+    assert_eq!(early.status, StatusCode::BAD_REQUEST);
+    assert_eq!(early.body["error"]["code"], "too_fast");
+    w.app.clock.advance_millis(6_000);
+    let still = w.shop.send(Method::POST, &uri, Some(&token), None).await;
+    assert_eq!(still.status, StatusCode::OK, "{}", still.body);
+    assert!(still.body.get("access_token").is_none());
+    token = still.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let parts: Vec<&str> = redirect.rsplit('/').take(2).collect();
+    let idp = format!("{}/idp/interactions/{}/{}", w.app.auth, parts[1], parts[0]);
+    w.browser
+        .post(format!("{idp}/accept"))
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .unwrap();
+    w.app.clock.advance_millis(6_000);
+    let granted = w.shop.send(Method::POST, &uri, Some(&token), None).await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    assert!(granted.body["access_token"]["value"].is_string());
+
+    // An interaction not finished in time cannot be approved.
+    let late = ask(&w, &outgoing_grant(&w, Some(FINISH), "n-5")).await;
+    w.app.clock.advance_millis(601_000);
+    let start = w
+        .browser
+        .get(late["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(query(&location(&start))["result"], "invalid_interaction");
+}
+
+#[tokio::test]
+async fn grant_requests_are_validated_and_signed() {
+    let w = world(Db::Sqlite).await;
+    let grant_url = format!("{}/", w.app.auth);
+    // Outgoing payments always need interaction.
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body.as_object_mut().unwrap().remove("interact");
+    let r = w
+        .shop
+        .send(Method::POST, &grant_url, None, Some(&body))
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_request"))
+    );
+    // Both amount limits.
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body["access_token"]["access"][0]["limits"]["receiveAmount"] =
+        json!({ "value": "1", "assetCode": "USD", "assetScale": 2 });
+    let r = w
+        .shop
+        .send(Method::POST, &grant_url, None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // Access to a wallet address on another server.
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body["access_token"]["access"][0]["identifier"] = json!("https://elsewhere.example/alice");
+    let r = w
+        .shop
+        .send(Method::POST, &grant_url, None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // A key the client's JWKS does not have.
+    let impostor = SigningClient::new(&w.shop.wallet_address, "unknown-kid", 99);
+    let r = impostor
+        .send(
+            Method::POST,
+            &grant_url,
+            None,
+            Some(&outgoing_grant(&w, Some(FINISH), "n")),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_client"))
+    );
+    // The client's kid, the wrong key.
+    let forger = SigningClient::new(&w.shop.wallet_address, "shop-key", 98);
+    let r = forger
+        .send(
+            Method::POST,
+            &grant_url,
+            None,
+            Some(&outgoing_grant(&w, Some(FINISH), "n")),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client"))
+    );
+    // Unsigned.
+    let r = w
+        .browser
+        .post(&grant_url)
+        .json(&outgoing_grant(&w, Some(FINISH), "n"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // A directed-identity (jwk) client may take non-interactive grants.
+    let jwk_client = SigningClient::new("", "directed", 77);
+    let body = json!({
+        "access_token": { "access": [{ "type": "quote", "actions": ["create", "read"] }] },
+        "client": { "jwk": serde_json::to_value(jwk_client.jwk()).unwrap() }
+    });
+    let r = jwk_client
+        .send(Method::POST, &grant_url, None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    opd_openapi::assert_response(opd_openapi::Api::AuthServer, "post-request", 200, &r.body);
+}
