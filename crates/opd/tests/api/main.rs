@@ -9,6 +9,7 @@ mod admin;
 mod auth;
 mod incoming_payments;
 mod quotes;
+mod sdk;
 mod wallet_addresses;
 
 use opd_openapi::Api;
