@@ -97,6 +97,8 @@ pub async fn authenticate(
     state: &AppState,
     meta: &RequestMeta,
     body: Option<&[u8]>,
+    kind: opd_gnap::AccessType,
+    action: opd_gnap::Action,
 ) -> Result<Authenticated, ApiError> {
     let services = &state.services;
     let body = body.filter(|b| !b.is_empty());
@@ -105,7 +107,7 @@ pub async fn authenticate(
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    access::authenticate(services, &parts, authorization)
+    access::authenticate(services, &parts, authorization, kind, action)
         .await
         .map_err(|e| access_error(services, e))
 }

@@ -115,6 +115,12 @@ fn need(kind: AccessType, action: Action, wallet_address: &str) -> Required<'_> 
     }
 }
 
+/// Whether the token may read every incoming payment of the wallet address.
+fn auth_reads_all(auth: &opd_service::access::Authenticated, wallet_url: &str) -> bool {
+    auth.require(need(AccessType::IncomingPayment, Action::Read, wallet_url))
+        .is_ok_and(|c| c.action == Action::ReadAll)
+}
+
 fn denied(state: &AppState, e: opd_service::access::AccessError) -> ApiError {
     crate::auth::access_error(&state.services, e)
 }
@@ -127,7 +133,14 @@ async fn create_incoming_payment(
     let services = &state.services;
     // Authenticate before looking at the body: unauthenticated callers learn
     // nothing from validation errors.
-    let auth = authenticate(&state, &meta, Some(&raw)).await?;
+    let auth = authenticate(
+        &state,
+        &meta,
+        Some(&raw),
+        AccessType::IncomingPayment,
+        Action::Create,
+    )
+    .await?;
     let req: CreateIncomingPaymentRequest = parse_json(&raw)?;
     let caller = auth
         .require(need(
@@ -198,7 +211,14 @@ async fn list_incoming_payments(
     query: QueryPairs,
 ) -> ApiResult<Json<ListWire<IncomingPaymentWire>>> {
     let services = &state.services;
-    let auth = authenticate(&state, &meta, None).await?;
+    let auth = authenticate(
+        &state,
+        &meta,
+        None,
+        AccessType::IncomingPayment,
+        Action::List,
+    )
+    .await?;
     let (wallet_url, page) = parse_page(&query)?;
     let caller = auth
         .require(need(AccessType::IncomingPayment, Action::List, &wallet_url))
@@ -231,7 +251,14 @@ async fn get_incoming_payment(
         };
         return Ok(Json(body).into_response());
     }
-    let auth = authenticate(&state, &meta, None).await?;
+    let auth = authenticate(
+        &state,
+        &meta,
+        None,
+        AccessType::IncomingPayment,
+        Action::Read,
+    )
+    .await?;
     let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
     let caller = auth
@@ -245,11 +272,37 @@ async fn get_incoming_payment(
 
 async fn complete_incoming_payment(
     State(state): State<AppState>,
+    meta: RequestMeta,
     PathParam(id): PathParam,
+    RawBody(body): RawBody,
 ) -> ApiResult<Json<IncomingPaymentWire>> {
     let services = &state.services;
-    let (payment, wallet) =
-        incoming_payments::complete(services, incoming_payment_id(&id)?).await?;
+    let auth = authenticate(
+        &state,
+        &meta,
+        Some(&body),
+        AccessType::IncomingPayment,
+        Action::Complete,
+    )
+    .await?;
+    let id = incoming_payment_id(&id)?;
+    let (payment, wallet) = incoming_payments::get(services, id).await?;
+    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let caller = auth
+        .require(need(
+            AccessType::IncomingPayment,
+            Action::Complete,
+            &wallet_url,
+        ))
+        .map_err(|e| denied(&state, e))?;
+    // `complete` has no "-all" form: a client completes what it created,
+    // unless its token may read every payment of the wallet address.
+    if payment.client.as_deref() != Some(caller.client.as_str())
+        && !auth_reads_all(&auth, &wallet_url)
+    {
+        return Err(ApiError::not_found("incoming payment"));
+    }
+    let (payment, wallet) = incoming_payments::complete(services, id).await?;
     Ok(Json(IncomingPaymentWire::new(
         &payment,
         &wallet,
@@ -264,7 +317,7 @@ async fn create_quote(
     RawBody(raw): RawBody,
 ) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
     let services = &state.services;
-    let auth = authenticate(&state, &meta, Some(&raw)).await?;
+    let auth = authenticate(&state, &meta, Some(&raw), AccessType::Quote, Action::Create).await?;
     let req: CreateQuoteRequest = parse_json(&raw)?;
     let caller = auth
         .require(need(AccessType::Quote, Action::Create, &req.wallet_address))
@@ -305,7 +358,7 @@ async fn get_quote(
     PathParam(id): PathParam,
 ) -> ApiResult<Json<QuoteWire>> {
     let services = &state.services;
-    let auth = authenticate(&state, &meta, None).await?;
+    let auth = authenticate(&state, &meta, None, AccessType::Quote, Action::Read).await?;
     let id = QuoteId::parse(&id).ok_or_else(|| ApiError::not_found("quote"))?;
     let (quote, wallet) = quotes::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);

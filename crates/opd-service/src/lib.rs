@@ -66,6 +66,12 @@ pub struct ServiceConfig {
     pub idp_secret: Option<String>,
     /// The operator's consent page; `None` uses the built-in one.
     pub idp_consent_url: Option<String>,
+    /// Introspect tokens at this URL (another authorization server, such as
+    /// a separate opd's admin `/introspect` or a Rafiki auth server) instead
+    /// of in process.
+    pub introspection_url: Option<String>,
+    /// Bearer token sent to `introspection_url`, when it needs one.
+    pub introspection_token: Option<String>,
 }
 
 impl ServiceConfig {
@@ -90,6 +96,8 @@ impl ServiceConfig {
             continue_wait_secs: 5,
             idp_secret: None,
             idp_consent_url: None,
+            introspection_url: None,
+            introspection_token: None,
         }
     }
 }
@@ -107,6 +115,8 @@ pub struct Services {
     pub signature_policy: opd_httpsig::VerifyPolicy,
     /// Signatures accepted within the freshness window (replay protection).
     pub replay_cache: opd_httpsig::ReplayCache,
+    /// HTTP client for calls to other servers (token introspection).
+    pub http: reqwest::Client,
     stream_secret: StreamSecret,
 }
 
@@ -142,6 +152,12 @@ impl Services {
             client_keys,
             signature_policy,
             replay_cache,
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(5))
+                .build()
+                .map_err(|e| {
+                    ServiceError::InvalidRequest(format!("cannot build HTTP client: {e}"))
+                })?,
             stream_secret,
         })
     }

@@ -131,6 +131,8 @@ fn service_config(
     }
     config.idp_secret = settings.idp_secret.clone();
     config.idp_consent_url = settings.idp_consent_url.clone();
+    config.introspection_url = settings.introspection_url.clone();
+    config.introspection_token = settings.introspection_token.clone();
     let mut fees = HashMap::new();
     for f in &settings.fees {
         let asset = Asset::parse(&f.asset_code, i64::from(f.asset_scale))

@@ -81,6 +81,12 @@ pub struct ServeArgs {
     /// The operator's consent page; users are sent there instead of the built-in page.
     #[arg(long, env = "OPD_IDP_CONSENT_URL")]
     pub idp_consent_url: Option<String>,
+    /// Introspect access tokens at this URL (a separate authorization server) instead of in process.
+    #[arg(long, env = "OPD_INTROSPECTION_URL")]
+    pub introspection_url: Option<String>,
+    /// Bearer token for the introspection URL.
+    #[arg(long, env = "OPD_INTROSPECTION_TOKEN", hide_env_values = true)]
+    pub introspection_token: Option<String>,
 }
 
 /// A fee in the configuration file.
@@ -121,6 +127,8 @@ pub struct FileConfig {
     pub access_token_ttl_secs: Option<u64>,
     pub idp_secret: Option<String>,
     pub idp_consent_url: Option<String>,
+    pub introspection_url: Option<String>,
+    pub introspection_token: Option<String>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -175,6 +183,8 @@ pub struct Settings {
     pub access_token_ttl_secs: u64,
     pub idp_secret: Option<String>,
     pub idp_consent_url: Option<String>,
+    pub introspection_url: Option<String>,
+    pub introspection_token: Option<String>,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -247,6 +257,11 @@ impl Settings {
                 .unwrap_or(600),
             idp_secret: serve.idp_secret.clone().or(file.idp_secret),
             idp_consent_url: serve.idp_consent_url.clone().or(file.idp_consent_url),
+            introspection_url: serve.introspection_url.clone().or(file.introspection_url),
+            introspection_token: serve
+                .introspection_token
+                .clone()
+                .or(file.introspection_token),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)

@@ -503,6 +503,38 @@ async fn tokens_only_allow_what_they_grant() {
         "{ids:?}"
     );
 
+    // Completing needs a token, and a `read` client completes only its own.
+    let r = w
+        .client
+        .send_raw(
+            Method::POST,
+            &format!("{id_mine}/complete"),
+            HeaderMap::new(),
+            None,
+        )
+        .await;
+    assert_401(&r, &w.app, "missing_token");
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &format!("{id_theirs}/complete"),
+            Some(&w.token),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = w
+        .client
+        .send(
+            Method::POST,
+            &format!("{id_mine}/complete"),
+            Some(&w.token),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
     // The public view needs nothing.
     let (s, public) = w.app.get_public(id_theirs).await;
     assert_eq!(s, StatusCode::OK);

@@ -543,3 +543,46 @@ async fn grant_requests_are_validated_and_signed() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     opd_openapi::assert_response(opd_openapi::Api::AuthServer, "post-request", 200, &r.body);
 }
+
+#[tokio::test]
+async fn a_resource_server_can_introspect_at_a_separate_authorization_server() {
+    // `a` is the authorization server; `b` serves wallet addresses whose
+    // `authServer` is `a`, and introspects tokens there over HTTP. The
+    // client's wallet address lives on `b`, so `a` fetches its JWKS over HTTP.
+    let a = TestApp::spawn().await;
+    let (introspect_url, admin_token, auth_url) = (
+        format!("{}/introspect", a.admin),
+        a.admin_token.clone(),
+        a.auth.clone(),
+    );
+    let b = TestApp::spawn_with(Db::Sqlite, move |s| {
+        s.introspection_url = Some(introspect_url);
+        s.introspection_token = Some(admin_token);
+        s.auth_public_url = Some(auth_url);
+    })
+    .await;
+    assert_eq!(b.auth, a.auth);
+    let bob = b.create_wallet("bob", "USD", 2).await;
+    let (s, ip) = b
+        .post(
+            &b.url("incoming-payments"),
+            &json!({ "walletAddress": bob }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let (s, _) = b.get(ip["id"].as_str().unwrap()).await;
+    assert_eq!(s, StatusCode::OK);
+    let (client, _) = b.client.as_ref().unwrap();
+    let r = client
+        .send(
+            Method::GET,
+            ip["id"].as_str().unwrap(),
+            Some("UNKNOWN-TOKEN"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["description"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("Invalid Token"))
+    );
+}
