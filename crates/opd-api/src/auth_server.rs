@@ -235,6 +235,16 @@ fn error_page(e: &GnapError) -> Response {
     )
 }
 
+/// `uri` with the pairs appended to its query.
+fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        q.append_pair(k, v);
+    }
+    format!("{uri}{sep}{}", q.finish())
+}
+
 fn client_name(i: &Interaction) -> String {
     match &i.grant.client {
         ClientIdent::WalletAddress(w) => w.clone(),
@@ -253,34 +263,32 @@ async fn start_interaction(
     };
     if let Err(e) = grants::interaction_is_open(services, &interaction) {
         return match interaction.grant.record.finish_uri.as_deref() {
-            Some(uri) => {
-                let sep = if uri.contains('?') { '&' } else { '?' };
-                let q: String = url::form_urlencoded::Serializer::new(String::new())
-                    .append_pair("result", "invalid_interaction")
-                    .append_pair("message", &e.description)
-                    .finish();
-                Redirect::to(&format!("{uri}{sep}{q}")).into_response()
-            }
+            Some(uri) => Redirect::to(&with_query(
+                uri,
+                &[
+                    ("result", "invalid_interaction"),
+                    ("message", &e.description),
+                ],
+            ))
+            .into_response(),
             None => error_page(&e),
         };
     }
     match &services.config.idp_consent_url {
         Some(consent) => {
-            let sep = if consent.contains('?') { '&' } else { '?' };
-            let q: String = url::form_urlencoded::Serializer::new(String::new())
-                .append_pair("interactId", &id)
-                .append_pair("nonce", &nonce)
-                .append_pair("clientName", &client_name(&interaction))
-                .append_pair(
-                    "clientUri",
-                    interaction
-                        .grant
-                        .client
-                        .wallet_address()
-                        .unwrap_or_default(),
-                )
-                .finish();
-            Redirect::to(&format!("{consent}{sep}{q}")).into_response()
+            let name = client_name(&interaction);
+            let uri = interaction
+                .grant
+                .client
+                .wallet_address()
+                .unwrap_or_default();
+            let pairs = [
+                ("interactId", id.as_str()),
+                ("nonce", nonce.as_str()),
+                ("clientName", &name),
+                ("clientUri", uri),
+            ];
+            Redirect::to(&with_query(consent, &pairs)).into_response()
         }
         None => Redirect::to(&format!("/consent/{id}/{nonce}")).into_response(),
     }

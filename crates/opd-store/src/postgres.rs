@@ -10,15 +10,17 @@ use async_trait::async_trait;
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::pagination::{Direction, Page, PageRequest};
 use opd_core::quote::Quote;
-use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{
-    Amount, Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp,
-    WalletAddressId,
+    Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 
-use crate::rows::{self, corrupt};
+use crate::rows::{
+    self, corrupt, grant_from_row, incoming_from_row, key_from_row, quote_from_row, token_from_row,
+    wallet_from_row,
+};
 use crate::{
     AccessTokenRecord, Backend, ConnectOptions, FeeRow, GrantRecord, RateRow, Store, StoreError,
     StoreResult,
@@ -113,93 +115,6 @@ impl PgStore {
         }
         Ok(out)
     }
-}
-
-fn id_text(row: &PgRow, col: &str) -> StoreResult<uuid::Uuid> {
-    rows::uuid_from_text(&row.try_get::<String, _>(col)?)
-}
-
-fn wallet_from_row(row: &PgRow) -> StoreResult<WalletAddress> {
-    let path: String = row.try_get("path")?;
-    Ok(WalletAddress {
-        id: WalletAddressId::from_uuid(id_text(row, "id")?),
-        path: WalletAddressPath::parse_any(&path).map_err(|_| corrupt("wallet address path"))?,
-        asset: rows::asset(
-            &row.try_get::<String, _>("asset_code")?,
-            row.try_get("asset_scale")?,
-        )?,
-        public_name: row.try_get("public_name")?,
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-        deactivated_at: row
-            .try_get::<Option<i64>, _>("deactivated_at")?
-            .map(Timestamp::from_unix_millis),
-    })
-}
-
-fn key_from_row(row: &PgRow) -> StoreResult<WalletAddressKey> {
-    Ok(WalletAddressKey {
-        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
-        key: PublicKey {
-            kid: row.try_get("kid")?,
-            x: row.try_get("x")?,
-        },
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-        revoked_at: row
-            .try_get::<Option<i64>, _>("revoked_at")?
-            .map(Timestamp::from_unix_millis),
-    })
-}
-
-fn incoming_from_row(row: &PgRow) -> StoreResult<IncomingPayment> {
-    Ok(IncomingPayment {
-        id: IncomingPaymentId::from_uuid(id_text(row, "id")?),
-        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
-        asset: rows::asset(
-            &row.try_get::<String, _>("asset_code")?,
-            row.try_get("asset_scale")?,
-        )?,
-        incoming_amount: rows::opt_u64_from_text(
-            row.try_get("incoming_amount")?,
-            "incoming_amount",
-        )?,
-        received_amount: rows::u64_from_text(
-            &row.try_get::<String, _>("received_amount")?,
-            "received_amount",
-        )?,
-        completed: row.try_get("completed")?,
-        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
-        metadata: rows::metadata_from_text(row.try_get("metadata")?)?,
-        client: row.try_get("client")?,
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-        updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
-    })
-}
-
-fn quote_from_row(row: &PgRow) -> StoreResult<Quote> {
-    let amount = |prefix: &str| -> StoreResult<Amount> {
-        let value: String = row.try_get(format!("{prefix}_value").as_str())?;
-        let code: String = row.try_get(format!("{prefix}_asset_code").as_str())?;
-        let scale: i64 = row.try_get(format!("{prefix}_asset_scale").as_str())?;
-        Ok(Amount::new(
-            rows::u64_from_text(&value, prefix)?,
-            rows::asset(&code, scale)?,
-        ))
-    };
-    Ok(Quote {
-        id: QuoteId::from_uuid(id_text(row, "id")?),
-        wallet_address_id: WalletAddressId::from_uuid(id_text(row, "wallet_address_id")?),
-        receiver: row.try_get("receiver")?,
-        debit_amount: amount("debit")?,
-        receive_amount: amount("receive")?,
-        fee: rows::u64_from_text(&row.try_get::<String, _>("fee")?, "fee")?,
-        debit_minus_fees: rows::u64_from_text(
-            &row.try_get::<String, _>("debit_minus_fees")?,
-            "debit_minus_fees",
-        )?,
-        client: row.try_get("client")?,
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
-    })
 }
 
 #[async_trait]
@@ -718,52 +633,6 @@ async fn list_page<T>(
 const GRANT_COLUMNS: &str = "id::text AS id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id::text AS wallet_address_id, last_continued_at, version, created_at, updated_at";
 const TOKEN_COLUMNS: &str =
     "digest, management_id, grant_id::text AS grant_id, access, expires_at, revoked_at, created_at";
-
-fn grant_from_row(row: &PgRow) -> StoreResult<GrantRecord> {
-    Ok(GrantRecord {
-        id: GrantId::from_uuid(rows::uuid_from_text(&row.try_get::<String, _>("id")?)?),
-        state: row.try_get("state")?,
-        finalization: row.try_get("finalization")?,
-        client_wallet_address: row.try_get("client_wallet_address")?,
-        client_jwk: row.try_get("client_jwk")?,
-        access: row.try_get("access")?,
-        continue_id: row.try_get("continue_id")?,
-        continue_token_digest: row.try_get("continue_token_digest")?,
-        interact_id: row.try_get("interact_id")?,
-        interact_nonce: row.try_get("interact_nonce")?,
-        interact_ref: row.try_get("interact_ref")?,
-        interaction_state: row.try_get("interaction_state")?,
-        interaction_expires_at: row
-            .try_get::<Option<i64>, _>("interaction_expires_at")?
-            .map(Timestamp::from_unix_millis),
-        finish_uri: row.try_get("finish_uri")?,
-        client_nonce: row.try_get("client_nonce")?,
-        wallet_address_id: row
-            .try_get::<Option<String>, _>("wallet_address_id")?
-            .map(|s| rows::uuid_from_text(&s).map(WalletAddressId::from_uuid))
-            .transpose()?,
-        last_continued_at: Timestamp::from_unix_millis(row.try_get("last_continued_at")?),
-        version: row.try_get("version")?,
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-        updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
-    })
-}
-
-fn token_from_row(row: &PgRow) -> StoreResult<AccessTokenRecord> {
-    Ok(AccessTokenRecord {
-        digest: row.try_get("digest")?,
-        management_id: row.try_get("management_id")?,
-        grant_id: GrantId::from_uuid(rows::uuid_from_text(
-            &row.try_get::<String, _>("grant_id")?,
-        )?),
-        access: row.try_get("access")?,
-        expires_at: Timestamp::from_unix_millis(row.try_get("expires_at")?),
-        revoked_at: row
-            .try_get::<Option<i64>, _>("revoked_at")?
-            .map(Timestamp::from_unix_millis),
-        created_at: Timestamp::from_unix_millis(row.try_get("created_at")?),
-    })
-}
 
 async fn insert_token<'c, E>(executor: E, t: &AccessTokenRecord) -> StoreResult<()>
 where
