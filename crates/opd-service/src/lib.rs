@@ -72,6 +72,8 @@ pub struct ServiceConfig {
     pub introspection_url: Option<String>,
     /// Bearer token sent to `introspection_url`, when it needs one.
     pub introspection_token: Option<String>,
+    /// Freshness window and format leniency of request signatures.
+    pub signature_policy: opd_httpsig::VerifyPolicy,
 }
 
 impl ServiceConfig {
@@ -98,6 +100,7 @@ impl ServiceConfig {
             idp_consent_url: None,
             introspection_url: None,
             introspection_token: None,
+            signature_policy: opd_httpsig::VerifyPolicy::default(),
         }
     }
 }
@@ -141,7 +144,7 @@ impl Services {
         let pricing = pricing::Pricing::new(&config)?;
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
-        let signature_policy = opd_httpsig::VerifyPolicy::default();
+        let signature_policy = config.signature_policy.clone();
         let replay_cache = opd_httpsig::ReplayCache::for_policy(&signature_policy, 1 << 20);
         Ok(Self {
             store,

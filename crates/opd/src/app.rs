@@ -133,6 +133,11 @@ fn service_config(
     config.idp_consent_url = settings.idp_consent_url.clone();
     config.introspection_url = settings.introspection_url.clone();
     config.introspection_token = settings.introspection_token.clone();
+    config.signature_policy = opd_httpsig::VerifyPolicy {
+        max_age: Duration::from_secs(settings.signature_max_age_secs),
+        max_future_skew: Duration::from_secs(settings.signature_max_future_secs),
+        accept_sdk_compat_format: settings.accept_sdk_signatures,
+    };
     let mut fees = HashMap::new();
     for f in &settings.fees {
         let asset = Asset::parse(&f.asset_code, i64::from(f.asset_scale))

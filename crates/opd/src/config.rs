@@ -87,6 +87,15 @@ pub struct ServeArgs {
     /// Bearer token for the introspection URL.
     #[arg(long, env = "OPD_INTROSPECTION_TOKEN", hide_env_values = true)]
     pub introspection_token: Option<String>,
+    /// Oldest accepted signature `created`, in seconds before now [default: 300].
+    #[arg(long, env = "OPD_SIGNATURE_MAX_AGE_SECS")]
+    pub signature_max_age_secs: Option<u64>,
+    /// Latest accepted signature `created`, in seconds after now [default: 60].
+    #[arg(long, env = "OPD_SIGNATURE_MAX_FUTURE_SECS")]
+    pub signature_max_future_secs: Option<u64>,
+    /// Accept the open-payments Rust SDK's non-RFC signature format [default: true].
+    #[arg(long, env = "OPD_ACCEPT_SDK_SIGNATURES")]
+    pub accept_sdk_signatures: Option<bool>,
 }
 
 /// A fee in the configuration file.
@@ -129,6 +138,9 @@ pub struct FileConfig {
     pub idp_consent_url: Option<String>,
     pub introspection_url: Option<String>,
     pub introspection_token: Option<String>,
+    pub signature_max_age_secs: Option<u64>,
+    pub signature_max_future_secs: Option<u64>,
+    pub accept_sdk_signatures: Option<bool>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -185,6 +197,9 @@ pub struct Settings {
     pub idp_consent_url: Option<String>,
     pub introspection_url: Option<String>,
     pub introspection_token: Option<String>,
+    pub signature_max_age_secs: u64,
+    pub signature_max_future_secs: u64,
+    pub accept_sdk_signatures: bool,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -262,6 +277,18 @@ impl Settings {
                 .introspection_token
                 .clone()
                 .or(file.introspection_token),
+            signature_max_age_secs: serve
+                .signature_max_age_secs
+                .or(file.signature_max_age_secs)
+                .unwrap_or(300),
+            signature_max_future_secs: serve
+                .signature_max_future_secs
+                .or(file.signature_max_future_secs)
+                .unwrap_or(60),
+            accept_sdk_signatures: serve
+                .accept_sdk_signatures
+                .or(file.accept_sdk_signatures)
+                .unwrap_or(true),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)
