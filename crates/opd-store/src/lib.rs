@@ -2,6 +2,7 @@
 
 mod error;
 pub mod gnap;
+pub mod payments;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -14,7 +15,8 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{
-    Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
+    Asset, AssetCode, Fee, GrantId, IncomingPaymentId, OutgoingPaymentId, QuoteId, Rate, Timestamp,
+    WalletAddressId,
 };
 
 pub use error::StoreError;
@@ -181,6 +183,104 @@ pub trait Store: Send + Sync + 'static {
         at: Timestamp,
     ) -> StoreResult<()>;
     async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>>;
+
+    // Ledger.
+
+    /// Moves `amount` into (`deposit`) or out of a wallet address's
+    /// account, once per idempotency key: a repeat with the same request
+    /// digest returns the first result, a different one `KeyReused`.
+    #[allow(clippy::too_many_arguments)]
+    async fn ledger_move(
+        &self,
+        wallet: WalletAddressId,
+        asset: &Asset,
+        amount: u64,
+        deposit: bool,
+        idempotency_key: &str,
+        request_digest: &str,
+        at: Timestamp,
+    ) -> StoreResult<payments::LedgerOutcome>;
+    async fn ledger_accounts(&self) -> StoreResult<Vec<payments::AccountRow>>;
+    /// The newest transfers in or out of an account.
+    async fn ledger_transfers_of(
+        &self,
+        account: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<payments::TransferRow>>;
+    async fn ledger_all_transfers(&self) -> StoreResult<Vec<payments::TransferRow>>;
+
+    // Outgoing payments.
+
+    /// Stores a payment, reserving its amounts against the grant's limits
+    /// and (state `sending`) funding it from the wallet address's balance,
+    /// all or nothing.
+    async fn create_outgoing_payment(
+        &self,
+        payment: &payments::OutgoingPaymentRecord,
+        grant: Option<&payments::GrantReservation>,
+        events: &[payments::WebhookEventRecord],
+    ) -> StoreResult<payments::CreateOutgoing>;
+    async fn get_outgoing_payment(
+        &self,
+        id: OutgoingPaymentId,
+    ) -> StoreResult<Option<payments::OutgoingPaymentRecord>>;
+    async fn list_outgoing_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<payments::OutgoingPaymentRecord>>;
+    /// Takes the next payment due for sending and leases it for `lease_ms`
+    /// (a worker that dies lets it come back after that); several workers
+    /// never take the same one at once.
+    async fn claim_due_outgoing_payment(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> StoreResult<Option<payments::OutgoingPaymentRecord>>;
+    /// Applies a local delivery; `false` (nothing changed) when the payment
+    /// is no longer sending or the receiver changed since the plan.
+    async fn deliver_locally(&self, delivery: &payments::LocalDelivery) -> StoreResult<bool>;
+    /// Fails or cancels a payment still funding or sending, refunds what it
+    /// holds and releases its grant reservation; `false` when it is not.
+    async fn fail_outgoing_payment(&self, failure: &payments::PaymentFailure) -> StoreResult<bool>;
+    async fn grant_spent(
+        &self,
+        grant: &str,
+        interval_start: Timestamp,
+    ) -> StoreResult<Option<payments::GrantSpent>>;
+
+    // Webhooks and incoming payment expiry.
+
+    async fn insert_webhook_events(
+        &self,
+        events: &[payments::WebhookEventRecord],
+    ) -> StoreResult<()>;
+    async fn due_webhook_events(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<payments::WebhookEventRecord>>;
+    /// Records a delivery attempt: delivered, or to retry at `next_attempt_at`.
+    async fn webhook_attempted(
+        &self,
+        id: &str,
+        delivered_at: Option<Timestamp>,
+        next_attempt_at: Timestamp,
+        error: Option<&str>,
+    ) -> StoreResult<()>;
+    async fn due_expired_incoming_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<IncomingPaymentId>>;
+    /// Marks an expired incoming payment notified and queues its event;
+    /// `false` when it was already (or completed meanwhile).
+    async fn mark_incoming_payment_expired(
+        &self,
+        id: IncomingPaymentId,
+        event: &payments::WebhookEventRecord,
+    ) -> StoreResult<bool>;
 
     /// Checks the database answers (for health checks).
     async fn ping(&self) -> StoreResult<()>;

@@ -553,6 +553,126 @@ impl Store for PgStore {
         self.gnap_get_owner_password(wallet).await
     }
 
+    async fn ledger_move(
+        &self,
+        wallet: WalletAddressId,
+        asset: &Asset,
+        amount: u64,
+        deposit: bool,
+        idempotency_key: &str,
+        request_digest: &str,
+        at: Timestamp,
+    ) -> StoreResult<crate::payments::LedgerOutcome> {
+        self.pay_ledger_move(
+            wallet,
+            asset,
+            amount,
+            deposit,
+            idempotency_key,
+            request_digest,
+            at,
+        )
+        .await
+    }
+    async fn ledger_accounts(&self) -> StoreResult<Vec<crate::payments::AccountRow>> {
+        self.pay_list_accounts().await
+    }
+    async fn ledger_transfers_of(
+        &self,
+        account: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<crate::payments::TransferRow>> {
+        self.pay_transfers_of(account, limit).await
+    }
+    async fn ledger_all_transfers(&self) -> StoreResult<Vec<crate::payments::TransferRow>> {
+        self.pay_all_transfers().await
+    }
+    async fn create_outgoing_payment(
+        &self,
+        payment: &crate::payments::OutgoingPaymentRecord,
+        grant: Option<&crate::payments::GrantReservation>,
+        events: &[crate::payments::WebhookEventRecord],
+    ) -> StoreResult<crate::payments::CreateOutgoing> {
+        self.pay_create(payment, grant, events).await
+    }
+    async fn get_outgoing_payment(
+        &self,
+        id: opd_core::OutgoingPaymentId,
+    ) -> StoreResult<Option<crate::payments::OutgoingPaymentRecord>> {
+        self.pay_get(id).await
+    }
+    async fn list_outgoing_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<crate::payments::OutgoingPaymentRecord>> {
+        self.pay_list(wallet, client, page).await
+    }
+    async fn claim_due_outgoing_payment(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> StoreResult<Option<crate::payments::OutgoingPaymentRecord>> {
+        self.pay_claim_due(now, lease_ms).await
+    }
+    async fn deliver_locally(
+        &self,
+        delivery: &crate::payments::LocalDelivery,
+    ) -> StoreResult<bool> {
+        self.pay_deliver_local(delivery).await
+    }
+    async fn fail_outgoing_payment(
+        &self,
+        failure: &crate::payments::PaymentFailure,
+    ) -> StoreResult<bool> {
+        self.pay_fail(failure).await
+    }
+    async fn grant_spent(
+        &self,
+        grant: &str,
+        interval_start: Timestamp,
+    ) -> StoreResult<Option<crate::payments::GrantSpent>> {
+        self.pay_grant_spent(grant, interval_start).await
+    }
+    async fn insert_webhook_events(
+        &self,
+        events: &[crate::payments::WebhookEventRecord],
+    ) -> StoreResult<()> {
+        self.pay_insert_events(events).await
+    }
+    async fn due_webhook_events(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<crate::payments::WebhookEventRecord>> {
+        self.pay_due_webhooks(now, limit).await
+    }
+    async fn webhook_attempted(
+        &self,
+        id: &str,
+        delivered_at: Option<Timestamp>,
+        next_attempt_at: Timestamp,
+        error: Option<&str>,
+    ) -> StoreResult<()> {
+        self.pay_webhook_result(id, delivered_at, next_attempt_at, error)
+            .await
+    }
+    async fn due_expired_incoming_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<IncomingPaymentId>> {
+        self.pay_due_expired_incoming(now, limit).await
+    }
+    async fn mark_incoming_payment_expired(
+        &self,
+        id: IncomingPaymentId,
+        event: &crate::payments::WebhookEventRecord,
+    ) -> StoreResult<bool> {
+        self.pay_mark_incoming_expired(id, event).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
@@ -867,4 +987,17 @@ impl PgStore {
         .fetch_optional(&self.pool)
         .await?)
     }
+}
+
+/// The ledger, outgoing payments and the webhook outbox (`crate::payments`).
+mod payments_backend {
+    use super::*;
+    crate::payments::payments_impl!(
+        PgStore,
+        sqlx::Postgres,
+        sqlx::postgres::PgRow,
+        pool,
+        pool,
+        true
+    );
 }

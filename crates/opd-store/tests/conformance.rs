@@ -12,6 +12,10 @@ use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
     WalletAddressId,
 };
+use opd_store::payments::{
+    CreateOutgoing, GrantReservation, LedgerOutcome, LocalDelivery, OutgoingPaymentRecord,
+    PaymentFailure,
+};
 use opd_store::{AccessTokenRecord, GrantRecord, Store, StoreError};
 
 macro_rules! conformance {
@@ -37,6 +41,8 @@ conformance!(
     grants_update_optimistically_and_issue_tokens,
     tokens_rotate_and_revoke_once,
     owner_passwords_are_replaced,
+    deposits_are_idempotent_and_withdrawals_never_overdraw,
+    outgoing_payments_fund_reserve_deliver_and_refund,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -536,5 +542,277 @@ async fn owner_passwords_are_replaced(s: &dyn Store) {
     assert_eq!(
         s.get_owner_password(alice.id).await.unwrap().as_deref(),
         Some("hash-2")
+    );
+}
+
+/// Every asset's balances sum to zero, and every balance is what its
+/// transfers say.
+async fn assert_ledger_balanced(s: &dyn Store) {
+    let accounts = s.ledger_accounts().await.unwrap();
+    let transfers = s.ledger_all_transfers().await.unwrap();
+    let mut per_asset = std::collections::HashMap::<String, i128>::new();
+    for a in &accounts {
+        *per_asset.entry(a.asset.to_string()).or_default() += a.balance;
+        let net: i128 = transfers
+            .iter()
+            .map(|t| {
+                let v = i128::from(t.amount);
+                if t.credit_account == a.id {
+                    v
+                } else if t.debit_account == a.id {
+                    -v
+                } else {
+                    0
+                }
+            })
+            .sum();
+        assert_eq!(net, a.balance, "{}", a.id);
+        if a.kind != "settlement" {
+            assert!(a.balance >= 0, "{}", a.id);
+        }
+    }
+    assert!(per_asset.values().all(|v| *v == 0), "{per_asset:?}");
+}
+
+async fn deposits_are_idempotent_and_withdrawals_never_overdraw(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0);
+    let first = s
+        .ledger_move(alice.id, &usd(), 1000, true, "k1", "d1", at)
+        .await
+        .unwrap();
+    let LedgerOutcome::Posted(t) = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        s.ledger_move(alice.id, &usd(), 1000, true, "k1", "d1", at)
+            .await
+            .unwrap(),
+        LedgerOutcome::Repeated(t)
+    );
+    assert_eq!(
+        s.ledger_move(alice.id, &usd(), 5, true, "k1", "d2", at)
+            .await
+            .unwrap(),
+        LedgerOutcome::KeyReused
+    );
+    assert_eq!(
+        s.ledger_move(alice.id, &usd(), 1001, false, "k2", "d3", at)
+            .await
+            .unwrap(),
+        LedgerOutcome::InsufficientBalance { available: 1000 }
+    );
+    assert!(matches!(
+        s.ledger_move(alice.id, &usd(), 400, false, "k3", "d4", at)
+            .await
+            .unwrap(),
+        LedgerOutcome::Posted(_)
+    ));
+    let wallet_account =
+        opd_store::payments::AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
+    let balance = s
+        .ledger_accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.id == wallet_account)
+        .unwrap()
+        .balance;
+    assert_eq!(balance, 600);
+    assert_eq!(
+        s.ledger_transfers_of(&wallet_account, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_ledger_balanced(s).await;
+}
+
+async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&alice).await.unwrap();
+    s.create_wallet_address(&bob).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    s.ledger_move(alice.id, &usd(), 1000, true, "fund-alice", "d", at)
+        .await
+        .unwrap();
+    let mut receiver = incoming(&bob, 1, None);
+    receiver.incoming_amount = Some(500);
+    s.create_incoming_payment(&receiver).await.unwrap();
+    let quote = |n: u64| Quote {
+        id: QuoteId::new(at, &SeededRandom::new(900 + n)),
+        wallet_address_id: alice.id,
+        receiver: "http://localhost/incoming-payments/x".into(),
+        debit_amount: Amount::new(300, usd()),
+        receive_amount: Amount::new(290, usd()),
+        fee: 10,
+        debit_minus_fees: 290,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    let payment = |q: &Quote| OutgoingPaymentRecord {
+        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
+        wallet_address_id: alice.id,
+        quote_id: q.id,
+        receiver: q.receiver.clone(),
+        debit: q.debit_amount.clone(),
+        receive: q.receive_amount.clone(),
+        sent: 0,
+        state: "sending".into(),
+        error: None,
+        metadata: None,
+        client: Some("c".into()),
+        grant_id: Some("grant-1".into()),
+        grant_interval_start: Some(Timestamp::from_unix_millis(0)),
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+    };
+    let grant = GrantReservation {
+        grant_id: "grant-1".into(),
+        interval_start: Timestamp::from_unix_millis(0),
+        interval_end: None,
+        debit_limit: Some(700),
+        receive_limit: None,
+    };
+    let q1 = quote(1);
+    s.create_quote(&q1).await.unwrap();
+    let created = s
+        .create_outgoing_payment(&payment(&q1), Some(&grant), &[])
+        .await
+        .unwrap();
+    assert!(
+        matches!(created, CreateOutgoing::Created { .. }),
+        "{created:?}"
+    );
+    assert_eq!(
+        s.create_outgoing_payment(&payment(&q1), Some(&grant), &[])
+            .await
+            .unwrap(),
+        CreateOutgoing::QuoteUsed
+    );
+    let q2 = quote(2);
+    s.create_quote(&q2).await.unwrap();
+    assert!(matches!(
+        s.create_outgoing_payment(&payment(&q2), Some(&grant), &[])
+            .await
+            .unwrap(),
+        CreateOutgoing::Created { .. }
+    ));
+    let q3 = quote(3);
+    s.create_quote(&q3).await.unwrap();
+    // 600 reserved of the 700 limit: a third 300 is over.
+    assert!(matches!(
+        s.create_outgoing_payment(&payment(&q3), Some(&grant), &[])
+            .await
+            .unwrap(),
+        CreateOutgoing::LimitExceeded { .. }
+    ));
+    // Without the grant, the balance (1000 - 600) is the limit.
+    let mut big = payment(&q3);
+    big.debit = Amount::new(500, usd());
+    big.grant_id = None;
+    assert_eq!(
+        s.create_outgoing_payment(&big, None, &[]).await.unwrap(),
+        CreateOutgoing::InsufficientBalance { available: 400 }
+    );
+    assert_eq!(
+        s.get_outgoing_payment(big.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
+
+    let claimed = s
+        .claim_due_outgoing_payment(at, 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.attempts, 1);
+    let delivery = LocalDelivery {
+        payment: claimed.id,
+        sender_wallet: alice.id,
+        incoming: receiver.id,
+        sender_asset: usd(),
+        receiver_asset: usd(),
+        send: 290,
+        fee: 10,
+        deliver: 290,
+        expected_received: 0,
+        completes_incoming: false,
+        at,
+        events: vec![],
+    };
+    assert!(s.deliver_locally(&delivery).await.unwrap());
+    assert!(
+        !s.deliver_locally(&delivery).await.unwrap(),
+        "delivered once"
+    );
+    let done = s.get_outgoing_payment(claimed.id).await.unwrap().unwrap();
+    assert_eq!((done.state.as_str(), done.sent), ("completed", 290));
+    assert_eq!(
+        s.get_incoming_payment(receiver.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .received_amount,
+        290
+    );
+    // A stale plan (received changed) changes nothing.
+    let other = s
+        .claim_due_outgoing_payment(at, 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let stale = LocalDelivery {
+        payment: other.id,
+        ..delivery.clone()
+    };
+    assert!(!s.deliver_locally(&stale).await.unwrap());
+    assert_eq!(
+        s.get_outgoing_payment(other.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        "sending"
+    );
+    let failure = PaymentFailure {
+        payment: other.id,
+        state: "failed",
+        reason: "test".into(),
+        at,
+        events: vec![],
+    };
+    assert!(s.fail_outgoing_payment(&failure).await.unwrap());
+    assert!(!s.fail_outgoing_payment(&failure).await.unwrap());
+    let spent = s
+        .grant_spent("grant-1", Timestamp::from_unix_millis(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        spent.debit.unwrap().value,
+        300,
+        "the failed payment's reservation was released"
+    );
+    assert_ledger_balanced(s).await;
+    let alice_account =
+        opd_store::payments::AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
+    let balance = s
+        .ledger_accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.id == alice_account)
+        .unwrap()
+        .balance;
+    assert_eq!(
+        balance, 700,
+        "1000 - 300 delivered; the failed 300 came back"
     );
 }

@@ -1,0 +1,978 @@
+//! The ledger, outgoing payments, grant spending and the webhook outbox,
+//! written once for both backends.
+//!
+//! Every money movement is a balanced transfer between two ledger accounts,
+//! posted inside the same transaction as the state change it belongs to, so
+//! a crash leaves either all of it or none. Liability accounts (wallet
+//! addresses, payments, fees) never go below zero; each asset's settlement
+//! account is the outside world and goes negative by what came in.
+//!
+//! SQL is written with `?` placeholders; `?::numeric` and `?::uuid` mark
+//! parameters PostgreSQL must cast (SQLite ignores the marks), and numeric
+//! or uuid columns are read with `CAST(col AS TEXT)`.
+
+use opd_core::incoming_payment::Metadata;
+use opd_core::{
+    Amount, Asset, IncomingPaymentId, OutgoingPaymentId, QuoteId, Timestamp, WalletAddressId,
+};
+
+/// Rewrites portable SQL for one dialect: `?` becomes `$n` on PostgreSQL
+/// (keeping a `::type` cast after it); SQLite drops the casts.
+pub(crate) fn dialect(sql: &str, postgres: bool) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '?' {
+            out.push(c);
+            continue;
+        }
+        n += 1;
+        let mut cast = String::new();
+        if chars.peek() == Some(&':') {
+            let mut ahead = chars.clone();
+            ahead.next();
+            if ahead.peek() == Some(&':') {
+                chars.next();
+                chars.next();
+                while let Some(&a) = chars.peek() {
+                    if a.is_ascii_alphanumeric() || a == '_' {
+                        cast.push(a);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+            }
+        }
+        if postgres {
+            out.push_str(&format!("${n}"));
+            if !cast.is_empty() {
+                out.push_str("::");
+                out.push_str(&cast);
+            }
+        } else {
+            out.push('?');
+        }
+    }
+    out
+}
+
+/// Ledger account kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountKind {
+    /// A wallet address's balance (owner: wallet address id).
+    Wallet,
+    /// Money held for an outgoing payment (owner: payment id).
+    Outgoing,
+    /// Money received by an incoming payment (owner: payment id).
+    Incoming,
+    /// Sending fees earned by the operator (owner: `fees`).
+    Fees,
+    /// The outside world for one asset (owner: `settlement`).
+    Settlement,
+}
+
+impl AccountKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Wallet => "wallet",
+            Self::Outgoing => "outgoing",
+            Self::Incoming => "incoming",
+            Self::Fees => "fees",
+            Self::Settlement => "settlement",
+        }
+    }
+
+    /// The id of the account of this kind for `owner` in `asset`.
+    pub fn account_id(self, owner: &str, asset: &Asset) -> String {
+        format!("{}:{}:{}:{}", self.as_str(), owner, asset.code, asset.scale)
+    }
+}
+
+/// An account and its balance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountRow {
+    pub id: String,
+    pub kind: String,
+    pub owner_id: String,
+    pub asset: Asset,
+    pub balance: i128,
+}
+
+/// A posted transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRow {
+    pub id: String,
+    pub debit_account: String,
+    pub credit_account: String,
+    pub amount: u64,
+    pub kind: String,
+    pub reference: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// The result of a deposit or withdrawal with an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerOutcome {
+    /// Posted now.
+    Posted(TransferRow),
+    /// The key was used before with the same request: its first result.
+    Repeated(TransferRow),
+    /// The key was used before with a different request.
+    KeyReused,
+    /// The debited account lacks the money; nothing was posted.
+    InsufficientBalance { available: u64 },
+}
+
+/// An outgoing payment as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingPaymentRecord {
+    pub id: OutgoingPaymentId,
+    pub wallet_address_id: WalletAddressId,
+    pub quote_id: QuoteId,
+    pub receiver: String,
+    pub debit: Amount,
+    pub receive: Amount,
+    /// What was sent towards the receiver, in the debit asset.
+    pub sent: u64,
+    /// `funding`, `sending`, `completed`, `failed` or `cancelled`.
+    pub state: String,
+    pub error: Option<String>,
+    pub metadata: Option<Metadata>,
+    pub client: Option<String>,
+    pub grant_id: Option<String>,
+    /// The start of the grant interval the payment's amounts were counted
+    /// in (0 for a grant without interval).
+    pub grant_interval_start: Option<Timestamp>,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A grant's limits as they apply to one new payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantReservation {
+    pub grant_id: String,
+    /// Start of the interval containing the payment (0: the grant's life).
+    pub interval_start: Timestamp,
+    pub interval_end: Option<Timestamp>,
+    pub debit_limit: Option<u64>,
+    pub receive_limit: Option<u64>,
+}
+
+/// What a grant spent in one interval.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GrantSpent {
+    pub debit: Option<Amount>,
+    pub receive: Option<Amount>,
+}
+
+/// The result of creating an outgoing payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateOutgoing {
+    /// Stored and funded; the grant's spending before this payment.
+    Created { spent_before: GrantSpent },
+    /// The quote already has a payment.
+    QuoteUsed,
+    /// The wallet address's balance is too low; nothing was stored.
+    InsufficientBalance { available: u64 },
+    /// The grant's limit would be exceeded; nothing was stored.
+    LimitExceeded { spent_before: GrantSpent },
+}
+
+/// Delivery of an outgoing payment to an incoming payment on this server,
+/// applied atomically: the payment completes, the receiver's account and
+/// `receivedAmount` rise, the fee goes to the fee account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalDelivery {
+    pub payment: OutgoingPaymentId,
+    pub sender_wallet: WalletAddressId,
+    pub incoming: IncomingPaymentId,
+    pub sender_asset: Asset,
+    pub receiver_asset: Asset,
+    /// Converted and sent (debit − fee).
+    pub send: u64,
+    pub fee: u64,
+    pub deliver: u64,
+    /// The receiver's `receivedAmount` the plan was made against.
+    pub expected_received: u64,
+    /// Whether the receiver reaches its `incomingAmount` with this delivery.
+    pub completes_incoming: bool,
+    pub at: Timestamp,
+    pub events: Vec<WebhookEventRecord>,
+}
+
+/// A failure of an outgoing payment: the money held goes back to the wallet
+/// address and the grant's reservation is released.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaymentFailure {
+    pub payment: OutgoingPaymentId,
+    /// `failed` or `cancelled`.
+    pub state: &'static str,
+    pub reason: String,
+    pub at: Timestamp,
+    pub events: Vec<WebhookEventRecord>,
+}
+
+/// A webhook event in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEventRecord {
+    pub id: String,
+    pub kind: String,
+    /// The JSON body to deliver.
+    pub data: String,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+/// Generates the implementation for one backend. `$write` and `$read` name
+/// the store's pools; `$pg` says which dialect.
+macro_rules! payments_impl {
+    ($store:ty, $db:ty, $row:ty, $write:ident, $read:ident, $pg:expr) => {
+        use $crate::payments::*;
+        use $crate::rows::Columns;
+
+        fn sql(s: &str) -> String {
+            $crate::payments::dialect(s, $pg)
+        }
+
+        fn parse_i128(s: &str) -> StoreResult<i128> {
+            s.parse::<i128>().map_err(|_| $crate::rows::corrupt("balance"))
+        }
+
+        const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, CAST(wallet_address_id AS TEXT) AS wallet_address_id,
+            CAST(quote_id AS TEXT) AS quote_id, receiver, CAST(debit_value AS TEXT) AS debit_value, debit_asset_code,
+            CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale, CAST(receive_value AS TEXT) AS receive_value,
+            receive_asset_code, CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale,
+            CAST(sent_value AS TEXT) AS sent_value, state, error, metadata, client, grant_id, grant_interval_start,
+            attempts, next_attempt_at, created_at, updated_at";
+
+        fn payment_from_row(row: &$row) -> StoreResult<OutgoingPaymentRecord> {
+            let amount = |p: &str| -> StoreResult<opd_core::Amount> {
+                let v = row.text(&format!("{p}_value"))?;
+                Ok(opd_core::Amount::new(
+                    $crate::rows::u64_from_text(&v, p)?,
+                    $crate::rows::asset(&row.text(&format!("{p}_asset_code"))?, row.int(&format!("{p}_asset_scale"))?)?,
+                ))
+            };
+            Ok(OutgoingPaymentRecord {
+                id: opd_core::OutgoingPaymentId::from_uuid($crate::rows::uuid_from_text(&row.text("id")?)?),
+                wallet_address_id: opd_core::WalletAddressId::from_uuid($crate::rows::uuid_from_text(
+                    &row.text("wallet_address_id")?,
+                )?),
+                quote_id: opd_core::QuoteId::from_uuid($crate::rows::uuid_from_text(&row.text("quote_id")?)?),
+                receiver: row.text("receiver")?,
+                debit: amount("debit")?,
+                receive: amount("receive")?,
+                sent: $crate::rows::u64_from_text(&row.text("sent_value")?, "sent")?,
+                state: row.text("state")?,
+                error: row.opt_text("error")?,
+                metadata: $crate::rows::metadata_from_text(row.opt_text("metadata")?)?,
+                client: row.opt_text("client")?,
+                grant_id: row.opt_text("grant_id")?,
+                grant_interval_start: row.opt_int("grant_interval_start")?.map(Timestamp::from_unix_millis),
+                attempts: row.int("attempts")?,
+                next_attempt_at: Timestamp::from_unix_millis(row.int("next_attempt_at")?),
+                created_at: Timestamp::from_unix_millis(row.int("created_at")?),
+                updated_at: Timestamp::from_unix_millis(row.int("updated_at")?),
+            })
+        }
+
+        fn transfer_from_row(row: &$row) -> StoreResult<TransferRow> {
+            Ok(TransferRow {
+                id: row.text("id")?,
+                debit_account: row.text("debit_account")?,
+                credit_account: row.text("credit_account")?,
+                amount: $crate::rows::u64_from_text(&row.text("amount")?, "amount")?,
+                kind: row.text("kind")?,
+                reference: row.opt_text("reference")?,
+                idempotency_key: row.opt_text("idempotency_key")?,
+                created_at: Timestamp::from_unix_millis(row.int("created_at")?),
+            })
+        }
+
+        const TRANSFER_COLUMNS: &str = "id, debit_account, credit_account, CAST(amount AS TEXT) AS amount, kind, reference,
+            idempotency_key, created_at";
+
+        type Tx<'c> = sqlx::Transaction<'c, $db>;
+
+        /// Creates the account if it does not exist.
+        async fn ensure_account(tx: &mut Tx<'_>, kind: AccountKind, owner: &str, asset: &opd_core::Asset, at: Timestamp) -> StoreResult<String> {
+            let id = kind.account_id(owner, asset);
+            sqlx::query(&sql(
+                "INSERT INTO ledger_accounts (id, kind, owner_id, asset_code, asset_scale, balance, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?::numeric, ?) ON CONFLICT (id) DO NOTHING",
+            ))
+            .bind(&id)
+            .bind(kind.as_str())
+            .bind(owner)
+            .bind(asset.code.as_str())
+            .bind(i16::from(asset.scale))
+            .bind("0")
+            .bind(at.unix_millis())
+            .execute(&mut **tx)
+            .await?;
+            Ok(id)
+        }
+
+        async fn balance_of(tx: &mut Tx<'_>, account: &str) -> StoreResult<i128> {
+            let lock = if $pg { " FOR UPDATE" } else { "" };
+            let text: String = sqlx::query_scalar(&sql(&format!(
+                "SELECT CAST(balance AS TEXT) FROM ledger_accounts WHERE id = ?{lock}"
+            )))
+            .bind(account)
+            .fetch_one(&mut **tx)
+            .await?;
+            parse_i128(&text)
+        }
+
+        async fn set_balance(tx: &mut Tx<'_>, account: &str, balance: i128) -> StoreResult<()> {
+            sqlx::query(&sql("UPDATE ledger_accounts SET balance = ?::numeric WHERE id = ?"))
+                .bind(balance.to_string())
+                .bind(account)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+
+        /// Posts one transfer; `Err(available)` when a liability account
+        /// would go negative (nothing changed then).
+        #[allow(clippy::too_many_arguments)]
+        async fn post(
+            tx: &mut Tx<'_>,
+            debit: &str,
+            credit: &str,
+            amount: u64,
+            kind: &str,
+            reference: Option<&str>,
+            key: Option<(&str, &str)>,
+            at: Timestamp,
+        ) -> StoreResult<Result<TransferRow, u64>> {
+            let transfer = TransferRow {
+                id: format!("{kind}:{}:{}", reference.unwrap_or("-"), uuid::Uuid::new_v4().simple()),
+                debit_account: debit.to_owned(),
+                credit_account: credit.to_owned(),
+                amount,
+                kind: kind.to_owned(),
+                reference: reference.map(str::to_owned),
+                idempotency_key: key.map(|k| k.0.to_owned()),
+                created_at: at,
+            };
+            if amount == 0 {
+                return Ok(Ok(transfer));
+            }
+            // Lock in a fixed order so concurrent transfers cannot deadlock.
+            let (first, second) = if debit <= credit { (debit, credit) } else { (credit, debit) };
+            let b1 = balance_of(tx, first).await?;
+            let b2 = balance_of(tx, second).await?;
+            let (debit_balance, credit_balance) = if first == debit { (b1, b2) } else { (b2, b1) };
+            let is_settlement = debit.starts_with("settlement:");
+            let amount_i = i128::from(amount);
+            if !is_settlement && debit_balance < amount_i {
+                return Ok(Err(u64::try_from(debit_balance.max(0)).unwrap_or(0)));
+            }
+            set_balance(tx, debit, debit_balance - amount_i).await?;
+            set_balance(tx, credit, credit_balance + amount_i).await?;
+            sqlx::query(&sql(
+                "INSERT INTO ledger_transfers (id, debit_account, credit_account, amount, kind, reference, idempotency_key,
+                    request_digest, created_at) VALUES (?, ?, ?, ?::numeric, ?, ?, ?, ?, ?)",
+            ))
+            .bind(&transfer.id)
+            .bind(debit)
+            .bind(credit)
+            .bind(amount.to_string())
+            .bind(kind)
+            .bind(reference)
+            .bind(key.map(|k| k.0))
+            .bind(key.map(|k| k.1))
+            .bind(at.unix_millis())
+            .execute(&mut **tx)
+            .await?;
+            Ok(Ok(transfer))
+        }
+
+        async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEventRecord]) -> StoreResult<()> {
+            for e in events {
+                sqlx::query(&sql(
+                    "INSERT INTO webhook_events (id, kind, data, attempts, next_attempt_at, delivered_at, last_error, created_at)
+                     VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                ))
+                .bind(&e.id)
+                .bind(&e.kind)
+                .bind(&e.data)
+                .bind(e.attempts)
+                .bind(e.next_attempt_at.unix_millis())
+                .bind(e.delivered_at.map(Timestamp::unix_millis))
+                .bind(e.created_at.unix_millis())
+                .execute(&mut **tx)
+                .await?;
+            }
+            Ok(())
+        }
+
+        async fn spent_row(tx: &mut Tx<'_>, grant: &str, start: Timestamp) -> StoreResult<Option<(GrantSpent, u64, u64)>> {
+            let lock = if $pg { " FOR UPDATE" } else { "" };
+            let row = sqlx::query(&sql(&format!(
+                "SELECT debit_asset_code, CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale,
+                    CAST(debit_spent AS TEXT) AS debit_spent, receive_asset_code,
+                    CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, CAST(receive_spent AS TEXT) AS receive_spent
+                 FROM grant_spending WHERE grant_id = ? AND interval_start = ?{lock}"
+            )))
+            .bind(grant)
+            .bind(start.unix_millis())
+            .fetch_optional(&mut **tx)
+            .await?;
+            let Some(row) = row else { return Ok(None) };
+            let debit = $crate::rows::u64_from_text(&row.text("debit_spent")?, "debit_spent")?;
+            let receive = $crate::rows::u64_from_text(&row.text("receive_spent")?, "receive_spent")?;
+            let amount = |code: Option<String>, scale: Option<i64>, v: u64| -> StoreResult<Option<opd_core::Amount>> {
+                match (code, scale) {
+                    (Some(c), Some(s)) => Ok(Some(opd_core::Amount::new(v, $crate::rows::asset(&c, s)?))),
+                    _ => Ok(None),
+                }
+            };
+            let spent = GrantSpent {
+                debit: amount(row.opt_text("debit_asset_code")?, row.opt_int("debit_asset_scale")?, debit)?,
+                receive: amount(row.opt_text("receive_asset_code")?, row.opt_int("receive_asset_scale")?, receive)?,
+            };
+            Ok(Some((spent, debit, receive)))
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        async fn write_spent(
+            tx: &mut Tx<'_>,
+            grant: &str,
+            start: Timestamp,
+            end: Option<Timestamp>,
+            debit: &opd_core::Amount,
+            receive: &opd_core::Amount,
+            exists: bool,
+            at: Timestamp,
+        ) -> StoreResult<()> {
+            if exists {
+                sqlx::query(&sql(
+                    "UPDATE grant_spending SET debit_spent = ?::numeric, receive_spent = ?::numeric, updated_at = ?
+                     WHERE grant_id = ? AND interval_start = ?",
+                ))
+                .bind(debit.value.to_string())
+                .bind(receive.value.to_string())
+                .bind(at.unix_millis())
+                .bind(grant)
+                .bind(start.unix_millis())
+                .execute(&mut **tx)
+                .await?;
+            } else {
+                sqlx::query(&sql(
+                    "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, debit_asset_scale,
+                        debit_spent, receive_asset_code, receive_asset_scale, receive_spent, updated_at)
+                     VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?)",
+                ))
+                .bind(grant)
+                .bind(start.unix_millis())
+                .bind(end.map(Timestamp::unix_millis))
+                .bind(debit.asset.code.as_str())
+                .bind(i16::from(debit.asset.scale))
+                .bind(debit.value.to_string())
+                .bind(receive.asset.code.as_str())
+                .bind(i16::from(receive.asset.scale))
+                .bind(receive.value.to_string())
+                .bind(at.unix_millis())
+                .execute(&mut **tx)
+                .await?;
+            }
+            Ok(())
+        }
+
+        impl $store {
+            pub(crate) async fn pay_ledger_move(
+                &self,
+                wallet: opd_core::WalletAddressId,
+                asset: &opd_core::Asset,
+                amount: u64,
+                deposit: bool,
+                key: &str,
+                request_digest: &str,
+                at: Timestamp,
+            ) -> StoreResult<LedgerOutcome> {
+                let mut tx = self.$write.begin().await?;
+                let existing = sqlx::query(&sql(&format!(
+                    "SELECT {TRANSFER_COLUMNS}, request_digest FROM ledger_transfers WHERE idempotency_key = ?"
+                )))
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some(row) = existing {
+                    let digest: Option<String> = row.opt_text("request_digest")?;
+                    return Ok(if digest.as_deref() == Some(request_digest) {
+                        LedgerOutcome::Repeated(transfer_from_row(&row)?)
+                    } else {
+                        LedgerOutcome::KeyReused
+                    });
+                }
+                let wallet_account = ensure_account(&mut tx, AccountKind::Wallet, &wallet.to_string(), asset, at).await?;
+                let settlement = ensure_account(&mut tx, AccountKind::Settlement, "settlement", asset, at).await?;
+                let (debit, credit, kind) = if deposit {
+                    (settlement, wallet_account, "deposit")
+                } else {
+                    (wallet_account, settlement, "withdrawal")
+                };
+                let reference = wallet.to_string();
+                match post(&mut tx, &debit, &credit, amount, kind, Some(&reference), Some((key, request_digest)), at).await? {
+                    Ok(t) => {
+                        tx.commit().await?;
+                        Ok(LedgerOutcome::Posted(t))
+                    }
+                    Err(available) => Ok(LedgerOutcome::InsufficientBalance { available }),
+                }
+            }
+
+            pub(crate) async fn pay_list_accounts(&self) -> StoreResult<Vec<AccountRow>> {
+                let rows = sqlx::query(
+                    "SELECT id, kind, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale,
+                        CAST(balance AS TEXT) AS balance FROM ledger_accounts ORDER BY id",
+                )
+                .fetch_all(&self.$read)
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok(AccountRow {
+                            id: r.text("id")?,
+                            kind: r.text("kind")?,
+                            owner_id: r.text("owner_id")?,
+                            asset: $crate::rows::asset(&r.text("asset_code")?, r.int("asset_scale")?)?,
+                            balance: parse_i128(&r.text("balance")?)?,
+                        })
+                    })
+                    .collect()
+            }
+
+            pub(crate) async fn pay_transfers_of(&self, account: &str, limit: i64) -> StoreResult<Vec<TransferRow>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers WHERE debit_account = ? OR credit_account = ?
+                     ORDER BY created_at DESC, id DESC LIMIT ?"
+                )))
+                .bind(account)
+                .bind(account)
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?
+                .iter()
+                .map(transfer_from_row)
+                .collect()
+            }
+
+            pub(crate) async fn pay_all_transfers(&self) -> StoreResult<Vec<TransferRow>> {
+                sqlx::query(&format!("SELECT {TRANSFER_COLUMNS} FROM ledger_transfers ORDER BY id"))
+                    .fetch_all(&self.$read)
+                    .await?
+                    .iter()
+                    .map(transfer_from_row)
+                    .collect()
+            }
+
+            pub(crate) async fn pay_create(
+                &self,
+                p: &OutgoingPaymentRecord,
+                grant: Option<&GrantReservation>,
+                events: &[WebhookEventRecord],
+            ) -> StoreResult<CreateOutgoing> {
+                let mut tx = self.$write.begin().await?;
+                let used: Option<String> =
+                    sqlx::query_scalar(&sql("SELECT CAST(id AS TEXT) FROM outgoing_payments WHERE quote_id = ?::uuid"))
+                        .bind(p.quote_id.to_string())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if used.is_some() {
+                    return Ok(CreateOutgoing::QuoteUsed);
+                }
+                let mut spent_before = GrantSpent::default();
+                if let Some(g) = grant {
+                    // The spending row is the grant's lock: concurrent creates
+                    // under one grant queue on it, so create it first if this
+                    // is the interval's first payment.
+                    let zero_debit = opd_core::Amount::new(0, p.debit.asset.clone());
+                    let zero_receive = opd_core::Amount::new(0, p.receive.asset.clone());
+                    sqlx::query(&sql(
+                        "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, debit_asset_scale,
+                            debit_spent, receive_asset_code, receive_asset_scale, receive_spent, updated_at)
+                         VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?) ON CONFLICT (grant_id, interval_start) DO NOTHING",
+                    ))
+                    .bind(&g.grant_id)
+                    .bind(g.interval_start.unix_millis())
+                    .bind(g.interval_end.map(Timestamp::unix_millis))
+                    .bind(zero_debit.asset.code.as_str())
+                    .bind(i16::from(zero_debit.asset.scale))
+                    .bind("0")
+                    .bind(zero_receive.asset.code.as_str())
+                    .bind(i16::from(zero_receive.asset.scale))
+                    .bind("0")
+                    .bind(p.created_at.unix_millis())
+                    .execute(&mut *tx)
+                    .await?;
+                    let existing = spent_row(&mut tx, &g.grant_id, g.interval_start).await?;
+                    let (debit_before, receive_before) = existing.as_ref().map_or((0, 0), |e| (e.1, e.2));
+                    if let Some(e) = &existing {
+                        spent_before = e.0.clone();
+                    }
+                    let over = |limit: Option<u64>, before: u64, add: u64| {
+                        limit.is_some_and(|l| before.checked_add(add).is_none_or(|total| total > l))
+                    };
+                    if over(g.debit_limit, debit_before, p.debit.value)
+                        || over(g.receive_limit, receive_before, p.receive.value)
+                    {
+                        return Ok(CreateOutgoing::LimitExceeded { spent_before });
+                    }
+                    let debit_total = opd_core::Amount::new(debit_before.saturating_add(p.debit.value), p.debit.asset.clone());
+                    let receive_total =
+                        opd_core::Amount::new(receive_before.saturating_add(p.receive.value), p.receive.asset.clone());
+                    write_spent(&mut tx, &g.grant_id, g.interval_start, g.interval_end, &debit_total, &receive_total, true, p.created_at)
+                        .await?;
+                }
+                let inserted = sqlx::query(&sql(
+                    "INSERT INTO outgoing_payments (id, wallet_address_id, quote_id, receiver, debit_value, debit_asset_code,
+                        debit_asset_scale, receive_value, receive_asset_code, receive_asset_scale, sent_value, state, error,
+                        metadata, client, grant_id, grant_interval_start, attempts, next_attempt_at, created_at, updated_at)
+                     VALUES (?::uuid, ?::uuid, ?::uuid, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ))
+                .bind(p.id.to_string())
+                .bind(p.wallet_address_id.to_string())
+                .bind(p.quote_id.to_string())
+                .bind(&p.receiver)
+                .bind(p.debit.value.to_string())
+                .bind(p.debit.asset.code.as_str())
+                .bind(i16::from(p.debit.asset.scale))
+                .bind(p.receive.value.to_string())
+                .bind(p.receive.asset.code.as_str())
+                .bind(i16::from(p.receive.asset.scale))
+                .bind(p.sent.to_string())
+                .bind(&p.state)
+                .bind(&p.error)
+                .bind($crate::rows::metadata_to_text(&p.metadata))
+                .bind(&p.client)
+                .bind(&p.grant_id)
+                .bind(p.grant_interval_start.map(Timestamp::unix_millis))
+                .bind(p.attempts)
+                .bind(p.next_attempt_at.unix_millis())
+                .bind(p.created_at.unix_millis())
+                .bind(p.updated_at.unix_millis())
+                .execute(&mut *tx)
+                .await;
+                match inserted {
+                    Ok(_) => {}
+                    Err(sqlx::Error::Database(db)) if db.is_unique_violation() => return Ok(CreateOutgoing::QuoteUsed),
+                    Err(e) => return Err(e.into()),
+                }
+                if p.state == "sending" {
+                    let wallet = ensure_account(&mut tx, AccountKind::Wallet, &p.wallet_address_id.to_string(), &p.debit.asset, p.created_at).await?;
+                    let held = ensure_account(&mut tx, AccountKind::Outgoing, &p.id.to_string(), &p.debit.asset, p.created_at).await?;
+                    let reference = p.id.to_string();
+                    if let Err(available) = post(&mut tx, &wallet, &held, p.debit.value, "fund", Some(&reference), None, p.created_at).await? {
+                        return Ok(CreateOutgoing::InsufficientBalance { available });
+                    }
+                }
+                insert_events(&mut tx, events).await?;
+                tx.commit().await?;
+                Ok(CreateOutgoing::Created { spent_before })
+            }
+
+            pub(crate) async fn pay_get(&self, id: opd_core::OutgoingPaymentId) -> StoreResult<Option<OutgoingPaymentRecord>> {
+                sqlx::query(&sql(&format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE id = ?::uuid")))
+                    .bind(id.to_string())
+                    .fetch_optional(&self.$read)
+                    .await?
+                    .as_ref()
+                    .map(payment_from_row)
+                    .transpose()
+            }
+
+            pub(crate) async fn pay_list(
+                &self,
+                wallet: opd_core::WalletAddressId,
+                client: Option<&str>,
+                page: &opd_core::pagination::PageRequest,
+            ) -> StoreResult<opd_core::pagination::Page<OutgoingPaymentRecord>> {
+                use opd_core::pagination::{Direction, Page};
+                let filter = if client.is_some() { "wallet_address_id = ?::uuid AND client = ?" } else { "wallet_address_id = ?::uuid" };
+                let (cmp, order, beyond) = match page.direction {
+                    Direction::Forward => ("<", "DESC", ">="),
+                    Direction::Backward => (">", "ASC", "<="),
+                };
+                let cursor = page.cursor.map(|c| c.hyphenated().to_string());
+                let q = match cursor {
+                    Some(_) => format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE {filter} AND id {cmp} ?::uuid ORDER BY id {order} LIMIT ?"),
+                    None => format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE {filter} ORDER BY id {order} LIMIT ?"),
+                };
+                let q = sql(&q);
+                let mut query = sqlx::query(&q).bind(wallet.to_string());
+                if let Some(c) = client {
+                    query = query.bind(c);
+                }
+                if let Some(c) = &cursor {
+                    query = query.bind(c);
+                }
+                let fetched = query.bind(i64::from(page.size) + 1).fetch_all(&self.$read).await?;
+                let more = fetched.len() > page.size as usize;
+                let mut items = fetched.iter().take(page.size as usize).map(payment_from_row).collect::<StoreResult<Vec<_>>>()?;
+                let other_side = match &cursor {
+                    Some(c) => {
+                        let q = sql(&format!("SELECT COUNT(*) FROM outgoing_payments WHERE {filter} AND id {beyond} ?::uuid"));
+                        let mut query = sqlx::query_scalar::<_, i64>(&q).bind(wallet.to_string());
+                        if let Some(cl) = client {
+                            query = query.bind(cl);
+                        }
+                        query.bind(c).fetch_one(&self.$read).await? > 0
+                    }
+                    None => false,
+                };
+                Ok(match page.direction {
+                    Direction::Forward => Page { items, has_next_page: more, has_previous_page: other_side },
+                    Direction::Backward => {
+                        items.reverse();
+                        Page { items, has_next_page: other_side, has_previous_page: more }
+                    }
+                })
+            }
+
+            pub(crate) async fn pay_claim_due(&self, now: Timestamp, lease_ms: i64) -> StoreResult<Option<OutgoingPaymentRecord>> {
+                let mut tx = self.$write.begin().await?;
+                let skip = if $pg { " FOR UPDATE SKIP LOCKED" } else { "" };
+                let id: Option<String> = sqlx::query_scalar(&sql(&format!(
+                    "SELECT CAST(id AS TEXT) FROM outgoing_payments WHERE state = 'sending' AND next_attempt_at <= ?
+                     ORDER BY next_attempt_at, id LIMIT 1{skip}"
+                )))
+                .bind(now.unix_millis())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(id) = id else { return Ok(None) };
+                let row = sqlx::query(&sql(&format!(
+                    "UPDATE outgoing_payments SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ?::uuid
+                     RETURNING {PAYMENT_COLUMNS}"
+                )))
+                .bind(now.unix_millis() + lease_ms)
+                .bind(&id)
+                .fetch_one(&mut *tx)
+                .await?;
+                let payment = payment_from_row(&row)?;
+                tx.commit().await?;
+                Ok(Some(payment))
+            }
+
+            pub(crate) async fn pay_deliver_local(&self, d: &LocalDelivery) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql(
+                    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ?
+                     WHERE id = ?::uuid AND state = 'sending'",
+                ))
+                .bind(d.send.to_string())
+                .bind(d.at.unix_millis())
+                .bind(d.payment.to_string())
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                let received = d.expected_received.checked_add(d.deliver).ok_or_else(|| $crate::rows::corrupt("received amount"))?;
+                let credited = sqlx::query(&sql(
+                    "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ?
+                     WHERE id = ?::uuid AND received_amount = ?::numeric AND completed = ?",
+                ))
+                .bind(received.to_string())
+                .bind(d.completes_incoming)
+                .bind(d.at.unix_millis())
+                .bind(d.incoming.to_string())
+                .bind(d.expected_received.to_string())
+                .bind(false)
+                .execute(&mut *tx)
+                .await?;
+                if credited.rows_affected() == 0 {
+                    // The receiver changed since the plan was made: nothing
+                    // happened; the worker plans again.
+                    return Ok(false);
+                }
+                let payment = d.payment.to_string();
+                let held = AccountKind::Outgoing.account_id(&payment, &d.sender_asset);
+                let incoming = ensure_account(&mut tx, AccountKind::Incoming, &d.incoming.to_string(), &d.receiver_asset, d.at).await?;
+                let fees = ensure_account(&mut tx, AccountKind::Fees, "fees", &d.sender_asset, d.at).await?;
+                let moves: Vec<(String, String, u64, &str)> = if d.sender_asset == d.receiver_asset {
+                    vec![(held.clone(), incoming, d.deliver, "deliver")]
+                } else {
+                    let out = ensure_account(&mut tx, AccountKind::Settlement, "settlement", &d.sender_asset, d.at).await?;
+                    let inn = ensure_account(&mut tx, AccountKind::Settlement, "settlement", &d.receiver_asset, d.at).await?;
+                    vec![(held.clone(), out, d.send, "send"), (inn, incoming, d.deliver, "deliver")]
+                };
+                for (debit, credit, amount, kind) in moves {
+                    if post(&mut tx, &debit, &credit, amount, kind, Some(&payment), None, d.at).await?.is_err() {
+                        return Err($crate::StoreError::Corrupt(format!("outgoing payment {payment} is not funded")));
+                    }
+                }
+                if post(&mut tx, &held, &fees, d.fee, "fee", Some(&payment), None, d.at).await?.is_err() {
+                    return Err($crate::StoreError::Corrupt(format!("outgoing payment {payment} cannot pay its fee")));
+                }
+                insert_events(&mut tx, &d.events).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            pub(crate) async fn pay_fail(&self, f: &PaymentFailure) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let row = sqlx::query(&sql(&format!(
+                    "UPDATE outgoing_payments SET state = ?, error = ?, updated_at = ?
+                     WHERE id = ?::uuid AND state IN ('funding', 'sending') RETURNING {PAYMENT_COLUMNS}"
+                )))
+                .bind(f.state)
+                .bind(&f.reason)
+                .bind(f.at.unix_millis())
+                .bind(f.payment.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = row else { return Ok(false) };
+                let p = payment_from_row(&row)?;
+                let payment = p.id.to_string();
+                let held = AccountKind::Outgoing.account_id(&payment, &p.debit.asset);
+                let exists: Option<String> = sqlx::query_scalar(&sql("SELECT id FROM ledger_accounts WHERE id = ?"))
+                    .bind(&held)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if exists.is_some() {
+                    let balance = balance_of(&mut tx, &held).await?;
+                    if balance > 0 {
+                        let wallet = ensure_account(&mut tx, AccountKind::Wallet, &p.wallet_address_id.to_string(), &p.debit.asset, f.at).await?;
+                        let amount = u64::try_from(balance).map_err(|_| $crate::rows::corrupt("balance"))?;
+                        if post(&mut tx, &held, &wallet, amount, "refund", Some(&payment), None, f.at).await?.is_err() {
+                            return Err($crate::rows::corrupt("refund"));
+                        }
+                    }
+                }
+                if let (Some(grant), Some(start)) = (&p.grant_id, p.grant_interval_start) {
+                    if let Some((spent, debit, receive)) = spent_row(&mut tx, grant, start).await? {
+                        let debit_total = opd_core::Amount::new(
+                            debit.saturating_sub(p.debit.value),
+                            spent.debit.map_or(p.debit.asset.clone(), |a| a.asset),
+                        );
+                        let receive_total = opd_core::Amount::new(
+                            receive.saturating_sub(p.receive.value),
+                            spent.receive.map_or(p.receive.asset.clone(), |a| a.asset),
+                        );
+                        write_spent(&mut tx, grant, start, None, &debit_total, &receive_total, true, f.at).await?;
+                    }
+                }
+                insert_events(&mut tx, &f.events).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            pub(crate) async fn pay_grant_spent(&self, grant: &str, start: Timestamp) -> StoreResult<Option<GrantSpent>> {
+                let mut tx = self.$read.begin().await?;
+                let found = spent_row(&mut tx, grant, start).await?.map(|s| s.0);
+                tx.rollback().await?;
+                Ok(found)
+            }
+
+            pub(crate) async fn pay_due_webhooks(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<WebhookEventRecord>> {
+                let rows = sqlx::query(&sql(
+                    "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, created_at FROM webhook_events
+                     WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+                ))
+                .bind(now.unix_millis())
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                rows.iter()
+                    .map(|r| {
+                        Ok(WebhookEventRecord {
+                            id: r.text("id")?,
+                            kind: r.text("kind")?,
+                            data: r.text("data")?,
+                            attempts: r.int("attempts")?,
+                            next_attempt_at: Timestamp::from_unix_millis(r.int("next_attempt_at")?),
+                            delivered_at: r.opt_int("delivered_at")?.map(Timestamp::from_unix_millis),
+                            created_at: Timestamp::from_unix_millis(r.int("created_at")?),
+                        })
+                    })
+                    .collect()
+            }
+
+            pub(crate) async fn pay_webhook_result(
+                &self,
+                id: &str,
+                delivered_at: Option<Timestamp>,
+                next_attempt_at: Timestamp,
+                error: Option<&str>,
+            ) -> StoreResult<()> {
+                sqlx::query(&sql(
+                    "UPDATE webhook_events SET attempts = attempts + 1, delivered_at = ?, next_attempt_at = ?, last_error = ?
+                     WHERE id = ? AND delivered_at IS NULL",
+                ))
+                .bind(delivered_at.map(Timestamp::unix_millis))
+                .bind(next_attempt_at.unix_millis())
+                .bind(error)
+                .bind(id)
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            pub(crate) async fn pay_due_expired_incoming(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<opd_core::IncomingPaymentId>> {
+                let ids: Vec<String> = sqlx::query_scalar(&sql(
+                    "SELECT CAST(id AS TEXT) FROM incoming_payments WHERE completed = ? AND expiry_notified = ? AND expires_at <= ?
+                     ORDER BY expires_at LIMIT ?",
+                ))
+                .bind(false)
+                .bind(false)
+                .bind(now.unix_millis())
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                ids.iter().map(|s| Ok(opd_core::IncomingPaymentId::from_uuid($crate::rows::uuid_from_text(s)?))).collect()
+            }
+
+            pub(crate) async fn pay_mark_incoming_expired(&self, id: opd_core::IncomingPaymentId, event: &WebhookEventRecord) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql(
+                    "UPDATE incoming_payments SET expiry_notified = ? WHERE id = ?::uuid AND expiry_notified = ? AND completed = ?",
+                ))
+                .bind(true)
+                .bind(id.to_string())
+                .bind(false)
+                .bind(false)
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                insert_events(&mut tx, std::slice::from_ref(event)).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            pub(crate) async fn pay_insert_events(&self, events: &[WebhookEventRecord]) -> StoreResult<()> {
+                let mut tx = self.$write.begin().await?;
+                insert_events(&mut tx, events).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+pub(crate) use payments_impl;
+
+#[cfg(test)]
+mod tests {
+    use super::dialect;
+
+    #[test]
+    fn placeholders_per_dialect() {
+        let s = "UPDATE t SET a = ?::numeric, b = ? WHERE id = ?::uuid";
+        assert_eq!(
+            dialect(s, true),
+            "UPDATE t SET a = $1::numeric, b = $2 WHERE id = $3::uuid"
+        );
+        assert_eq!(dialect(s, false), "UPDATE t SET a = ?, b = ? WHERE id = ?");
+    }
+}
