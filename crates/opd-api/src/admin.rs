@@ -12,6 +12,10 @@
 //!   approves grants with on the built-in consent page
 //! - `POST /introspect`: GNAP token introspection (token-introspection.yaml)
 //!   for resource servers deployed apart from this authorization server
+//! - `POST /wallet-addresses/{ref}/deposits|withdrawals` `{amount,
+//!   idempotencyKey}`, `GET /wallet-addresses/{ref}/balance|transfers`
+//! - `POST /outgoing-payments/{id}/cancel`: before it is sent
+//! - `GET /ledger/check`: the ledger invariants
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
 
@@ -78,6 +82,15 @@ pub fn admin_router(state: AdminState) -> Router {
             put(set_owner_password),
         )
         .route("/introspect", post(introspect))
+        .route("/wallet-addresses/{wallet}/deposits", post(deposit))
+        .route("/wallet-addresses/{wallet}/withdrawals", post(withdraw))
+        .route("/wallet-addresses/{wallet}/balance", get(balance))
+        .route("/wallet-addresses/{wallet}/transfers", get(transfers))
+        .route(
+            "/outgoing-payments/{id}/cancel",
+            post(cancel_outgoing_payment),
+        )
+        .route("/ledger/check", get(ledger_check))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
     crate::with_common_layers(routes)
@@ -457,4 +470,125 @@ async fn introspect(
             client: active.client.to_wire(),
         },
     )))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MoveMoney {
+    /// Minor units of the wallet address's asset, as a decimal string.
+    amount: String,
+    idempotency_key: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TransferAdmin {
+    id: String,
+    kind: String,
+    debit_account: String,
+    credit_account: String,
+    amount: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference: Option<String>,
+    created_at: String,
+}
+
+impl From<&opd_store::payments::TransferRow> for TransferAdmin {
+    fn from(t: &opd_store::payments::TransferRow) -> Self {
+        Self {
+            id: t.id.clone(),
+            kind: t.kind.clone(),
+            debit_account: t.debit_account.clone(),
+            credit_account: t.credit_account.clone(),
+            amount: t.amount.to_string(),
+            reference: t.reference.clone(),
+            created_at: t.created_at.to_rfc3339(),
+        }
+    }
+}
+
+async fn move_money(
+    state: &AdminState,
+    reference: &str,
+    req: MoveMoney,
+    deposit: bool,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    let wallet = resolve(state, reference).await?;
+    let amount = opd_core::money::parse_u64_canonical(&req.amount).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_amount",
+            format!("amount: {e}"),
+        )
+    })?;
+    let services = &state.app.services;
+    let (transfer, new) =
+        opd_service::ledger::move_money(services, &wallet, amount, deposit, &req.idempotency_key)
+            .await?;
+    let balance = opd_service::ledger::balance(services, &wallet).await?;
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(serde_json::json!({
+            "transfer": TransferAdmin::from(&transfer),
+            "balance": opd_core::AmountWire::from(&balance),
+        })),
+    ))
+}
+
+async fn deposit(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+    JsonBody { value: req, .. }: JsonBody<MoveMoney>,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    move_money(&state, &reference, req, true).await
+}
+
+async fn withdraw(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+    JsonBody { value: req, .. }: JsonBody<MoveMoney>,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    move_money(&state, &reference, req, false).await
+}
+
+async fn balance(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+) -> ApiResult<Json<serde_json::Value>> {
+    let wallet = resolve(&state, &reference).await?;
+    let balance = opd_service::ledger::balance(&state.app.services, &wallet).await?;
+    Ok(Json(
+        serde_json::json!({ "balance": opd_core::AmountWire::from(&balance) }),
+    ))
+}
+
+async fn transfers(
+    State(state): State<AdminState>,
+    PathParam(reference): PathParam,
+) -> ApiResult<Json<Vec<TransferAdmin>>> {
+    let wallet = resolve(&state, &reference).await?;
+    let list = opd_service::ledger::transfers(&state.app.services, &wallet, 100).await?;
+    Ok(Json(list.iter().map(TransferAdmin::from).collect()))
+}
+
+async fn cancel_outgoing_payment(
+    State(state): State<AdminState>,
+    PathParam(id): PathParam,
+) -> ApiResult<StatusCode> {
+    let id = opd_core::OutgoingPaymentId::parse(&id)
+        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
+    opd_service::worker::cancel(&state.app.services, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_json::Value>> {
+    let problems = opd_service::ledger::check(state.app.services.store.as_ref()).await?;
+    Ok(Json(
+        serde_json::json!({ "balanced": problems.is_empty(), "problems": problems }),
+    ))
 }

@@ -109,6 +109,27 @@ impl From<ServiceError> for ApiError {
                 "inactive wallet address",
             ),
             S::NotFound(what) => ApiError::not_found(what),
+            S::InvalidQuote(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_quote", m),
+            // Deployed clients read exactly "unauthorized" as "this grant is
+            // used up / out of funds"; the reason goes in the details.
+            S::Forbidden { code, message } => {
+                ApiError::new(StatusCode::FORBIDDEN, code, "unauthorized")
+                    .with_detail("reason", Value::String(message))
+            }
+            S::InsufficientBalance {
+                available,
+                required,
+            } => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "insufficient_balance",
+                "unauthorized",
+            )
+            .with_detail(
+                "reason",
+                Value::String("the wallet address's balance is too low".into()),
+            )
+            .with_detail("available", json!(AmountWire::from(&available)))
+            .with_detail("required", json!(AmountWire::from(&required))),
             S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
             S::Store(StoreError::Unavailable(m)) => {
                 tracing::error!(error = %m, "database unavailable");

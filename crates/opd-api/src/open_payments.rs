@@ -24,8 +24,9 @@ use crate::auth::{authenticate, RequestMeta};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs, RawBody};
 use crate::wire::{
-    parse_amount, CreateIncomingPaymentRequest, CreateQuoteRequest, IncomingPaymentWire, JwkWire,
-    Jwks, ListWire, PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
+    parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
+    GrantSpentWire, IncomingPaymentWire, JwkWire, Jwks, ListWire, OutgoingPaymentWire,
+    PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
 };
 use crate::AppState;
 
@@ -44,6 +45,12 @@ pub fn open_payments_router(state: AppState) -> Router {
             "/incoming-payments/{id}/complete",
             post(complete_incoming_payment),
         )
+        .route(
+            "/outgoing-payments",
+            post(create_outgoing_payment).get(list_outgoing_payments),
+        )
+        .route("/outgoing-payments/{id}", get(get_outgoing_payment))
+        .route("/outgoing-payment-grant", get(get_outgoing_payment_grant))
         .route("/quotes", post(create_quote))
         .route("/quotes/{id}", get(get_quote))
         .route("/{*path}", get(wallet_address_or_jwks))
@@ -373,4 +380,151 @@ async fn get_quote(
         &wallet,
         &services.config.public_url,
     )))
+}
+
+fn grant_context(
+    caller: &opd_service::access::Caller,
+) -> opd_service::outgoing_payments::GrantContext {
+    opd_service::outgoing_payments::GrantContext {
+        grant_id: caller.grant_id.to_string(),
+        limits: caller.limits.clone(),
+    }
+}
+
+async fn create_outgoing_payment(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    RawBody(raw): RawBody,
+) -> ApiResult<(StatusCode, Json<OutgoingPaymentWire>)> {
+    use opd_service::outgoing_payments::{self as op, NewOutgoingPayment, PaymentSource};
+    let services = &state.services;
+    let auth = authenticate(
+        &state,
+        &meta,
+        Some(&raw),
+        AccessType::OutgoingPayment,
+        Action::Create,
+    )
+    .await?;
+    let req: CreateOutgoingPaymentRequest = parse_json(&raw)?;
+    let caller = auth
+        .require(need(
+            AccessType::OutgoingPayment,
+            Action::Create,
+            &req.wallet_address,
+        ))
+        .map_err(|e| denied(&state, e))?;
+    let source = match (req.quote_id, req.incoming_payment, &req.debit_amount) {
+        (Some(q), None, None) => PaymentSource::Quote(q),
+        (None, Some(receiver), Some(d)) => PaymentSource::IncomingPayment {
+            receiver,
+            debit_amount: parse_amount("debitAmount", d)?,
+        },
+        _ => {
+            return Err(ApiError::invalid_request(
+                "give quoteId, or incomingPayment with debitAmount",
+            ))
+        }
+    };
+    let input = NewOutgoingPayment {
+        wallet_address: req.wallet_address,
+        source,
+        metadata: req.metadata,
+        client: Some(caller.client.clone()),
+        grant: Some(grant_context(&caller)),
+    };
+    let (payment, wallet, spent) = op::create(services, input).await?;
+    let mut body = OutgoingPaymentWire::new(&payment, &wallet, &services.config.public_url);
+    body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
+    body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+async fn get_outgoing_payment(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    PathParam(id): PathParam,
+) -> ApiResult<Json<OutgoingPaymentWire>> {
+    let services = &state.services;
+    let auth = authenticate(
+        &state,
+        &meta,
+        None,
+        AccessType::OutgoingPayment,
+        Action::Read,
+    )
+    .await?;
+    let id = opd_core::OutgoingPaymentId::parse(&id)
+        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
+    let (payment, wallet) = opd_service::outgoing_payments::get(services, id).await?;
+    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let caller = auth
+        .require(need(AccessType::OutgoingPayment, Action::Read, &wallet_url))
+        .map_err(|e| denied(&state, e))?;
+    if !caller.may_see(payment.client.as_deref()) {
+        return Err(ApiError::not_found("outgoing payment"));
+    }
+    Ok(Json(OutgoingPaymentWire::new(
+        &payment,
+        &wallet,
+        &services.config.public_url,
+    )))
+}
+
+async fn list_outgoing_payments(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+    query: QueryPairs,
+) -> ApiResult<Json<ListWire<OutgoingPaymentWire>>> {
+    let services = &state.services;
+    let auth = authenticate(
+        &state,
+        &meta,
+        None,
+        AccessType::OutgoingPayment,
+        Action::List,
+    )
+    .await?;
+    let (wallet_url, page) = parse_page(&query)?;
+    let caller = auth
+        .require(need(AccessType::OutgoingPayment, Action::List, &wallet_url))
+        .map_err(|e| denied(&state, e))?;
+    let (page, wallet) =
+        opd_service::outgoing_payments::list(services, &wallet_url, caller.list_filter(), &page)
+            .await?;
+    let public = &services.config.public_url;
+    Ok(Json(ListWire::new(
+        &page,
+        |p| p.id.to_string(),
+        |p| OutgoingPaymentWire::new(p, &wallet, public),
+    )))
+}
+
+async fn get_outgoing_payment_grant(
+    State(state): State<AppState>,
+    meta: RequestMeta,
+) -> ApiResult<Json<GrantSpentWire>> {
+    let services = &state.services;
+    let auth = authenticate(
+        &state,
+        &meta,
+        None,
+        AccessType::OutgoingPayment,
+        Action::Create,
+    )
+    .await?;
+    let caller = auth
+        .require(Required {
+            kind: AccessType::OutgoingPayment,
+            action: Action::Create,
+            wallet_address: None,
+        })
+        .map_err(|e| denied(&state, e))?;
+    let spent =
+        opd_service::outgoing_payments::grant_spent(services, &grant_context(&caller)).await?;
+    let spent = spent.unwrap_or_default();
+    Ok(Json(GrantSpentWire {
+        spent_debit_amount: spent.debit.as_ref().map(opd_core::AmountWire::from),
+        spent_receive_amount: spent.receive.as_ref().map(opd_core::AmountWire::from),
+    }))
 }

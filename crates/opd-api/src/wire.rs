@@ -236,3 +236,71 @@ pub fn parse_amount(field: &str, wire: &AmountWire) -> Result<Amount, crate::err
         )
     })
 }
+
+/// An outgoing payment (`grantSpent*` only in the create response).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingPaymentWire {
+    pub id: String,
+    pub wallet_address: String,
+    pub quote_id: String,
+    pub failed: bool,
+    pub receiver: String,
+    pub receive_amount: AmountWire,
+    pub debit_amount: AmountWire,
+    pub sent_amount: AmountWire,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant_spent_debit_amount: Option<AmountWire>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant_spent_receive_amount: Option<AmountWire>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    pub created_at: String,
+}
+
+impl OutgoingPaymentWire {
+    pub fn new(
+        p: &opd_store::payments::OutgoingPaymentRecord,
+        wallet: &WalletAddress,
+        public_url: &PublicUrl,
+    ) -> Self {
+        Self {
+            id: public_url.outgoing_payment(p.id),
+            wallet_address: public_url.wallet_address(&wallet.path),
+            quote_id: public_url.quote(p.quote_id),
+            failed: p.state == "failed" || p.state == "cancelled",
+            receiver: p.receiver.clone(),
+            receive_amount: AmountWire::from(&p.receive),
+            debit_amount: AmountWire::from(&p.debit),
+            sent_amount: AmountWire::from(&Amount::new(p.sent, p.debit.asset.clone())),
+            grant_spent_debit_amount: None,
+            grant_spent_receive_amount: None,
+            metadata: p.metadata.clone(),
+            created_at: p.created_at.to_rfc3339(),
+        }
+    }
+}
+
+/// `POST /outgoing-payments` (both variants).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOutgoingPaymentRequest {
+    pub wallet_address: String,
+    #[serde(default, deserialize_with = "non_null")]
+    pub quote_id: Option<String>,
+    #[serde(default, deserialize_with = "non_null")]
+    pub incoming_payment: Option<String>,
+    #[serde(default, deserialize_with = "non_null")]
+    pub debit_amount: Option<AmountWire>,
+    #[serde(default, deserialize_with = "non_null")]
+    pub metadata: Option<Metadata>,
+}
+
+/// `GET /outgoing-payment-grant`: both keys always present, `null` when
+/// nothing was spent.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantSpentWire {
+    pub spent_debit_amount: Option<AmountWire>,
+    pub spent_receive_amount: Option<AmountWire>,
+}

@@ -43,6 +43,15 @@ pub enum ServiceError {
     /// A uniqueness rule or a state rule was broken.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The quote cannot be paid (unknown, another wallet's, expired, used).
+    #[error("invalid quote: {0}")]
+    InvalidQuote(String),
+    /// The token's grant does not allow this payment (limits, receiver).
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
+    /// The wallet address's balance does not cover the debit.
+    #[error("insufficient balance: {available:?} available, {required:?} required")]
+    InsufficientBalance { available: Amount, required: Amount },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

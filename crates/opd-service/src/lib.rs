@@ -5,11 +5,15 @@ pub mod client_keys;
 mod error;
 pub mod grants;
 pub mod incoming_payments;
+pub mod ledger;
+pub mod outgoing_payments;
 pub mod pricing;
 pub mod quotes;
 pub mod secrets;
 pub mod urls;
 pub mod wallet_addresses;
+pub mod webhooks;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,6 +78,10 @@ pub struct ServiceConfig {
     pub introspection_token: Option<String>,
     /// Freshness window and format leniency of request signatures.
     pub signature_policy: opd_httpsig::VerifyPolicy,
+    /// Where webhook events are POSTed; `None` keeps them in the outbox.
+    pub webhook_url: Option<String>,
+    /// The key of the webhook signature header.
+    pub webhook_secret: Option<String>,
 }
 
 impl ServiceConfig {
@@ -101,6 +109,8 @@ impl ServiceConfig {
             introspection_url: None,
             introspection_token: None,
             signature_policy: opd_httpsig::VerifyPolicy::default(),
+            webhook_url: None,
+            webhook_secret: None,
         }
     }
 }

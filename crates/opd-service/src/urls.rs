@@ -58,6 +58,17 @@ impl PublicUrl {
         format!("{}/quotes/{}", self.base, id)
     }
 
+    pub fn outgoing_payment(&self, id: opd_core::OutgoingPaymentId) -> String {
+        format!("{}/outgoing-payments/{}", self.base, id)
+    }
+
+    /// The quote a quote URL names, if it is ours and well formed (a
+    /// trailing slash is tolerated).
+    pub fn quote_id(&self, url: &str) -> Option<QuoteId> {
+        let rest = self.relative(url.trim_end_matches('/'))?;
+        QuoteId::parse(rest.strip_prefix("quotes/")?)
+    }
+
     /// The part of `url` below this base, or `None` when `url` is not on
     /// this server. Scheme and host compare case-insensitively; default
     /// ports are implied.

@@ -489,6 +489,7 @@ macro_rules! payments_impl {
         }
 
         impl $store {
+            #[allow(clippy::too_many_arguments)]
             pub(crate) async fn pay_ledger_move(
                 &self,
                 wallet: opd_core::WalletAddressId,

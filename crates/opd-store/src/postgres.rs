@@ -553,6 +553,7 @@ impl Store for PgStore {
         self.gnap_get_owner_password(wallet).await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn ledger_move(
         &self,
         wallet: WalletAddressId,

@@ -536,6 +536,7 @@ impl Store for SqliteStore {
         self.gnap_get_owner_password(wallet).await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn ledger_move(
         &self,
         wallet: WalletAddressId,

@@ -12,6 +12,9 @@ use reqwest::{Method, StatusCode};
 use crate::client::SigningClient;
 use serde_json::Value;
 
+/// The identity-provider secret every `TestApp` is configured with.
+pub const IDP_SECRET: &str = "test-idp-secret-0123456789";
+
 /// A running opd for one test.
 pub struct TestApp {
     pub running: Option<Running>,
@@ -57,6 +60,10 @@ impl TestApp {
             settings.database_is_default = false;
             settings.migrate = true;
         }
+        // Tests drive the workers themselves (`run_workers`), so nothing
+        // happens behind their back.
+        settings.workers = false;
+        settings.idp_secret = Some(IDP_SECRET.into());
         adjust(&mut settings);
         let clock = ManualClock::new(Timestamp::now_utc());
         let running = opd::app::start(
@@ -95,7 +102,8 @@ impl TestApp {
     /// from `seed`, and returns a client that signs with that key.
     pub async fn signing_client(&self, path: &str, seed: u8) -> SigningClient {
         let url = self.create_wallet(path, "USD", 2).await;
-        let client = SigningClient::new(&url, &format!("{path}-key"), seed);
+        let mut client = SigningClient::new(&url, &format!("{path}-key"), seed);
+        client.clock = Some(self.clock.clone());
         let jwk = serde_json::to_value(client.jwk()).expect("jwk");
         let (status, v) = self
             .admin(
@@ -106,6 +114,115 @@ impl TestApp {
             .await;
         assert_eq!(status, StatusCode::CREATED, "{v}");
         client
+    }
+
+    /// The services of the running server (to drive workers, read the clock).
+    pub fn services(&self) -> &opd_service::Services {
+        &self.running.as_ref().expect("running").services
+    }
+
+    /// Runs the payment worker until nothing is due; returns its steps.
+    pub async fn run_workers(&self) -> Vec<opd_service::worker::Step> {
+        let mut steps = Vec::new();
+        for _ in 0..10_000 {
+            match opd_service::worker::run_once(self.services())
+                .await
+                .expect("worker step")
+            {
+                opd_service::worker::Step::Idle => break,
+                step => steps.push(step),
+            }
+        }
+        steps
+    }
+
+    /// Deposits into a walladdress through the admin API.
+    pub async fn deposit(&self, path: &str, amount: u64) {
+        let key = format!("deposit-{path}-{amount}-{}", uuid::Uuid::new_v4());
+        let body = serde_json::json!({ "amount": amount.to_string(), "idempotencyKey": key });
+        let (status, v) = self
+            .admin(
+                Method::POST,
+                &format!("/wallet-addresses/{path}/deposits"),
+                Some(&body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+    }
+
+    /// An outgoing-payment token for `wallet` with `limits` (JSON, may be
+    /// `null`), approved through the identity-provider API and continued
+    /// with the finish redirect's `interact_ref`.
+    pub async fn outgoing_token(
+        &self,
+        client: &SigningClient,
+        wallet: &str,
+        limits: Value,
+    ) -> String {
+        let mut item = serde_json::json!({ "type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": wallet });
+        if !limits.is_null() {
+            item["limits"] = limits;
+        }
+        let body = serde_json::json!({
+            "access_token": { "access": [item] },
+            "client": client.wallet_address,
+            "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://localhost/finish", "nonce": "n" } }
+        });
+        let pending = client
+            .send(Method::POST, &format!("{}/", self.auth), None, Some(&body))
+            .await;
+        assert_eq!(pending.status, StatusCode::OK, "{}", pending.body);
+        let redirect = pending.body["interact"]["redirect"]
+            .as_str()
+            .expect("redirect");
+        let mut parts = redirect.rsplit('/');
+        let nonce = parts.next().expect("nonce");
+        let id = parts.next().expect("id");
+        let idp = format!("{}/idp/interactions/{id}/{nonce}/accept", self.auth);
+        let accepted = self
+            .http
+            .post(idp)
+            .header("x-idp-secret", IDP_SECRET)
+            .send()
+            .await
+            .expect("idp");
+        assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+        let browser = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let finish = browser
+            .get(format!("{}/interact/{id}/{nonce}/finish", self.auth))
+            .send()
+            .await
+            .expect("finish");
+        let location = finish.headers()[reqwest::header::LOCATION]
+            .to_str()
+            .expect("location")
+            .to_owned();
+        let interact_ref = url::Url::parse(&location)
+            .expect("url")
+            .query_pairs()
+            .find(|(k, _)| k == "interact_ref")
+            .map(|(_, v)| v.into_owned())
+            .expect("interact_ref");
+        let granted = client
+            .send(
+                Method::POST,
+                pending.body["continue"]["uri"].as_str().expect("uri"),
+                Some(
+                    pending.body["continue"]["access_token"]["value"]
+                        .as_str()
+                        .expect("token"),
+                ),
+                Some(&serde_json::json!({ "interact_ref": interact_ref })),
+            )
+            .await;
+        assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+        granted.body["access_token"]["value"]
+            .as_str()
+            .expect("token")
+            .to_owned()
     }
 
     /// Requests a non-interactive grant for `access` and returns the token.

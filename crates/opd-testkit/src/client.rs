@@ -20,6 +20,9 @@ pub struct SigningClient {
     /// request (see `sign`).
     pub created: Option<u64>,
     sequence: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The server's test clock, when the client should sign with its time
+    /// (tests that move the clock forward).
+    pub clock: Option<opd_core::ManualClock>,
 }
 
 impl std::fmt::Debug for SigningClient {
@@ -49,6 +52,7 @@ impl SigningClient {
             http: reqwest::Client::new(),
             created: None,
             sequence: Default::default(),
+            clock: None,
         }
     }
 
@@ -67,7 +71,13 @@ impl SigningClient {
     /// A `created` no other request of this client used recently.
     fn next_created(&self) -> u64 {
         use std::sync::atomic::Ordering;
-        let now = Self::now();
+        let now = match &self.clock {
+            Some(c) => {
+                use opd_core::Clock;
+                u64::try_from(c.now().unix_seconds()).unwrap_or(0)
+            }
+            None => Self::now(),
+        };
         let floor = now.saturating_sub(200);
         let mut last = self.sequence.load(Ordering::Relaxed);
         loop {

@@ -133,6 +133,8 @@ fn service_config(
     config.idp_consent_url = settings.idp_consent_url.clone();
     config.introspection_url = settings.introspection_url.clone();
     config.introspection_token = settings.introspection_token.clone();
+    config.webhook_url = settings.webhook_url.clone();
+    config.webhook_secret = settings.webhook_secret.clone();
     config.signature_policy = opd_httpsig::VerifyPolicy {
         max_age: Duration::from_secs(settings.signature_max_age_secs),
         max_future_skew: Duration::from_secs(settings.signature_max_future_secs),
@@ -244,6 +246,9 @@ pub async fn start(
                 .await
         });
     }
+    if settings.workers {
+        spawn_workers(&mut tasks, &services, &shutdown);
+    }
     Ok(Running {
         open_payments_addr: op_addr,
         auth_addr,
@@ -256,4 +261,52 @@ pub async fn start(
         shutdown,
         tasks,
     })
+}
+
+/// The background loops: send due payments, announce expired incoming
+/// payments, deliver webhooks. Each sleeps briefly only when idle, and
+/// stops at shutdown.
+fn spawn_workers(
+    tasks: &mut JoinSet<std::io::Result<()>>,
+    services: &Arc<Services>,
+    shutdown: &watch::Sender<bool>,
+) {
+    use opd_service::worker::{self, Step};
+    let idle = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
+    {
+        let services = services.clone();
+        let mut stop = shutdown.subscribe();
+        tasks.spawn(async move {
+            loop {
+                let pause = match worker::run_once(&services).await {
+                    Ok(Step::Idle) => 20,
+                    Ok(_) => 0,
+                    Err(e) => {
+                        tracing::error!(error = %e, "payment worker step failed");
+                        500
+                    }
+                };
+                if pause > 0 {
+                    tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
+                } else if *stop.borrow() {
+                    return Ok(());
+                }
+            }
+        });
+    }
+    {
+        let services = services.clone();
+        let mut stop = shutdown.subscribe();
+        tasks.spawn(async move {
+            loop {
+                if let Err(e) = worker::expire_incoming_once(&services).await {
+                    tracing::error!(error = %e, "expiry worker step failed");
+                }
+                if let Err(e) = opd_service::webhooks::deliver_once(&services).await {
+                    tracing::error!(error = %e, "webhook worker step failed");
+                }
+                tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
+            }
+        });
+    }
 }

@@ -22,6 +22,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Check the ledger invariants (balances add up) and exit non-zero if not.
+    Check,
     /// Manage wallet addresses through a running server's admin API.
     #[command(subcommand, name = "wallet-address")]
     WalletAddress(WalletAddressCommand),

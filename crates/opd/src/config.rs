@@ -96,6 +96,15 @@ pub struct ServeArgs {
     /// Accept the open-payments Rust SDK's non-RFC signature format [default: true].
     #[arg(long, env = "OPD_ACCEPT_SDK_SIGNATURES")]
     pub accept_sdk_signatures: Option<bool>,
+    /// Where webhook events are POSTed [default: kept in the outbox].
+    #[arg(long, env = "OPD_WEBHOOK_URL")]
+    pub webhook_url: Option<String>,
+    /// Key of the Opd-Signature HMAC on webhooks.
+    #[arg(long, env = "OPD_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+    /// Run the background workers (payments, expiry, webhooks) [default: true].
+    #[arg(long, env = "OPD_WORKERS")]
+    pub workers: Option<bool>,
 }
 
 /// A fee in the configuration file.
@@ -141,6 +150,9 @@ pub struct FileConfig {
     pub signature_max_age_secs: Option<u64>,
     pub signature_max_future_secs: Option<u64>,
     pub accept_sdk_signatures: Option<bool>,
+    pub webhook_url: Option<String>,
+    pub webhook_secret: Option<String>,
+    pub workers: Option<bool>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -200,6 +212,9 @@ pub struct Settings {
     pub signature_max_age_secs: u64,
     pub signature_max_future_secs: u64,
     pub accept_sdk_signatures: bool,
+    pub webhook_url: Option<String>,
+    pub webhook_secret: Option<String>,
+    pub workers: bool,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -289,6 +304,9 @@ impl Settings {
                 .accept_sdk_signatures
                 .or(file.accept_sdk_signatures)
                 .unwrap_or(true),
+            webhook_url: serve.webhook_url.clone().or(file.webhook_url),
+            webhook_secret: serve.webhook_secret.clone().or(file.webhook_secret),
+            workers: serve.workers.or(file.workers).unwrap_or(true),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)

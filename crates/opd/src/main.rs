@@ -30,6 +30,24 @@ async fn main() -> anyhow::Result<()> {
             println!("database is up to date");
             Ok(())
         }
+        Command::Check => {
+            let settings = Settings::resolve(&cli.common, &Default::default(), file);
+            let store = opd_store::connect(&opd_store::ConnectOptions::new(
+                settings.database_url.clone(),
+            ))
+            .await
+            .context("cannot open the database")?;
+            let problems = opd_service::ledger::check(store.as_ref()).await?;
+            if problems.is_empty() {
+                println!("ledger balanced");
+                Ok(())
+            } else {
+                for p in &problems {
+                    println!("{p}");
+                }
+                anyhow::bail!("the ledger is not balanced ({} problems)", problems.len())
+            }
+        }
         Command::WalletAddress(cmd) => print(
             AdminClient::new(&cli.common, &file)?
                 .wallet_address(cmd)

@@ -8,6 +8,7 @@ mod access;
 mod admin;
 mod auth;
 mod incoming_payments;
+mod payments;
 mod quotes;
 mod sdk;
 mod wallet_addresses;

@@ -1,0 +1,122 @@
+//! The operator's side of the ledger: deposits into and withdrawals from
+//! wallet addresses (idempotent by key), balances, transfer history, and
+//! the invariant check behind `opd check`.
+
+use opd_core::wallet_address::WalletAddress;
+use opd_core::Amount;
+use opd_store::payments::{AccountKind, LedgerOutcome, TransferRow};
+use sha2::{Digest, Sha256};
+
+use crate::{ServiceError, Services};
+
+/// Moves money into (`deposit`) or out of a wallet address. A repeat with
+/// the same key and request returns the first transfer; the same key with
+/// another request is a conflict.
+pub async fn move_money(
+    services: &Services,
+    wallet: &WalletAddress,
+    amount: u64,
+    deposit: bool,
+    idempotency_key: &str,
+) -> Result<(TransferRow, bool), ServiceError> {
+    if amount == 0 {
+        return Err(ServiceError::InvalidAmount(
+            "amount must be greater than 0".into(),
+        ));
+    }
+    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
+        return Err(ServiceError::InvalidRequest(
+            "idempotencyKey must be 1 to 200 characters".into(),
+        ));
+    }
+    let kind = if deposit { "deposit" } else { "withdrawal" };
+    let digest: String =
+        Sha256::digest(format!("{kind}|{}|{}|{amount}", wallet.id, wallet.asset).as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    let key = format!("{kind}:{idempotency_key}");
+    match services
+        .store
+        .ledger_move(
+            wallet.id,
+            &wallet.asset,
+            amount,
+            deposit,
+            &key,
+            &digest,
+            services.clock.now(),
+        )
+        .await?
+    {
+        LedgerOutcome::Posted(t) => Ok((t, true)),
+        LedgerOutcome::Repeated(t) => Ok((t, false)),
+        LedgerOutcome::KeyReused => Err(ServiceError::Conflict {
+            code: "idempotency_key_reused",
+            message: "this idempotency key was used for a different request".into(),
+        }),
+        LedgerOutcome::InsufficientBalance { available } => {
+            Err(ServiceError::InsufficientBalance {
+                available: Amount::new(available, wallet.asset.clone()),
+                required: Amount::new(amount, wallet.asset.clone()),
+            })
+        }
+    }
+}
+
+/// A wallet address's balance.
+pub async fn balance(services: &Services, wallet: &WalletAddress) -> Result<Amount, ServiceError> {
+    let id = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
+    let accounts = services.store.ledger_accounts().await?;
+    let value = accounts
+        .iter()
+        .find(|a| a.id == id)
+        .map_or(0, |a| a.balance);
+    let value = u64::try_from(value)
+        .map_err(|_| ServiceError::Store(opd_store::StoreError::Corrupt("balance".into())))?;
+    Ok(Amount::new(value, wallet.asset.clone()))
+}
+
+/// A wallet address's newest transfers.
+pub async fn transfers(
+    services: &Services,
+    wallet: &WalletAddress,
+    limit: i64,
+) -> Result<Vec<TransferRow>, ServiceError> {
+    let id = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
+    Ok(services.store.ledger_transfers_of(&id, limit).await?)
+}
+
+/// Checks the ledger: every asset's balances sum to zero, no liability
+/// account is negative, and every balance equals what its transfers add
+/// up to. Returns the problems found (none when balanced).
+pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceError> {
+    let accounts = store.ledger_accounts().await?;
+    let transfers = store.ledger_all_transfers().await?;
+    let mut problems = Vec::new();
+    let mut net = std::collections::HashMap::<&str, i128>::new();
+    for t in &transfers {
+        *net.entry(t.credit_account.as_str()).or_default() += i128::from(t.amount);
+        *net.entry(t.debit_account.as_str()).or_default() -= i128::from(t.amount);
+    }
+    let mut per_asset = std::collections::BTreeMap::<String, i128>::new();
+    for a in &accounts {
+        *per_asset.entry(a.asset.to_string()).or_default() += a.balance;
+        let expected = net.get(a.id.as_str()).copied().unwrap_or(0);
+        if expected != a.balance {
+            problems.push(format!(
+                "account {} has balance {} but its transfers add up to {expected}",
+                a.id, a.balance
+            ));
+        }
+        if a.kind != AccountKind::Settlement.as_str() && a.balance < 0 {
+            problems.push(format!("account {} is negative: {}", a.id, a.balance));
+        }
+    }
+    for (asset, sum) in per_asset {
+        if sum != 0 {
+            problems.push(format!("balances in {asset} add up to {sum}, not 0"));
+        }
+    }
+    Ok(problems)
+}

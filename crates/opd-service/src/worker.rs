@@ -1,0 +1,261 @@
+//! Background work, one step at a time: `run_once` sends the next due
+//! outgoing payment, `expire_incoming_once` announces expired incoming
+//! payments. Tests call them directly; `opd serve` loops over them.
+//!
+//! Sending to an incoming payment on this server is one store transaction
+//! (the payment completes, the receiver is credited, the fee is taken), so
+//! a crash at any moment leaves it either sent or not, never twice. A
+//! payment is claimed with a lease: a worker that dies lets it come back
+//! when the lease ends.
+
+use opd_core::Amount;
+use opd_store::payments::{LocalDelivery, OutgoingPaymentRecord, PaymentFailure};
+
+use crate::outgoing_payments::payment_event_data;
+use crate::webhooks::event;
+use crate::{ServiceError, Services};
+
+/// How long a claimed payment is reserved for the worker that took it.
+pub const LEASE_MS: i64 = 30_000;
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing was due.
+    Idle,
+    /// A payment was completed.
+    Completed(opd_core::OutgoingPaymentId),
+    /// A payment failed (and was refunded).
+    Failed(opd_core::OutgoingPaymentId, String),
+    /// A payment could not be settled now (the receiver changed meanwhile);
+    /// it comes back when its lease ends.
+    Retry(opd_core::OutgoingPaymentId),
+}
+
+async fn fail(
+    services: &Services,
+    p: &OutgoingPaymentRecord,
+    reason: String,
+) -> Result<Step, ServiceError> {
+    let wallet = services
+        .store
+        .get_wallet_address(p.wallet_address_id)
+        .await?;
+    let mut failed = p.clone();
+    failed.state = "failed".into();
+    let events = match &wallet {
+        Some(w) => vec![event(
+            services,
+            "outgoing_payment.failed",
+            payment_event_data(services, &failed, w),
+        )],
+        None => Vec::new(),
+    };
+    let failure = PaymentFailure {
+        payment: p.id,
+        state: "failed",
+        reason: reason.clone(),
+        at: services.clock.now(),
+        events,
+    };
+    services.store.fail_outgoing_payment(&failure).await?;
+    Ok(Step::Failed(p.id, reason))
+}
+
+/// Sends the next due outgoing payment, if any.
+pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
+    let now = services.clock.now();
+    let Some(p) = services
+        .store
+        .claim_due_outgoing_payment(now, LEASE_MS)
+        .await?
+    else {
+        return Ok(Step::Idle);
+    };
+    let Some(quote) = services.store.get_quote(p.quote_id).await? else {
+        return fail(services, &p, "the payment's quote is missing".into()).await;
+    };
+    if quote.is_expired(now) {
+        return fail(
+            services,
+            &p,
+            "the quote expired before the payment was sent".into(),
+        )
+        .await;
+    }
+    let Some(incoming_id) = services.config.public_url.incoming_payment_id(&p.receiver) else {
+        return fail(
+            services,
+            &p,
+            "receivers on other Open Payments servers are not supported yet".into(),
+        )
+        .await;
+    };
+    let Some(receiver) = services.store.get_incoming_payment(incoming_id).await? else {
+        return fail(services, &p, "the receiver does not exist".into()).await;
+    };
+    if receiver.completed || receiver.is_expired(now) {
+        return fail(
+            services,
+            &p,
+            "the receiver no longer accepts payments".into(),
+        )
+        .await;
+    }
+    if receiver.asset != p.receive.asset {
+        return fail(services, &p, "the receiver's asset changed".into()).await;
+    }
+    if receiver.remaining().is_some_and(|r| r < p.receive.value) {
+        return fail(
+            services,
+            &p,
+            "the receiver can no longer accept the quoted amount".into(),
+        )
+        .await;
+    }
+    let Some(received) = receiver.received_amount.checked_add(p.receive.value) else {
+        return fail(services, &p, "the receiver's total would overflow".into()).await;
+    };
+    let completes = receiver.incoming_amount.is_some_and(|i| received >= i);
+    let wallet = services
+        .store
+        .get_wallet_address(p.wallet_address_id)
+        .await?;
+    let mut done = p.clone();
+    done.state = "completed".into();
+    done.sent = quote.debit_minus_fees;
+    let mut events = Vec::new();
+    if let Some(w) = &wallet {
+        events.push(event(
+            services,
+            "outgoing_payment.completed",
+            payment_event_data(services, &done, w),
+        ));
+    }
+    let mut credited = receiver.clone();
+    credited.received_amount = received;
+    credited.completed = completes;
+    let receiver_wallet = services
+        .store
+        .get_wallet_address(receiver.wallet_address_id)
+        .await?;
+    if let Some(rw) = &receiver_wallet {
+        let data = incoming_event_data(services, &credited, rw);
+        if completes {
+            events.push(event(services, "incoming_payment.completed", data));
+        }
+    }
+    let delivery = LocalDelivery {
+        payment: p.id,
+        sender_wallet: p.wallet_address_id,
+        incoming: receiver.id,
+        sender_asset: p.debit.asset.clone(),
+        receiver_asset: p.receive.asset.clone(),
+        send: quote.debit_minus_fees,
+        fee: quote.fee,
+        deliver: p.receive.value,
+        expected_received: receiver.received_amount,
+        completes_incoming: completes,
+        at: services.clock.now(),
+        events,
+    };
+    if services.store.deliver_locally(&delivery).await? {
+        Ok(Step::Completed(p.id))
+    } else {
+        Ok(Step::Retry(p.id))
+    }
+}
+
+/// The webhook body of an incoming payment.
+pub(crate) fn incoming_event_data(
+    services: &Services,
+    p: &opd_core::incoming_payment::IncomingPayment,
+    wallet: &opd_core::wallet_address::WalletAddress,
+) -> serde_json::Value {
+    let public = &services.config.public_url;
+    let mut data = serde_json::json!({
+        "id": public.incoming_payment(p.id),
+        "walletAddress": public.wallet_address(&wallet.path),
+        "receivedAmount": opd_core::AmountWire::from(&p.received_amount()),
+        "completed": p.completed,
+        "expiresAt": p.expires_at.to_rfc3339(),
+        "createdAt": p.created_at.to_rfc3339(),
+    });
+    if let Some(a) = p.incoming_amount {
+        data["incomingAmount"] =
+            serde_json::json!(opd_core::AmountWire::from(&Amount::new(a, p.asset.clone())));
+    }
+    if let Some(m) = &p.metadata {
+        data["metadata"] = serde_json::Value::Object(m.clone());
+    }
+    data
+}
+
+/// Announces incoming payments that expired unfinished; returns how many.
+pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceError> {
+    let due = services
+        .store
+        .due_expired_incoming_payments(services.clock.now(), 32)
+        .await?;
+    let mut n = 0;
+    for id in due {
+        let Some(p) = services.store.get_incoming_payment(id).await? else {
+            continue;
+        };
+        let Some(w) = services
+            .store
+            .get_wallet_address(p.wallet_address_id)
+            .await?
+        else {
+            continue;
+        };
+        let e = event(
+            services,
+            "incoming_payment.expired",
+            incoming_event_data(services, &p, &w),
+        );
+        if services.store.mark_incoming_payment_expired(id, &e).await? {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Cancels an outgoing payment that was not sent yet; its money goes back.
+pub async fn cancel(
+    services: &Services,
+    id: opd_core::OutgoingPaymentId,
+) -> Result<(), ServiceError> {
+    let Some(p) = services.store.get_outgoing_payment(id).await? else {
+        return Err(ServiceError::NotFound("outgoing payment"));
+    };
+    let wallet = services
+        .store
+        .get_wallet_address(p.wallet_address_id)
+        .await?;
+    let mut cancelled = p.clone();
+    cancelled.state = "cancelled".into();
+    let events = match &wallet {
+        Some(w) => vec![event(
+            services,
+            "outgoing_payment.failed",
+            payment_event_data(services, &cancelled, w),
+        )],
+        None => Vec::new(),
+    };
+    let failure = PaymentFailure {
+        payment: id,
+        state: "cancelled",
+        reason: "cancelled by the operator".into(),
+        at: services.clock.now(),
+        events,
+    };
+    if services.store.fail_outgoing_payment(&failure).await? {
+        Ok(())
+    } else {
+        Err(ServiceError::Conflict {
+            code: "payment_not_cancellable",
+            message: format!("the payment is {} and can no longer be cancelled", p.state),
+        })
+    }
+}

@@ -1,0 +1,574 @@
+//! Outgoing payments end to end: alice pays bob on one server (incoming
+//! payment → quote → outgoing payment → worker), in one currency and across
+//! currencies with fees; funding from the ledger; grant limits (amounts,
+//! receiver, intervals, races); expiry; webhooks; the ledger invariant.
+
+use opd_service::worker::Step;
+use opd_testkit::app::{Db, TestApp};
+use opd_testkit::client::SigningClient;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::{amount, spec_rs};
+
+struct World {
+    app: TestApp,
+    alice: String,
+    bob: String,
+    payer: SigningClient,
+}
+
+async fn world(db: Db) -> World {
+    let app = TestApp::spawn_with(db, |_| {}).await;
+    let alice = app.create_wallet("alice", "USD", 2).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let payer = app.signing_client("payer", 41).await;
+    app.deposit("alice", 10_000).await;
+    World {
+        app,
+        alice,
+        bob,
+        payer,
+    }
+}
+
+async fn incoming(app: &TestApp, wallet: &str, value: &str, code: &str) -> String {
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": wallet, "incomingAmount": amount(value, code, 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    ip["id"].as_str().unwrap().to_owned()
+}
+
+async fn quote(app: &TestApp, body: Value) -> Value {
+    let (s, q) = app.post(&app.url("quotes"), &body).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    q
+}
+
+async fn pay(w: &World, token: &str, body: &Value) -> (StatusCode, Value) {
+    let r = w
+        .payer
+        .send(
+            Method::POST,
+            &w.app.url("outgoing-payments"),
+            Some(token),
+            Some(body),
+        )
+        .await;
+    (r.status, r.body)
+}
+
+async fn read(w: &World, token: &str, id: &str) -> Value {
+    let r = w.payer.send(Method::GET, id, Some(token), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    spec_rs("get-outgoing-payment", r.status, &r.body);
+    r.body
+}
+
+async fn balance(app: &TestApp, path: &str) -> String {
+    let (_, v) = app
+        .admin(
+            Method::GET,
+            &format!("/wallet-addresses/{path}/balance"),
+            None,
+        )
+        .await;
+    v["balance"]["value"].as_str().unwrap().to_owned()
+}
+
+async fn ledger_balanced(app: &TestApp) {
+    let (_, v) = app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(v["balanced"], true, "{v}");
+}
+
+#[tokio::test]
+async fn alice_pays_bob_in_one_currency() {
+    alice_pays_bob(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn alice_pays_bob_on_postgres() {
+    alice_pays_bob(Db::Postgres).await;
+}
+
+async fn alice_pays_bob(db: Db) {
+    let w = world(db).await;
+    let ip = incoming(&w.app, &w.bob, "2500", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"], "metadata": { "order": 7 } }),
+    )
+    .await;
+    spec_rs("create-outgoing-payment", s, &created);
+    assert_eq!(created["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(created["failed"], false);
+    assert_eq!(created["quoteId"], q["id"]);
+    assert_eq!(created["debitAmount"], q["debitAmount"]);
+    assert_eq!(balance(&w.app, "alice").await, "7500", "funded at creation");
+    let id = created["id"].as_str().unwrap();
+
+    // A quote pays once.
+    let (s, again) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(
+        (s, again["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_quote"))
+    );
+
+    let steps = w.app.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    let done = read(&w, &token, id).await;
+    assert_eq!(done["sentAmount"], amount("2500", "USD", 2));
+    assert_eq!(done["failed"], false);
+    assert_eq!(done["metadata"]["order"], 7);
+    let (_, received) = w.app.get(&ip).await;
+    assert_eq!(received["receivedAmount"], amount("2500", "USD", 2));
+    assert_eq!(
+        received["completed"], true,
+        "an incomingAmount reached completes the payment"
+    );
+    assert!(w.app.run_workers().await.is_empty(), "sent exactly once");
+
+    let listed = w
+        .payer
+        .send(
+            Method::GET,
+            &format!(
+                "{}?wallet-address={}",
+                w.app.url("outgoing-payments"),
+                w.alice
+            ),
+            Some(&token),
+            None,
+        )
+        .await;
+    spec_rs("list-outgoing-payments", listed.status, &listed.body);
+    assert_eq!(listed.body["result"].as_array().unwrap().len(), 1);
+    ledger_balanced(&w.app).await;
+    w.app.stop().await;
+}
+
+#[tokio::test]
+async fn cross_currency_with_fees_and_from_an_incoming_payment() {
+    let w = world(Db::Sqlite).await;
+    let claire = w.app.create_wallet("claire", "EUR", 2).await;
+    w.app
+        .admin(
+            Method::PUT,
+            "/rates/USD",
+            Some(&json!({ "rates": { "EUR": "0.91" } })),
+        )
+        .await;
+    w.app
+        .admin(
+            Method::PUT,
+            "/fees/USD/2",
+            Some(&json!({ "fixed": "10", "basisPoints": 100 })),
+        )
+        .await;
+    let ip = incoming(&w.app, &claire, "500", "EUR").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    assert_eq!(q["debitAmount"], amount("566", "USD", 2));
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    w.app.run_workers().await;
+    let done = read(&w, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(
+        done["sentAmount"],
+        amount("550", "USD", 2),
+        "sent excludes the 16 fee"
+    );
+    let (_, received) = w.app.get(&ip).await;
+    assert_eq!(received["receivedAmount"], amount("500", "EUR", 2));
+    assert_eq!(balance(&w.app, "alice").await, "9434");
+    let (_, claire_balance) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(claire_balance["balanced"], true, "{claire_balance}");
+
+    // The Web Monetization style: an incoming payment plus a debit amount.
+    let open = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob }),
+        )
+        .await
+        .1["id"]
+        .clone();
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount("100", "USD", 2), "metadata": { "source": "Web Monetization" } }),
+    )
+    .await;
+    spec_rs("create-outgoing-payment", s, &created);
+    assert_eq!(
+        created["receiveAmount"],
+        amount("89", "USD", 2),
+        "100 minus the fee ceil(1) + 10"
+    );
+    w.app.run_workers().await;
+    let done = read(&w, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(done["sentAmount"], amount("89", "USD", 2));
+    ledger_balanced(&w.app).await;
+}
+
+#[tokio::test]
+async fn payments_fail_cleanly_and_give_the_money_back() {
+    let w = world(Db::Sqlite).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    // Not enough money: nothing is created.
+    let ip = incoming(&w.app, &w.bob, "20000", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, v) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(
+        (
+            s,
+            v["error"]["code"].as_str(),
+            v["error"]["description"].as_str()
+        ),
+        (
+            StatusCode::FORBIDDEN,
+            Some("insufficient_balance"),
+            Some("unauthorized")
+        )
+    );
+    assert_eq!(
+        v["error"]["details"]["available"],
+        amount("10000", "USD", 2)
+    );
+
+    // The quote expires before the worker sends: the payment fails, the
+    // money comes back.
+    let ip = incoming(&w.app, &w.bob, "300", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (_, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(balance(&w.app, "alice").await, "9700");
+    w.app.clock.advance_millis(301_000);
+    let steps = w.app.run_workers().await;
+    assert!(matches!(steps.as_slice(), [Step::Failed(..)]), "{steps:?}");
+    // Tokens live 600 s; the clock moved 301 s.
+    let failed = read(&w, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(failed["failed"], true);
+    assert_eq!(failed["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(balance(&w.app, "alice").await, "10000");
+    // An expired quote cannot be paid either.
+    let (s, v) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_quote"))
+    );
+    ledger_balanced(&w.app).await;
+}
+
+#[tokio::test]
+async fn grant_limits_amounts_receiver_and_intervals() {
+    let w = world(Db::Sqlite).await;
+    // 1000 per day, starting today.
+    let now = {
+        use opd_core::Clock;
+        w.app.clock.now()
+    };
+    let day_start =
+        opd_core::Timestamp::from_unix_millis(now.unix_millis() - now.unix_millis() % 86_400_000);
+    let limits = json!({ "debitAmount": amount("1000", "USD", 2), "interval": format!("R/{}/P1D", day_start.to_rfc3339()) });
+    let token = w.app.outgoing_token(&w.payer, &w.alice, limits).await;
+    let open = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob }),
+        )
+        .await
+        .1["id"]
+        .clone();
+    let send = |v: &str| json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount(v, "USD", 2) });
+    let (s, first) = pay(&w, &token, &send("600")).await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    assert_eq!(
+        first["grantSpentDebitAmount"],
+        amount("0", "USD", 2),
+        "spent before this payment"
+    );
+    let (s, second) = pay(&w, &token, &send("400")).await;
+    assert_eq!(
+        second["grantSpentDebitAmount"],
+        amount("600", "USD", 2),
+        "{second}"
+    );
+    assert_eq!(s, StatusCode::CREATED);
+    let (s, over) = pay(&w, &token, &send("1")).await;
+    assert_eq!(
+        (
+            s,
+            over["error"]["code"].as_str(),
+            over["error"]["description"].as_str()
+        ),
+        (
+            StatusCode::FORBIDDEN,
+            Some("insufficient_grant"),
+            Some("unauthorized")
+        )
+    );
+    let spent = w
+        .payer
+        .send(
+            Method::GET,
+            &w.app.url("outgoing-payment-grant"),
+            Some(&token),
+            None,
+        )
+        .await;
+    opd_openapi::assert_response_allow_null(
+        opd_openapi::Api::ResourceServer,
+        "get-outgoing-payment-grant",
+        spent.status.as_u16(),
+        &spent.body,
+    );
+    assert_eq!(spent.body["spentDebitAmount"], amount("1000", "USD", 2));
+
+    // A receiver limit.
+    let other = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob }),
+        )
+        .await
+        .1["id"]
+        .clone();
+    let pinned = w
+        .app
+        .outgoing_token(&w.payer, &w.alice, json!({ "receiver": open }))
+        .await;
+    let (s, v) = pay(&w, &pinned, &json!({ "walletAddress": w.alice, "incomingPayment": other, "debitAmount": amount("5", "USD", 2) })).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("insufficient_grant"))
+    );
+    let (s, _) = pay(&w, &pinned, &send("5")).await;
+    assert_eq!(s, StatusCode::CREATED);
+    // A token for alice cannot pay from bob.
+    let (s, _) = pay(&w, &pinned, &json!({ "walletAddress": w.bob, "incomingPayment": open, "debitAmount": amount("5", "USD", 2) })).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    // The next day the limit is fresh (a new token: the old one expired).
+    w.app.clock.advance_millis(86_400_000);
+    let manage_token = w.app.outgoing_token(&w.payer, &w.alice, json!({ "debitAmount": amount("1000", "USD", 2), "interval": format!("R/{}/P1D", day_start.to_rfc3339()) })).await;
+    let (s, next_day) = pay(&w, &manage_token, &send("1000")).await;
+    assert_eq!(s, StatusCode::CREATED, "{next_day}");
+}
+
+#[tokio::test]
+async fn concurrent_creates_race_for_the_last_unit_of_a_limit() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let w = world(db).await;
+        let token = w
+            .app
+            .outgoing_token(
+                &w.payer,
+                &w.alice,
+                json!({ "debitAmount": amount("1000", "USD", 2) }),
+            )
+            .await;
+        let open = w
+            .app
+            .post(
+                &w.app.url("incoming-payments"),
+                &json!({ "walletAddress": w.bob }),
+            )
+            .await
+            .1["id"]
+            .clone();
+        let body = json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount("300", "USD", 2) });
+        let url = w.app.url("outgoing-payments");
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (payer, token, body, url) =
+                    (w.payer.clone(), token.clone(), body.clone(), url.clone());
+                tokio::spawn(async move {
+                    payer
+                        .send(Method::POST, &url, Some(&token), Some(&body))
+                        .await
+                        .status
+                })
+            })
+            .collect();
+        let mut created = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                StatusCode::CREATED => created += 1,
+                StatusCode::FORBIDDEN => {}
+                other => panic!("unexpected {other}"),
+            }
+        }
+        assert_eq!(created, 3, "exactly three 300s fit in 1000 ({db:?})");
+        assert_eq!(balance(&w.app, "alice").await, "9100");
+        ledger_balanced(&w.app).await;
+    }
+}
+
+#[tokio::test]
+async fn webhooks_are_signed_and_retried_until_accepted() {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let fail_first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let receiver = {
+        let seen = seen.clone();
+        let fail_first = fail_first.clone();
+        axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                let seen = seen.clone();
+                let fail_first = fail_first.clone();
+                async move {
+                    if fail_first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let sig = headers
+                        .get("opd-signature")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    seen.lock().unwrap().push((sig, body));
+                    StatusCode::OK
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let app = TestApp::spawn_with(Db::Sqlite, move |s| {
+        s.webhook_url = Some(hook);
+        s.webhook_secret = Some("whsec-test".into());
+    })
+    .await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let in_a_minute = {
+        use opd_core::Clock;
+        app.clock.now().plus_seconds(60).to_rfc3339()
+    };
+    let (_, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": bob, "expiresAt": in_a_minute }),
+        )
+        .await;
+    app.clock.advance_millis(61_000);
+    assert_eq!(
+        opd_service::worker::expire_incoming_once(app.services())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        opd_service::worker::expire_incoming_once(app.services())
+            .await
+            .unwrap(),
+        0,
+        "announced once"
+    );
+    assert_eq!(
+        opd_service::webhooks::deliver_once(app.services())
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the first attempt was refused"
+    );
+    assert_eq!(
+        opd_service::webhooks::deliver_once(app.services())
+            .await
+            .unwrap(),
+        0,
+        "backing off"
+    );
+    app.clock.advance_millis(1_000);
+    assert_eq!(
+        opd_service::webhooks::deliver_once(app.services())
+            .await
+            .unwrap(),
+        1
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let (sig, body) = &seen[0];
+    let event: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(event["type"], "incoming_payment.expired");
+    assert_eq!(event["data"]["id"], ip["id"]);
+    // The receiver checks the signature: HMAC-SHA256 over "<t>.<body>".
+    let t: i64 = sig
+        .split(", ")
+        .next()
+        .unwrap()
+        .trim_start_matches("t=")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        sig,
+        &opd_service::webhooks::signature("whsec-test", t, body.as_bytes())
+    );
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"whsec-test").unwrap();
+    mac.update(format!("{t}.{body}").as_bytes());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(sig.ends_with(&format!("v1={hex}")));
+}
