@@ -151,91 +151,19 @@ impl TestApp {
     }
 
     /// An outgoing-payment token for `wallet` with `limits` (JSON, may be
-    /// `null`), approved through the identity-provider API and continued
-    /// with the finish redirect's `interact_ref`.
+    /// `null`), approved through the identity-provider API.
     pub async fn outgoing_token(
         &self,
         client: &SigningClient,
         wallet: &str,
         limits: Value,
     ) -> String {
-        let mut item = serde_json::json!({ "type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": wallet });
-        if !limits.is_null() {
-            item["limits"] = limits;
-        }
-        let body = serde_json::json!({
-            "access_token": { "access": [item] },
-            "client": client.wallet_address,
-            "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://localhost/finish", "nonce": "n" } }
-        });
-        let pending = client
-            .send(Method::POST, &format!("{}/", self.auth), None, Some(&body))
-            .await;
-        assert_eq!(pending.status, StatusCode::OK, "{}", pending.body);
-        let redirect = pending.body["interact"]["redirect"]
-            .as_str()
-            .expect("redirect");
-        let mut parts = redirect.rsplit('/');
-        let nonce = parts.next().expect("nonce");
-        let id = parts.next().expect("id");
-        let idp = format!("{}/idp/interactions/{id}/{nonce}/accept", self.auth);
-        let accepted = self
-            .http
-            .post(idp)
-            .header("x-idp-secret", IDP_SECRET)
-            .send()
-            .await
-            .expect("idp");
-        assert_eq!(accepted.status(), StatusCode::ACCEPTED);
-        let browser = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client");
-        let finish = browser
-            .get(format!("{}/interact/{id}/{nonce}/finish", self.auth))
-            .send()
-            .await
-            .expect("finish");
-        let location = finish.headers()[reqwest::header::LOCATION]
-            .to_str()
-            .expect("location")
-            .to_owned();
-        let interact_ref = url::Url::parse(&location)
-            .expect("url")
-            .query_pairs()
-            .find(|(k, _)| k == "interact_ref")
-            .map(|(_, v)| v.into_owned())
-            .expect("interact_ref");
-        let granted = client
-            .send(
-                Method::POST,
-                pending.body["continue"]["uri"].as_str().expect("uri"),
-                Some(
-                    pending.body["continue"]["access_token"]["value"]
-                        .as_str()
-                        .expect("token"),
-                ),
-                Some(&serde_json::json!({ "interact_ref": interact_ref })),
-            )
-            .await;
-        assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
-        granted.body["access_token"]["value"]
-            .as_str()
-            .expect("token")
-            .to_owned()
+        outgoing_token_at(&self.auth, client, wallet, limits).await
     }
 
     /// Requests a non-interactive grant for `access` and returns the token.
     pub async fn grant_token(&self, client: &SigningClient, access: Value) -> String {
-        let body = serde_json::json!({ "access_token": { "access": access }, "client": client.wallet_address });
-        let reply = client
-            .send(Method::POST, &format!("{}/", self.auth), None, Some(&body))
-            .await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body["access_token"]["value"]
-            .as_str()
-            .expect("token")
-            .to_owned()
+        grant_token_at(&self.auth, client, access).await
     }
 
     /// The URL of a path on the Open Payments listener.
@@ -335,6 +263,93 @@ impl TestApp {
             r.shutdown().await.expect("clean shutdown");
         }
     }
+}
+
+/// An outgoing-payment token for `wallet` with `limits` (JSON, may be
+/// `null`), approved through the identity-provider API and continued
+/// with the finish redirect's `interact_ref`.
+pub async fn outgoing_token_at(
+    auth: &str,
+    client: &SigningClient,
+    wallet: &str,
+    limits: Value,
+) -> String {
+    let mut item = serde_json::json!({ "type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": wallet });
+    if !limits.is_null() {
+        item["limits"] = limits;
+    }
+    let body = serde_json::json!({
+        "access_token": { "access": [item] },
+        "client": client.wallet_address,
+        "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://localhost/finish", "nonce": "n" } }
+    });
+    let pending = client
+        .send(Method::POST, &format!("{}/", auth), None, Some(&body))
+        .await;
+    assert_eq!(pending.status, StatusCode::OK, "{}", pending.body);
+    let redirect = pending.body["interact"]["redirect"]
+        .as_str()
+        .expect("redirect");
+    let mut parts = redirect.rsplit('/');
+    let nonce = parts.next().expect("nonce");
+    let id = parts.next().expect("id");
+    let idp = format!("{}/idp/interactions/{id}/{nonce}/accept", auth);
+    let accepted = reqwest::Client::new()
+        .post(idp)
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .expect("idp");
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let finish = browser
+        .get(format!("{}/interact/{id}/{nonce}/finish", auth))
+        .send()
+        .await
+        .expect("finish");
+    let location = finish.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let interact_ref = url::Url::parse(&location)
+        .expect("url")
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .map(|(_, v)| v.into_owned())
+        .expect("interact_ref");
+    let granted = client
+        .send(
+            Method::POST,
+            pending.body["continue"]["uri"].as_str().expect("uri"),
+            Some(
+                pending.body["continue"]["access_token"]["value"]
+                    .as_str()
+                    .expect("token"),
+            ),
+            Some(&serde_json::json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    granted.body["access_token"]["value"]
+        .as_str()
+        .expect("token")
+        .to_owned()
+}
+
+/// Requests a non-interactive grant for `access` and returns the token.
+pub async fn grant_token_at(auth: &str, client: &SigningClient, access: Value) -> String {
+    let body = serde_json::json!({ "access_token": { "access": access }, "client": client.wallet_address });
+    let reply = client
+        .send(Method::POST, &format!("{}/", auth), None, Some(&body))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["access_token"]["value"]
+        .as_str()
+        .expect("token")
+        .to_owned()
 }
 
 async fn into_parts(resp: reqwest::Response) -> (StatusCode, reqwest::header::HeaderMap, Value) {

@@ -157,6 +157,37 @@ impl SigningClient {
         }
     }
 
+    /// Like `send`, but a transport failure (the server died) is an error
+    /// instead of a panic, and so is a body that is not JSON.
+    pub async fn try_send(
+        &self,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Reply, String> {
+        let bytes = body.map(|b| serde_json::to_vec(b).expect("json"));
+        let headers = self.sign(&method, url, token, bytes.as_deref());
+        let mut req = self.http.request(method, url).headers(headers);
+        if let Some(b) = bytes {
+            req = req.body(b);
+        }
+        let resp = req.send().await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.map_err(|e| e.to_string())?;
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).map_err(|e| e.to_string())?
+        };
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
     /// Sends a signed request, with `Authorization: GNAP <token>` when a
     /// token is given and the body as compact JSON.
     pub async fn send(
