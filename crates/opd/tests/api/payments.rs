@@ -572,3 +572,22 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
         .collect();
     assert!(sig.ends_with(&format!("v1={hex}")));
 }
+
+#[tokio::test]
+async fn a_receive_amount_limit_counts_what_receivers_get() {
+    let w = world(Db::Sqlite).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, json!({ "receiveAmount": amount("500", "USD", 2) })).await;
+    let open = w.app.post(&w.app.url("incoming-payments"), &json!({ "walletAddress": w.bob })).await.1["id"].clone();
+    let send = |v: &str| json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount(v, "USD", 2) });
+    let (s, first) = pay(&w, &token, &send("300")).await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    let (s, over) = pay(&w, &token, &send("300")).await;
+    assert_eq!((s, over["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_grant")));
+    let (s, fits) = pay(&w, &token, &send("200")).await;
+    assert_eq!(s, StatusCode::CREATED, "{fits}");
+    assert_eq!(fits["grantSpentReceiveAmount"], amount("300", "USD", 2));
+    // A limit in another asset allows nothing.
+    let euros = w.app.outgoing_token(&w.payer, &w.alice, json!({ "receiveAmount": amount("500", "EUR", 2) })).await;
+    let (s, _) = pay(&w, &euros, &send("1")).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+}
