@@ -15,6 +15,7 @@
 //! - `POST /wallet-addresses/{ref}/deposits|withdrawals` `{amount,
 //!   idempotencyKey}`, `GET /wallet-addresses/{ref}/balance|transfers`
 //! - `POST /outgoing-payments/{id}/cancel`: before it is sent
+//! - `POST /outgoing-payments/{id}/fund`: with external funding
 //! - `GET /ledger/check`: the ledger invariants
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
@@ -91,6 +92,7 @@ pub fn admin_router(state: AdminState) -> Router {
             post(cancel_outgoing_payment),
         )
         .route("/ledger/check", get(ledger_check))
+        .route("/outgoing-payments/{id}/fund", post(fund_outgoing_payment))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
     crate::with_common_layers(routes)
@@ -591,4 +593,14 @@ async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_j
     Ok(Json(
         serde_json::json!({ "balanced": problems.is_empty(), "problems": problems }),
     ))
+}
+
+async fn fund_outgoing_payment(
+    State(state): State<AdminState>,
+    PathParam(id): PathParam,
+) -> ApiResult<StatusCode> {
+    let id = opd_core::OutgoingPaymentId::parse(&id)
+        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
+    opd_service::worker::fund(&state.app.services, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

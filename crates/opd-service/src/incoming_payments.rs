@@ -91,7 +91,15 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    services.store.create_incoming_payment(&payment).await?;
+    let created = crate::webhooks::event(
+        services,
+        "incoming_payment.created",
+        crate::worker::incoming_event_data(services, &payment, &wallet),
+    );
+    services
+        .store
+        .create_incoming_payment(&payment, &[created])
+        .await?;
     Ok((payment, wallet))
 }
 

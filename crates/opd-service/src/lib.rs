@@ -82,6 +82,10 @@ pub struct ServiceConfig {
     pub webhook_url: Option<String>,
     /// The key of the webhook signature header.
     pub webhook_secret: Option<String>,
+    /// Outgoing payments wait in `funding` until the operator funds them
+    /// through the admin API (after the `outgoing_payment.created`
+    /// webhook), instead of being funded from the wallet address's balance.
+    pub external_funding: bool,
 }
 
 impl ServiceConfig {
@@ -111,6 +115,7 @@ impl ServiceConfig {
             signature_policy: opd_httpsig::VerifyPolicy::default(),
             webhook_url: None,
             webhook_secret: None,
+            external_funding: false,
         }
     }
 }

@@ -187,7 +187,12 @@ pub async fn create(
         debit: quote.debit_amount.clone(),
         receive: quote.receive_amount.clone(),
         sent: 0,
-        state: "sending".into(),
+        state: if services.config.external_funding {
+            "funding"
+        } else {
+            "sending"
+        }
+        .into(),
         error: None,
         metadata: input.metadata,
         client: input.client,

@@ -62,9 +62,26 @@ async fn fail(
     Ok(Step::Failed(p.id, reason))
 }
 
-/// Sends the next due outgoing payment, if any.
+/// Sends the next due outgoing payment, if any. Payments still waiting for
+/// outside funds when their quote expires fail first.
 pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let now = services.clock.now();
+    if let Some(id) = services
+        .store
+        .unfunded_expired_outgoing_payments(now, 1)
+        .await?
+        .into_iter()
+        .next()
+    {
+        if let Some(p) = services.store.get_outgoing_payment(id).await? {
+            return fail(
+                services,
+                &p,
+                "the payment was not funded before its quote expired".into(),
+            )
+            .await;
+        }
+    }
     let Some(p) = services
         .store
         .claim_due_outgoing_payment(now, LEASE_MS)
@@ -256,6 +273,29 @@ pub async fn cancel(
         Err(ServiceError::Conflict {
             code: "payment_not_cancellable",
             message: format!("the payment is {} and can no longer be cancelled", p.state),
+        })
+    }
+}
+
+/// Funds a payment waiting for outside funds (external funding mode); it is
+/// then sent.
+pub async fn fund(
+    services: &Services,
+    id: opd_core::OutgoingPaymentId,
+) -> Result<(), ServiceError> {
+    let Some(p) = services.store.get_outgoing_payment(id).await? else {
+        return Err(ServiceError::NotFound("outgoing payment"));
+    };
+    if services
+        .store
+        .fund_outgoing_payment(id, services.clock.now(), &[])
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(ServiceError::Conflict {
+            code: "payment_not_fundable",
+            message: format!("the payment is {} and is not waiting for funds", p.state),
         })
     }
 }

@@ -91,7 +91,12 @@ pub trait Store: Send + Sync + 'static {
 
     // Incoming payments.
 
-    async fn create_incoming_payment(&self, payment: &IncomingPayment) -> StoreResult<()>;
+    /// Stores a new incoming payment and queues its webhook events.
+    async fn create_incoming_payment(
+        &self,
+        payment: &IncomingPayment,
+        events: &[payments::WebhookEventRecord],
+    ) -> StoreResult<()>;
     async fn get_incoming_payment(
         &self,
         id: IncomingPaymentId,
@@ -249,6 +254,21 @@ pub trait Store: Send + Sync + 'static {
         grant: &str,
         interval_start: Timestamp,
     ) -> StoreResult<Option<payments::GrantSpent>>;
+
+    /// Funds a payment waiting in `funding` from outside (the settlement
+    /// account) and lets it be sent; `false` when it is not waiting.
+    async fn fund_outgoing_payment(
+        &self,
+        id: OutgoingPaymentId,
+        at: Timestamp,
+        events: &[payments::WebhookEventRecord],
+    ) -> StoreResult<bool>;
+    /// Payments still waiting for funds whose quote expired.
+    async fn unfunded_expired_outgoing_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<OutgoingPaymentId>>;
 
     // Webhooks and incoming payment expiry.
 

@@ -842,7 +842,19 @@ macro_rules! payments_impl {
                 if exists.is_some() {
                     let balance = balance_of(&mut tx, &held).await?;
                     if balance > 0 {
-                        let wallet = ensure_account(&mut tx, AccountKind::Wallet, &p.wallet_address_id.to_string(), &p.debit.asset, f.at).await?;
+                        // The money goes back where it came from: the wallet
+                        // address, or the outside world for payments the
+                        // operator funded from elsewhere.
+                        let source: Option<String> = sqlx::query_scalar(&sql(
+                            "SELECT debit_account FROM ledger_transfers WHERE reference = ? AND kind = 'fund' LIMIT 1",
+                        ))
+                        .bind(&payment)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        let wallet = match source {
+                            Some(s) if s.starts_with("settlement:") => s,
+                            _ => ensure_account(&mut tx, AccountKind::Wallet, &p.wallet_address_id.to_string(), &p.debit.asset, f.at).await?,
+                        };
                         let amount = u64::try_from(balance).map_err(|_| $crate::rows::corrupt("balance"))?;
                         if post(&mut tx, &held, &wallet, amount, "refund", Some(&payment), None, f.at).await?.is_err() {
                             return Err($crate::rows::corrupt("refund"));
@@ -949,6 +961,78 @@ macro_rules! payments_impl {
                 insert_events(&mut tx, std::slice::from_ref(event)).await?;
                 tx.commit().await?;
                 Ok(true)
+            }
+
+            pub(crate) async fn pay_fund(
+                &self,
+                id: opd_core::OutgoingPaymentId,
+                at: Timestamp,
+                events: &[WebhookEventRecord],
+            ) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let row = sqlx::query(&sql(&format!(
+                    "UPDATE outgoing_payments SET state = 'sending', next_attempt_at = ?, updated_at = ?
+                     WHERE id = ?::uuid AND state = 'funding' RETURNING {PAYMENT_COLUMNS}"
+                )))
+                .bind(at.unix_millis())
+                .bind(at.unix_millis())
+                .bind(id.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = row else { return Ok(false) };
+                let p = payment_from_row(&row)?;
+                // Funds held elsewhere arrive from the outside world.
+                let settlement = ensure_account(&mut tx, AccountKind::Settlement, "settlement", &p.debit.asset, at).await?;
+                let held = ensure_account(&mut tx, AccountKind::Outgoing, &p.id.to_string(), &p.debit.asset, at).await?;
+                let reference = p.id.to_string();
+                if post(&mut tx, &settlement, &held, p.debit.value, "fund", Some(&reference), None, at).await?.is_err() {
+                    return Err($crate::rows::corrupt("settlement funding"));
+                }
+                insert_events(&mut tx, events).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            pub(crate) async fn pay_unfunded_expired(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<opd_core::OutgoingPaymentId>> {
+                let ids: Vec<String> = sqlx::query_scalar(&sql(
+                    "SELECT CAST(p.id AS TEXT) FROM outgoing_payments p JOIN quotes q ON q.id = p.quote_id
+                     WHERE p.state = 'funding' AND q.expires_at <= ? ORDER BY q.expires_at LIMIT ?",
+                ))
+                .bind(now.unix_millis())
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                ids.iter().map(|s| Ok(opd_core::OutgoingPaymentId::from_uuid($crate::rows::uuid_from_text(s)?))).collect()
+            }
+
+            pub(crate) async fn pay_create_incoming(
+                &self,
+                p: &opd_core::incoming_payment::IncomingPayment,
+                events: &[WebhookEventRecord],
+            ) -> StoreResult<()> {
+                let mut tx = self.$write.begin().await?;
+                sqlx::query(&sql(
+                    "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, incoming_amount,
+                        received_amount, completed, expires_at, metadata, client, created_at, updated_at)
+                     VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?)",
+                ))
+                .bind(p.id.to_string())
+                .bind(p.wallet_address_id.to_string())
+                .bind(p.asset.code.as_str())
+                .bind(i16::from(p.asset.scale))
+                .bind(p.incoming_amount.map(|v| v.to_string()))
+                .bind(p.received_amount.to_string())
+                .bind(p.completed)
+                .bind(p.expires_at.unix_millis())
+                .bind($crate::rows::metadata_to_text(&p.metadata))
+                .bind(&p.client)
+                .bind(p.created_at.unix_millis())
+                .bind(p.updated_at.unix_millis())
+                .execute(&mut *tx)
+                .await?;
+                insert_events(&mut tx, events).await?;
+                tx.commit().await?;
+                Ok(())
             }
 
             pub(crate) async fn pay_insert_events(&self, events: &[WebhookEventRecord]) -> StoreResult<()> {

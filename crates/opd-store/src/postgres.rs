@@ -285,27 +285,12 @@ impl Store for PgStore {
         .collect()
     }
 
-    async fn create_incoming_payment(&self, p: &IncomingPayment) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, incoming_amount,
-                received_amount, completed, expires_at, metadata, client, created_at, updated_at)
-             VALUES ($1::uuid, $2::uuid, $3, $4, $5::numeric, $6::numeric, $7, $8, $9, $10, $11, $12)",
-        )
-        .bind(p.id.to_string())
-        .bind(p.wallet_address_id.to_string())
-        .bind(p.asset.code.as_str())
-        .bind(i16::from(p.asset.scale))
-        .bind(p.incoming_amount.map(|v| v.to_string()))
-        .bind(p.received_amount.to_string())
-        .bind(p.completed)
-        .bind(p.expires_at.unix_millis())
-        .bind(rows::metadata_to_text(&p.metadata))
-        .bind(&p.client)
-        .bind(p.created_at.unix_millis())
-        .bind(p.updated_at.unix_millis())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+    async fn create_incoming_payment(
+        &self,
+        p: &IncomingPayment,
+        events: &[crate::payments::WebhookEventRecord],
+    ) -> StoreResult<()> {
+        self.pay_create_incoming(p, events).await
     }
 
     async fn get_incoming_payment(
@@ -635,6 +620,21 @@ impl Store for PgStore {
         interval_start: Timestamp,
     ) -> StoreResult<Option<crate::payments::GrantSpent>> {
         self.pay_grant_spent(grant, interval_start).await
+    }
+    async fn fund_outgoing_payment(
+        &self,
+        id: opd_core::OutgoingPaymentId,
+        at: Timestamp,
+        events: &[crate::payments::WebhookEventRecord],
+    ) -> StoreResult<bool> {
+        self.pay_fund(id, at, events).await
+    }
+    async fn unfunded_expired_outgoing_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<opd_core::OutgoingPaymentId>> {
+        self.pay_unfunded_expired(now, limit).await
     }
     async fn insert_webhook_events(
         &self,

@@ -198,22 +198,22 @@ async fn incoming_payments_round_trip_exact_amounts(s: &dyn Store) {
     s.create_wallet_address(&alice).await.unwrap();
     let mut p = incoming(&alice, 1, Some("https://client.example/app"));
     p.received_amount = u64::MAX - 1;
-    s.create_incoming_payment(&p).await.unwrap();
+    s.create_incoming_payment(&p, &[]).await.unwrap();
     assert_eq!(s.get_incoming_payment(p.id).await.unwrap(), Some(p.clone()));
     let mut q = incoming(&alice, 2, None);
     q.incoming_amount = None;
     q.metadata = None;
-    s.create_incoming_payment(&q).await.unwrap();
+    s.create_incoming_payment(&q, &[]).await.unwrap();
     assert_eq!(s.get_incoming_payment(q.id).await.unwrap(), Some(q));
     assert!(matches!(
-        s.create_incoming_payment(&p).await,
+        s.create_incoming_payment(&p, &[]).await,
         Err(StoreError::Conflict(_))
     ));
     let mut orphan = incoming(&alice, 3, None);
     orphan.wallet_address_id =
         WalletAddressId::new(Timestamp::from_unix_millis(T0), &SeededRandom::new(5));
     assert!(
-        s.create_incoming_payment(&orphan).await.is_err(),
+        s.create_incoming_payment(&orphan, &[]).await.is_err(),
         "foreign keys are enforced"
     );
 }
@@ -231,10 +231,10 @@ async fn incoming_payments_paginate_both_ways(s: &dyn Store) {
             Some("https://b.example")
         };
         let p = incoming(&alice, n, client);
-        s.create_incoming_payment(&p).await.unwrap();
+        s.create_incoming_payment(&p, &[]).await.unwrap();
         ids.push(p.id);
     }
-    s.create_incoming_payment(&incoming(&bob, 100, None))
+    s.create_incoming_payment(&incoming(&bob, 100, None), &[])
         .await
         .unwrap();
     ids.reverse(); // newest first
@@ -308,7 +308,7 @@ async fn incoming_payments_complete_once(s: &dyn Store) {
     let alice = wallet("alice", 1);
     s.create_wallet_address(&alice).await.unwrap();
     let p = incoming(&alice, 1, None);
-    s.create_incoming_payment(&p).await.unwrap();
+    s.create_incoming_payment(&p, &[]).await.unwrap();
     let t = Timestamp::from_unix_millis(T0 + 99_000);
     let done = s.complete_incoming_payment(p.id, t).await.unwrap().unwrap();
     assert!(done.completed);
@@ -641,7 +641,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         .unwrap();
     let mut receiver = incoming(&bob, 1, None);
     receiver.incoming_amount = Some(500);
-    s.create_incoming_payment(&receiver).await.unwrap();
+    s.create_incoming_payment(&receiver, &[]).await.unwrap();
     let quote = |n: u64| Quote {
         id: QuoteId::new(at, &SeededRandom::new(900 + n)),
         wallet_address_id: alice.id,

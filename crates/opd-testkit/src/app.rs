@@ -121,6 +121,11 @@ impl TestApp {
         &self.running.as_ref().expect("running").services
     }
 
+    /// The services, shared (for workers running in other tasks).
+    pub fn services_arc(&self) -> std::sync::Arc<opd_service::Services> {
+        self.running.as_ref().expect("running").services.clone()
+    }
+
     /// Runs the payment worker until nothing is due; returns its steps.
     pub async fn run_workers(&self) -> Vec<opd_service::worker::Step> {
         let mut steps = Vec::new();

@@ -135,6 +135,7 @@ fn service_config(
     config.introspection_token = settings.introspection_token.clone();
     config.webhook_url = settings.webhook_url.clone();
     config.webhook_secret = settings.webhook_secret.clone();
+    config.external_funding = settings.external_funding;
     config.signature_policy = opd_httpsig::VerifyPolicy {
         max_age: Duration::from_secs(settings.signature_max_age_secs),
         max_future_skew: Duration::from_secs(settings.signature_max_future_secs),

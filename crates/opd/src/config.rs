@@ -105,6 +105,9 @@ pub struct ServeArgs {
     /// Run the background workers (payments, expiry, webhooks) [default: true].
     #[arg(long, env = "OPD_WORKERS")]
     pub workers: Option<bool>,
+    /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
+    #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
+    pub external_funding: Option<bool>,
 }
 
 /// A fee in the configuration file.
@@ -153,6 +156,7 @@ pub struct FileConfig {
     pub webhook_url: Option<String>,
     pub webhook_secret: Option<String>,
     pub workers: Option<bool>,
+    pub external_funding: Option<bool>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -215,6 +219,7 @@ pub struct Settings {
     pub webhook_url: Option<String>,
     pub webhook_secret: Option<String>,
     pub workers: bool,
+    pub external_funding: bool,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -307,6 +312,10 @@ impl Settings {
             webhook_url: serve.webhook_url.clone().or(file.webhook_url),
             webhook_secret: serve.webhook_secret.clone().or(file.webhook_secret),
             workers: serve.workers.or(file.workers).unwrap_or(true),
+            external_funding: serve
+                .external_funding
+                .or(file.external_funding)
+                .unwrap_or(false),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)

@@ -19,7 +19,11 @@ struct World {
 }
 
 async fn world(db: Db) -> World {
-    let app = TestApp::spawn_with(db, |_| {}).await;
+    world_with(db, |_| {}).await
+}
+
+async fn world_with(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> World {
+    let app = TestApp::spawn_with(db, adjust).await;
     let alice = app.create_wallet("alice", "USD", 2).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let payer = app.signing_client("payer", 41).await;
@@ -519,14 +523,17 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
         0,
         "announced once"
     );
+    // Two events are due: incoming_payment.created (its delivery is refused
+    // once) and incoming_payment.expired.
     assert_eq!(
         opd_service::webhooks::deliver_once(app.services())
             .await
             .unwrap(),
-        1
+        2
     );
-    assert!(
-        seen.lock().unwrap().is_empty(),
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
         "the first attempt was refused"
     );
     assert_eq!(
@@ -541,11 +548,29 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
         opd_service::webhooks::deliver_once(app.services())
             .await
             .unwrap(),
-        1
+        1,
+        "retried"
     );
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1);
-    let (sig, body) = &seen[0];
+    assert_eq!(seen.len(), 2);
+    let kinds: Vec<String> = seen
+        .iter()
+        .map(|(_, b)| {
+            serde_json::from_str::<Value>(b).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        kinds.iter().any(|k| k == "incoming_payment.created")
+            && kinds.iter().any(|k| k == "incoming_payment.expired"),
+        "{kinds:?}"
+    );
+    let (sig, body) = seen
+        .iter()
+        .find(|(_, b)| b.contains("incoming_payment.expired"))
+        .unwrap();
     let event: Value = serde_json::from_str(body).unwrap();
     assert_eq!(event["type"], "incoming_payment.expired");
     assert_eq!(event["data"]["id"], ip["id"]);
@@ -576,18 +601,179 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
 #[tokio::test]
 async fn a_receive_amount_limit_counts_what_receivers_get() {
     let w = world(Db::Sqlite).await;
-    let token = w.app.outgoing_token(&w.payer, &w.alice, json!({ "receiveAmount": amount("500", "USD", 2) })).await;
-    let open = w.app.post(&w.app.url("incoming-payments"), &json!({ "walletAddress": w.bob })).await.1["id"].clone();
+    let token = w
+        .app
+        .outgoing_token(
+            &w.payer,
+            &w.alice,
+            json!({ "receiveAmount": amount("500", "USD", 2) }),
+        )
+        .await;
+    let open = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob }),
+        )
+        .await
+        .1["id"]
+        .clone();
     let send = |v: &str| json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount(v, "USD", 2) });
     let (s, first) = pay(&w, &token, &send("300")).await;
     assert_eq!(s, StatusCode::CREATED, "{first}");
     let (s, over) = pay(&w, &token, &send("300")).await;
-    assert_eq!((s, over["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_grant")));
+    assert_eq!(
+        (s, over["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("insufficient_grant"))
+    );
     let (s, fits) = pay(&w, &token, &send("200")).await;
     assert_eq!(s, StatusCode::CREATED, "{fits}");
     assert_eq!(fits["grantSpentReceiveAmount"], amount("300", "USD", 2));
     // A limit in another asset allows nothing.
-    let euros = w.app.outgoing_token(&w.payer, &w.alice, json!({ "receiveAmount": amount("500", "EUR", 2) })).await;
+    let euros = w
+        .app
+        .outgoing_token(
+            &w.payer,
+            &w.alice,
+            json!({ "receiveAmount": amount("500", "EUR", 2) }),
+        )
+        .await;
     let (s, _) = pay(&w, &euros, &send("1")).await;
     assert_eq!(s, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_workers_never_send_a_payment_twice() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let w = world(db).await;
+        let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+        let mut receivers = Vec::new();
+        for _ in 0..12 {
+            let ip = incoming(&w.app, &w.bob, "100", "USD").await;
+            let q = quote(
+                &w.app,
+                json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+            )
+            .await;
+            let (s, v) = pay(
+                &w,
+                &token,
+                &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+            )
+            .await;
+            assert_eq!(s, StatusCode::CREATED, "{v}");
+            receivers.push(ip);
+        }
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let services = w.app.services_arc();
+                tokio::spawn(async move {
+                    let mut completed = 0;
+                    loop {
+                        match opd_service::worker::run_once(&services).await.unwrap() {
+                            Step::Idle => return completed,
+                            Step::Completed(_) => completed += 1,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for t in workers {
+            total += t.await.unwrap();
+        }
+        assert_eq!(
+            total, 12,
+            "each payment completed by exactly one worker ({db:?})"
+        );
+        for ip in receivers {
+            let (_, v) = w.app.get(&ip).await;
+            assert_eq!(v["receivedAmount"]["value"], "100");
+        }
+        assert_eq!(balance(&w.app, "alice").await, "8800");
+        ledger_balanced(&w.app).await;
+    }
+}
+
+#[tokio::test]
+async fn externally_funded_payments_wait_for_the_operator() {
+    let w = world_with(Db::Sqlite, |s| s.external_funding = true).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let ip = incoming(&w.app, &w.bob, "300", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        balance(&w.app, "alice").await,
+        "10000",
+        "not funded from the wallet address"
+    );
+    assert!(
+        w.app.run_workers().await.is_empty(),
+        "nothing is sent before funding"
+    );
+    let id = created["id"].as_str().unwrap();
+    let uuid = id.rsplit('/').next().unwrap();
+    let (s, _) = w
+        .app
+        .admin(
+            Method::POST,
+            &format!("/outgoing-payments/{uuid}/fund"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            &format!("/outgoing-payments/{uuid}/fund"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("payment_not_fundable"))
+    );
+    let steps = w.app.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    assert_eq!(
+        read(&w, &token, id).await["sentAmount"],
+        amount("300", "USD", 2)
+    );
+
+    // Never funded: it fails when its quote expires.
+    let ip = incoming(&w.app, &w.bob, "200", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (_, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    w.app.clock.advance_millis(301_000);
+    let steps = w.app.run_workers().await;
+    assert!(matches!(steps.as_slice(), [Step::Failed(..)]), "{steps:?}");
+    assert_eq!(
+        read(&w, &token, created["id"].as_str().unwrap()).await["failed"],
+        true
+    );
+    ledger_balanced(&w.app).await;
 }
