@@ -1,5 +1,6 @@
-//! The ledger, outgoing payments, grant spending and the webhook outbox,
-//! written once for both backends.
+//! The ledger, outgoing payments, grant spending and the webhook outbox
+//! records, and `payments_impl!`: the whole `Store` implementation, written
+//! once and expanded for each backend (only connecting and migrating differ).
 //!
 //! Every money movement is a balanced transfer between two ledger accounts,
 //! posted inside the same transaction as the state change it belongs to, so
@@ -233,7 +234,7 @@ pub struct WebhookEventRecord {
 /// Generates the implementation for one backend. `$write` and `$read` name
 /// the store's pools; `$pg` says which dialect.
 macro_rules! payments_impl {
-    ($store:ty, $db:ty, $row:ty, $write:ident, $read:ident, $pg:expr) => {
+    ($store:ty, $db:ty, $row:ty, $write:ident, $read:ident, $pg:expr, $backend:expr) => {
         use $crate::payments::*;
         use $crate::rows::Columns;
 
@@ -697,46 +698,7 @@ macro_rules! payments_impl {
                 client: Option<&str>,
                 page: &opd_core::pagination::PageRequest,
             ) -> StoreResult<opd_core::pagination::Page<OutgoingPaymentRecord>> {
-                use opd_core::pagination::{Direction, Page};
-                let filter = if client.is_some() { "wallet_address_id = ?::uuid AND client = ?" } else { "wallet_address_id = ?::uuid" };
-                let (cmp, order, beyond) = match page.direction {
-                    Direction::Forward => ("<", "DESC", ">="),
-                    Direction::Backward => (">", "ASC", "<="),
-                };
-                let cursor = page.cursor.map(|c| c.hyphenated().to_string());
-                let q = match cursor {
-                    Some(_) => format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE {filter} AND id {cmp} ?::uuid ORDER BY id {order} LIMIT ?"),
-                    None => format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE {filter} ORDER BY id {order} LIMIT ?"),
-                };
-                let q = sql(&q);
-                let mut query = sqlx::query(&q).bind(wallet.to_string());
-                if let Some(c) = client {
-                    query = query.bind(c);
-                }
-                if let Some(c) = &cursor {
-                    query = query.bind(c);
-                }
-                let fetched = query.bind(i64::from(page.size) + 1).fetch_all(&self.$read).await?;
-                let more = fetched.len() > page.size as usize;
-                let mut items = fetched.iter().take(page.size as usize).map(payment_from_row).collect::<StoreResult<Vec<_>>>()?;
-                let other_side = match &cursor {
-                    Some(c) => {
-                        let q = sql(&format!("SELECT COUNT(*) FROM outgoing_payments WHERE {filter} AND id {beyond} ?::uuid"));
-                        let mut query = sqlx::query_scalar::<_, i64>(&q).bind(wallet.to_string());
-                        if let Some(cl) = client {
-                            query = query.bind(cl);
-                        }
-                        query.bind(c).fetch_one(&self.$read).await? > 0
-                    }
-                    None => false,
-                };
-                Ok(match page.direction {
-                    Direction::Forward => Page { items, has_next_page: more, has_previous_page: other_side },
-                    Direction::Backward => {
-                        items.reverse();
-                        Page { items, has_next_page: other_side, has_previous_page: more }
-                    }
-                })
+                list_page(&self.$read, "outgoing_payments", PAYMENT_COLUMNS, wallet, client, page, payment_from_row).await
             }
 
             pub(crate) async fn pay_claim_due(&self, now: Timestamp, lease_ms: i64) -> StoreResult<Option<OutgoingPaymentRecord>> {
@@ -1042,6 +1004,856 @@ macro_rules! payments_impl {
                 Ok(())
             }
         }
+
+        // The authorization server's grants and tokens.
+
+        const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, CAST(wallet_address_id AS TEXT) AS wallet_address_id, last_continued_at, version, created_at, updated_at";
+        const TOKEN_COLUMNS: &str =
+            "digest, management_id, CAST(grant_id AS TEXT) AS grant_id, access, expires_at, revoked_at, created_at";
+
+        async fn insert_token<'c, E>(executor: E, t: &AccessTokenRecord) -> StoreResult<()>
+        where
+            E: sqlx::Executor<'c, Database = $db>,
+        {
+            sqlx::query(&sql("INSERT INTO access_tokens (digest, management_id, grant_id, access, expires_at, revoked_at, created_at) VALUES (?, ?, ?::uuid, ?, ?, ?, ?)"))
+                .bind(&t.digest)
+                .bind(&t.management_id)
+                .bind(t.grant_id.to_string())
+                .bind(&t.access)
+                .bind(t.expires_at.unix_millis())
+                .bind(t.revoked_at.map(Timestamp::unix_millis))
+                .bind(t.created_at.unix_millis())
+                .execute(executor)
+                .await?;
+            Ok(())
+        }
+
+        impl $store {
+            pub(crate) async fn gnap_create_grant(
+                &self,
+                g: &GrantRecord,
+                token: Option<&AccessTokenRecord>,
+            ) -> StoreResult<()> {
+                let mut tx = self.$write.begin().await?;
+                sqlx::query(&sql("INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, last_continued_at, version, created_at, updated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?)"))
+                    .bind(g.id.to_string())
+                    .bind(&g.state)
+                    .bind(&g.finalization)
+                    .bind(&g.client_wallet_address)
+                    .bind(&g.client_jwk)
+                    .bind(&g.access)
+                    .bind(&g.continue_id)
+                    .bind(&g.continue_token_digest)
+                    .bind(&g.interact_id)
+                    .bind(&g.interact_nonce)
+                    .bind(&g.interact_ref)
+                    .bind(&g.interaction_state)
+                    .bind(g.interaction_expires_at.map(Timestamp::unix_millis))
+                    .bind(&g.finish_uri)
+                    .bind(&g.client_nonce)
+                    .bind(g.wallet_address_id.map(|w| w.to_string()))
+                    .bind(g.last_continued_at.unix_millis())
+                    .bind(g.version)
+                    .bind(g.created_at.unix_millis())
+                    .bind(g.updated_at.unix_millis())
+                    .execute(&mut *tx)
+                    .await?;
+                if let Some(t) = token {
+                    insert_token(&mut *tx, t).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn gnap_grant_where(
+                &self,
+                filter: &str,
+                value: String,
+            ) -> StoreResult<Option<GrantRecord>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE {filter}"
+                )))
+                .bind(value)
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(grant_from_row)
+                .transpose()
+            }
+
+            pub(crate) async fn gnap_get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_grant_where("id = ?::uuid", id.to_string()).await
+            }
+
+            pub(crate) async fn gnap_get_grant_by_continue_id(
+                &self,
+                continue_id: &str,
+            ) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_grant_where("continue_id = ?", continue_id.to_owned())
+                    .await
+            }
+
+            pub(crate) async fn gnap_get_grant_by_interaction(
+                &self,
+                interact_id: &str,
+            ) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_grant_where("interact_id = ?", interact_id.to_owned())
+                    .await
+            }
+
+            pub(crate) async fn gnap_update_grant(
+                &self,
+                g: &GrantRecord,
+                token: Option<&AccessTokenRecord>,
+            ) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql("UPDATE grants SET state = ?, finalization = ?, interact_ref = ?, interaction_state = ?,
+                        last_continued_at = ?, updated_at = ?, continue_token_digest = ?, version = version + 1
+                     WHERE id = ?::uuid AND version = ?"))
+                .bind(&g.state)
+                .bind(&g.finalization)
+                .bind(&g.interact_ref)
+                .bind(&g.interaction_state)
+                .bind(g.last_continued_at.unix_millis())
+                .bind(g.updated_at.unix_millis())
+                .bind(&g.continue_token_digest)
+                .bind(g.id.to_string())
+                .bind(g.version)
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                if let Some(t) = token {
+                    insert_token(&mut *tx, t).await?;
+                }
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            async fn gnap_token_where(
+                &self,
+                filter: &str,
+                value: &str,
+            ) -> StoreResult<Option<AccessTokenRecord>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE {filter}"
+                )))
+                .bind(value)
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(token_from_row)
+                .transpose()
+            }
+
+            pub(crate) async fn gnap_get_access_token(
+                &self,
+                digest: &str,
+            ) -> StoreResult<Option<AccessTokenRecord>> {
+                self.gnap_token_where("digest = ?", digest).await
+            }
+
+            pub(crate) async fn gnap_get_access_token_by_management_id(
+                &self,
+                mid: &str,
+            ) -> StoreResult<Option<AccessTokenRecord>> {
+                self.gnap_token_where("management_id = ?", mid).await
+            }
+
+            pub(crate) async fn gnap_rotate_access_token(
+                &self,
+                old: &str,
+                new: &AccessTokenRecord,
+                at: Timestamp,
+            ) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
+                    .bind(at.unix_millis())
+                    .bind(old)
+                    .execute(&mut *tx)
+                    .await?;
+                if done.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                insert_token(&mut *tx, new).await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            pub(crate) async fn gnap_revoke_access_token(
+                &self,
+                mid: &str,
+                at: Timestamp,
+            ) -> StoreResult<bool> {
+                let done = sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
+                    .bind(at.unix_millis())
+                    .bind(mid)
+                    .execute(&self.$write)
+                    .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            pub(crate) async fn gnap_revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql("UPDATE grants SET state = 'finalized', finalization = 'revoked', updated_at = ?, version = version + 1
+                     WHERE id = ?::uuid AND (finalization IS NULL OR finalization <> 'revoked')"))
+                .bind(at.unix_millis())
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE grant_id = ?::uuid AND revoked_at IS NULL"))
+                    .bind(at.unix_millis())
+                    .bind(id.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            pub(crate) async fn gnap_set_owner_password(
+                &self,
+                wallet: WalletAddressId,
+                hash: &str,
+                at: Timestamp,
+            ) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) VALUES (?::uuid, ?, ?)
+                     ON CONFLICT (wallet_address_id) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at"))
+                .bind(wallet.to_string())
+                .bind(hash)
+                .bind(at.unix_millis())
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            pub(crate) async fn gnap_get_owner_password(
+                &self,
+                wallet: WalletAddressId,
+            ) -> StoreResult<Option<String>> {
+                Ok(sqlx::query_scalar(&sql("SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?::uuid"))
+                .bind(wallet.to_string())
+                .fetch_optional(&self.$read)
+                .await?)
+            }
+        }
+
+
+
+        // The Store trait, written once.
+
+        const WALLET_COLUMNS: &str =
+            "CAST(id AS TEXT) AS id, path, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, public_name, created_at, deactivated_at";
+        const KEY_COLUMNS: &str =
+            "CAST(wallet_address_id AS TEXT) AS wallet_address_id, kid, x, created_at, revoked_at";
+        const INCOMING_COLUMNS: &str = "CAST(id AS TEXT) AS id, CAST(wallet_address_id AS TEXT) AS wallet_address_id, asset_code,
+            CAST(asset_scale AS BIGINT) AS asset_scale, CAST(incoming_amount AS TEXT) AS incoming_amount,
+            CAST(received_amount AS TEXT) AS received_amount, completed, expires_at, metadata, client, created_at, updated_at";
+        const QUOTE_COLUMNS: &str = "CAST(id AS TEXT) AS id, CAST(wallet_address_id AS TEXT) AS wallet_address_id, receiver,
+            CAST(debit_value AS TEXT) AS debit_value, debit_asset_code, CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale,
+            CAST(receive_value AS TEXT) AS receive_value, receive_asset_code, CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale,
+            CAST(fee AS TEXT) AS fee, CAST(debit_minus_fees AS TEXT) AS debit_minus_fees, client, created_at, expires_at";
+
+        #[async_trait::async_trait]
+        impl $crate::Store for $store {
+            fn backend(&self) -> $crate::Backend {
+                $backend
+            }
+
+            async fn get_setting(&self, key: &str) -> StoreResult<Option<String>> {
+                Ok(
+                    sqlx::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
+                        .bind(key)
+                        .fetch_optional(&self.$read)
+                        .await?,
+                )
+            }
+
+            async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"))
+                    .bind(key)
+                    .bind(value)
+                    .execute(&self.$write)
+                    .await?;
+                Ok(())
+            }
+
+            async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String> {
+                sqlx::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"))
+                .bind(key)
+                .bind(value)
+                .execute(&self.$write)
+                .await?;
+                Ok(
+                    sqlx::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
+                        .bind(key)
+                        .fetch_one(&self.$write)
+                        .await?,
+                )
+            }
+
+            async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
+                     VALUES (?::uuid, ?, ?, ?, ?, ?, ?)"))
+                .bind(w.id.to_string())
+                .bind(w.path.as_str())
+                .bind(w.asset.code.as_str())
+                .bind(i16::from(w.asset.scale))
+                .bind(&w.public_name)
+                .bind(w.created_at.unix_millis())
+                .bind(w.deactivated_at.map(Timestamp::unix_millis))
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE id = ?::uuid"
+                )))
+                .bind(id.to_string())
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(wallet_from_row)
+                .transpose()
+            }
+
+            async fn get_wallet_address_by_path(
+                &self,
+                path: &WalletAddressPath,
+            ) -> StoreResult<Option<WalletAddress>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE path = ?"
+                )))
+                .bind(path.as_str())
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(wallet_from_row)
+                .transpose()
+            }
+
+            async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {WALLET_COLUMNS} FROM wallet_addresses ORDER BY path"
+                )))
+                .fetch_all(&self.$read)
+                .await?
+                .iter()
+                .map(wallet_from_row)
+                .collect()
+            }
+
+            async fn deactivate_wallet_address(
+                &self,
+                id: WalletAddressId,
+                at: Timestamp,
+            ) -> StoreResult<Option<WalletAddress>> {
+                sqlx::query(&sql(&format!(
+                    "UPDATE wallet_addresses SET deactivated_at = COALESCE(deactivated_at, ?) WHERE id = ?::uuid
+                     RETURNING {WALLET_COLUMNS}"
+                )))
+                .bind(at.unix_millis())
+                .bind(id.to_string())
+                .fetch_optional(&self.$write)
+                .await?
+                .as_ref()
+                .map(wallet_from_row)
+                .transpose()
+            }
+
+            async fn add_key(&self, k: &WalletAddressKey) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at)
+                     VALUES (?::uuid, ?, ?, ?, ?)"))
+                .bind(k.wallet_address_id.to_string())
+                .bind(&k.key.kid)
+                .bind(&k.key.x)
+                .bind(k.created_at.unix_millis())
+                .bind(k.revoked_at.map(Timestamp::unix_millis))
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            async fn revoke_key(
+                &self,
+                wallet: WalletAddressId,
+                kid: &str,
+                at: Timestamp,
+            ) -> StoreResult<bool> {
+                let done = sqlx::query(&sql("UPDATE wallet_address_keys SET revoked_at = ?
+                     WHERE wallet_address_id = ?::uuid AND kid = ? AND revoked_at IS NULL"))
+                .bind(at.unix_millis())
+                .bind(wallet.to_string())
+                .bind(kid)
+                .execute(&self.$write)
+                .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn list_keys(
+                &self,
+                wallet: WalletAddressId,
+                include_revoked: bool,
+            ) -> StoreResult<Vec<WalletAddressKey>> {
+                let filter = if include_revoked {
+                    ""
+                } else {
+                    "AND revoked_at IS NULL"
+                };
+                sqlx::query(&sql(&format!(
+                    "SELECT {KEY_COLUMNS} FROM wallet_address_keys WHERE wallet_address_id = ?::uuid {filter}
+                     ORDER BY created_at, kid"
+                )))
+                .bind(wallet.to_string())
+                .fetch_all(&self.$read)
+                .await?
+                .iter()
+                .map(key_from_row)
+                .collect()
+            }
+
+            async fn create_incoming_payment(
+                &self,
+                p: &IncomingPayment,
+                events: &[crate::payments::WebhookEventRecord],
+            ) -> StoreResult<()> {
+                self.pay_create_incoming(p, events).await
+            }
+
+            async fn get_incoming_payment(
+                &self,
+                id: IncomingPaymentId,
+            ) -> StoreResult<Option<IncomingPayment>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {INCOMING_COLUMNS} FROM incoming_payments WHERE id = ?::uuid"
+                )))
+                .bind(id.to_string())
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(incoming_from_row)
+                .transpose()
+            }
+
+            async fn list_incoming_payments(
+                &self,
+                wallet: WalletAddressId,
+                client: Option<&str>,
+                page: &PageRequest,
+            ) -> StoreResult<Page<IncomingPayment>> {
+                list_page(
+                    &self.$read,
+                    "incoming_payments",
+                    INCOMING_COLUMNS,
+                    wallet,
+                    client,
+                    page,
+                    incoming_from_row,
+                )
+                .await
+            }
+
+            async fn complete_incoming_payment(
+                &self,
+                id: IncomingPaymentId,
+                at: Timestamp,
+            ) -> StoreResult<Option<IncomingPayment>> {
+                sqlx::query(&sql("UPDATE incoming_payments SET completed = TRUE, updated_at = ? WHERE id = ?::uuid AND NOT completed"))
+                    .bind(at.unix_millis())
+                    .bind(id.to_string())
+                    .execute(&self.$write)
+                    .await?;
+                self.get_incoming_payment(id).await
+            }
+
+            async fn create_quote(&self, q: &Quote) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO quotes (id, wallet_address_id, receiver, debit_value, debit_asset_code, debit_asset_scale,
+                        receive_value, receive_asset_code, receive_asset_scale, fee, debit_minus_fees, client, created_at, expires_at)
+                     VALUES (?::uuid, ?::uuid, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?::numeric, ?::numeric, ?, ?, ?)"))
+                .bind(q.id.to_string())
+                .bind(q.wallet_address_id.to_string())
+                .bind(&q.receiver)
+                .bind(q.debit_amount.value.to_string())
+                .bind(q.debit_amount.asset.code.as_str())
+                .bind(i16::from(q.debit_amount.asset.scale))
+                .bind(q.receive_amount.value.to_string())
+                .bind(q.receive_amount.asset.code.as_str())
+                .bind(i16::from(q.receive_amount.asset.scale))
+                .bind(q.fee.to_string())
+                .bind(q.debit_minus_fees.to_string())
+                .bind(&q.client)
+                .bind(q.created_at.unix_millis())
+                .bind(q.expires_at.unix_millis())
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>> {
+                sqlx::query(&sql(&format!(
+                    "SELECT {QUOTE_COLUMNS} FROM quotes WHERE id = ?::uuid"
+                )))
+                .bind(id.to_string())
+                .fetch_optional(&self.$read)
+                .await?
+                .as_ref()
+                .map(quote_from_row)
+                .transpose()
+            }
+
+            async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()> {
+                sqlx::query(&sql("INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES (?, ?, ?::numeric, ?, ?)
+                     ON CONFLICT (asset_code, asset_scale) DO UPDATE
+                     SET fixed = excluded.fixed, basis_points = excluded.basis_points, updated_at = excluded.updated_at"))
+                .bind(asset.code.as_str())
+                .bind(i16::from(asset.scale))
+                .bind(fee.fixed.to_string())
+                .bind(i32::from(fee.basis_points))
+                .bind(at.unix_millis())
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool> {
+                let done = sqlx::query(&sql("DELETE FROM fees WHERE asset_code = ? AND asset_scale = ?"))
+                    .bind(asset.code.as_str())
+                    .bind(i16::from(asset.scale))
+                    .execute(&self.$write)
+                    .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn list_fees(&self) -> StoreResult<Vec<FeeRow>> {
+                let rows = sqlx::query(&sql("SELECT asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, CAST(fixed AS TEXT) AS fixed, CAST(basis_points AS BIGINT) AS basis_points,
+                        updated_at FROM fees ORDER BY asset_code, asset_scale"))
+                .fetch_all(&self.$read)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        let bp: i64 = row.try_get("basis_points")?;
+                        let fixed = rows::u64_from_text(&row.try_get::<String, _>("fixed")?, "fee")?;
+                        Ok(FeeRow {
+                            asset: rows::asset(
+                                &row.try_get::<String, _>("asset_code")?,
+                                row.try_get("asset_scale")?,
+                            )?,
+                            fee: Fee::new(
+                                fixed,
+                                u16::try_from(bp).map_err(|_| corrupt("basis points"))?,
+                            )
+                            .map_err(|_| corrupt("basis points"))?,
+                            updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn set_rates(
+                &self,
+                base: &AssetCode,
+                rates: &[(AssetCode, Rate)],
+                at: Timestamp,
+            ) -> StoreResult<()> {
+                let mut tx = self.$write.begin().await?;
+                sqlx::query(&sql("DELETE FROM exchange_rates WHERE base = ?"))
+                    .bind(base.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                for (counter, rate) in rates {
+                    sqlx::query(&sql("INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?)"))
+                        .bind(base.as_str())
+                        .bind(counter.as_str())
+                        .bind(rate.to_string())
+                        .bind(at.unix_millis())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn list_rates(&self) -> StoreResult<Vec<RateRow>> {
+                let rows = sqlx::query(&sql("SELECT base, counter, rate, updated_at FROM exchange_rates ORDER BY base, counter"))
+                .fetch_all(&self.$read)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(RateRow {
+                            base: AssetCode::parse(&row.try_get::<String, _>("base")?)
+                                .map_err(|_| corrupt("asset code"))?,
+                            counter: AssetCode::parse(&row.try_get::<String, _>("counter")?)
+                                .map_err(|_| corrupt("asset code"))?,
+                            rate: rows::rate(&row.try_get::<String, _>("rate")?)?,
+                            updated_at: Timestamp::from_unix_millis(row.try_get("updated_at")?),
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn create_grant(
+                &self,
+                grant: &GrantRecord,
+                token: Option<&AccessTokenRecord>,
+            ) -> StoreResult<()> {
+                self.gnap_create_grant(grant, token).await
+            }
+            async fn get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_get_grant(id).await
+            }
+            async fn get_grant_by_continue_id(
+                &self,
+                continue_id: &str,
+            ) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_get_grant_by_continue_id(continue_id).await
+            }
+            async fn get_grant_by_interaction(
+                &self,
+                interact_id: &str,
+            ) -> StoreResult<Option<GrantRecord>> {
+                self.gnap_get_grant_by_interaction(interact_id).await
+            }
+            async fn update_grant(
+                &self,
+                grant: &GrantRecord,
+                token: Option<&AccessTokenRecord>,
+            ) -> StoreResult<bool> {
+                self.gnap_update_grant(grant, token).await
+            }
+            async fn get_access_token(&self, digest: &str) -> StoreResult<Option<AccessTokenRecord>> {
+                self.gnap_get_access_token(digest).await
+            }
+            async fn get_access_token_by_management_id(
+                &self,
+                management_id: &str,
+            ) -> StoreResult<Option<AccessTokenRecord>> {
+                self.gnap_get_access_token_by_management_id(management_id)
+                    .await
+            }
+            async fn rotate_access_token(
+                &self,
+                old_management_id: &str,
+                new: &AccessTokenRecord,
+                at: Timestamp,
+            ) -> StoreResult<bool> {
+                self.gnap_rotate_access_token(old_management_id, new, at)
+                    .await
+            }
+            async fn revoke_access_token(&self, management_id: &str, at: Timestamp) -> StoreResult<bool> {
+                self.gnap_revoke_access_token(management_id, at).await
+            }
+            async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
+                self.gnap_revoke_grant(id, at).await
+            }
+            async fn set_owner_password(
+                &self,
+                wallet: WalletAddressId,
+                hash: &str,
+                at: Timestamp,
+            ) -> StoreResult<()> {
+                self.gnap_set_owner_password(wallet, hash, at).await
+            }
+            async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>> {
+                self.gnap_get_owner_password(wallet).await
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            async fn ledger_move(
+                &self,
+                wallet: WalletAddressId,
+                asset: &Asset,
+                amount: u64,
+                deposit: bool,
+                idempotency_key: &str,
+                request_digest: &str,
+                at: Timestamp,
+            ) -> StoreResult<crate::payments::LedgerOutcome> {
+                self.pay_ledger_move(
+                    wallet,
+                    asset,
+                    amount,
+                    deposit,
+                    idempotency_key,
+                    request_digest,
+                    at,
+                )
+                .await
+            }
+            async fn ledger_accounts(&self) -> StoreResult<Vec<crate::payments::AccountRow>> {
+                self.pay_list_accounts().await
+            }
+            async fn ledger_transfers_of(
+                &self,
+                account: &str,
+                limit: i64,
+            ) -> StoreResult<Vec<crate::payments::TransferRow>> {
+                self.pay_transfers_of(account, limit).await
+            }
+            async fn ledger_all_transfers(&self) -> StoreResult<Vec<crate::payments::TransferRow>> {
+                self.pay_all_transfers().await
+            }
+            async fn create_outgoing_payment(
+                &self,
+                payment: &crate::payments::OutgoingPaymentRecord,
+                grant: Option<&crate::payments::GrantReservation>,
+                events: &[crate::payments::WebhookEventRecord],
+            ) -> StoreResult<crate::payments::CreateOutgoing> {
+                self.pay_create(payment, grant, events).await
+            }
+            async fn get_outgoing_payment(
+                &self,
+                id: opd_core::OutgoingPaymentId,
+            ) -> StoreResult<Option<crate::payments::OutgoingPaymentRecord>> {
+                self.pay_get(id).await
+            }
+            async fn list_outgoing_payments(
+                &self,
+                wallet: WalletAddressId,
+                client: Option<&str>,
+                page: &PageRequest,
+            ) -> StoreResult<Page<crate::payments::OutgoingPaymentRecord>> {
+                self.pay_list(wallet, client, page).await
+            }
+            async fn claim_due_outgoing_payment(
+                &self,
+                now: Timestamp,
+                lease_ms: i64,
+            ) -> StoreResult<Option<crate::payments::OutgoingPaymentRecord>> {
+                self.pay_claim_due(now, lease_ms).await
+            }
+            async fn deliver_locally(
+                &self,
+                delivery: &crate::payments::LocalDelivery,
+            ) -> StoreResult<bool> {
+                self.pay_deliver_local(delivery).await
+            }
+            async fn fail_outgoing_payment(
+                &self,
+                failure: &crate::payments::PaymentFailure,
+            ) -> StoreResult<bool> {
+                self.pay_fail(failure).await
+            }
+            async fn grant_spent(
+                &self,
+                grant: &str,
+                interval_start: Timestamp,
+            ) -> StoreResult<Option<crate::payments::GrantSpent>> {
+                self.pay_grant_spent(grant, interval_start).await
+            }
+            async fn fund_outgoing_payment(
+                &self,
+                id: opd_core::OutgoingPaymentId,
+                at: Timestamp,
+                events: &[crate::payments::WebhookEventRecord],
+            ) -> StoreResult<bool> {
+                self.pay_fund(id, at, events).await
+            }
+            async fn unfunded_expired_outgoing_payments(
+                &self,
+                now: Timestamp,
+                limit: i64,
+            ) -> StoreResult<Vec<opd_core::OutgoingPaymentId>> {
+                self.pay_unfunded_expired(now, limit).await
+            }
+            async fn insert_webhook_events(
+                &self,
+                events: &[crate::payments::WebhookEventRecord],
+            ) -> StoreResult<()> {
+                self.pay_insert_events(events).await
+            }
+            async fn due_webhook_events(
+                &self,
+                now: Timestamp,
+                limit: i64,
+            ) -> StoreResult<Vec<crate::payments::WebhookEventRecord>> {
+                self.pay_due_webhooks(now, limit).await
+            }
+            async fn webhook_attempted(
+                &self,
+                id: &str,
+                delivered_at: Option<Timestamp>,
+                next_attempt_at: Timestamp,
+                error: Option<&str>,
+            ) -> StoreResult<()> {
+                self.pay_webhook_result(id, delivered_at, next_attempt_at, error)
+                    .await
+            }
+            async fn due_expired_incoming_payments(
+                &self,
+                now: Timestamp,
+                limit: i64,
+            ) -> StoreResult<Vec<IncomingPaymentId>> {
+                self.pay_due_expired_incoming(now, limit).await
+            }
+            async fn mark_incoming_payment_expired(
+                &self,
+                id: IncomingPaymentId,
+                event: &crate::payments::WebhookEventRecord,
+            ) -> StoreResult<bool> {
+                self.pay_mark_incoming_expired(id, event).await
+            }
+
+            async fn ping(&self) -> StoreResult<()> {
+                sqlx::query(&sql("SELECT 1")).execute(&self.$read).await?;
+                Ok(())
+            }
+        }
+
+        /// Reads one page of a wallet address's resources from `table`, newest
+        /// first (ids are time ordered), with what lies on either side.
+        async fn list_page<T>(
+            pool: &sqlx::Pool<$db>,
+            table: &str,
+            columns: &str,
+            wallet: WalletAddressId,
+            client: Option<&str>,
+            page: &PageRequest,
+            decode: fn(&$row) -> StoreResult<T>,
+        ) -> StoreResult<Page<T>> {
+            use opd_core::pagination::Direction;
+            let filter = if client.is_some() { "wallet_address_id = ?::uuid AND client = ?" } else { "wallet_address_id = ?::uuid" };
+            let (cmp, order, beyond) = match page.direction {
+                Direction::Forward => ("<", "DESC", ">="),
+                Direction::Backward => (">", "ASC", "<="),
+            };
+            let cursor = page.cursor.map(|c| c.hyphenated().to_string());
+            let q = match cursor {
+                Some(_) => format!("SELECT {columns} FROM {table} WHERE {filter} AND id {cmp} ?::uuid ORDER BY id {order} LIMIT ?"),
+                None => format!("SELECT {columns} FROM {table} WHERE {filter} ORDER BY id {order} LIMIT ?"),
+            };
+            let q = sql(&q);
+            let mut query = sqlx::query(&q).bind(wallet.to_string());
+            if let Some(c) = client {
+                query = query.bind(c);
+            }
+            if let Some(c) = &cursor {
+                query = query.bind(c);
+            }
+            let fetched = query.bind(i64::from(page.size) + 1).fetch_all(pool).await?;
+            let more = fetched.len() > page.size as usize;
+            let mut items = fetched.iter().take(page.size as usize).map(decode).collect::<StoreResult<Vec<T>>>()?;
+            let other_side = match &cursor {
+                Some(c) => {
+                    let q = sql(&format!("SELECT COUNT(*) FROM {table} WHERE {filter} AND id {beyond} ?::uuid"));
+                    let mut query = sqlx::query_scalar::<_, i64>(&q).bind(wallet.to_string());
+                    if let Some(cl) = client {
+                        query = query.bind(cl);
+                    }
+                    query.bind(c).fetch_one(pool).await? > 0
+                }
+                None => false,
+            };
+            Ok(match page.direction {
+                Direction::Forward => Page { items, has_next_page: more, has_previous_page: other_side },
+                Direction::Backward => {
+                    items.reverse();
+                    Page { items, has_next_page: other_side, has_previous_page: more }
+                }
+            })
+        }
+
     };
 }
 
