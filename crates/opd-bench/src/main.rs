@@ -1,0 +1,634 @@
+#![doc = include_str!("../README.md")]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Parser, ValueEnum};
+use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
+use opd_testkit::client::SigningClient;
+use reqwest::Method;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+const ADMIN_TOKEN: &str = "opd-bench-admin-token-0123456789";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Scenario {
+    GetOutgoingPayment,
+    CreateQuote,
+    CreateIncomingPayment,
+    Pay,
+}
+
+/// Load generator for opd.
+#[derive(Debug, Parser)]
+#[command(name = "opd-bench", about)]
+struct Args {
+    #[arg(long, value_enum, default_value = "get-outgoing-payment")]
+    scenario: Scenario,
+    /// Keep-alive connections (each a client loop).
+    #[arg(long, default_value_t = 32)]
+    connections: usize,
+    /// How long the measured run lasts.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Database of the server the bench starts [default: a fresh SQLite file].
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Target a running opd instead (its Open Payments base URL); needs
+    /// --auth-url, --admin-url and --admin-token. Server CPU and memory are
+    /// then not measured.
+    #[arg(long, requires_all = ["auth_url", "admin_url", "admin_token"])]
+    target: Option<String>,
+    #[arg(long)]
+    auth_url: Option<String>,
+    #[arg(long)]
+    admin_url: Option<String>,
+    #[arg(long)]
+    admin_token: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Internal: run the server (the same code as `opd serve`).
+    #[arg(long, hide = true, num_args = 1.., allow_hyphen_values = true)]
+    serve_internal: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    scenario: Scenario,
+    backend: String,
+    connections: usize,
+    seconds: f64,
+    requests: u64,
+    non_2xx: u64,
+    requests_per_second: f64,
+    /// For `pay`: completed payments per second and time to completion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payments_per_second: Option<f64>,
+    latency_ms: Percentiles,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_ms: Option<Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_cpu_us_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_peak_rss_mb: Option<f64>,
+    ed25519_verify_us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_per_request_over_verify: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Default)]
+struct Percentiles {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+fn percentiles(mut v: Vec<f64>) -> Percentiles {
+    if v.is_empty() {
+        return Percentiles::default();
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    Percentiles {
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        max: v[v.len() - 1],
+    }
+}
+
+/// The server the bench runs against.
+struct Server {
+    child: Option<Child>,
+    base: String,
+    auth: String,
+    admin: String,
+    admin_token: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl Server {
+    async fn start(database_url: Option<&str>) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let (op, auth, admin) = (free_port()?, free_port()?, free_port()?);
+        let db = match database_url {
+            Some(u) => u.to_owned(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("bench.sqlite").display()
+            ),
+        };
+        let args = vec![
+            "opd".to_owned(),
+            "serve".into(),
+            format!("--listen=127.0.0.1:{op}"),
+            format!("--auth-listen=127.0.0.1:{auth}"),
+            format!("--admin-listen=127.0.0.1:{admin}"),
+            format!("--admin-token={ADMIN_TOKEN}"),
+            format!("--idp-secret={IDP_SECRET}"),
+            format!("--data-dir={}", dir.path().display()),
+            format!("--database-url={db}"),
+            "--migrate".into(),
+        ];
+        let child = Command::new(std::env::current_exe()?)
+            .arg("--serve-internal")
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("OPD_CONFIG")
+            .env("OPD_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start the server")?;
+        let server = Self {
+            child: Some(child),
+            base: format!("http://127.0.0.1:{op}"),
+            auth: format!("http://127.0.0.1:{auth}"),
+            admin: format!("http://127.0.0.1:{admin}"),
+            admin_token: ADMIN_TOKEN.into(),
+            _dir: Some(dir),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let http = reqwest::Client::new();
+        loop {
+            if let Ok(r) = http.get(format!("{}/healthz", server.base)).send().await {
+                if r.status().is_success() {
+                    return Ok(server);
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("the server did not start");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    async fn admin(&self, method: Method, path: &str, body: Value) -> anyhow::Result<Value> {
+        let r = reqwest::Client::new()
+            .request(method, format!("{}{path}", self.admin))
+            .bearer_auth(&self.admin_token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("admin {path}: {status} {v}");
+        }
+        Ok(v)
+    }
+}
+
+/// utime + stime of a process, in microseconds.
+fn cpu_us(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // Linux reports clock ticks of 1/100 s.
+    Some((utime + stime) * 10_000.0)
+}
+
+/// Peak resident memory of a process, in MB.
+fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The cost of one Ed25519 verification on this machine, now.
+fn ed25519_verify_us() -> f64 {
+    use ed25519_dalek::{Signer, SigningKey};
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let msg = b"\"@method\": GET\n\"@target-uri\": http://127.0.0.1/outgoing-payments/x\n\"authorization\": GNAP token\n\"@signature-params\": (\"@method\" \"@target-uri\" \"authorization\");keyid=\"k\";created=1";
+    let sig = key.sign(msg);
+    let vk = key.verifying_key();
+    let n = 3000;
+    let start = Instant::now();
+    for _ in 0..n {
+        let _ = std::hint::black_box(vk.verify_strict(std::hint::black_box(msg), &sig));
+    }
+    start.elapsed().as_secs_f64() * 1e6 / f64::from(n)
+}
+
+/// Everything a scenario needs.
+struct Setup {
+    base: String,
+    client: SigningClient,
+    ip_token: String,
+    pay_token: String,
+    alice: String,
+    bob: String,
+    outgoing_payment: String,
+}
+
+async fn setup(server: &Server) -> anyhow::Result<Setup> {
+    let suffix = std::process::id();
+    let mut urls = Vec::new();
+    for path in ["alice", "bob", "benchclient"] {
+        let path = format!("{path}{suffix}");
+        let v = server
+            .admin(
+                Method::POST,
+                "/wallet-addresses",
+                json!({ "path": path, "assetCode": "USD", "assetScale": 2 }),
+            )
+            .await?;
+        urls.push((path, v["url"].as_str().unwrap_or_default().to_owned()));
+    }
+    let (alice_path, alice) = urls[0].clone();
+    let bob = urls[1].1.clone();
+    let (client_path, client_url) = urls[2].clone();
+    let client = SigningClient::new(&client_url, "bench-key", 42);
+    server
+        .admin(
+            Method::POST,
+            &format!("/wallet-addresses/{client_path}/keys"),
+            json!({ "jwk": serde_json::to_value(client.jwk())? }),
+        )
+        .await?;
+    server
+        .admin(
+            Method::POST,
+            &format!("/wallet-addresses/{alice_path}/deposits"),
+            json!({ "amount": "9000000000000000000", "idempotencyKey": format!("bench-{suffix}") }),
+        )
+        .await?;
+    let ip_token = grant_token_at(
+        &server.auth,
+        &client,
+        json!([
+            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
+            { "type": "quote", "actions": ["create", "read"] }
+        ]),
+    )
+    .await;
+    let pay_token = outgoing_token_at(&server.auth, &client, &alice, Value::Null).await;
+    let mut s = Setup {
+        base: server.base.clone(),
+        client,
+        ip_token,
+        pay_token,
+        alice,
+        bob,
+        outgoing_payment: String::new(),
+    };
+    let (op, _) = pay_once(&s, 0).await?;
+    s.outgoing_payment = op;
+    Ok(s)
+}
+
+async fn post(s: &Setup, path: &str, token: &str, body: Value) -> anyhow::Result<Value> {
+    let url = format!("{}/{path}", s.base);
+    let r = s
+        .client
+        .try_send(Method::POST, &url, Some(token), Some(&body))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if !r.status.is_success() {
+        bail!("POST {path}: {} {}", r.status, r.body);
+    }
+    Ok(r.body)
+}
+
+/// Incoming payment → quote → outgoing payment; returns the payment's URL
+/// and the number of requests made.
+async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
+    let amount =
+        json!({ "value": (100 + n % 1000).to_string(), "assetCode": "USD", "assetScale": 2 });
+    let ip = post(
+        s,
+        "incoming-payments",
+        &s.ip_token,
+        json!({ "walletAddress": s.bob, "incomingAmount": amount }),
+    )
+    .await?;
+    let q = post(
+        s,
+        "quotes",
+        &s.ip_token,
+        json!({ "walletAddress": s.alice, "receiver": ip["id"], "method": "ilp" }),
+    )
+    .await?;
+    let p = post(
+        s,
+        "outgoing-payments",
+        &s.pay_token,
+        json!({ "walletAddress": s.alice, "quoteId": q["id"] }),
+    )
+    .await?;
+    Ok((p["id"].as_str().unwrap_or_default().to_owned(), 3))
+}
+
+/// One request of a scenario; `Ok(true)` for a 2xx.
+async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bool> {
+    let (method, url, token, body) = match scenario {
+        Scenario::GetOutgoingPayment => {
+            (Method::GET, s.outgoing_payment.clone(), &s.pay_token, None)
+        }
+        Scenario::CreateQuote => {
+            // Distinct bodies: identical signed POSTs within one second
+            // would be refused as replays.
+            let debit = json!({ "value": (1 + n % 100_000).to_string(), "assetCode": "USD", "assetScale": 2 });
+            (
+                Method::POST,
+                format!("{}/quotes", s.base),
+                &s.ip_token,
+                Some(
+                    json!({ "walletAddress": s.alice, "receiver": receiver_for(s).await?, "method": "ilp", "debitAmount": debit }),
+                ),
+            )
+        }
+        Scenario::CreateIncomingPayment => (
+            Method::POST,
+            format!("{}/incoming-payments", s.base),
+            &s.ip_token,
+            Some(json!({ "walletAddress": s.bob, "metadata": { "n": n } })),
+        ),
+        // `pay` runs its own loop (see `run`).
+        Scenario::Pay => return Ok(false),
+    };
+    let r = s
+        .client
+        .try_send(method, &url, Some(token), body.as_ref())
+        .await
+        .map_err(anyhow::Error::msg)?;
+    Ok(r.status.is_success())
+}
+
+/// The receiver used by `create-quote`: one open incoming payment.
+async fn receiver_for(s: &Setup) -> anyhow::Result<String> {
+    static RECEIVER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(r) = RECEIVER.get() {
+        return Ok(r.clone());
+    }
+    let ip = post(
+        s,
+        "incoming-payments",
+        &s.ip_token,
+        json!({ "walletAddress": s.bob }),
+    )
+    .await?;
+    let id = ip["id"].as_str().unwrap_or_default().to_owned();
+    Ok(RECEIVER.get_or_init(|| id).clone())
+}
+
+async fn run(args: Args) -> anyhow::Result<Report> {
+    let (server, backend) = match &args.target {
+        Some(base) => (
+            Server {
+                child: None,
+                base: base.clone(),
+                auth: args.auth_url.clone().unwrap_or_default(),
+                admin: args.admin_url.clone().unwrap_or_default(),
+                admin_token: args.admin_token.clone().unwrap_or_default(),
+                _dir: None,
+            },
+            "external".to_owned(),
+        ),
+        None => {
+            let backend = if args
+                .database_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("postgres"))
+            {
+                "postgres"
+            } else {
+                "sqlite"
+            };
+            (
+                Server::start(args.database_url.as_deref()).await?,
+                backend.to_owned(),
+            )
+        }
+    };
+    let setup = Arc::new(setup(&server).await?);
+    if args.scenario == Scenario::CreateQuote {
+        receiver_for(&setup).await?;
+    }
+    let verify_us = ed25519_verify_us();
+    let cpu_before = server.pid().and_then(cpu_us);
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = Arc::new(AtomicU64::new(1));
+    let requests = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(AtomicU64::new(0));
+    let completed = Arc::new(AtomicU64::new(0));
+    let latencies = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let completions = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..args.connections {
+        let (setup, stop, counter, requests, failures, completed, latencies, completions) = (
+            setup.clone(),
+            stop.clone(),
+            counter.clone(),
+            requests.clone(),
+            failures.clone(),
+            completed.clone(),
+            latencies.clone(),
+            completions.clone(),
+        );
+        let scenario = args.scenario;
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            let mut done_times = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let t0 = Instant::now();
+                if scenario == Scenario::Pay {
+                    match pay_once(&setup, n).await {
+                        Ok((payment, made)) => {
+                            requests.fetch_add(made, Ordering::Relaxed);
+                            mine.push(t0.elapsed().as_secs_f64() * 1000.0);
+                            // Wait for the worker to complete it.
+                            let deadline = Instant::now() + Duration::from_secs(30);
+                            loop {
+                                requests.fetch_add(1, Ordering::Relaxed);
+                                let r = setup
+                                    .client
+                                    .try_send(Method::GET, &payment, Some(&setup.pay_token), None)
+                                    .await;
+                                match r {
+                                    Ok(r)
+                                        if r.status.is_success()
+                                            && r.body["sentAmount"]["value"] != "0" =>
+                                    {
+                                        completed.fetch_add(1, Ordering::Relaxed);
+                                        done_times.push(t0.elapsed().as_secs_f64() * 1000.0);
+                                        break;
+                                    }
+                                    Ok(r) if r.status.is_success() && Instant::now() < deadline => {
+                                        tokio::time::sleep(Duration::from_millis(2)).await;
+                                    }
+                                    _ => {
+                                        failures.fetch_add(1, Ordering::Relaxed);
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("pay failed: {e}");
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    continue;
+                }
+                let ok = one_request(&setup, scenario, n).await.unwrap_or(false);
+                requests.fetch_add(1, Ordering::Relaxed);
+                if !ok {
+                    failures.fetch_add(1, Ordering::Relaxed);
+                }
+                mine.push(t0.elapsed().as_secs_f64() * 1000.0);
+            }
+            if let Ok(mut l) = latencies.lock() {
+                l.extend(mine);
+            }
+            if let Ok(mut c) = completions.lock() {
+                c.extend(done_times);
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = server.pid().and_then(cpu_us);
+    let requests = requests.load(Ordering::Relaxed);
+    let cpu_per_request = match (cpu_before, cpu_after) {
+        (Some(b), Some(a)) if requests > 0 => Some((a - b) / requests as f64),
+        _ => None,
+    };
+    let latency = percentiles(latencies.lock().map(|l| l.clone()).unwrap_or_default());
+    let completion = (args.scenario == Scenario::Pay)
+        .then(|| percentiles(completions.lock().map(|c| c.clone()).unwrap_or_default()));
+    Ok(Report {
+        scenario: args.scenario,
+        backend,
+        connections: args.connections,
+        seconds: elapsed,
+        requests,
+        non_2xx: failures.load(Ordering::Relaxed),
+        requests_per_second: requests as f64 / elapsed,
+        payments_per_second: (args.scenario == Scenario::Pay)
+            .then(|| completed.load(Ordering::Relaxed) as f64 / elapsed),
+        latency_ms: latency,
+        completion_ms: completion,
+        server_cpu_us_per_request: cpu_per_request,
+        server_peak_rss_mb: server.pid().and_then(peak_rss_mb),
+        ed25519_verify_us: verify_us,
+        cpu_per_request_over_verify: cpu_per_request.map(|c| c / verify_us),
+    })
+}
+
+fn print_table(r: &Report) {
+    println!("scenario                 {:?} ({})", r.scenario, r.backend);
+    println!("connections              {}", r.connections);
+    println!("duration                 {:.1} s", r.seconds);
+    println!("requests                 {}", r.requests);
+    println!("non-2xx                  {}", r.non_2xx);
+    println!("requests/s               {:.0}", r.requests_per_second);
+    if let Some(p) = r.payments_per_second {
+        println!("completed payments/s     {p:.0}");
+    }
+    let l = &r.latency_ms;
+    println!(
+        "latency ms p50/p90/p99/max  {:.2} / {:.2} / {:.2} / {:.2}",
+        l.p50, l.p90, l.p99, l.max
+    );
+    if let Some(c) = &r.completion_ms {
+        println!(
+            "time to completion ms p50/p90/p99/max  {:.1} / {:.1} / {:.1} / {:.1}",
+            c.p50, c.p90, c.p99, c.max
+        );
+    }
+    if let Some(c) = r.server_cpu_us_per_request {
+        println!("server CPU per request   {c:.1} µs");
+    }
+    if let Some(m) = r.server_peak_rss_mb {
+        println!("server peak RSS          {m:.1} MB");
+    }
+    println!("one Ed25519 verification {:.1} µs", r.ed25519_verify_us);
+    if let Some(x) = r.cpu_per_request_over_verify {
+        println!("server CPU / verification {x:.2}");
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if let Some(server_args) = args.serve_internal {
+        return serve_internal(server_args);
+    }
+    let json = args.json;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(run(args))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    if report.non_2xx > 0 {
+        bail!("{} requests did not succeed", report.non_2xx);
+    }
+    Ok(())
+}
+
+/// The server side: exactly what `opd serve` runs.
+fn serve_internal(args: Vec<String>) -> anyhow::Result<()> {
+    use opd::cli::{Cli, Command};
+    let cli = Cli::parse_from(args);
+    let Command::Serve(serve) = cli.command else {
+        bail!("only serve is supported")
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let settings =
+            opd::config::Settings::resolve(&cli.common, &serve, opd::config::FileConfig::default());
+        let running = opd::app::start(
+            settings,
+            Arc::new(opd_core::SystemClock),
+            Arc::new(opd_core::OsRandom),
+        )
+        .await?;
+        running.serve_until(std::future::pending()).await
+    })
+}
