@@ -82,7 +82,16 @@ pub fn access_error(services: &Services, e: AccessError) -> ApiError {
         AccessError::Signature(_) | AccessError::UnknownKey(_) => {
             unauthorized("invalid_signature", e.to_string())
         }
-        AccessError::Replayed => unauthorized("replayed_request", e.to_string()),
+        // A client that sent the same request twice within one second (its
+        // signatures carry no nonce) may simply retry: `Retry-After` says
+        // so. The description deliberately lacks "Signature validation
+        // error", which clients read as a revoked key. 401 is the status the
+        // spec documents for authentication failures.
+        AccessError::Replayed => {
+            let mut err = unauthorized("replayed_request", e.to_string());
+            err.retry_after = Some(1);
+            err
+        }
         AccessError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "insufficient_access", m),
         AccessError::Unavailable => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -18,6 +18,8 @@ pub struct ApiError {
     pub details: Option<Map<String, Value>>,
     /// `WWW-Authenticate` for 401s: `GNAP as_uri=<authorization server>`.
     pub www_authenticate: Option<String>,
+    /// `Retry-After` seconds for 429s.
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -28,6 +30,7 @@ impl ApiError {
             description: description.into(),
             details: None,
             www_authenticate: None,
+            retry_after: None,
         }
     }
 
@@ -161,6 +164,11 @@ impl IntoResponse for ApiError {
             axum::http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if let Some(v) = self
             .www_authenticate
             .and_then(|v| HeaderValue::from_str(&v).ok())

@@ -394,6 +394,7 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
         .revoke_grant(grant.record.id, services.clock.now())
         .await
         .map_err(store_error)?;
+    services.token_cache.clear();
     Ok(())
 }
 
@@ -461,6 +462,7 @@ pub async fn rotate_token(
     {
         return Err(GnapError::invalid_client("invalid access token").with_status(401));
     }
+    services.token_cache.clear();
     Ok(token_response(services, value, &new, &access))
 }
 
@@ -471,6 +473,7 @@ pub async fn revoke_token(services: &Services, managed: &ManagedToken) -> Result
         .revoke_access_token(&managed.token.management_id, services.clock.now())
         .await
         .map_err(store_error)?;
+    services.token_cache.clear();
     Ok(())
 }
 
@@ -488,11 +491,13 @@ pub async fn introspect(
     services: &Services,
     token: &str,
 ) -> Result<Option<ActiveToken>, ServiceError> {
-    let Some(record) = services
-        .store
-        .get_access_token(&token_digest(token))
-        .await?
-    else {
+    let digest = token_digest(token);
+    if let Some((active, expires_at)) = services.token_cache.get(&digest) {
+        if services.clock.now() < expires_at {
+            return Ok(Some(active));
+        }
+    }
+    let Some(record) = services.store.get_access_token(&digest).await? else {
         return Ok(None);
     };
     if record.revoked_at.is_some() || services.clock.now() >= record.expires_at {
@@ -509,11 +514,15 @@ pub async fn introspect(
     }
     let access: Vec<AccessItemWire> = serde_json::from_str(&record.access).unwrap_or_default();
     let access = AccessItem::parse_list(&access).unwrap_or_default();
-    Ok(Some(ActiveToken {
+    let active = ActiveToken {
         grant_id: grant.record.id,
         access,
         client: grant.client,
-    }))
+    };
+    services
+        .token_cache
+        .insert(digest, (active.clone(), record.expires_at));
+    Ok(Some(active))
 }
 
 // The interaction (consent).

@@ -118,8 +118,7 @@ pub async fn get(
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
     let wallet = services
-        .store
-        .get_wallet_address(payment.wallet_address_id)
+        .wallet_by_id(payment.wallet_address_id)
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
     Ok((payment, wallet))

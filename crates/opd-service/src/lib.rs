@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod access;
+pub mod cache;
 pub mod client_keys;
 mod error;
 pub mod grants;
@@ -19,7 +20,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate};
+use opd_core::wallet_address::WalletAddress;
+use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate, WalletAddressId};
 use opd_ilp::{IlpAddress, StreamSecret};
 use opd_store::Store;
 
@@ -82,6 +84,10 @@ pub struct ServiceConfig {
     pub webhook_url: Option<String>,
     /// The key of the webhook signature header.
     pub webhook_secret: Option<String>,
+    /// How long hot-path lookups (access tokens, wallet addresses) are
+    /// cached in memory. Changes on this node clear the caches at once;
+    /// other nodes notice within this time. Zero disables caching.
+    pub cache_ttl: Duration,
     /// Outgoing payments wait in `funding` until the operator funds them
     /// through the admin API (after the `outgoing_payment.created`
     /// webhook), instead of being funded from the wallet address's balance.
@@ -116,6 +122,7 @@ impl ServiceConfig {
             webhook_url: None,
             webhook_secret: None,
             external_funding: false,
+            cache_ttl: Duration::from_secs(2),
         }
     }
 }
@@ -135,6 +142,11 @@ pub struct Services {
     pub replay_cache: opd_httpsig::ReplayCache,
     /// HTTP client for calls to other servers (token introspection).
     pub http: reqwest::Client,
+    /// Live access tokens by digest, with their expiry.
+    pub token_cache: cache::TtlCache<String, (grants::ActiveToken, opd_core::Timestamp)>,
+    /// Wallet addresses by id and by path.
+    pub wallet_cache: cache::TtlCache<WalletAddressId, WalletAddress>,
+    pub wallet_path_cache: cache::TtlCache<String, WalletAddress>,
     stream_secret: StreamSecret,
 }
 
@@ -147,6 +159,28 @@ impl std::fmt::Debug for Services {
 }
 
 impl Services {
+    /// A wallet address by id, from the cache when fresh.
+    pub async fn wallet_by_id(
+        &self,
+        id: WalletAddressId,
+    ) -> Result<Option<WalletAddress>, ServiceError> {
+        if let Some(w) = self.wallet_cache.get(&id) {
+            return Ok(Some(w));
+        }
+        let found = self.store.get_wallet_address(id).await?;
+        if let Some(w) = &found {
+            self.wallet_cache.insert(id, w.clone());
+        }
+        Ok(found)
+    }
+
+    /// Forgets cached wallet addresses and tokens (after a change here).
+    pub fn forget_cached(&self) {
+        self.wallet_cache.clear();
+        self.wallet_path_cache.clear();
+        self.token_cache.clear();
+    }
+
     /// Assembles the services; loads (or creates, on first start) the
     /// server secrets kept in the database.
     pub async fn new(
@@ -160,6 +194,7 @@ impl Services {
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
+        let cache_ttl = config.cache_ttl;
         let replay_cache = opd_httpsig::ReplayCache::for_policy(&signature_policy, 1 << 20);
         Ok(Self {
             store,
@@ -176,6 +211,9 @@ impl Services {
                 .map_err(|e| {
                     ServiceError::InvalidRequest(format!("cannot build HTTP client: {e}"))
                 })?,
+            token_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
             stream_secret,
         })
     }

@@ -259,8 +259,7 @@ pub async fn get(
         .await?
         .ok_or(ServiceError::NotFound("outgoing payment"))?;
     let wallet = services
-        .store
-        .get_wallet_address(payment.wallet_address_id)
+        .wallet_by_id(payment.wallet_address_id)
         .await?
         .ok_or(ServiceError::NotFound("outgoing payment"))?;
     Ok((payment, wallet))

@@ -59,10 +59,7 @@ pub async fn resolve_local_receiver(
         .await?
         .ok_or_else(|| ServiceError::InvalidReceiver("no such incoming payment".into()))?;
     let now = services.clock.now();
-    let wallet = services
-        .store
-        .get_wallet_address(payment.wallet_address_id)
-        .await?;
+    let wallet = services.wallet_by_id(payment.wallet_address_id).await?;
     if !wallet.is_some_and(|w| w.is_active(now)) {
         return Err(ServiceError::InvalidReceiver(
             "the receiving wallet address is inactive".into(),
@@ -139,8 +136,7 @@ pub async fn get(services: &Services, id: QuoteId) -> Result<(Quote, WalletAddre
         .await?
         .ok_or(ServiceError::NotFound("quote"))?;
     let wallet = services
-        .store
-        .get_wallet_address(quote.wallet_address_id)
+        .wallet_by_id(quote.wallet_address_id)
         .await?
         .ok_or(ServiceError::NotFound("quote"))?;
     Ok((quote, wallet))

@@ -69,11 +69,13 @@ pub async fn deactivate(
     services: &Services,
     id: WalletAddressId,
 ) -> Result<WalletAddress, ServiceError> {
-    services
+    let wallet = services
         .store
         .deactivate_wallet_address(id, services.clock.now())
         .await?
-        .ok_or(ServiceError::NotFound("wallet address"))
+        .ok_or(ServiceError::NotFound("wallet address"))?;
+    services.forget_cached();
+    Ok(wallet)
 }
 
 /// Admin: adds a public key to a wallet address.
@@ -142,11 +144,19 @@ async fn active_at(
     path: &WalletAddressPath,
     when_inactive: ServiceError,
 ) -> Result<WalletAddress, ServiceError> {
-    let wallet = services
-        .store
-        .get_wallet_address_by_path(path)
-        .await?
-        .ok_or(ServiceError::UnknownWalletAddress)?;
+    let key = path.as_str().to_owned();
+    let wallet = match services.wallet_path_cache.get(&key) {
+        Some(w) => w,
+        None => {
+            let w = services
+                .store
+                .get_wallet_address_by_path(path)
+                .await?
+                .ok_or(ServiceError::UnknownWalletAddress)?;
+            services.wallet_path_cache.insert(key, w.clone());
+            w
+        }
+    };
     if wallet.is_active(services.clock.now()) {
         Ok(wallet)
     } else {

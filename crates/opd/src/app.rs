@@ -218,7 +218,15 @@ pub async fn start(
         .unwrap_or_else(|| format!("http://{auth_addr}"))
         .trim_end_matches('/')
         .to_owned();
-    let config = service_config(&settings, public_url.clone(), auth_public_url.clone())?;
+    // The published `authServer` is the grant endpoint itself: at the origin
+    // root it keeps its trailing slash, which is both the URL clients POST
+    // to and the form the Web Monetization extension hashes over
+    // (`origin + "/"`), so every client computes the same finish hash.
+    let grant_endpoint = match url::Url::parse(&auth_public_url) {
+        Ok(u) if u.path() == "/" => format!("{auth_public_url}/"),
+        _ => auth_public_url.clone(),
+    };
+    let config = service_config(&settings, public_url.clone(), grant_endpoint)?;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
     wallet_addresses::ensure_server_identity(&services).await?;
     if settings.demo {

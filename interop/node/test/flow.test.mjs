@@ -132,7 +132,8 @@ describe('Open Payments flow with the official Node client', () => {
       assert.equal(doc.publicName, name)
       assert.equal(doc.assetCode, 'USD')
       assert.equal(doc.assetScale, 2)
-      assert.equal(doc.authServer, w.opd.authUrl)
+      // The grant endpoint at the origin root, trailing slash included.
+      assert.equal(doc.authServer, `${w.opd.authUrl}/`)
       assert.equal(doc.resourceServer, w.opd.publicUrl)
     }
     const anonymous = await w.anon.walletAddress.get({ url: w.urls.alice })
@@ -284,11 +285,7 @@ describe('Open Payments flow with the official Node client', () => {
   })
 
   it(
-    'finish hash over `origin + "/"` as the Web Monetization extension computes it',
-    {
-      todo:
-        'opd publishes authServer without a trailing slash and hashes over it; the WM extension hashes over new URL(authServer).origin + "/" (see report)'
-    },
+    'finish hash over `origin + "/"` as the Web Monetization extension computes it (opd publishes authServer as that grant endpoint)',
     async () => {
       const { alice } = await wallets()
       const { pending, hash, interactRef, clientNonce } = await outgoingGrant()
@@ -355,8 +352,7 @@ describe('Open Payments flow with the official Node client', () => {
   })
 
   it(
-    'grantSpentDebitAmount of a new payment includes that payment (spec example; GET /outgoing-payment-grant)',
-    { todo: 'opd answers the amount spent before this payment (see report)' },
+    'grantSpentDebitAmount of a new payment is what the grant spent before it (as the reference server and the WM extension expect)',
     async () => {
       const { alice } = await wallets()
       const { grant } = await interactiveGrant(w, alice.authServer, [
@@ -373,22 +369,25 @@ describe('Open Payments flow with the official Node client', () => {
       const second = await pay(20)
       const spent = await w.client.outgoingPayment.getGrantSpentAmounts({ url: alice.resourceServer, accessToken: token })
       assert.deepEqual(spent.spentDebitAmount, usd(30))
-      assert.deepEqual(first.grantSpentDebitAmount, usd(10), 'first payment')
-      assert.deepEqual(second.grantSpentDebitAmount, usd(30), 'second payment')
+      assert.deepEqual(first.grantSpentDebitAmount, usd(0), 'first payment: nothing spent before')
+      assert.deepEqual(second.grantSpentDebitAmount, usd(10), 'second payment: the first one before it')
     }
   )
 
   it(
-    'accepts the same request twice within one second (the Node client signs deterministically, created in seconds, no nonce)',
-    { todo: 'opd rejects the second as a replay: 401 replayed_request (see report)' },
+    'the same request twice within one second is a replay (401 replayed_request, Retry-After: 1); retried a second later it succeeds',
     async () => {
+      // The Node client signs deterministically (created in whole seconds,
+      // no nonce), so the second request carries the first one's signature.
       const { bob } = await wallets()
       const grant = await ipGrant()
       const args = [{ url: bob.resourceServer, accessToken: grant.access_token.value }, { walletAddress: bob.id, incomingAmount: usd(99) }]
       await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
       const first = await w.client.incomingPayment.create(...args)
-      const second = await w.client.incomingPayment.create(...args)
-      assert.notEqual(first.id, second.id)
+      await expectClientError(w, () => w.client.incomingPayment.create(...args), { status: 401, code: 'replayed_request' })
+      await new Promise((r) => setTimeout(r, 1100))
+      const retried = await w.client.incomingPayment.create(...args)
+      assert.notEqual(first.id, retried.id)
     }
   )
 

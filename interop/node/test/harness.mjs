@@ -380,10 +380,6 @@ function installRecorder(world) {
       await Promise.all([...pending])
       return records.splice(from)
     },
-    last(pred = () => true) {
-      for (let i = records.length - 1; i >= 0; i--) if (pred(records[i])) return records[i]
-      return undefined
-    },
     uninstall() {
       if (globalThis.fetch === wrapped) globalThis.fetch = rawFetch
     }
@@ -398,13 +394,14 @@ export async function startWorld() {
   const opd = await startOpd()
   try {
     const admin = adminClient(opd.adminUrl)
+    // alice pays, bob is paid, shop is the client (its key signs every request).
     for (const [p, name] of [
       ['alice', 'Alice'],
-      ['bob', 'Bob']
+      ['bob', 'Bob'],
+      ['shop', 'Shop']
     ]) {
       await adminOk(admin, 'POST', '/wallet-addresses', { path: p, assetCode: 'USD', assetScale: 2, publicName: name }, 201)
     }
-    await adminOk(admin, 'POST', '/wallet-addresses', { path: 'shop', assetCode: 'USD', assetScale: 2, publicName: 'Shop' }, 201)
     const shopKey = newEd25519Key(`shop-key-${crypto.randomUUID()}`)
     await adminOk(admin, 'POST', '/wallet-addresses/shop/keys', { jwk: shopKey.jwk }, [200, 201])
     await adminOk(admin, 'POST', '/wallet-addresses/alice/deposits', { amount: '1000000', idempotencyKey: 'seed' }, [200, 201])
@@ -653,7 +650,8 @@ export async function expectClientError(world, fn, expected) {
   assert.equal(res.body?.error?.code, err.code, 'the client exposes error.code of the body')
   if (res.status === 401 && op.kind === 'resource') {
     const header = res.headers.get('www-authenticate')
-    assert.equal(header, `GNAP as_uri=${world.opd.authUrl}`, 'WWW-Authenticate of a resource server 401')
+    // The challenge names the grant endpoint, which opd publishes as `authServer`.
+    assert.equal(header, `GNAP as_uri=${world.opd.authUrl}/`, 'WWW-Authenticate of a resource server 401')
   }
   return { err, response: res }
 }

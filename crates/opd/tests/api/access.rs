@@ -43,7 +43,7 @@ fn assert_401(r: &Reply, app: &TestApp, code: &str) {
         .and_then(|v| v.to_str().ok());
     assert_eq!(
         challenge,
-        Some(format!("GNAP as_uri={}", app.auth).as_str())
+        Some(format!("GNAP as_uri={}/", app.auth).as_str())
     );
 }
 
@@ -280,6 +280,13 @@ async fn stale_future_and_replayed_signatures_are_refused() {
         .send_raw(Method::POST, &url(&w), h, Some(body))
         .await;
     assert_401(&replay, &w.app, "replayed_request");
+    assert_eq!(
+        replay
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
 }
 
 #[tokio::test]
