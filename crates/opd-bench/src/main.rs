@@ -329,7 +329,9 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
         s,
         "incoming-payments",
         &s.ip_token,
-        json!({ "walletAddress": s.bob, "incomingAmount": amount }),
+        // A distinct body per payment: identical signed POSTs within one
+        // second would be refused as replays.
+        json!({ "walletAddress": s.bob, "incomingAmount": amount, "metadata": { "n": n } }),
     )
     .await?;
     let q = post(
@@ -487,7 +489,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
                                         break;
                                     }
                                     Ok(r) if r.status.is_success() && Instant::now() < deadline => {
-                                        tokio::time::sleep(Duration::from_millis(2)).await;
+                                        // Poll gently: the polls share the server with the payments.
+                                        tokio::time::sleep(Duration::from_millis(10)).await;
                                     }
                                     _ => {
                                         failures.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use opd_httpsig::Jwk;
+use opd_httpsig::{Jwk, VerifyingKey};
 
 use crate::{ServiceError, Services};
 
@@ -24,10 +24,14 @@ pub enum KeyLookupError {
     UnknownClient,
 }
 
+/// A key set with each key already decoded (point decompression is a
+/// sizeable part of a verification, so it is done once per fetch).
+type KeySet = Vec<(String, VerifyingKey)>;
+
 #[derive(Debug)]
 struct Cached {
     at: Instant,
-    keys: Vec<Jwk>,
+    keys: KeySet,
 }
 
 /// The cache of client key sets.
@@ -62,12 +66,12 @@ impl ClientKeys {
         }
     }
 
-    fn cached(&self, wallet: &str) -> Option<(Duration, Vec<Jwk>)> {
+    fn cached(&self, wallet: &str) -> Option<(Duration, KeySet)> {
         let c = self.cache.lock().ok()?;
         c.get(wallet).map(|e| (e.at.elapsed(), e.keys.clone()))
     }
 
-    fn store(&self, wallet: &str, keys: Vec<Jwk>) {
+    fn store(&self, wallet: &str, keys: KeySet) {
         if let Ok(mut c) = self.cache.lock() {
             if c.len() > 10_000 {
                 c.clear();
@@ -88,8 +92,8 @@ impl ClientKeys {
         services: &Services,
         wallet: &str,
         kid: &str,
-    ) -> Result<Jwk, KeyLookupError> {
-        let find = |keys: &[Jwk]| keys.iter().find(|k| k.kid == kid).cloned();
+    ) -> Result<VerifyingKey, KeyLookupError> {
+        let find = |keys: &KeySet| keys.iter().find(|k| k.0 == kid).map(|k| k.1);
         let mut age = None;
         if let Some((a, keys)) = self.cached(wallet) {
             if a < self.ttl {
@@ -102,7 +106,12 @@ impl ClientKeys {
         if age.is_some_and(|a| a < self.refetch_floor) {
             return Err(KeyLookupError::UnknownKey(kid.to_owned()));
         }
-        let keys = self.load(services, wallet).await?;
+        let keys: KeySet = self
+            .load(services, wallet)
+            .await?
+            .into_iter()
+            .filter_map(|j| j.verifying_key().ok().map(|k| (j.kid, k)))
+            .collect();
         let found = find(&keys);
         self.store(wallet, keys);
         found.ok_or_else(|| KeyLookupError::UnknownKey(kid.to_owned()))

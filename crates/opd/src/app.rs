@@ -272,6 +272,9 @@ pub async fn start(
     })
 }
 
+/// Concurrent payment worker loops per process.
+const PAYMENT_WORKERS: usize = 4;
+
 /// The background loops: send due payments, announce expired incoming
 /// payments, deliver webhooks. Each sleeps briefly only when idle, and
 /// stops at shutdown.
@@ -282,7 +285,9 @@ fn spawn_workers(
 ) {
     use opd_service::worker::{self, Step};
     let idle = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
-    {
+    // Several payment loops: each claims its own payment, so sends overlap
+    // (and get more turns at SQLite's single writer under API load).
+    for _ in 0..PAYMENT_WORKERS {
         let services = services.clone();
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
