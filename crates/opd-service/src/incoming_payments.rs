@@ -160,9 +160,16 @@ pub async fn complete(
             message: "the incoming payment has expired and cannot be completed".into(),
         });
     }
+    let mut completed = payment.clone();
+    completed.completed = true;
+    let event = crate::webhooks::event(
+        services,
+        "incoming_payment.completed",
+        crate::worker::incoming_event_data(services, &completed, &wallet),
+    );
     let done = services
         .store
-        .complete_incoming_payment(id, now)
+        .complete_incoming_payment(id, now, &[event])
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
     Ok((done, wallet))

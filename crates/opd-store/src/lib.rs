@@ -109,11 +109,13 @@ pub trait Store: Send + Sync + 'static {
         client: Option<&str>,
         page: &PageRequest,
     ) -> StoreResult<Page<IncomingPayment>>;
-    /// Marks the payment completed unless it already is, and returns it.
+    /// Marks the payment completed unless it already is (queueing `events`
+    /// only when this call completed it), and returns it.
     async fn complete_incoming_payment(
         &self,
         id: IncomingPaymentId,
         at: Timestamp,
+        events: &[payments::WebhookEventRecord],
     ) -> StoreResult<Option<IncomingPayment>>;
 
     // Quotes.

@@ -1459,12 +1459,18 @@ macro_rules! payments_impl {
                 &self,
                 id: IncomingPaymentId,
                 at: Timestamp,
+                events: &[WebhookEventRecord],
             ) -> StoreResult<Option<IncomingPayment>> {
-                sqlx::query(&sql("UPDATE incoming_payments SET completed = TRUE, updated_at = ? WHERE id = ?::uuid AND NOT completed"))
+                let mut tx = self.$write.begin().await?;
+                let done = sqlx::query(&sql("UPDATE incoming_payments SET completed = TRUE, updated_at = ? WHERE id = ?::uuid AND NOT completed"))
                     .bind(at.unix_millis())
                     .bind(id.to_string())
-                    .execute(&self.$write)
+                    .execute(&mut *tx)
                     .await?;
+                if done.rows_affected() > 0 {
+                    insert_events(&mut tx, events).await?;
+                }
+                tx.commit().await?;
                 self.get_incoming_payment(id).await
             }
 

@@ -310,17 +310,24 @@ async fn incoming_payments_complete_once(s: &dyn Store) {
     let p = incoming(&alice, 1, None);
     s.create_incoming_payment(&p, &[]).await.unwrap();
     let t = Timestamp::from_unix_millis(T0 + 99_000);
-    let done = s.complete_incoming_payment(p.id, t).await.unwrap().unwrap();
+    let done = s
+        .complete_incoming_payment(p.id, t, &[])
+        .await
+        .unwrap()
+        .unwrap();
     assert!(done.completed);
     assert_eq!(done.updated_at, t);
     let again = s
-        .complete_incoming_payment(p.id, t.plus_seconds(5))
+        .complete_incoming_payment(p.id, t.plus_seconds(5), &[])
         .await
         .unwrap()
         .unwrap();
     assert_eq!(again.updated_at, t, "completing twice changes nothing");
     let missing = IncomingPaymentId::new(t, &SeededRandom::new(3));
-    assert_eq!(s.complete_incoming_payment(missing, t).await.unwrap(), None);
+    assert_eq!(
+        s.complete_incoming_payment(missing, t, &[]).await.unwrap(),
+        None
+    );
 }
 
 async fn quotes_round_trip(s: &dyn Store) {

@@ -136,6 +136,7 @@ fn service_config(
     config.webhook_url = settings.webhook_url.clone();
     config.webhook_secret = settings.webhook_secret.clone();
     config.external_funding = settings.external_funding;
+    config.cache_ttl = Duration::from_millis(settings.cache_ttl_ms);
     config.signature_policy = opd_httpsig::VerifyPolicy {
         max_age: Duration::from_secs(settings.signature_max_age_secs),
         max_future_skew: Duration::from_secs(settings.signature_max_future_secs),

@@ -105,6 +105,9 @@ pub struct ServeArgs {
     /// Run the background workers (payments, expiry, webhooks) [default: true].
     #[arg(long, env = "OPD_WORKERS")]
     pub workers: Option<bool>,
+    /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
+    #[arg(long, env = "OPD_CACHE_TTL_MS")]
+    pub cache_ttl_ms: Option<u64>,
     /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
     pub external_funding: Option<bool>,
@@ -157,6 +160,7 @@ pub struct FileConfig {
     pub webhook_secret: Option<String>,
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
+    pub cache_ttl_ms: Option<u64>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -220,6 +224,7 @@ pub struct Settings {
     pub webhook_secret: Option<String>,
     pub workers: bool,
     pub external_funding: bool,
+    pub cache_ttl_ms: u64,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -316,6 +321,7 @@ impl Settings {
                 .external_funding
                 .or(file.external_funding)
                 .unwrap_or(false),
+            cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)
