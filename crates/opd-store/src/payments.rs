@@ -231,6 +231,63 @@ pub struct WebhookEventRecord {
     pub created_at: Timestamp,
 }
 
+/// A read cache of outgoing payments for a database only this process
+/// writes (SQLite): `GET /outgoing-payments/{id}` is polled far more often
+/// than a payment changes. Every write bumps an epoch and drops the
+/// payment, before its transaction and after its commit; a read caches its
+/// row only if no write began since the read started, so a stale row can
+/// never be cached. Disabled for PostgreSQL, where other nodes write too.
+#[derive(Debug, Default)]
+pub(crate) struct PaymentReadCache {
+    enabled: bool,
+    inner: std::sync::Mutex<(
+        u64,
+        std::collections::HashMap<OutgoingPaymentId, OutgoingPaymentRecord>,
+    )>,
+}
+
+impl PaymentReadCache {
+    pub(crate) fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            inner: Default::default(),
+        }
+    }
+
+    /// The epoch to pass to `put` after reading.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.inner.lock().map_or(u64::MAX, |g| g.0)
+    }
+
+    pub(crate) fn get(&self, id: OutgoingPaymentId) -> Option<OutgoingPaymentRecord> {
+        if !self.enabled {
+            return None;
+        }
+        self.inner.lock().ok()?.1.get(&id).cloned()
+    }
+
+    pub(crate) fn put(&self, read_epoch: u64, record: &OutgoingPaymentRecord) {
+        if !self.enabled {
+            return;
+        }
+        if let Ok(mut g) = self.inner.lock() {
+            if g.0 == read_epoch {
+                if g.1.len() >= 10_000 {
+                    g.1.clear();
+                }
+                g.1.insert(record.id, record.clone());
+            }
+        }
+    }
+
+    pub(crate) fn invalidate(&self, id: OutgoingPaymentId) {
+        if let Ok(mut g) = self.inner.lock() {
+            g.0 = g.0.wrapping_add(1);
+            g.1.remove(&id);
+        }
+    }
+}
+
 /// Generates the implementation for one backend. `$write` and `$read` name
 /// the store's pools; `$pg` says which dialect.
 macro_rules! payments_impl {
@@ -683,13 +740,21 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_get(&self, id: opd_core::OutgoingPaymentId) -> StoreResult<Option<OutgoingPaymentRecord>> {
-                sqlx::query(&sql(&format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE id = ?::uuid")))
+                if let Some(p) = self.payments_cache.get(id) {
+                    return Ok(Some(p));
+                }
+                let epoch = self.payments_cache.epoch();
+                let found = sqlx::query(&sql(&format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE id = ?::uuid")))
                     .bind(id.to_string())
                     .fetch_optional(&self.$read)
                     .await?
                     .as_ref()
                     .map(payment_from_row)
-                    .transpose()
+                    .transpose()?;
+                if let Some(p) = &found {
+                    self.payments_cache.put(epoch, p);
+                }
+                Ok(found)
             }
 
             pub(crate) async fn pay_list(
@@ -712,6 +777,8 @@ macro_rules! payments_impl {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(id) = id else { return Ok(None) };
+                let payment_id = opd_core::OutgoingPaymentId::from_uuid($crate::rows::uuid_from_text(&id)?);
+                self.payments_cache.invalidate(payment_id);
                 let row = sqlx::query(&sql(&format!(
                     "UPDATE outgoing_payments SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ?::uuid
                      RETURNING {PAYMENT_COLUMNS}"
@@ -722,10 +789,18 @@ macro_rules! payments_impl {
                 .await?;
                 let payment = payment_from_row(&row)?;
                 tx.commit().await?;
+                self.payments_cache.invalidate(payment_id);
                 Ok(Some(payment))
             }
 
             pub(crate) async fn pay_deliver_local(&self, d: &LocalDelivery) -> StoreResult<bool> {
+                self.payments_cache.invalidate(d.payment);
+                let done = self.pay_deliver_local_tx(d).await;
+                self.payments_cache.invalidate(d.payment);
+                done
+            }
+
+            async fn pay_deliver_local_tx(&self, d: &LocalDelivery) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
                 let done = sqlx::query(&sql(
                     "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ?
@@ -782,6 +857,13 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_fail(&self, f: &PaymentFailure) -> StoreResult<bool> {
+                self.payments_cache.invalidate(f.payment);
+                let done = self.pay_fail_tx(f).await;
+                self.payments_cache.invalidate(f.payment);
+                done
+            }
+
+            async fn pay_fail_tx(&self, f: &PaymentFailure) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
                 let row = sqlx::query(&sql(&format!(
                     "UPDATE outgoing_payments SET state = ?, error = ?, updated_at = ?
@@ -926,6 +1008,18 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_fund(
+                &self,
+                id: opd_core::OutgoingPaymentId,
+                at: Timestamp,
+                events: &[WebhookEventRecord],
+            ) -> StoreResult<bool> {
+                self.payments_cache.invalidate(id);
+                let done = self.pay_fund_tx(id, at, events).await;
+                self.payments_cache.invalidate(id);
+                done
+            }
+
+            async fn pay_fund_tx(
                 &self,
                 id: opd_core::OutgoingPaymentId,
                 at: Timestamp,

@@ -30,6 +30,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Disabled: other nodes write the same database.
+    payments_cache: std::sync::Arc<crate::payments::PaymentReadCache>,
 }
 
 fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
@@ -50,7 +52,10 @@ impl PgStore {
         } else {
             Self::check_migrated(&pool).await?;
         }
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            payments_cache: std::sync::Arc::new(crate::payments::PaymentReadCache::new(false)),
+        })
     }
 
     /// `opd migrate`: applies pending migrations (an advisory lock makes

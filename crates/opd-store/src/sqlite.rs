@@ -33,6 +33,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Only this process writes an SQLite database, so payment reads can be
+    /// cached coherently.
+    payments_cache: std::sync::Arc<crate::payments::PaymentReadCache>,
 }
 
 /// The file path in a `sqlite:` URL (without query parameters).
@@ -91,7 +94,11 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(base.read_only(true))
             .await?;
-        Ok(Self { writer, reader })
+        Ok(Self {
+            writer,
+            reader,
+            payments_cache: std::sync::Arc::new(crate::payments::PaymentReadCache::new(true)),
+        })
     }
 
     /// Table name -> sorted column names, for the migration parity test.

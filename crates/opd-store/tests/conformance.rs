@@ -754,6 +754,9 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         at,
         events: vec![],
     };
+    // Read before each write too: a store that caches reads must drop them.
+    let sending = s.get_outgoing_payment(claimed.id).await.unwrap().unwrap();
+    assert_eq!((sending.state.as_str(), sending.sent), ("sending", 0));
     assert!(s.deliver_locally(&delivery).await.unwrap());
     assert!(
         !s.deliver_locally(&delivery).await.unwrap(),
@@ -797,6 +800,8 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     };
     assert!(s.fail_outgoing_payment(&failure).await.unwrap());
     assert!(!s.fail_outgoing_payment(&failure).await.unwrap());
+    let failed = s.get_outgoing_payment(other.id).await.unwrap().unwrap();
+    assert_eq!(failed.state, "failed");
     let spent = s
         .grant_spent("grant-1", Timestamp::from_unix_millis(0))
         .await
