@@ -328,6 +328,10 @@ pub struct ConnectOptions {
     pub migrate_postgres: bool,
     /// Connections in the (reader) pool.
     pub max_connections: u32,
+    /// Take the SQLite database for this process alone (`opd serve`): a
+    /// second process asking for it is refused, which lets the store cache
+    /// what it writes. Read-only tools (`opd check`) leave it unset.
+    pub exclusive_sqlite: bool,
 }
 
 impl ConnectOptions {
@@ -337,6 +341,7 @@ impl ConnectOptions {
             create_sqlite_file: false,
             migrate_postgres: false,
             max_connections: 16,
+            exclusive_sqlite: false,
         }
     }
 }

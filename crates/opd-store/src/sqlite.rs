@@ -33,9 +33,33 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
-    /// Only this process writes an SQLite database, so payment reads can be
-    /// cached coherently.
+    /// With an exclusive connection only this process writes the database,
+    /// so payment reads can be cached coherently.
     payments_cache: std::sync::Arc<crate::payments::PaymentReadCache>,
+    /// The lock that makes the connection exclusive, held while the store
+    /// lives; the operating system releases it when the process dies.
+    _exclusive_lock: Option<std::sync::Arc<std::fs::File>>,
+}
+
+/// Locks `<database>.opd-lock` so that no other opd process serves the same
+/// SQLite database.
+fn lock_exclusively(path: &str) -> StoreResult<std::fs::File> {
+    let lock_path = format!("{path}.opd-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| StoreError::Config(format!("cannot open lock file {lock_path:?}: {e}")))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Config(format!(
+            "SQLite database {path:?} is in use by another opd process; one database serves one process (use PostgreSQL for several nodes)"
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::Config(format!(
+            "cannot lock {lock_path:?}: {e}"
+        ))),
+    }
 }
 
 /// The file path in a `sqlite:` URL (without query parameters).
@@ -73,6 +97,11 @@ impl SqliteStore {
                 _ => {}
             }
         }
+        let exclusive_lock = if options.exclusive_sqlite {
+            Some(std::sync::Arc::new(lock_exclusively(path)?))
+        } else {
+            None
+        };
         let base = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
             .map_err(|e| StoreError::Config(format!("invalid SQLite URL: {e}")))?
             .create_if_missing(create)
@@ -97,7 +126,10 @@ impl SqliteStore {
         Ok(Self {
             writer,
             reader,
-            payments_cache: std::sync::Arc::new(crate::payments::PaymentReadCache::new(true)),
+            payments_cache: std::sync::Arc::new(crate::payments::PaymentReadCache::new(
+                exclusive_lock.is_some(),
+            )),
+            _exclusive_lock: exclusive_lock,
         })
     }
 

@@ -72,3 +72,24 @@ async fn postgres_without_migrations_is_refused_until_migrated() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn an_exclusive_sqlite_database_refuses_a_second_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = ConnectOptions::new(format!("sqlite://{}/opd.sqlite", dir.path().display()));
+    options.create_sqlite_file = true;
+    options.exclusive_sqlite = true;
+    let first = connect(&options).await.unwrap();
+    let err = connect(&options).await.err().unwrap();
+    assert!(
+        matches!(err, StoreError::Config(ref m) if m.contains("in use by another opd process")),
+        "{err}"
+    );
+    // A read-only tool (opd check) may still open it.
+    let mut shared = options.clone();
+    shared.exclusive_sqlite = false;
+    connect(&shared).await.unwrap().ping().await.unwrap();
+    // Once the first server is gone, the database is free again.
+    drop(first);
+    connect(&options).await.unwrap().ping().await.unwrap();
+}

@@ -13,6 +13,7 @@ pub async fn sqlite() -> (SqliteStore, tempfile::TempDir) {
     let url = format!("sqlite://{}", dir.path().join("opd.sqlite").display());
     let mut options = ConnectOptions::new(url);
     options.create_sqlite_file = true;
+    options.exclusive_sqlite = true;
     (
         SqliteStore::connect(&options).await.expect("open sqlite"),
         dir,

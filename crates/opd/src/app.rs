@@ -199,6 +199,7 @@ pub async fn start(
     let mut options = ConnectOptions::new(settings.database_url.clone());
     options.create_sqlite_file = settings.database_is_default;
     options.migrate_postgres = settings.migrate;
+    options.exclusive_sqlite = true;
     let store = opd_store::connect(&options)
         .await
         .context("cannot open the database")?;
