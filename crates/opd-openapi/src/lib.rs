@@ -24,8 +24,8 @@ use serde_json::Value;
 pub use error::{SpecError, ValidationError, Violation, ViolationKind};
 
 /// Environment variable naming the directory that holds the four spec
-/// files. When unset (or empty) [`Specs::load`] uses `shared/spec` next to
-/// the workspace (`<workspace>/../shared/spec`).
+/// files. When unset (or empty) [`Specs::load`] uses the copy kept in the
+/// repository (`<workspace>/spec`).
 pub const SPEC_DIR_ENV: &str = "OPD_SPEC_DIR";
 
 /// The meta-schema every compiled schema declares.
@@ -130,7 +130,7 @@ struct ResponseTarget {
 
 impl Specs {
     /// The shared instance, loaded on first use from `$OPD_SPEC_DIR` or,
-    /// when that is unset or empty, from `<workspace root>/../shared/spec`.
+    /// when that is unset or empty, from `<workspace root>/spec`.
     ///
     /// The outcome (success or error) is computed once per process.
     ///
@@ -161,7 +161,7 @@ impl Specs {
     }
 
     /// The directory [`Specs::load`] reads: `$OPD_SPEC_DIR` if set and not
-    /// empty, else `<workspace root>/../shared/spec`.
+    /// empty, else `<workspace root>/spec`.
     pub fn default_dir() -> PathBuf {
         spec_dir(std::env::var_os(SPEC_DIR_ENV)).0
     }
@@ -519,11 +519,11 @@ fn spec_dir(env: Option<std::ffi::OsString>) -> (PathBuf, String) {
             (PathBuf::from(value), format!("taken from ${SPEC_DIR_ENV}"))
         }
         _ => {
-            let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec");
+            let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec");
             let dir = std::fs::canonicalize(&raw).unwrap_or(raw);
             (
                 dir,
-                format!("the default <workspace root>/../shared/spec, as ${SPEC_DIR_ENV} is unset"),
+                format!("the default <workspace root>/spec, as ${SPEC_DIR_ENV} is unset"),
             )
         }
     }
@@ -732,7 +732,8 @@ mod tests {
         assert_eq!(dir, PathBuf::from("/some/where"));
         assert!(origin.contains(SPEC_DIR_ENV));
         let (default, origin) = spec_dir(Some("".into()));
-        assert!(default.ends_with("shared/spec"), "{}", default.display());
+        assert!(default.ends_with("spec"), "{}", default.display());
+        assert!(default.join("resource-server.yaml").is_file());
         assert!(origin.contains("default"));
         assert_eq!(spec_dir(None).0, default);
     }

@@ -2,7 +2,7 @@
 // (@interledger/open-payments, validateResponses: true): discovery, grants,
 // incoming payments, quotes, an interactive outgoing-payment grant approved
 // on opd's consent page, outgoing payments and token management. Every
-// response is also checked against /work/shared/spec by the harness.
+// response is also checked against <repo>/spec by the harness.
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'

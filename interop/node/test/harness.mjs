@@ -3,7 +3,7 @@
 // checks every Open Payments response against the OpenAPI documents.
 //
 //   OPD_BIN       the opd binary (required)
-//   OPD_SPEC_DIR  the Open Payments YAML specs (default: <repo>/../shared/spec)
+//   OPD_SPEC_DIR  the Open Payments YAML specs (default: <repo>/spec)
 
 import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -56,7 +56,7 @@ export const SPEC_FILES = {
 }
 
 export function specDir() {
-  const dir = process.env.OPD_SPEC_DIR || path.resolve(repoRoot, '../shared/spec')
+  const dir = process.env.OPD_SPEC_DIR || path.resolve(repoRoot, 'spec')
   for (const file of Object.values(SPEC_FILES)) {
     if (!fs.existsSync(path.join(dir, file))) {
       throw new Error(

@@ -35,7 +35,7 @@ describe('spec validation', () => {
   const validQuote = async () => structuredClone((await realQuote()).quote)
   const createQuote = (status, body) => validateAgainstSpec({ kind: 'resource', path: '/quotes', method: 'post', status, body })
 
-  it('the official client validates with the same documents as /work/shared/spec', () => {
+  it('the official client validates with the same documents as <repo>/spec', () => {
     const bundled = path.join(path.dirname(require.resolve('@interledger/open-payments')), 'openapi', 'specs')
     for (const file of Object.values(SPEC_FILES)) {
       const a = fs.readFileSync(path.join(bundled, file), 'utf8')
