@@ -21,6 +21,9 @@ pub enum StoreError {
     /// Any other database error.
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
+    /// Any other error of the embedded SQLite driver.
+    #[error("database error: {0}")]
+    Sqlite(#[source] crate::sqlite::driver::Error),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -36,6 +39,22 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::Decode(_)
             | sqlx::Error::ColumnNotFound(_) => StoreError::Corrupt(e.to_string()),
             _ => StoreError::Database(e),
+        }
+    }
+}
+
+impl From<crate::sqlite::driver::Error> for StoreError {
+    fn from(e: crate::sqlite::driver::Error) -> Self {
+        use crate::sqlite::driver::Error as E;
+        if e.is_unique_violation() {
+            return StoreError::Conflict(e.to_string());
+        }
+        if e.is_busy() {
+            return StoreError::Unavailable(e.to_string());
+        }
+        match e {
+            E::ColumnNotFound(_) | E::Decode { .. } => StoreError::Corrupt(e.to_string()),
+            other => StoreError::Sqlite(other),
         }
     }
 }

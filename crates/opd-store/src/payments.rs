@@ -297,7 +297,7 @@ impl PaymentReadCache {
 /// Generates the implementation for one backend. `$write` and `$read` name
 /// the store's pools; `$pg` says which dialect.
 macro_rules! payments_impl {
-    ($store:ty, $db:ty, $row:ty, $write:ident, $read:ident, $pg:expr, $backend:expr) => {
+    ($store:ty, $write:ident, $read:ident, $pg:expr, $backend:expr) => {
         use $crate::payments::*;
         use $crate::rows::Columns;
 
@@ -316,7 +316,7 @@ macro_rules! payments_impl {
             CAST(sent_value AS TEXT) AS sent_value, state, error, metadata, client, grant_id, grant_interval_start,
             attempts, next_attempt_at, created_at, updated_at";
 
-        fn payment_from_row(row: &$row) -> StoreResult<OutgoingPaymentRecord> {
+        fn payment_from_row(row: &db::Row) -> StoreResult<OutgoingPaymentRecord> {
             let amount = |p: &str| -> StoreResult<opd_core::Amount> {
                 let v = row.text(&format!("{p}_value"))?;
                 Ok(opd_core::Amount::new(
@@ -347,7 +347,7 @@ macro_rules! payments_impl {
             })
         }
 
-        fn transfer_from_row(row: &$row) -> StoreResult<TransferRow> {
+        fn transfer_from_row(row: &db::Row) -> StoreResult<TransferRow> {
             Ok(TransferRow {
                 id: row.text("id")?,
                 debit_account: row.text("debit_account")?,
@@ -363,12 +363,12 @@ macro_rules! payments_impl {
         const TRANSFER_COLUMNS: &str = "id, debit_account, credit_account, CAST(amount AS TEXT) AS amount, kind, reference,
             idempotency_key, created_at";
 
-        type Tx<'c> = sqlx::Transaction<'c, $db>;
+        type Tx<'c> = db::Tx<'c>;
 
         /// Creates the account if it does not exist.
         async fn ensure_account(tx: &mut Tx<'_>, kind: AccountKind, owner: &str, asset: &opd_core::Asset, at: Timestamp) -> StoreResult<String> {
             let id = kind.account_id(owner, asset);
-            sqlx::query(&sql(
+            db::query(&sql(
                 "INSERT INTO ledger_accounts (id, kind, owner_id, asset_code, asset_scale, balance, created_at)
                  VALUES (?, ?, ?, ?, ?, ?::numeric, ?) ON CONFLICT (id) DO NOTHING",
             ))
@@ -386,7 +386,7 @@ macro_rules! payments_impl {
 
         async fn balance_of(tx: &mut Tx<'_>, account: &str) -> StoreResult<i128> {
             let lock = if $pg { " FOR UPDATE" } else { "" };
-            let text: String = sqlx::query_scalar(&sql(&format!(
+            let text: String = db::query_scalar(&sql(&format!(
                 "SELECT CAST(balance AS TEXT) FROM ledger_accounts WHERE id = ?{lock}"
             )))
             .bind(account)
@@ -396,7 +396,7 @@ macro_rules! payments_impl {
         }
 
         async fn set_balance(tx: &mut Tx<'_>, account: &str, balance: i128) -> StoreResult<()> {
-            sqlx::query(&sql("UPDATE ledger_accounts SET balance = ?::numeric WHERE id = ?"))
+            db::query(&sql("UPDATE ledger_accounts SET balance = ?::numeric WHERE id = ?"))
                 .bind(balance.to_string())
                 .bind(account)
                 .execute(&mut **tx)
@@ -442,7 +442,7 @@ macro_rules! payments_impl {
             }
             set_balance(tx, debit, debit_balance - amount_i).await?;
             set_balance(tx, credit, credit_balance + amount_i).await?;
-            sqlx::query(&sql(
+            db::query(&sql(
                 "INSERT INTO ledger_transfers (id, debit_account, credit_account, amount, kind, reference, idempotency_key,
                     request_digest, created_at) VALUES (?, ?, ?, ?::numeric, ?, ?, ?, ?, ?)",
             ))
@@ -462,7 +462,7 @@ macro_rules! payments_impl {
 
         async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEventRecord]) -> StoreResult<()> {
             for e in events {
-                sqlx::query(&sql(
+                db::query(&sql(
                     "INSERT INTO webhook_events (id, kind, data, attempts, next_attempt_at, delivered_at, last_error, created_at)
                      VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
                 ))
@@ -481,7 +481,7 @@ macro_rules! payments_impl {
 
         async fn spent_row(tx: &mut Tx<'_>, grant: &str, start: Timestamp) -> StoreResult<Option<(GrantSpent, u64, u64)>> {
             let lock = if $pg { " FOR UPDATE" } else { "" };
-            let row = sqlx::query(&sql(&format!(
+            let row = db::query(&sql(&format!(
                 "SELECT debit_asset_code, CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale,
                     CAST(debit_spent AS TEXT) AS debit_spent, receive_asset_code,
                     CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, CAST(receive_spent AS TEXT) AS receive_spent
@@ -519,7 +519,7 @@ macro_rules! payments_impl {
             at: Timestamp,
         ) -> StoreResult<()> {
             if exists {
-                sqlx::query(&sql(
+                db::query(&sql(
                     "UPDATE grant_spending SET debit_spent = ?::numeric, receive_spent = ?::numeric, updated_at = ?
                      WHERE grant_id = ? AND interval_start = ?",
                 ))
@@ -531,7 +531,7 @@ macro_rules! payments_impl {
                 .execute(&mut **tx)
                 .await?;
             } else {
-                sqlx::query(&sql(
+                db::query(&sql(
                     "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, debit_asset_scale,
                         debit_spent, receive_asset_code, receive_asset_scale, receive_spent, updated_at)
                      VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?)",
@@ -565,7 +565,7 @@ macro_rules! payments_impl {
                 at: Timestamp,
             ) -> StoreResult<LedgerOutcome> {
                 let mut tx = self.$write.begin().await?;
-                let existing = sqlx::query(&sql(&format!(
+                let existing = db::query(&sql(&format!(
                     "SELECT {TRANSFER_COLUMNS}, request_digest FROM ledger_transfers WHERE idempotency_key = ?"
                 )))
                 .bind(key)
@@ -597,7 +597,7 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_list_accounts(&self) -> StoreResult<Vec<AccountRow>> {
-                let rows = sqlx::query(
+                let rows = db::query(
                     "SELECT id, kind, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale,
                         CAST(balance AS TEXT) AS balance FROM ledger_accounts ORDER BY id",
                 )
@@ -617,7 +617,7 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_transfers_of(&self, account: &str, limit: i64) -> StoreResult<Vec<TransferRow>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers WHERE debit_account = ? OR credit_account = ?
                      ORDER BY created_at DESC, id DESC LIMIT ?"
                 )))
@@ -632,7 +632,7 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_all_transfers(&self) -> StoreResult<Vec<TransferRow>> {
-                sqlx::query(&format!("SELECT {TRANSFER_COLUMNS} FROM ledger_transfers ORDER BY id"))
+                db::query(&format!("SELECT {TRANSFER_COLUMNS} FROM ledger_transfers ORDER BY id"))
                     .fetch_all(&self.$read)
                     .await?
                     .iter()
@@ -648,7 +648,7 @@ macro_rules! payments_impl {
             ) -> StoreResult<CreateOutgoing> {
                 let mut tx = self.$write.begin().await?;
                 let used: Option<String> =
-                    sqlx::query_scalar(&sql("SELECT CAST(id AS TEXT) FROM outgoing_payments WHERE quote_id = ?::uuid"))
+                    db::query_scalar(&sql("SELECT CAST(id AS TEXT) FROM outgoing_payments WHERE quote_id = ?::uuid"))
                         .bind(p.quote_id.to_string())
                         .fetch_optional(&mut *tx)
                         .await?;
@@ -662,7 +662,7 @@ macro_rules! payments_impl {
                     // is the interval's first payment.
                     let zero_debit = opd_core::Amount::new(0, p.debit.asset.clone());
                     let zero_receive = opd_core::Amount::new(0, p.receive.asset.clone());
-                    sqlx::query(&sql(
+                    db::query(&sql(
                         "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, debit_asset_scale,
                             debit_spent, receive_asset_code, receive_asset_scale, receive_spent, updated_at)
                          VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?) ON CONFLICT (grant_id, interval_start) DO NOTHING",
@@ -698,7 +698,7 @@ macro_rules! payments_impl {
                     write_spent(&mut tx, &g.grant_id, g.interval_start, g.interval_end, &debit_total, &receive_total, true, p.created_at)
                         .await?;
                 }
-                let inserted = sqlx::query(&sql(
+                let inserted = db::query(&sql(
                     "INSERT INTO outgoing_payments (id, wallet_address_id, quote_id, receiver, debit_value, debit_asset_code,
                         debit_asset_scale, receive_value, receive_asset_code, receive_asset_scale, sent_value, state, error,
                         metadata, client, grant_id, grant_interval_start, attempts, next_attempt_at, created_at, updated_at)
@@ -729,7 +729,7 @@ macro_rules! payments_impl {
                 .await;
                 match inserted {
                     Ok(_) => {}
-                    Err(sqlx::Error::Database(db)) if db.is_unique_violation() => return Ok(CreateOutgoing::QuoteUsed),
+                    Err(e) if db::is_unique_violation(&e) => return Ok(CreateOutgoing::QuoteUsed),
                     Err(e) => return Err(e.into()),
                 }
                 if p.state == "sending" {
@@ -750,7 +750,7 @@ macro_rules! payments_impl {
                     return Ok(Some(p));
                 }
                 let epoch = self.payments_cache.epoch();
-                let found = sqlx::query(&sql(&format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE id = ?::uuid")))
+                let found = db::query(&sql(&format!("SELECT {PAYMENT_COLUMNS} FROM outgoing_payments WHERE id = ?::uuid")))
                     .bind(id.to_string())
                     .fetch_optional(&self.$read)
                     .await?
@@ -775,7 +775,7 @@ macro_rules! payments_impl {
             pub(crate) async fn pay_claim_due(&self, now: Timestamp, lease_ms: i64) -> StoreResult<Option<OutgoingPaymentRecord>> {
                 let mut tx = self.$write.begin().await?;
                 let skip = if $pg { " FOR UPDATE SKIP LOCKED" } else { "" };
-                let id: Option<String> = sqlx::query_scalar(&sql(&format!(
+                let id: Option<String> = db::query_scalar(&sql(&format!(
                     "SELECT CAST(id AS TEXT) FROM outgoing_payments WHERE state = 'sending' AND next_attempt_at <= ?
                      ORDER BY next_attempt_at, id LIMIT 1{skip}"
                 )))
@@ -785,7 +785,7 @@ macro_rules! payments_impl {
                 let Some(id) = id else { return Ok(None) };
                 let payment_id = opd_core::OutgoingPaymentId::from_uuid($crate::rows::uuid_from_text(&id)?);
                 self.payments_cache.invalidate(payment_id);
-                let row = sqlx::query(&sql(&format!(
+                let row = db::query(&sql(&format!(
                     "UPDATE outgoing_payments SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ?::uuid
                      RETURNING {PAYMENT_COLUMNS}"
                 )))
@@ -808,7 +808,7 @@ macro_rules! payments_impl {
 
             async fn pay_deliver_local_tx(&self, d: &LocalDelivery) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql(
+                let done = db::query(&sql(
                     "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ?
                      WHERE id = ?::uuid AND state = 'sending'",
                 ))
@@ -821,7 +821,7 @@ macro_rules! payments_impl {
                     return Ok(false);
                 }
                 let received = d.expected_received.checked_add(d.deliver).ok_or_else(|| $crate::rows::corrupt("received amount"))?;
-                let credited = sqlx::query(&sql(
+                let credited = db::query(&sql(
                     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ?
                      WHERE id = ?::uuid AND received_amount = ?::numeric AND completed = ?",
                 ))
@@ -871,7 +871,7 @@ macro_rules! payments_impl {
 
             async fn pay_fail_tx(&self, f: &PaymentFailure) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let row = sqlx::query(&sql(&format!(
+                let row = db::query(&sql(&format!(
                     "UPDATE outgoing_payments SET state = ?, error = ?, updated_at = ?
                      WHERE id = ?::uuid AND state IN ('funding', 'sending') RETURNING {PAYMENT_COLUMNS}"
                 )))
@@ -885,7 +885,7 @@ macro_rules! payments_impl {
                 let p = payment_from_row(&row)?;
                 let payment = p.id.to_string();
                 let held = AccountKind::Outgoing.account_id(&payment, &p.debit.asset);
-                let exists: Option<String> = sqlx::query_scalar(&sql("SELECT id FROM ledger_accounts WHERE id = ?"))
+                let exists: Option<String> = db::query_scalar(&sql("SELECT id FROM ledger_accounts WHERE id = ?"))
                     .bind(&held)
                     .fetch_optional(&mut *tx)
                     .await?;
@@ -895,7 +895,7 @@ macro_rules! payments_impl {
                         // The money goes back where it came from: the wallet
                         // address, or the outside world for payments the
                         // operator funded from elsewhere.
-                        let source: Option<String> = sqlx::query_scalar(&sql(
+                        let source: Option<String> = db::query_scalar(&sql(
                             "SELECT debit_account FROM ledger_transfers WHERE reference = ? AND kind = 'fund' LIMIT 1",
                         ))
                         .bind(&payment)
@@ -930,14 +930,16 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_grant_spent(&self, grant: &str, start: Timestamp) -> StoreResult<Option<GrantSpent>> {
-                let mut tx = self.$read.begin().await?;
+                // `spent_row` reads inside a transaction (it locks the row on
+                // PostgreSQL); a short one on the writer, rolled back.
+                let mut tx = self.$write.begin().await?;
                 let found = spent_row(&mut tx, grant, start).await?.map(|s| s.0);
                 tx.rollback().await?;
                 Ok(found)
             }
 
             pub(crate) async fn pay_due_webhooks(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<WebhookEventRecord>> {
-                let rows = sqlx::query(&sql(
+                let rows = db::query(&sql(
                     "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, created_at FROM webhook_events
                      WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
                 ))
@@ -967,7 +969,7 @@ macro_rules! payments_impl {
                 next_attempt_at: Timestamp,
                 error: Option<&str>,
             ) -> StoreResult<()> {
-                sqlx::query(&sql(
+                db::query(&sql(
                     "UPDATE webhook_events SET attempts = attempts + 1, delivered_at = ?, next_attempt_at = ?, last_error = ?
                      WHERE id = ? AND delivered_at IS NULL",
                 ))
@@ -981,7 +983,7 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_due_expired_incoming(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<opd_core::IncomingPaymentId>> {
-                let ids: Vec<String> = sqlx::query_scalar(&sql(
+                let ids: Vec<String> = db::query_scalar(&sql(
                     "SELECT CAST(id AS TEXT) FROM incoming_payments WHERE completed = ? AND expiry_notified = ? AND expires_at <= ?
                      ORDER BY expires_at LIMIT ?",
                 ))
@@ -996,7 +998,7 @@ macro_rules! payments_impl {
 
             pub(crate) async fn pay_mark_incoming_expired(&self, id: opd_core::IncomingPaymentId, event: &WebhookEventRecord) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql(
+                let done = db::query(&sql(
                     "UPDATE incoming_payments SET expiry_notified = ? WHERE id = ?::uuid AND expiry_notified = ? AND completed = ?",
                 ))
                 .bind(true)
@@ -1032,7 +1034,7 @@ macro_rules! payments_impl {
                 events: &[WebhookEventRecord],
             ) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let row = sqlx::query(&sql(&format!(
+                let row = db::query(&sql(&format!(
                     "UPDATE outgoing_payments SET state = 'sending', next_attempt_at = ?, updated_at = ?
                      WHERE id = ?::uuid AND state = 'funding' RETURNING {PAYMENT_COLUMNS}"
                 )))
@@ -1056,7 +1058,7 @@ macro_rules! payments_impl {
             }
 
             pub(crate) async fn pay_unfunded_expired(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<opd_core::OutgoingPaymentId>> {
-                let ids: Vec<String> = sqlx::query_scalar(&sql(
+                let ids: Vec<String> = db::query_scalar(&sql(
                     "SELECT CAST(p.id AS TEXT) FROM outgoing_payments p JOIN quotes q ON q.id = p.quote_id
                      WHERE p.state = 'funding' AND q.expires_at <= ? ORDER BY q.expires_at LIMIT ?",
                 ))
@@ -1073,7 +1075,7 @@ macro_rules! payments_impl {
                 events: &[WebhookEventRecord],
             ) -> StoreResult<()> {
                 let mut tx = self.$write.begin().await?;
-                sqlx::query(&sql(
+                db::query(&sql(
                     "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, incoming_amount,
                         received_amount, completed, expires_at, metadata, client, created_at, updated_at)
                      VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?)",
@@ -1111,11 +1113,8 @@ macro_rules! payments_impl {
         const TOKEN_COLUMNS: &str =
             "digest, management_id, CAST(grant_id AS TEXT) AS grant_id, access, expires_at, revoked_at, created_at";
 
-        async fn insert_token<'c, E>(executor: E, t: &AccessTokenRecord) -> StoreResult<()>
-        where
-            E: sqlx::Executor<'c, Database = $db>,
-        {
-            sqlx::query(&sql("INSERT INTO access_tokens (digest, management_id, grant_id, access, expires_at, revoked_at, created_at) VALUES (?, ?, ?::uuid, ?, ?, ?, ?)"))
+        async fn insert_token(tx: &mut Tx<'_>, t: &AccessTokenRecord) -> StoreResult<()> {
+            db::query(&sql("INSERT INTO access_tokens (digest, management_id, grant_id, access, expires_at, revoked_at, created_at) VALUES (?, ?, ?::uuid, ?, ?, ?, ?)"))
                 .bind(&t.digest)
                 .bind(&t.management_id)
                 .bind(t.grant_id.to_string())
@@ -1123,7 +1122,7 @@ macro_rules! payments_impl {
                 .bind(t.expires_at.unix_millis())
                 .bind(t.revoked_at.map(Timestamp::unix_millis))
                 .bind(t.created_at.unix_millis())
-                .execute(executor)
+                .execute(&mut **tx)
                 .await?;
             Ok(())
         }
@@ -1135,7 +1134,7 @@ macro_rules! payments_impl {
                 token: Option<&AccessTokenRecord>,
             ) -> StoreResult<()> {
                 let mut tx = self.$write.begin().await?;
-                sqlx::query(&sql("INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, last_continued_at, version, created_at, updated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?)"))
+                db::query(&sql("INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, last_continued_at, version, created_at, updated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?)"))
                     .bind(g.id.to_string())
                     .bind(&g.state)
                     .bind(&g.finalization)
@@ -1159,7 +1158,7 @@ macro_rules! payments_impl {
                     .execute(&mut *tx)
                     .await?;
                 if let Some(t) = token {
-                    insert_token(&mut *tx, t).await?;
+                    insert_token(&mut tx, t).await?;
                 }
                 tx.commit().await?;
                 Ok(())
@@ -1170,7 +1169,7 @@ macro_rules! payments_impl {
                 filter: &str,
                 value: String,
             ) -> StoreResult<Option<GrantRecord>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {GRANT_COLUMNS} FROM grants WHERE {filter}"
                 )))
                 .bind(value)
@@ -1207,7 +1206,7 @@ macro_rules! payments_impl {
                 token: Option<&AccessTokenRecord>,
             ) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql("UPDATE grants SET state = ?, finalization = ?, interact_ref = ?, interaction_state = ?,
+                let done = db::query(&sql("UPDATE grants SET state = ?, finalization = ?, interact_ref = ?, interaction_state = ?,
                         last_continued_at = ?, updated_at = ?, continue_token_digest = ?, version = version + 1
                      WHERE id = ?::uuid AND version = ?"))
                 .bind(&g.state)
@@ -1225,7 +1224,7 @@ macro_rules! payments_impl {
                     return Ok(false);
                 }
                 if let Some(t) = token {
-                    insert_token(&mut *tx, t).await?;
+                    insert_token(&mut tx, t).await?;
                 }
                 tx.commit().await?;
                 Ok(true)
@@ -1236,7 +1235,7 @@ macro_rules! payments_impl {
                 filter: &str,
                 value: &str,
             ) -> StoreResult<Option<AccessTokenRecord>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE {filter}"
                 )))
                 .bind(value)
@@ -1268,7 +1267,7 @@ macro_rules! payments_impl {
                 at: Timestamp,
             ) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
+                let done = db::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
                     .bind(at.unix_millis())
                     .bind(old)
                     .execute(&mut *tx)
@@ -1276,7 +1275,7 @@ macro_rules! payments_impl {
                 if done.rows_affected() == 0 {
                     return Ok(false);
                 }
-                insert_token(&mut *tx, new).await?;
+                insert_token(&mut tx, new).await?;
                 tx.commit().await?;
                 Ok(true)
             }
@@ -1286,7 +1285,7 @@ macro_rules! payments_impl {
                 mid: &str,
                 at: Timestamp,
             ) -> StoreResult<bool> {
-                let done = sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
+                let done = db::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE management_id = ? AND revoked_at IS NULL"))
                     .bind(at.unix_millis())
                     .bind(mid)
                     .execute(&self.$write)
@@ -1296,13 +1295,13 @@ macro_rules! payments_impl {
 
             pub(crate) async fn gnap_revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql("UPDATE grants SET state = 'finalized', finalization = 'revoked', updated_at = ?, version = version + 1
+                let done = db::query(&sql("UPDATE grants SET state = 'finalized', finalization = 'revoked', updated_at = ?, version = version + 1
                      WHERE id = ?::uuid AND (finalization IS NULL OR finalization <> 'revoked')"))
                 .bind(at.unix_millis())
                 .bind(id.to_string())
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE grant_id = ?::uuid AND revoked_at IS NULL"))
+                db::query(&sql("UPDATE access_tokens SET revoked_at = ? WHERE grant_id = ?::uuid AND revoked_at IS NULL"))
                     .bind(at.unix_millis())
                     .bind(id.to_string())
                     .execute(&mut *tx)
@@ -1317,7 +1316,7 @@ macro_rules! payments_impl {
                 hash: &str,
                 at: Timestamp,
             ) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) VALUES (?::uuid, ?, ?)
+                db::query(&sql("INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) VALUES (?::uuid, ?, ?)
                      ON CONFLICT (wallet_address_id) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at"))
                 .bind(wallet.to_string())
                 .bind(hash)
@@ -1331,7 +1330,7 @@ macro_rules! payments_impl {
                 &self,
                 wallet: WalletAddressId,
             ) -> StoreResult<Option<String>> {
-                Ok(sqlx::query_scalar(&sql("SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?::uuid"))
+                Ok(db::query_scalar(&sql("SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?::uuid"))
                 .bind(wallet.to_string())
                 .fetch_optional(&self.$read)
                 .await?)
@@ -1362,7 +1361,7 @@ macro_rules! payments_impl {
 
             async fn get_setting(&self, key: &str) -> StoreResult<Option<String>> {
                 Ok(
-                    sqlx::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
+                    db::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
                         .bind(key)
                         .fetch_optional(&self.$read)
                         .await?,
@@ -1370,7 +1369,7 @@ macro_rules! payments_impl {
             }
 
             async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"))
+                db::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"))
                     .bind(key)
                     .bind(value)
                     .execute(&self.$write)
@@ -1379,13 +1378,13 @@ macro_rules! payments_impl {
             }
 
             async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String> {
-                sqlx::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"))
+                db::query(&sql("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"))
                 .bind(key)
                 .bind(value)
                 .execute(&self.$write)
                 .await?;
                 Ok(
-                    sqlx::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
+                    db::query_scalar(&sql("SELECT value FROM settings WHERE key = ?"))
                         .bind(key)
                         .fetch_one(&self.$write)
                         .await?,
@@ -1393,7 +1392,7 @@ macro_rules! payments_impl {
             }
 
             async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
+                db::query(&sql("INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
                      VALUES (?::uuid, ?, ?, ?, ?, ?, ?)"))
                 .bind(w.id.to_string())
                 .bind(w.path.as_str())
@@ -1408,7 +1407,7 @@ macro_rules! payments_impl {
             }
 
             async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE id = ?::uuid"
                 )))
                 .bind(id.to_string())
@@ -1423,7 +1422,7 @@ macro_rules! payments_impl {
                 &self,
                 path: &WalletAddressPath,
             ) -> StoreResult<Option<WalletAddress>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {WALLET_COLUMNS} FROM wallet_addresses WHERE path = ?"
                 )))
                 .bind(path.as_str())
@@ -1435,7 +1434,7 @@ macro_rules! payments_impl {
             }
 
             async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {WALLET_COLUMNS} FROM wallet_addresses ORDER BY path"
                 )))
                 .fetch_all(&self.$read)
@@ -1450,7 +1449,7 @@ macro_rules! payments_impl {
                 id: WalletAddressId,
                 at: Timestamp,
             ) -> StoreResult<Option<WalletAddress>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "UPDATE wallet_addresses SET deactivated_at = COALESCE(deactivated_at, ?) WHERE id = ?::uuid
                      RETURNING {WALLET_COLUMNS}"
                 )))
@@ -1464,7 +1463,7 @@ macro_rules! payments_impl {
             }
 
             async fn add_key(&self, k: &WalletAddressKey) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at)
+                db::query(&sql("INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at)
                      VALUES (?::uuid, ?, ?, ?, ?)"))
                 .bind(k.wallet_address_id.to_string())
                 .bind(&k.key.kid)
@@ -1482,7 +1481,7 @@ macro_rules! payments_impl {
                 kid: &str,
                 at: Timestamp,
             ) -> StoreResult<bool> {
-                let done = sqlx::query(&sql("UPDATE wallet_address_keys SET revoked_at = ?
+                let done = db::query(&sql("UPDATE wallet_address_keys SET revoked_at = ?
                      WHERE wallet_address_id = ?::uuid AND kid = ? AND revoked_at IS NULL"))
                 .bind(at.unix_millis())
                 .bind(wallet.to_string())
@@ -1502,7 +1501,7 @@ macro_rules! payments_impl {
                 } else {
                     "AND revoked_at IS NULL"
                 };
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {KEY_COLUMNS} FROM wallet_address_keys WHERE wallet_address_id = ?::uuid {filter}
                      ORDER BY created_at, kid"
                 )))
@@ -1526,7 +1525,7 @@ macro_rules! payments_impl {
                 &self,
                 id: IncomingPaymentId,
             ) -> StoreResult<Option<IncomingPayment>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {INCOMING_COLUMNS} FROM incoming_payments WHERE id = ?::uuid"
                 )))
                 .bind(id.to_string())
@@ -1562,7 +1561,7 @@ macro_rules! payments_impl {
                 events: &[WebhookEventRecord],
             ) -> StoreResult<Option<IncomingPayment>> {
                 let mut tx = self.$write.begin().await?;
-                let done = sqlx::query(&sql("UPDATE incoming_payments SET completed = TRUE, updated_at = ? WHERE id = ?::uuid AND NOT completed"))
+                let done = db::query(&sql("UPDATE incoming_payments SET completed = TRUE, updated_at = ? WHERE id = ?::uuid AND NOT completed"))
                     .bind(at.unix_millis())
                     .bind(id.to_string())
                     .execute(&mut *tx)
@@ -1575,7 +1574,7 @@ macro_rules! payments_impl {
             }
 
             async fn create_quote(&self, q: &Quote) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO quotes (id, wallet_address_id, receiver, debit_value, debit_asset_code, debit_asset_scale,
+                db::query(&sql("INSERT INTO quotes (id, wallet_address_id, receiver, debit_value, debit_asset_code, debit_asset_scale,
                         receive_value, receive_asset_code, receive_asset_scale, fee, debit_minus_fees, client, created_at, expires_at)
                      VALUES (?::uuid, ?::uuid, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?::numeric, ?::numeric, ?, ?, ?)"))
                 .bind(q.id.to_string())
@@ -1598,7 +1597,7 @@ macro_rules! payments_impl {
             }
 
             async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>> {
-                sqlx::query(&sql(&format!(
+                db::query(&sql(&format!(
                     "SELECT {QUOTE_COLUMNS} FROM quotes WHERE id = ?::uuid"
                 )))
                 .bind(id.to_string())
@@ -1610,7 +1609,7 @@ macro_rules! payments_impl {
             }
 
             async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()> {
-                sqlx::query(&sql("INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES (?, ?, ?::numeric, ?, ?)
+                db::query(&sql("INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES (?, ?, ?::numeric, ?, ?)
                      ON CONFLICT (asset_code, asset_scale) DO UPDATE
                      SET fixed = excluded.fixed, basis_points = excluded.basis_points, updated_at = excluded.updated_at"))
                 .bind(asset.code.as_str())
@@ -1624,7 +1623,7 @@ macro_rules! payments_impl {
             }
 
             async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool> {
-                let done = sqlx::query(&sql("DELETE FROM fees WHERE asset_code = ? AND asset_scale = ?"))
+                let done = db::query(&sql("DELETE FROM fees WHERE asset_code = ? AND asset_scale = ?"))
                     .bind(asset.code.as_str())
                     .bind(i16::from(asset.scale))
                     .execute(&self.$write)
@@ -1633,7 +1632,7 @@ macro_rules! payments_impl {
             }
 
             async fn list_fees(&self) -> StoreResult<Vec<FeeRow>> {
-                let rows = sqlx::query(&sql("SELECT asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, CAST(fixed AS TEXT) AS fixed, CAST(basis_points AS BIGINT) AS basis_points,
+                let rows = db::query(&sql("SELECT asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, CAST(fixed AS TEXT) AS fixed, CAST(basis_points AS BIGINT) AS basis_points,
                         updated_at FROM fees ORDER BY asset_code, asset_scale"))
                 .fetch_all(&self.$read)
                 .await?;
@@ -1664,12 +1663,12 @@ macro_rules! payments_impl {
                 at: Timestamp,
             ) -> StoreResult<()> {
                 let mut tx = self.$write.begin().await?;
-                sqlx::query(&sql("DELETE FROM exchange_rates WHERE base = ?"))
+                db::query(&sql("DELETE FROM exchange_rates WHERE base = ?"))
                     .bind(base.as_str())
                     .execute(&mut *tx)
                     .await?;
                 for (counter, rate) in rates {
-                    sqlx::query(&sql("INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?)"))
+                    db::query(&sql("INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?)"))
                         .bind(base.as_str())
                         .bind(counter.as_str())
                         .bind(rate.to_string())
@@ -1682,7 +1681,7 @@ macro_rules! payments_impl {
             }
 
             async fn list_rates(&self) -> StoreResult<Vec<RateRow>> {
-                let rows = sqlx::query(&sql("SELECT base, counter, rate, updated_at FROM exchange_rates ORDER BY base, counter"))
+                let rows = db::query(&sql("SELECT base, counter, rate, updated_at FROM exchange_rates ORDER BY base, counter"))
                 .fetch_all(&self.$read)
                 .await?;
                 rows.iter()
@@ -1902,7 +1901,7 @@ macro_rules! payments_impl {
             }
 
             async fn ping(&self) -> StoreResult<()> {
-                sqlx::query(&sql("SELECT 1")).execute(&self.$read).await?;
+                db::query(&sql("SELECT 1")).execute(&self.$read).await?;
                 Ok(())
             }
         }
@@ -1910,13 +1909,13 @@ macro_rules! payments_impl {
         /// Reads one page of a wallet address's resources from `table`, newest
         /// first (ids are time ordered), with what lies on either side.
         async fn list_page<T>(
-            pool: &sqlx::Pool<$db>,
+            pool: &db::ReadPool,
             table: &str,
             columns: &str,
             wallet: WalletAddressId,
             client: Option<&str>,
             page: &PageRequest,
-            decode: fn(&$row) -> StoreResult<T>,
+            decode: fn(&db::Row) -> StoreResult<T>,
         ) -> StoreResult<Page<T>> {
             use opd_core::pagination::Direction;
             let filter = if client.is_some() { "wallet_address_id = ?::uuid AND client = ?" } else { "wallet_address_id = ?::uuid" };
@@ -1930,7 +1929,7 @@ macro_rules! payments_impl {
                 None => format!("SELECT {columns} FROM {table} WHERE {filter} ORDER BY id {order} LIMIT ?"),
             };
             let q = sql(&q);
-            let mut query = sqlx::query(&q).bind(wallet.to_string());
+            let mut query = db::query(&q).bind(wallet.to_string());
             if let Some(c) = client {
                 query = query.bind(c);
             }
@@ -1943,11 +1942,12 @@ macro_rules! payments_impl {
             let other_side = match &cursor {
                 Some(c) => {
                     let q = sql(&format!("SELECT COUNT(*) FROM {table} WHERE {filter} AND id {beyond} ?::uuid"));
-                    let mut query = sqlx::query_scalar::<_, i64>(&q).bind(wallet.to_string());
+                    let mut query = db::query_scalar(&q).bind(wallet.to_string());
                     if let Some(cl) = client {
                         query = query.bind(cl);
                     }
-                    query.bind(c).fetch_one(pool).await? > 0
+                    let beyond_count: i64 = query.bind(c).fetch_one(pool).await?;
+                    beyond_count > 0
                 }
                 None => false,
             };

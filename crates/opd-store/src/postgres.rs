@@ -112,13 +112,18 @@ impl PgStore {
 /// server's records (`crate::payments`), written once for both backends.
 mod payments_backend {
     use super::*;
-    crate::payments::payments_impl!(
-        PgStore,
-        sqlx::Postgres,
-        sqlx::postgres::PgRow,
-        pool,
-        pool,
-        true,
-        crate::Backend::Postgres
-    );
+
+    /// The driver calls `payments_impl!` makes, served by sqlx.
+    mod db {
+        pub use sqlx::{query, query_scalar};
+        pub type Tx<'c> = sqlx::Transaction<'c, sqlx::Postgres>;
+        pub type Row = sqlx::postgres::PgRow;
+        pub type ReadPool = sqlx::PgPool;
+
+        pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+            matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+        }
+    }
+
+    crate::payments::payments_impl!(PgStore, pool, pool, true, crate::Backend::Postgres);
 }

@@ -16,36 +16,36 @@ use crate::{AccessTokenRecord, GrantRecord, StoreError, StoreResult};
 
 /// The column reads the decoders need, for either backend's rows.
 pub(crate) trait Columns {
-    fn text(&self, col: &str) -> Result<String, sqlx::Error>;
-    fn opt_text(&self, col: &str) -> Result<Option<String>, sqlx::Error>;
-    fn int(&self, col: &str) -> Result<i64, sqlx::Error>;
-    fn opt_int(&self, col: &str) -> Result<Option<i64>, sqlx::Error>;
-    fn flag(&self, col: &str) -> Result<bool, sqlx::Error>;
+    fn text(&self, col: &str) -> StoreResult<String>;
+    fn opt_text(&self, col: &str) -> StoreResult<Option<String>>;
+    fn int(&self, col: &str) -> StoreResult<i64>;
+    fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
+    fn flag(&self, col: &str) -> StoreResult<bool>;
 }
 
 macro_rules! columns_for {
     ($row:ty) => {
         impl Columns for $row {
-            fn text(&self, col: &str) -> Result<String, sqlx::Error> {
-                self.try_get(col)
+            fn text(&self, col: &str) -> StoreResult<String> {
+                Ok(self.try_get(col)?)
             }
-            fn opt_text(&self, col: &str) -> Result<Option<String>, sqlx::Error> {
-                self.try_get(col)
+            fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
+                Ok(self.try_get(col)?)
             }
-            fn int(&self, col: &str) -> Result<i64, sqlx::Error> {
-                self.try_get(col)
+            fn int(&self, col: &str) -> StoreResult<i64> {
+                Ok(self.try_get(col)?)
             }
-            fn opt_int(&self, col: &str) -> Result<Option<i64>, sqlx::Error> {
-                self.try_get(col)
+            fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+                Ok(self.try_get(col)?)
             }
-            fn flag(&self, col: &str) -> Result<bool, sqlx::Error> {
-                self.try_get(col)
+            fn flag(&self, col: &str) -> StoreResult<bool> {
+                Ok(self.try_get(col)?)
             }
         }
     };
 }
 
-columns_for!(sqlx::sqlite::SqliteRow);
+columns_for!(crate::sqlite::driver::Row);
 columns_for!(sqlx::postgres::PgRow);
 
 fn id(row: &impl Columns, col: &str) -> StoreResult<Uuid> {

@@ -1,6 +1,10 @@
 //! The embedded SQLite store: one file, WAL journal, a single writer
-//! connection (SQLite allows one writer at a time; queuing writers in the
-//! pool is cheaper than retrying on `SQLITE_BUSY`) and a pool of readers.
+//! connection (SQLite allows one writer at a time; queuing writers is
+//! cheaper than retrying on `SQLITE_BUSY`) and a pool of readers, all
+//! driven synchronously on the caller's thread by [`driver`]. sqlx only
+//! applies the migrations.
+
+pub mod driver;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -13,10 +17,9 @@ use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPat
 use opd_core::{
     Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
 };
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::Row;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use self::driver::{ReadPool, WritePool};
 
 use crate::rows::{
     self, corrupt, grant_from_row, incoming_from_row, key_from_row, quote_from_row, token_from_row,
@@ -31,8 +34,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 /// The SQLite store.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    writer: SqlitePool,
-    reader: SqlitePool,
+    writer: WritePool,
+    reader: ReadPool,
     /// With an exclusive connection only this process writes the database,
     /// so payment reads can be cached coherently.
     payments_cache: std::sync::Arc<crate::payments::PaymentReadCache>,
@@ -109,20 +112,23 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
-        let writer = SqlitePoolOptions::new()
+        // sqlx creates the file and applies the migrations, then steps
+        // aside for the synchronous driver.
+        let migrating = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(base.clone())
+            .connect_with(base)
             .await
             .map_err(|e| {
                 StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"))
             })?;
-        MIGRATOR.run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(options.max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(base.read_only(true))
-            .await?;
+        MIGRATOR.run(&migrating).await?;
+        migrating.close().await;
+        let cannot_open = |e: driver::Error| {
+            StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"))
+        };
+        let writer = WritePool::open(file, false).map_err(cannot_open)?;
+        let reader = ReadPool::open(file, options.max_connections as usize).map_err(cannot_open)?;
         Ok(Self {
             writer,
             reader,
@@ -135,17 +141,18 @@ impl SqliteStore {
 
     /// Table name -> sorted column names, for the migration parity test.
     pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
-        let tables: Vec<String> = sqlx::query_scalar(
+        let tables: Vec<String> = driver::query_scalar(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
         )
         .fetch_all(&self.reader)
         .await?;
         let mut out = Vec::new();
         for t in tables {
-            let mut cols: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
-                .bind(&t)
-                .fetch_all(&self.reader)
-                .await?;
+            let mut cols: Vec<String> =
+                driver::query_scalar("SELECT name FROM pragma_table_info(?)")
+                    .bind(&t)
+                    .fetch_all(&self.reader)
+                    .await?;
             cols.sort();
             out.push((t, cols));
         }
@@ -157,13 +164,15 @@ impl SqliteStore {
 /// server's records (`crate::payments`), written once for both backends.
 mod payments_backend {
     use super::*;
-    crate::payments::payments_impl!(
-        SqliteStore,
-        sqlx::Sqlite,
-        sqlx::sqlite::SqliteRow,
-        writer,
-        reader,
-        false,
-        crate::Backend::Sqlite
-    );
+
+    /// The driver calls `payments_impl!` makes.
+    mod db {
+        pub use super::super::driver::{query, query_scalar, ReadPool, Row, Tx};
+
+        pub fn is_unique_violation(e: &super::super::driver::Error) -> bool {
+            e.is_unique_violation()
+        }
+    }
+
+    crate::payments::payments_impl!(SqliteStore, writer, reader, false, crate::Backend::Sqlite);
 }

@@ -1,0 +1,652 @@
+//! A small synchronous SQLite driver over rusqlite, shaped like the few sqlx
+//! calls the shared store code makes (`query(..).bind(..).execute(..)`,
+//! `fetch_one/optional/all`, `query_scalar`, `begin`/`commit`), so
+//! `payments_impl!` expands unchanged for it.
+//!
+//! Why not sqlx here: sqlx runs each SQLite connection on a thread of its
+//! own and hands it every statement over a channel, so each statement costs
+//! two thread switches — about 40 % of the server's CPU under load, and the
+//! single writer sat idle between the statements of a transaction while the
+//! task owning it waited to be scheduled. Here every statement runs on the
+//! calling task's thread: reads on a pooled read-only connection, writes on
+//! the one writer connection behind an async mutex. Waiting writers queue
+//! without blocking a thread; a transaction, once it holds the writer, runs
+//! to its commit without yielding, because every call below completes
+//! without waiting. SQLite calls take microseconds, less than any hand-off
+//! to another thread.
+
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE: usize = 256;
+
+/// A driver failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("no column {0:?} in the result")]
+    ColumnNotFound(String),
+    #[error("column {column:?} holds {found}, expected {expected}")]
+    Decode {
+        column: String,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("the query returned no rows")]
+    RowNotFound,
+    #[error("the transaction has already ended")]
+    TransactionEnded,
+}
+
+impl Error {
+    /// A UNIQUE or PRIMARY KEY constraint refused the row.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+    }
+
+    /// The database stayed locked by another process past the busy timeout.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+    }
+}
+
+/// A value a statement parameter can take.
+pub trait Bind {
+    fn into_value(self) -> Value;
+}
+
+impl Bind for String {
+    fn into_value(self) -> Value {
+        Value::Text(self)
+    }
+}
+
+impl Bind for &str {
+    fn into_value(self) -> Value {
+        Value::Text(self.to_owned())
+    }
+}
+
+impl Bind for &String {
+    fn into_value(self) -> Value {
+        Value::Text(self.clone())
+    }
+}
+
+impl Bind for i64 {
+    fn into_value(self) -> Value {
+        Value::Integer(self)
+    }
+}
+
+impl Bind for i32 {
+    fn into_value(self) -> Value {
+        Value::Integer(i64::from(self))
+    }
+}
+
+impl Bind for i16 {
+    fn into_value(self) -> Value {
+        Value::Integer(i64::from(self))
+    }
+}
+
+impl Bind for bool {
+    fn into_value(self) -> Value {
+        Value::Integer(i64::from(self))
+    }
+}
+
+impl<T: Bind> Bind for Option<T> {
+    fn into_value(self) -> Value {
+        self.map_or(Value::Null, Bind::into_value)
+    }
+}
+
+impl<'a, T> Bind for &'a Option<T>
+where
+    &'a T: Bind,
+{
+    fn into_value(self) -> Value {
+        self.as_ref().map_or(Value::Null, Bind::into_value)
+    }
+}
+
+/// A Rust value a column can be read as.
+pub trait Decode: Sized {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error>;
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NULL",
+        Value::Integer(_) => "an integer",
+        Value::Real(_) => "a real",
+        Value::Text(_) => "text",
+        Value::Blob(_) => "a blob",
+    }
+}
+
+fn mismatch(value: &Value, column: &str, expected: &'static str) -> Error {
+    Error::Decode {
+        column: column.to_owned(),
+        expected,
+        found: kind(value),
+    }
+}
+
+impl Decode for String {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        match value {
+            Value::Text(s) => Ok(s.clone()),
+            other => Err(mismatch(other, column, "text")),
+        }
+    }
+}
+
+impl Decode for i64 {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        match value {
+            Value::Integer(i) => Ok(*i),
+            other => Err(mismatch(other, column, "an integer")),
+        }
+    }
+}
+
+impl Decode for i32 {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        i32::try_from(i64::decode(value, column)?)
+            .map_err(|_| mismatch(value, column, "a 32-bit integer"))
+    }
+}
+
+impl Decode for i16 {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        i16::try_from(i64::decode(value, column)?)
+            .map_err(|_| mismatch(value, column, "a 16-bit integer"))
+    }
+}
+
+impl Decode for bool {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        Ok(i64::decode(value, column)? != 0)
+    }
+}
+
+impl<T: Decode> Decode for Option<T> {
+    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
+        match value {
+            Value::Null => Ok(None),
+            other => T::decode(other, column).map(Some),
+        }
+    }
+}
+
+/// One result row, owned.
+#[derive(Debug, Clone)]
+pub struct Row {
+    columns: Arc<[String]>,
+    values: Vec<Value>,
+}
+
+impl Row {
+    /// The value of `column`, as sqlx's `Row::try_get`.
+    pub fn try_get<T: Decode, C: AsRef<str>>(&self, column: C) -> Result<T, Error> {
+        let column = column.as_ref();
+        let index = self
+            .columns
+            .iter()
+            .position(|c| c == column)
+            .ok_or_else(|| Error::ColumnNotFound(column.to_owned()))?;
+        T::decode(&self.values[index], column)
+    }
+
+    fn first<T: Decode>(&self) -> Result<T, Error> {
+        match (self.values.first(), self.columns.first()) {
+            (Some(v), Some(c)) => T::decode(v, c),
+            _ => Err(Error::ColumnNotFound("(first column)".into())),
+        }
+    }
+}
+
+/// What a statement changed.
+#[derive(Debug, Clone, Copy)]
+pub struct Done {
+    rows_affected: u64,
+}
+
+impl Done {
+    pub fn rows_affected(&self) -> u64 {
+        self.rows_affected
+    }
+}
+
+/// Where a statement runs: the reader pool, the writer (one statement in
+/// its own transaction) or an open transaction.
+pub trait Executor: Send {
+    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
+    where
+        R: Send,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send;
+}
+
+fn execute(conn: &Connection, sql: &str, params: &[Value]) -> Result<Done, Error> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
+    // Stepped to the end rather than `execute`d, which refuses statements
+    // that return rows.
+    while rows.next()?.is_some() {}
+    drop(rows);
+    Ok(Done {
+        rows_affected: conn.changes(),
+    })
+}
+
+fn fetch(conn: &Connection, sql: &str, params: &[Value], limit: usize) -> Result<Vec<Row>, Error> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let columns: Arc<[String]> = statement
+        .column_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let width = columns.len();
+    let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(row) = rows.next()? else { break };
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
+            values.push(row.get::<_, Value>(i)?);
+        }
+        out.push(Row {
+            columns: columns.clone(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// A statement with its parameters.
+#[must_use]
+pub struct Query<'q> {
+    sql: &'q str,
+    params: Vec<Value>,
+}
+
+/// A statement, as `sqlx::query`.
+pub fn query(sql: &str) -> Query<'_> {
+    Query {
+        sql,
+        params: Vec::new(),
+    }
+}
+
+impl<'q> Query<'q> {
+    pub fn bind<T: Bind>(mut self, value: T) -> Self {
+        self.params.push(value.into_value());
+        self
+    }
+
+    pub async fn execute<E: Executor>(self, on: E) -> Result<Done, Error> {
+        on.run(move |c| execute(c, self.sql, &self.params)).await
+    }
+
+    pub async fn fetch_all<E: Executor>(self, on: E) -> Result<Vec<Row>, Error> {
+        on.run(move |c| fetch(c, self.sql, &self.params, usize::MAX))
+            .await
+    }
+
+    pub async fn fetch_optional<E: Executor>(self, on: E) -> Result<Option<Row>, Error> {
+        let rows = on.run(move |c| fetch(c, self.sql, &self.params, 1)).await?;
+        Ok(rows.into_iter().next())
+    }
+
+    pub async fn fetch_one<E: Executor>(self, on: E) -> Result<Row, Error> {
+        self.fetch_optional(on).await?.ok_or(Error::RowNotFound)
+    }
+}
+
+/// A statement whose result is its first column, as `sqlx::query_scalar`.
+#[must_use]
+pub struct QueryScalar<'q, O> {
+    inner: Query<'q>,
+    out: PhantomData<fn() -> O>,
+}
+
+pub fn query_scalar<O: Decode>(sql: &str) -> QueryScalar<'_, O> {
+    QueryScalar {
+        inner: query(sql),
+        out: PhantomData,
+    }
+}
+
+impl<'q, O: Decode + Send> QueryScalar<'q, O> {
+    pub fn bind<T: Bind>(mut self, value: T) -> Self {
+        self.inner = self.inner.bind(value);
+        self
+    }
+
+    pub async fn fetch_all<E: Executor>(self, on: E) -> Result<Vec<O>, Error> {
+        self.inner
+            .fetch_all(on)
+            .await?
+            .iter()
+            .map(Row::first)
+            .collect()
+    }
+
+    pub async fn fetch_optional<E: Executor>(self, on: E) -> Result<Option<O>, Error> {
+        self.inner
+            .fetch_optional(on)
+            .await?
+            .as_ref()
+            .map(Row::first)
+            .transpose()
+    }
+
+    pub async fn fetch_one<E: Executor>(self, on: E) -> Result<O, Error> {
+        self.inner.fetch_one(on).await?.first()
+    }
+}
+
+/// Settings every connection gets.
+fn configure(conn: &Connection) -> Result<(), Error> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(())
+}
+
+/// Read-only connections, opened on demand and kept for reuse. A read runs
+/// on the caller's thread while it holds one, so there are never more than
+/// the runtime has threads.
+#[derive(Debug, Clone)]
+pub struct ReadPool {
+    path: Arc<Path>,
+    idle: Arc<Mutex<Vec<Connection>>>,
+    keep: usize,
+}
+
+impl ReadPool {
+    pub fn open(path: &Path, keep: usize) -> Result<Self, Error> {
+        let pool = Self {
+            path: Arc::from(path),
+            idle: Arc::new(Mutex::new(Vec::new())),
+            keep: keep.max(1),
+        };
+        // Fail at start, not on the first read, if the file cannot be read.
+        let first = pool.connect()?;
+        pool.give_back(first);
+        Ok(pool)
+    }
+
+    fn connect(&self) -> Result<Connection, Error> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn)?;
+        Ok(conn)
+    }
+
+    fn take(&self) -> Result<Connection, Error> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => self.connect(),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.keep {
+            idle.push(conn);
+        }
+    }
+}
+
+impl Executor for &ReadPool {
+    #[allow(clippy::manual_async_fn)]
+    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
+    where
+        R: Send,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send,
+    {
+        async move {
+            let conn = self.take()?;
+            let result = work(&conn);
+            self.give_back(conn);
+            result
+        }
+    }
+}
+
+/// The one writer connection.
+#[derive(Debug, Clone)]
+pub struct WritePool {
+    conn: Arc<tokio::sync::Mutex<Connection>>,
+}
+
+impl WritePool {
+    /// Opens (or creates) the database for writing, in WAL mode.
+    pub fn open(path: &Path, create: bool) -> Result<Self, Error> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(path, flags)?;
+        configure(&conn)?;
+        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        Ok(Self {
+            conn: Arc::new(tokio::sync::Mutex::new(conn)),
+        })
+    }
+
+    /// Takes the writer and begins a transaction on it; the writer is
+    /// released when the transaction commits, rolls back or is dropped.
+    pub async fn begin(&self) -> Result<Tx<'static>, Error> {
+        let guard = self.conn.clone().lock_owned().await;
+        guard.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(Tx {
+            conn: TxConn { guard, open: true },
+            _borrow: PhantomData,
+        })
+    }
+}
+
+impl Executor for &WritePool {
+    #[allow(clippy::manual_async_fn)]
+    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
+    where
+        R: Send,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send,
+    {
+        async move {
+            let conn = self.conn.lock().await;
+            work(&conn)
+        }
+    }
+}
+
+/// The writer, inside a transaction.
+#[derive(Debug)]
+pub struct TxConn {
+    guard: tokio::sync::OwnedMutexGuard<Connection>,
+    open: bool,
+}
+
+impl TxConn {
+    fn finish(&mut self, statement: &str) -> Result<(), Error> {
+        if !self.open {
+            return Err(Error::TransactionEnded);
+        }
+        self.guard.execute_batch(statement)?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for TxConn {
+    fn drop(&mut self) {
+        if self.open {
+            // An early return or an error: nothing of it is kept.
+            if let Err(e) = self.guard.execute_batch("ROLLBACK") {
+                tracing::error!(error = %e, "rolling back an abandoned SQLite transaction failed");
+            }
+        }
+    }
+}
+
+impl Executor for &mut TxConn {
+    #[allow(clippy::manual_async_fn)]
+    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
+    where
+        R: Send,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send,
+    {
+        async move {
+            if !self.open {
+                return Err(Error::TransactionEnded);
+            }
+            work(&self.guard)
+        }
+    }
+}
+
+/// An open transaction, as `sqlx::Transaction` (`&mut *tx` executes in it).
+#[derive(Debug)]
+pub struct Tx<'c> {
+    conn: TxConn,
+    _borrow: PhantomData<&'c ()>,
+}
+
+impl Tx<'_> {
+    pub async fn commit(mut self) -> Result<(), Error> {
+        self.conn.finish("COMMIT")
+    }
+
+    pub async fn rollback(mut self) -> Result<(), Error> {
+        self.conn.finish("ROLLBACK")
+    }
+}
+
+impl Deref for Tx<'_> {
+    type Target = TxConn;
+    fn deref(&self) -> &TxConn {
+        &self.conn
+    }
+}
+
+impl DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut TxConn {
+        &mut self.conn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        (dir, path)
+    }
+
+    #[tokio::test]
+    async fn statements_transactions_and_rollback_on_drop() {
+        let (_dir, path) = temp_db();
+        let writer = WritePool::open(&path, true).unwrap();
+        query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, flag INTEGER)")
+            .execute(&writer)
+            .await
+            .unwrap();
+        let readers = ReadPool::open(&path, 2).unwrap();
+
+        let mut tx = writer.begin().await.unwrap();
+        let done = query("INSERT INTO t (id, name, flag) VALUES (?, ?, ?)")
+            .bind(1_i64)
+            .bind("one")
+            .bind(true)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+        tx.commit().await.unwrap();
+
+        {
+            let mut tx = writer.begin().await.unwrap();
+            query("INSERT INTO t (id, name, flag) VALUES (?, ?, ?)")
+                .bind(2_i64)
+                .bind(None::<String>)
+                .bind(false)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            // Dropped without commit: rolled back, writer released.
+        }
+
+        let rows = query("SELECT id, name, flag FROM t ORDER BY id")
+            .fetch_all(&readers)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].try_get::<i64, _>("id").unwrap(), 1);
+        assert_eq!(rows[0].try_get::<String, _>("name").unwrap(), "one");
+        assert!(rows[0].try_get::<bool, _>("flag").unwrap());
+        assert!(rows[0].try_get::<String, _>("missing").is_err());
+        assert!(rows[0].try_get::<String, _>("id").is_err());
+
+        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&readers)
+            .await
+            .unwrap();
+        assert_eq!(count, 1);
+        let none: Option<String> = query_scalar("SELECT name FROM t WHERE id = ?")
+            .bind(5_i64)
+            .fetch_optional(&readers)
+            .await
+            .unwrap();
+        assert!(none.is_none());
+
+        let dup = query("INSERT INTO t (id) VALUES (?)")
+            .bind(1_i64)
+            .execute(&writer)
+            .await
+            .unwrap_err();
+        assert!(dup.is_unique_violation());
+        // Statements that return rows can be executed too.
+        query("SELECT 1").execute(&readers).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn read_only_connections_cannot_write() {
+        let (_dir, path) = temp_db();
+        let writer = WritePool::open(&path, true).unwrap();
+        query("CREATE TABLE t (id INTEGER)")
+            .execute(&writer)
+            .await
+            .unwrap();
+        let readers = ReadPool::open(&path, 1).unwrap();
+        assert!(query("INSERT INTO t (id) VALUES (1)")
+            .execute(&readers)
+            .await
+            .is_err());
+    }
+}
