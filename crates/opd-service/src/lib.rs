@@ -147,6 +147,9 @@ pub struct Services {
     /// Wallet addresses by id and by path.
     pub wallet_cache: cache::TtlCache<WalletAddressId, WalletAddress>,
     pub wallet_path_cache: cache::TtlCache<String, WalletAddress>,
+    /// Signalled when a payment becomes due (created or funded here), so an
+    /// idle payment worker starts on it at once instead of at its next poll.
+    pub payments_due: tokio::sync::Notify,
     stream_secret: StreamSecret,
 }
 
@@ -213,6 +216,7 @@ impl Services {
                 })?,
             token_cache: cache::TtlCache::new(cache_ttl, 100_000),
             wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            payments_due: tokio::sync::Notify::new(),
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
             stream_secret,
         })

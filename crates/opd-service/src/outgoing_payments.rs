@@ -213,7 +213,12 @@ pub async fn create(
         .create_outgoing_payment(&record, grant.as_ref(), &[created_event])
         .await?
     {
-        CreateOutgoing::Created { spent_before } => Ok((record, wallet, spent_before)),
+        CreateOutgoing::Created { spent_before } => {
+            if record.state == "sending" {
+                services.payments_due.notify_one();
+            }
+            Ok((record, wallet, spent_before))
+        }
         CreateOutgoing::QuoteUsed => Err(invalid_quote("the quote was already used for a payment")),
         CreateOutgoing::InsufficientBalance { available } => {
             Err(ServiceError::InsufficientBalance {

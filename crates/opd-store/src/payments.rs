@@ -295,7 +295,10 @@ impl PaymentReadCache {
 }
 
 /// Generates the implementation for one backend. `$write` and `$read` name
-/// the store's pools; `$pg` says which dialect.
+/// the store's pools; `$pg` says which dialect. A module `db` must be in
+/// scope where it expands, with the driver calls it makes (`query`,
+/// `query_scalar`, `Tx`, `Row`, `ReadPool`, `is_unique_violation`): sqlx for
+/// PostgreSQL, `sqlite::driver` for SQLite.
 macro_rules! payments_impl {
     ($store:ty, $write:ident, $read:ident, $pg:expr, $backend:expr) => {
         use $crate::payments::*;

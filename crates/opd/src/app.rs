@@ -275,7 +275,11 @@ pub async fn start(
 }
 
 /// Concurrent payment worker loops per process.
-const PAYMENT_WORKERS: usize = 4;
+const PAYMENT_WORKERS: usize = 16;
+
+/// How often an idle payment worker looks for due payments it was not told
+/// about (payments created on other nodes, leases that ended).
+const IDLE_POLL_MS: u64 = 50;
 
 /// The background loops: send due payments, announce expired incoming
 /// payments, deliver webhooks. Each sleeps briefly only when idle, and
@@ -294,18 +298,23 @@ fn spawn_workers(
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
             loop {
-                let pause = match worker::run_once(&services).await {
-                    Ok(Step::Idle) => 20,
-                    Ok(_) => 0,
+                match worker::run_once(&services).await {
+                    // Nothing due: wait for a new payment, or poll again
+                    // (leases end and funds arrive from other nodes too).
+                    Ok(Step::Idle) => tokio::select! {
+                        _ = services.payments_due.notified() => {},
+                        _ = idle(IDLE_POLL_MS) => {},
+                        _ = stop.wait_for(|s| *s) => return Ok(()),
+                    },
+                    Ok(_) => {
+                        if *stop.borrow() {
+                            return Ok(());
+                        }
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "payment worker step failed");
-                        500
+                        tokio::select! { _ = idle(500) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
                     }
-                };
-                if pause > 0 {
-                    tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
-                } else if *stop.borrow() {
-                    return Ok(());
                 }
             }
         });

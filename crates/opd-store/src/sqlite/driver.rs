@@ -44,6 +44,8 @@ pub enum Error {
     RowNotFound,
     #[error("the transaction has already ended")]
     TransactionEnded,
+    #[error("{0}")]
+    GroupCommit(Arc<str>),
 }
 
 impl Error {
@@ -437,10 +439,128 @@ impl Executor for &ReadPool {
     }
 }
 
-/// The one writer connection.
+/// Most transactions one commit may carry.
+const MAX_GROUP: usize = 32;
+
+/// How long a transaction waits for the commit of its group before it
+/// commits the group itself (it only happens when the writer's next taker
+/// gave up waiting for it).
+const GROUP_WAIT: Duration = Duration::from_millis(5);
+
+/// The outcome of one group's commit: `None` while it is open.
+type GroupOutcome = Option<Result<(), Arc<str>>>;
+
+/// An open database transaction carrying the released transactions of
+/// several callers.
+#[derive(Debug)]
+struct Group {
+    id: u64,
+    released: usize,
+    outcome: tokio::sync::watch::Sender<GroupOutcome>,
+}
+
+/// The writer connection and the group it has open, if any.
+#[derive(Debug)]
+pub struct Writer {
+    conn: Connection,
+    group: Option<Group>,
+    next_group: u64,
+}
+
+impl Writer {
+    /// Starts a caller's transaction: a savepoint inside the open group, or
+    /// inside a new one.
+    fn begin_member(&mut self) -> Result<(), Error> {
+        if self.group.is_some() && self.conn.is_autocommit() {
+            // SQLite rolled the group's transaction back on its own (an I/O
+            // error, say): its released members must not read as committed.
+            let _lost =
+                self.end_group(Err("the transaction was rolled back by the database".into()));
+        }
+        if self.group.is_none() {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.next_group += 1;
+            self.group = Some(Group {
+                id: self.next_group,
+                released: 0,
+                outcome: tokio::sync::watch::channel(None).0,
+            });
+        }
+        if let Err(e) = self.conn.execute_batch("SAVEPOINT member") {
+            if self.group.as_ref().is_some_and(|g| g.released == 0) {
+                // Nothing in it yet: end it rather than leave it open.
+                let _empty = self.end_group(Ok(()));
+            }
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Undoes a caller's transaction, leaving the group's others intact.
+    fn rollback_member(&mut self) -> Result<(), Error> {
+        self.conn
+            .execute_batch("ROLLBACK TO member; RELEASE member")?;
+        Ok(())
+    }
+
+    /// Commits the open group (or rolls it back if `outcome` is an error)
+    /// and tells every member waiting for it.
+    fn end_group(&mut self, outcome: Result<(), Arc<str>>) -> Result<(), Arc<str>> {
+        let Some(group) = self.group.take() else {
+            return outcome;
+        };
+        let outcome = match outcome {
+            Ok(()) if self.conn.is_autocommit() => {
+                Err(Arc::from("the transaction was rolled back by the database"))
+            }
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| {
+                let message: Arc<str> = Arc::from(format!("commit failed: {e}"));
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                message
+            }),
+            Err(e) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                Err(e)
+            }
+        };
+        group.outcome.send_replace(Some(outcome.clone()));
+        outcome
+    }
+}
+
+/// The one writer connection, with group commit: when a transaction
+/// commits while other callers are queued for the writer, its work is
+/// released into the open database transaction and the next caller carries
+/// on in it; the last one commits for the whole group (or `MAX_GROUP` is
+/// reached). Each caller's `commit` returns only once its group is durable
+/// (or fails with it), and each caller's rollback undoes only its own
+/// work (a savepoint per caller). One commit writes a page once for the
+/// whole group, which under load is most of what a write costs.
 #[derive(Debug, Clone)]
 pub struct WritePool {
-    conn: Arc<tokio::sync::Mutex<Connection>>,
+    writer: Arc<tokio::sync::Mutex<Writer>>,
+    /// Callers waiting for the writer.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a caller as queued for the writer until it has it (or gives up).
+struct Queued<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Queued<'a> {
+    fn new(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl WritePool {
@@ -454,19 +574,64 @@ impl WritePool {
         configure(&conn)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         Ok(Self {
-            conn: Arc::new(tokio::sync::Mutex::new(conn)),
+            writer: Arc::new(tokio::sync::Mutex::new(Writer {
+                conn,
+                group: None,
+                next_group: 0,
+            })),
+            queued: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         })
+    }
+
+    async fn take(&self) -> tokio::sync::OwnedMutexGuard<Writer> {
+        let _queued = Queued::new(&self.queued);
+        self.writer.clone().lock_owned().await
+    }
+
+    fn others_queued(&self) -> bool {
+        self.queued.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 
     /// Takes the writer and begins a transaction on it; the writer is
     /// released when the transaction commits, rolls back or is dropped.
     pub async fn begin(&self) -> Result<Tx<'static>, Error> {
-        let guard = self.conn.clone().lock_owned().await;
-        guard.execute_batch("BEGIN IMMEDIATE")?;
+        let mut writer = self.take().await;
+        writer.begin_member()?;
         Ok(Tx {
-            conn: TxConn { guard, open: true },
+            conn: TxConn {
+                writer: Some(writer),
+                pool: self.clone(),
+            },
             _borrow: PhantomData,
         })
+    }
+
+    /// Waits for group `id` to be committed; commits it if nobody else
+    /// does in time.
+    async fn await_group(
+        &self,
+        id: u64,
+        mut outcome: tokio::sync::watch::Receiver<GroupOutcome>,
+    ) -> Result<(), Error> {
+        let waited = tokio::time::timeout(GROUP_WAIT, outcome.wait_for(|o| o.is_some()))
+            .await
+            .ok()
+            .and_then(|done| done.ok().and_then(|o| o.clone()));
+        if let Some(result) = waited {
+            return result.map_err(Error::GroupCommit);
+        }
+        let mut writer = self.take().await;
+        if writer.group.as_ref().is_some_and(|g| g.id == id) {
+            return writer.end_group(Ok(())).map_err(Error::GroupCommit);
+        }
+        drop(writer);
+        let result = outcome.borrow().clone();
+        match result {
+            Some(r) => r.map_err(Error::GroupCommit),
+            None => Err(Error::GroupCommit(Arc::from(
+                "the commit's outcome was lost",
+            ))),
+        }
     }
 }
 
@@ -478,36 +643,42 @@ impl Executor for &WritePool {
         F: FnOnce(&Connection) -> Result<R, Error> + Send,
     {
         async move {
-            let conn = self.conn.lock().await;
-            work(&conn)
+            let mut tx = self.begin().await?;
+            let result = (&mut *tx).run(work).await?;
+            tx.commit().await?;
+            Ok(result)
         }
     }
 }
 
-/// The writer, inside a transaction.
+/// The writer, inside a caller's transaction.
 #[derive(Debug)]
 pub struct TxConn {
-    guard: tokio::sync::OwnedMutexGuard<Connection>,
-    open: bool,
+    /// `None` once the transaction has ended.
+    writer: Option<tokio::sync::OwnedMutexGuard<Writer>>,
+    pool: WritePool,
 }
 
 impl TxConn {
-    fn finish(&mut self, statement: &str) -> Result<(), Error> {
-        if !self.open {
-            return Err(Error::TransactionEnded);
+    /// Ends a group that nobody queued is going to carry on.
+    fn close_group_if_last(&self, writer: &mut Writer) -> Result<(), Arc<str>> {
+        if writer.group.is_some() && !self.pool.others_queued() {
+            return writer.end_group(Ok(()));
         }
-        self.guard.execute_batch(statement)?;
-        self.open = false;
         Ok(())
     }
 }
 
 impl Drop for TxConn {
     fn drop(&mut self) {
-        if self.open {
+        if let Some(mut writer) = self.writer.take() {
             // An early return or an error: nothing of it is kept.
-            if let Err(e) = self.guard.execute_batch("ROLLBACK") {
+            if let Err(e) = writer.rollback_member() {
                 tracing::error!(error = %e, "rolling back an abandoned SQLite transaction failed");
+                let _ = writer.end_group(Err(Arc::from(format!("rollback failed: {e}"))));
+            }
+            if let Err(e) = self.close_group_if_last(&mut writer) {
+                tracing::error!(error = %e, "committing a SQLite transaction group failed");
             }
         }
     }
@@ -521,10 +692,10 @@ impl Executor for &mut TxConn {
         F: FnOnce(&Connection) -> Result<R, Error> + Send,
     {
         async move {
-            if !self.open {
-                return Err(Error::TransactionEnded);
+            match self.writer.as_ref() {
+                Some(writer) => work(&writer.conn),
+                None => Err(Error::TransactionEnded),
             }
-            work(&self.guard)
         }
     }
 }
@@ -537,12 +708,33 @@ pub struct Tx<'c> {
 }
 
 impl Tx<'_> {
+    /// Commits: returns once the work is durable in the database.
     pub async fn commit(mut self) -> Result<(), Error> {
-        self.conn.finish("COMMIT")
+        let mut writer = self.conn.writer.take().ok_or(Error::TransactionEnded)?;
+        if let Err(e) = writer.conn.execute_batch("RELEASE member") {
+            let _ = writer.rollback_member();
+            let _ = self.conn.close_group_if_last(&mut writer);
+            return Err(e.into());
+        }
+        let Some(group) = writer.group.as_mut() else {
+            return Err(Error::TransactionEnded);
+        };
+        group.released += 1;
+        if self.conn.pool.others_queued() && group.released < MAX_GROUP {
+            // Let the next caller carry the group on; wait for its commit.
+            let (id, outcome) = (group.id, group.outcome.subscribe());
+            drop(writer);
+            return self.conn.pool.await_group(id, outcome).await;
+        }
+        writer.end_group(Ok(())).map_err(Error::GroupCommit)
     }
 
+    /// Undoes this transaction's work.
     pub async fn rollback(mut self) -> Result<(), Error> {
-        self.conn.finish("ROLLBACK")
+        let mut writer = self.conn.writer.take().ok_or(Error::TransactionEnded)?;
+        let undone = writer.rollback_member();
+        let _ = self.conn.close_group_if_last(&mut writer);
+        undone
     }
 }
 
@@ -633,6 +825,63 @@ mod tests {
         assert!(dup.is_unique_violation());
         // Statements that return rows can be executed too.
         query("SELECT 1").execute(&readers).await.unwrap();
+    }
+
+    /// Many concurrent writers: each one's commit is visible to readers as
+    /// soon as it returns, and a rollback undoes only its own work, even
+    /// when commits are grouped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grouped_commits_are_visible_on_return_and_rollbacks_stay_private() {
+        let (_dir, path) = temp_db();
+        let writer = WritePool::open(&path, true).unwrap();
+        query("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            .execute(&writer)
+            .await
+            .unwrap();
+        let readers = ReadPool::open(&path, 4).unwrap();
+        let mut tasks = Vec::new();
+        for id in 0..200_i64 {
+            let (writer, readers) = (writer.clone(), readers.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut tx = writer.begin().await.unwrap();
+                query("INSERT INTO t (id) VALUES (?)")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                tokio::task::yield_now().await;
+                match id % 3 {
+                    0 => tx.commit().await.unwrap(),
+                    1 => tx.rollback().await.unwrap(),
+                    _ => drop(tx),
+                }
+                let seen: Option<i64> = query_scalar("SELECT id FROM t WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(&readers)
+                    .await
+                    .unwrap();
+                assert_eq!(seen.is_some(), id % 3 == 0, "row {id}");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&readers)
+            .await
+            .unwrap();
+        assert_eq!(count, 67);
+        // The writer is free and no transaction is left open.
+        let mut tx = writer.begin().await.unwrap();
+        query("INSERT INTO t (id) VALUES (1000)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let state = writer.writer.lock().await;
+        assert!(state.conn.is_autocommit());
+        // Queued writers did share commits.
+        assert!(state.next_group < 100, "{} groups", state.next_group);
     }
 
     #[tokio::test]
