@@ -46,6 +46,8 @@ pub enum Error {
     TransactionEnded,
     #[error("{0}")]
     GroupCommit(Arc<str>),
+    #[error("cannot start the checkpoint thread: {0}")]
+    Thread(#[source] std::io::Error),
 }
 
 impl Error {
@@ -545,6 +547,52 @@ pub struct WritePool {
     writer: Arc<tokio::sync::Mutex<Writer>>,
     /// Callers waiting for the writer.
     queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// Keeps the checkpointing thread alive while the pool lives.
+    _checkpoints: Arc<Checkpointer>,
+}
+
+/// How often the background thread checkpoints the WAL.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// WAL pages after which a commit checkpoints by itself: only a backstop,
+/// in case the background thread cannot keep up or has stopped.
+const AUTOCHECKPOINT_PAGES: i64 = 20_000;
+
+/// A thread that copies the WAL into the database file (and syncs it), so
+/// that commits on the request path only append to the WAL. Stops when
+/// dropped.
+#[derive(Debug)]
+struct Checkpointer {
+    _stop: std::sync::mpsc::Sender<()>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Result<Self, Error> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("opd-sqlite-checkpoint".into())
+            .spawn(move || {
+                // Runs until the pool drops its sender.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    // PASSIVE: never waits for, nor blocks, the writer or
+                    // readers; what it cannot copy now it copies next time.
+                    let done = conn
+                        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
+                    if let Err(e) = done {
+                        tracing::warn!(error = %e, "SQLite WAL checkpoint failed");
+                    }
+                }
+            })
+            .map_err(Error::Thread)?;
+        Ok(Self { _stop: stop })
+    }
 }
 
 /// Counts a caller as queued for the writer until it has it (or gives up).
@@ -573,6 +621,11 @@ impl WritePool {
         let conn = Connection::open_with_flags(path, flags)?;
         configure(&conn)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        let _pages: i64 = conn.query_row(
+            &format!("PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}"),
+            [],
+            |r| r.get(0),
+        )?;
         Ok(Self {
             writer: Arc::new(tokio::sync::Mutex::new(Writer {
                 conn,
@@ -580,6 +633,7 @@ impl WritePool {
                 next_group: 0,
             })),
             queued: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            _checkpoints: Arc::new(Checkpointer::start(path)?),
         })
     }
 
