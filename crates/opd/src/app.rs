@@ -278,8 +278,10 @@ pub async fn start(
 const PAYMENT_WORKERS: usize = 16;
 
 /// How often an idle payment worker looks for due payments it was not told
-/// about (payments created on other nodes, leases that ended).
-const IDLE_POLL_MS: u64 = 50;
+/// about (payments created on other nodes, leases that ended). With every
+/// loop idle, one of them looks every `IDLE_POLL_MS / PAYMENT_WORKERS` on
+/// average.
+const IDLE_POLL_MS: u64 = 250;
 
 /// The background loops: send due payments, announce expired incoming
 /// payments, deliver webhooks. Each sleeps briefly only when idle, and
