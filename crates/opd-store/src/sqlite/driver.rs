@@ -463,7 +463,7 @@ struct Group {
 
 /// The writer connection and the group it has open, if any.
 #[derive(Debug)]
-pub struct Writer {
+struct Writer {
     conn: Connection,
     group: Option<Group>,
     next_group: u64,
@@ -538,8 +538,8 @@ impl Writer {
 /// commits while other callers are queued for the writer, its work is
 /// released into the open database transaction and the next caller carries
 /// on in it; the last one commits for the whole group (or `MAX_GROUP` is
-/// reached). Each caller's `commit` returns only once its group is durable
-/// (or fails with it), and each caller's rollback undoes only its own
+/// reached). Each caller's `commit` returns only once its group is
+/// committed (or fails with it), and each caller's rollback undoes only its own
 /// work (a savepoint per caller). One commit writes a page once for the
 /// whole group, which under load is most of what a write costs.
 #[derive(Debug, Clone)]
@@ -762,7 +762,7 @@ pub struct Tx<'c> {
 }
 
 impl Tx<'_> {
-    /// Commits: returns once the work is durable in the database.
+    /// Commits: returns once the work is committed to the database.
     pub async fn commit(mut self) -> Result<(), Error> {
         let mut writer = self.conn.writer.take().ok_or(Error::TransactionEnded)?;
         if let Err(e) = writer.conn.execute_batch("RELEASE member") {
