@@ -809,21 +809,24 @@ impl DerefMut for Tx<'_> {
 mod tests {
     use super::*;
 
-    fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
+    /// A fresh database with one table made by `create`, its writer and
+    /// `readers` read connections.
+    async fn database(create: &str, readers: usize) -> (tempfile::TempDir, WritePool, ReadPool) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sqlite");
-        (dir, path)
+        let writer = WritePool::open(&path, true).unwrap();
+        query(create).execute(&writer).await.unwrap();
+        let readers = ReadPool::open(&path, readers).unwrap();
+        (dir, writer, readers)
     }
 
     #[tokio::test]
     async fn statements_transactions_and_rollback_on_drop() {
-        let (_dir, path) = temp_db();
-        let writer = WritePool::open(&path, true).unwrap();
-        query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, flag INTEGER)")
-            .execute(&writer)
-            .await
-            .unwrap();
-        let readers = ReadPool::open(&path, 2).unwrap();
+        let (_dir, writer, readers) = database(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, flag INTEGER)",
+            2,
+        )
+        .await;
 
         let mut tx = writer.begin().await.unwrap();
         let done = query("INSERT INTO t (id, name, flag) VALUES (?, ?, ?)")
@@ -886,13 +889,7 @@ mod tests {
     /// when commits are grouped.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn grouped_commits_are_visible_on_return_and_rollbacks_stay_private() {
-        let (_dir, path) = temp_db();
-        let writer = WritePool::open(&path, true).unwrap();
-        query("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-            .execute(&writer)
-            .await
-            .unwrap();
-        let readers = ReadPool::open(&path, 4).unwrap();
+        let (_dir, writer, readers) = database("CREATE TABLE t (id INTEGER PRIMARY KEY)", 4).await;
         let mut tasks = Vec::new();
         for id in 0..200_i64 {
             let (writer, readers) = (writer.clone(), readers.clone());
@@ -940,13 +937,7 @@ mod tests {
 
     #[tokio::test]
     async fn read_only_connections_cannot_write() {
-        let (_dir, path) = temp_db();
-        let writer = WritePool::open(&path, true).unwrap();
-        query("CREATE TABLE t (id INTEGER)")
-            .execute(&writer)
-            .await
-            .unwrap();
-        let readers = ReadPool::open(&path, 1).unwrap();
+        let (_dir, _writer, readers) = database("CREATE TABLE t (id INTEGER)", 1).await;
         assert!(query("INSERT INTO t (id) VALUES (1)")
             .execute(&readers)
             .await
