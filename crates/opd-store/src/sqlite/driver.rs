@@ -935,6 +935,48 @@ mod tests {
         assert!(state.next_group < 100, "{} groups", state.next_group);
     }
 
+    /// If the database drops the group's transaction (here a raw ROLLBACK
+    /// from the next member), a member already released into the group is
+    /// told its commit failed, and its work is indeed gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_group_fails_every_member() {
+        let (_dir, writer, readers) = database("CREATE TABLE t (id INTEGER PRIMARY KEY)", 1).await;
+        let mut first = writer.begin().await.unwrap();
+        query("INSERT INTO t (id) VALUES (1)")
+            .execute(&mut *first)
+            .await
+            .unwrap();
+        let second = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut tx = writer.begin().await.unwrap();
+                (&mut *tx)
+                    .run(|c| Ok(c.execute_batch("ROLLBACK")?))
+                    .await
+                    .unwrap();
+                tx.commit().await
+            })
+        };
+        // Commit only once the second caller is queued, so the first is
+        // released into the group rather than committed alone.
+        while !writer.others_queued() {
+            tokio::task::yield_now().await;
+        }
+        let committed = first.commit().await;
+        assert!(committed.is_err(), "{committed:?}");
+        assert!(second.await.unwrap().is_err());
+        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&readers)
+            .await
+            .unwrap();
+        assert_eq!(count, 0);
+        // The writer works again afterwards.
+        query("INSERT INTO t (id) VALUES (2)")
+            .execute(&writer)
+            .await
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn read_only_connections_cannot_write() {
         let (_dir, _writer, readers) = database("CREATE TABLE t (id INTEGER)", 1).await;
