@@ -551,7 +551,9 @@ pub struct WritePool {
     _checkpoints: Arc<Checkpointer>,
 }
 
-/// How often the background thread checkpoints the WAL.
+/// How often the background thread checkpoints the WAL. Often, so each
+/// checkpoint's sync is small: once a second measured the same throughput
+/// but a p99 latency 2.5 times as long (the sync stalls the WAL writes).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// WAL pages after which a commit checkpoints by itself: only a backstop,
