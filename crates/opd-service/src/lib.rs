@@ -216,8 +216,8 @@ impl Services {
                 })?,
             token_cache: cache::TtlCache::new(cache_ttl, 100_000),
             wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
-            payments_due: tokio::sync::Notify::new(),
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            payments_due: tokio::sync::Notify::new(),
             stream_secret,
         })
     }
