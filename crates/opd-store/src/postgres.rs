@@ -44,6 +44,10 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(Duration::from_secs(30))
+            // No ping before each use of a pooled connection: it doubled
+            // the round trips of every query. A connection the server
+            // dropped fails its next query (503) and leaves the pool.
+            .test_before_acquire(false)
             .connect_with(connect_options(&options.url)?)
             .await
             .map_err(|e| StoreError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
