@@ -44,9 +44,10 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(Duration::from_secs(30))
-            // No ping before each use of a pooled connection: it doubled
-            // the round trips of every query. A connection the server
-            // dropped fails its next query (503) and leaves the pool.
+            // No ping before each use of a pooled connection: sqlx already
+            // tests each one when it goes back to the pool (and drops it if
+            // broken), so a second test on the way out only added a round
+            // trip to every query.
             .test_before_acquire(false)
             .connect_with(connect_options(&options.url)?)
             .await
