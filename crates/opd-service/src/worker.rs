@@ -37,10 +37,7 @@ async fn fail(
     p: &OutgoingPaymentRecord,
     reason: String,
 ) -> Result<Step, ServiceError> {
-    let wallet = services
-        .store
-        .get_wallet_address(p.wallet_address_id)
-        .await?;
+    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
     let mut failed = p.clone();
     failed.state = "failed".into();
     let events = match &wallet {
@@ -134,10 +131,7 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         return fail(services, &p, "the receiver's total would overflow".into()).await;
     };
     let completes = receiver.incoming_amount.is_some_and(|i| received >= i);
-    let wallet = services
-        .store
-        .get_wallet_address(p.wallet_address_id)
-        .await?;
+    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
     let mut done = p.clone();
     done.state = "completed".into();
     done.sent = quote.debit_minus_fees;
@@ -152,10 +146,7 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let mut credited = receiver.clone();
     credited.received_amount = received;
     credited.completed = completes;
-    let receiver_wallet = services
-        .store
-        .get_wallet_address(receiver.wallet_address_id)
-        .await?;
+    let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
     if let Some(rw) = &receiver_wallet {
         let data = incoming_event_data(services, &credited, rw);
         if completes {
@@ -219,11 +210,7 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
         let Some(p) = services.store.get_incoming_payment(id).await? else {
             continue;
         };
-        let Some(w) = services
-            .store
-            .get_wallet_address(p.wallet_address_id)
-            .await?
-        else {
+        let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
             continue;
         };
         let e = event(
@@ -246,10 +233,7 @@ pub async fn cancel(
     let Some(p) = services.store.get_outgoing_payment(id).await? else {
         return Err(ServiceError::NotFound("outgoing payment"));
     };
-    let wallet = services
-        .store
-        .get_wallet_address(p.wallet_address_id)
-        .await?;
+    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
     let mut cancelled = p.clone();
     cancelled.state = "cancelled".into();
     let events = match &wallet {
