@@ -495,11 +495,11 @@ struct TransferAdmin {
     created_at: String,
 }
 
-impl From<&opd_store::payments::TransferRow> for TransferAdmin {
-    fn from(t: &opd_store::payments::TransferRow) -> Self {
+impl From<&opd_core::ledger::Transfer> for TransferAdmin {
+    fn from(t: &opd_core::ledger::Transfer) -> Self {
         Self {
             id: t.id.clone(),
-            kind: t.kind.clone(),
+            kind: t.kind.as_str().to_owned(),
             debit_account: t.debit_account.clone(),
             credit_account: t.credit_account.clone(),
             amount: t.amount.to_string(),

@@ -6,7 +6,6 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use opd_core::AmountWire;
 use opd_service::ServiceError;
-use opd_store::StoreError;
 use serde_json::{json, Map, Value};
 
 /// An error response.
@@ -134,7 +133,7 @@ impl From<ServiceError> for ApiError {
             .with_detail("available", json!(AmountWire::from(&available)))
             .with_detail("required", json!(AmountWire::from(&required))),
             S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
-            S::Store(StoreError::Unavailable(m)) => {
+            S::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -142,8 +141,8 @@ impl From<ServiceError> for ApiError {
                     "the database is unavailable; try again later",
                 )
             }
-            S::Store(other) => {
-                tracing::error!(error = %other, "store failure");
+            S::Internal(m) => {
+                tracing::error!(error = %m, "internal failure");
                 ApiError::internal()
             }
         }

@@ -260,7 +260,7 @@ pub struct OutgoingPaymentWire {
 
 impl OutgoingPaymentWire {
     pub fn new(
-        p: &opd_store::payments::OutgoingPaymentRecord,
+        p: &opd_core::outgoing_payment::OutgoingPayment,
         wallet: &WalletAddress,
         public_url: &PublicUrl,
     ) -> Self {
@@ -268,11 +268,11 @@ impl OutgoingPaymentWire {
             id: public_url.outgoing_payment(p.id),
             wallet_address: public_url.wallet_address(&wallet.path),
             quote_id: public_url.quote(p.quote_id),
-            failed: p.state == "failed" || p.state == "cancelled",
+            failed: p.state.is_failed(),
             receiver: p.receiver.clone(),
             receive_amount: AmountWire::from(&p.receive),
             debit_amount: AmountWire::from(&p.debit),
-            sent_amount: AmountWire::from(&Amount::new(p.sent, p.debit.asset.clone())),
+            sent_amount: AmountWire::from(&p.sent_amount()),
             grant_spent_debit_amount: None,
             grant_spent_receive_amount: None,
             metadata: p.metadata.clone(),

@@ -3,11 +3,14 @@
 pub mod clock;
 pub mod ids;
 pub mod incoming_payment;
+pub mod ledger;
 pub mod money;
+pub mod outgoing_payment;
 pub mod pagination;
 pub mod quote;
 pub mod time;
 pub mod wallet_address;
+pub mod webhook;
 
 pub use clock::{Clock, ManualClock, OsRandom, Random, SeededRandom, SystemClock};
 pub use ids::{GrantId, IncomingPaymentId, OutgoingPaymentId, QuoteId, WalletAddressId};

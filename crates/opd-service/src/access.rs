@@ -180,7 +180,7 @@ pub async fn authenticate(
     let active: ActiveToken = match looked_up {
         Ok(Some(t)) => t,
         Ok(None) => return Err(AccessError::InvalidToken),
-        Err(ServiceError::Store(e)) => {
+        Err(e @ (ServiceError::Unavailable(_) | ServiceError::Internal(_))) => {
             tracing::error!(error = %e, "token lookup failed");
             return Err(AccessError::Unavailable);
         }

@@ -52,7 +52,27 @@ pub enum ServiceError {
     /// The wallet address's balance does not cover the debit.
     #[error("insufficient balance: {available:?} available, {required:?} required")]
     InsufficientBalance { available: Amount, required: Amount },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    /// The database could not be reached or timed out; try again later.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A fault of this server (a store failure, corrupt data); the message
+    /// is for the logs, never for the requester.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(m) => ServiceError::Unavailable(m),
+            other => ServiceError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl ServiceError {
+    /// A stored value that does not decode.
+    pub fn corrupt(what: &str) -> Self {
+        ServiceError::Internal(format!("stored data is invalid: {what}"))
+    }
 }

@@ -4,6 +4,7 @@
 use opd_core::incoming_payment::{IncomingPayment, Metadata};
 use opd_core::pagination::{Page, PageRequest};
 use opd_core::wallet_address::WalletAddress;
+use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
 use crate::{wallet_addresses, ServiceError, Services};
@@ -30,6 +31,7 @@ pub struct IlpMethod {
     pub shared_secret: String,
 }
 
+/// Refuses metadata larger than `MAX_METADATA_BYTES` of JSON.
 pub(crate) fn check_metadata(metadata: &Option<Metadata>) -> Result<(), ServiceError> {
     if let Some(m) = metadata {
         let size = serde_json::Value::Object(m.clone()).to_string().len();
@@ -93,8 +95,8 @@ pub async fn create(
     };
     let created = crate::webhooks::event(
         services,
-        "incoming_payment.created",
-        crate::worker::incoming_event_data(services, &payment, &wallet),
+        EventKind::IncomingPaymentCreated,
+        crate::webhooks::incoming_event_data(services, &payment, &wallet),
     );
     services
         .store
@@ -164,8 +166,8 @@ pub async fn complete(
     completed.completed = true;
     let event = crate::webhooks::event(
         services,
-        "incoming_payment.completed",
-        crate::worker::incoming_event_data(services, &completed, &wallet),
+        EventKind::IncomingPaymentCompleted,
+        crate::webhooks::incoming_event_data(services, &completed, &wallet),
     );
     let done = services
         .store

@@ -2,9 +2,9 @@
 //! wallet addresses (idempotent by key), balances, transfer history, and
 //! the invariant check behind `opd check`.
 
+use opd_core::ledger::{balance_in_range, AccountKind, LedgerOutcome, Transfer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::Amount;
-use opd_store::payments::{AccountKind, LedgerOutcome, TransferRow};
 use sha2::{Digest, Sha256};
 
 use crate::{ServiceError, Services};
@@ -18,7 +18,7 @@ pub async fn move_money(
     amount: u64,
     deposit: bool,
     idempotency_key: &str,
-) -> Result<(TransferRow, bool), ServiceError> {
+) -> Result<(Transfer, bool), ServiceError> {
     if amount == 0 {
         return Err(ServiceError::InvalidAmount(
             "amount must be greater than 0".into(),
@@ -55,6 +55,7 @@ pub async fn move_money(
             code: "idempotency_key_reused",
             message: "this idempotency key was used for a different request".into(),
         }),
+        LedgerOutcome::Overflow => Err(ServiceError::AmountOverflow),
         LedgerOutcome::InsufficientBalance { available } => {
             Err(ServiceError::InsufficientBalance {
                 available: Amount::new(available, wallet.asset.clone()),
@@ -72,8 +73,7 @@ pub async fn balance(services: &Services, wallet: &WalletAddress) -> Result<Amou
         .iter()
         .find(|a| a.id == id)
         .map_or(0, |a| a.balance);
-    let value = u64::try_from(value)
-        .map_err(|_| ServiceError::Store(opd_store::StoreError::Corrupt("balance".into())))?;
+    let value = u64::try_from(value).map_err(|_| ServiceError::corrupt("balance"))?;
     Ok(Amount::new(value, wallet.asset.clone()))
 }
 
@@ -82,14 +82,15 @@ pub async fn transfers(
     services: &Services,
     wallet: &WalletAddress,
     limit: i64,
-) -> Result<Vec<TransferRow>, ServiceError> {
+) -> Result<Vec<Transfer>, ServiceError> {
     let id = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
     Ok(services.store.ledger_transfers_of(&id, limit).await?)
 }
 
 /// Checks the ledger: every asset's balances sum to zero, no liability
-/// account is negative, and every balance equals what its transfers add
-/// up to. Returns the problems found (none when balanced).
+/// account is negative, no balance is beyond ±u64::MAX, and every balance
+/// equals what its transfers add up to. Returns the problems found (none
+/// when balanced).
 pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceError> {
     let accounts = store.ledger_accounts().await?;
     let transfers = store.ledger_all_transfers().await?;
@@ -109,8 +110,11 @@ pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceE
                 a.id, a.balance
             ));
         }
-        if a.kind != AccountKind::Settlement.as_str() && a.balance < 0 {
-            problems.push(format!("account {} is negative: {}", a.id, a.balance));
+        if !balance_in_range(a.kind, a.balance) {
+            problems.push(format!(
+                "account {} ({}) has a balance out of range: {}",
+                a.id, a.kind, a.balance
+            ));
         }
     }
     for (asset, sum) in per_asset {

@@ -8,15 +8,18 @@
 //! behind.
 
 use opd_core::incoming_payment::Metadata;
+use opd_core::outgoing_payment::{
+    CreateOutgoing, GrantReservation, GrantSpent, OutgoingPayment, OutgoingPaymentState,
+};
 use opd_core::pagination::{Page, PageRequest};
 use opd_core::quote::QuoteTarget;
 use opd_core::wallet_address::WalletAddress;
+use opd_core::webhook::EventKind;
 use opd_core::{Amount, OutgoingPaymentId, Timestamp};
 use opd_gnap::OutgoingLimits;
-use opd_store::payments::{CreateOutgoing, GrantReservation, GrantSpent, OutgoingPaymentRecord};
 
 use crate::quotes::{self, NewQuote};
-use crate::webhooks::event;
+use crate::webhooks::{event, payment_event_data};
 use crate::{wallet_addresses, ServiceError, Services};
 
 /// Where the payment's terms come from.
@@ -118,7 +121,7 @@ fn reservation(
 pub async fn create(
     services: &Services,
     input: NewOutgoingPayment,
-) -> Result<(OutgoingPaymentRecord, WalletAddress, GrantSpent), ServiceError> {
+) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
     let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
     let invalid_quote = |m: &str| ServiceError::InvalidQuote(m.to_owned());
     let quote = match &input.source {
@@ -178,7 +181,7 @@ pub async fn create(
             )
         })
         .transpose()?;
-    let record = OutgoingPaymentRecord {
+    let record = OutgoingPayment {
         // One quote, one payment: the payment takes the quote's id.
         id: OutgoingPaymentId::from_uuid(*quote.id.as_uuid()),
         wallet_address_id: wallet.id,
@@ -188,11 +191,10 @@ pub async fn create(
         receive: quote.receive_amount.clone(),
         sent: 0,
         state: if services.config.external_funding {
-            "funding"
+            OutgoingPaymentState::Funding
         } else {
-            "sending"
-        }
-        .into(),
+            OutgoingPaymentState::Sending
+        },
         error: None,
         metadata: input.metadata,
         client: input.client,
@@ -205,7 +207,7 @@ pub async fn create(
     };
     let created_event = event(
         services,
-        "outgoing_payment.created",
+        EventKind::OutgoingPaymentCreated,
         payment_event_data(services, &record, &wallet),
     );
     match services
@@ -214,7 +216,7 @@ pub async fn create(
         .await?
     {
         CreateOutgoing::Created { spent_before } => {
-            if record.state == "sending" {
+            if record.state == OutgoingPaymentState::Sending {
                 services.payments_due.notify_one();
             }
             Ok((record, wallet, spent_before))
@@ -226,6 +228,7 @@ pub async fn create(
                 required: record.debit.clone(),
             })
         }
+        CreateOutgoing::Overflow => Err(ServiceError::AmountOverflow),
         CreateOutgoing::LimitExceeded { .. } => Err(refused(
             "insufficient_grant",
             "the payment would exceed the grant's limits".into(),
@@ -233,31 +236,11 @@ pub async fn create(
     }
 }
 
-/// The webhook body of a payment.
-pub(crate) fn payment_event_data(
-    services: &Services,
-    p: &OutgoingPaymentRecord,
-    wallet: &WalletAddress,
-) -> serde_json::Value {
-    let public = &services.config.public_url;
-    serde_json::json!({
-        "id": public.outgoing_payment(p.id),
-        "walletAddress": public.wallet_address(&wallet.path),
-        "quoteId": public.quote(p.quote_id),
-        "receiver": p.receiver,
-        "debitAmount": opd_core::AmountWire::from(&p.debit),
-        "receiveAmount": opd_core::AmountWire::from(&p.receive),
-        "sentAmount": opd_core::AmountWire::from(&Amount::new(p.sent, p.debit.asset.clone())),
-        "state": p.state,
-        "createdAt": p.created_at.to_rfc3339(),
-    })
-}
-
 /// One outgoing payment with its wallet address.
 pub async fn get(
     services: &Services,
     id: OutgoingPaymentId,
-) -> Result<(OutgoingPaymentRecord, WalletAddress), ServiceError> {
+) -> Result<(OutgoingPayment, WalletAddress), ServiceError> {
     let payment = services
         .store
         .get_outgoing_payment(id)
@@ -276,7 +259,7 @@ pub async fn list(
     wallet_address: &str,
     client: Option<&str>,
     page: &PageRequest,
-) -> Result<(Page<OutgoingPaymentRecord>, WalletAddress), ServiceError> {
+) -> Result<(Page<OutgoingPayment>, WalletAddress), ServiceError> {
     let wallet = wallet_addresses::by_url(services, wallet_address).await?;
     Ok((
         services

@@ -25,8 +25,7 @@ pub async fn stream_secret(
     let stored = store
         .setting_or_insert(STREAM_SECRET_KEY, &random_base64(random))
         .await?;
-    StreamSecret::from_base64(&stored)
-        .map_err(|_| ServiceError::Store(opd_store::StoreError::Corrupt("stream secret".into())))
+    StreamSecret::from_base64(&stored).map_err(|_| ServiceError::corrupt("stream secret"))
 }
 
 /// The 32-byte Ed25519 seed of the server's own signing key (its identity
@@ -40,10 +39,6 @@ pub async fn server_signing_seed(
         .await?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(stored)
-        .map_err(|_| {
-            ServiceError::Store(opd_store::StoreError::Corrupt("server signing key".into()))
-        })?;
-    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-        ServiceError::Store(opd_store::StoreError::Corrupt("server signing key".into()))
-    })
+        .map_err(|_| ServiceError::corrupt("server signing key"))?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| ServiceError::corrupt("server signing key"))
 }

@@ -9,8 +9,11 @@
 //! it, compare in constant time and reject stale `t`.
 
 use hmac::{Hmac, Mac};
-use opd_core::Timestamp;
-use opd_store::payments::WebhookEventRecord;
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::outgoing_payment::OutgoingPayment;
+use opd_core::wallet_address::WalletAddress;
+use opd_core::webhook::{EventKind, WebhookEvent};
+use opd_core::{AmountWire, Timestamp};
 use sha2::Sha256;
 
 use crate::{ServiceError, Services};
@@ -19,20 +22,68 @@ use crate::{ServiceError, Services};
 pub const SIGNATURE_HEADER: &str = "Opd-Signature";
 
 /// A new outbox event, due now.
-pub fn event(services: &Services, kind: &str, data: serde_json::Value) -> WebhookEventRecord {
+pub fn event(services: &Services, kind: EventKind, data: serde_json::Value) -> WebhookEvent {
     let now = services.clock.now();
     let id = opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string();
-    let body =
-        serde_json::json!({ "id": id, "type": kind, "data": data, "createdAt": now.to_rfc3339() });
-    WebhookEventRecord {
+    let body = serde_json::json!({
+        "id": id,
+        "type": kind.as_str(),
+        "data": data,
+        "createdAt": now.to_rfc3339(),
+    });
+    WebhookEvent {
         id,
-        kind: kind.to_owned(),
+        kind,
         data: body.to_string(),
         attempts: 0,
         next_attempt_at: now,
         delivered_at: None,
         created_at: now,
     }
+}
+
+/// The webhook body of an incoming payment: its Open Payments view.
+pub(crate) fn incoming_event_data(
+    services: &Services,
+    p: &IncomingPayment,
+    wallet: &WalletAddress,
+) -> serde_json::Value {
+    let public = &services.config.public_url;
+    let mut data = serde_json::json!({
+        "id": public.incoming_payment(p.id),
+        "walletAddress": public.wallet_address(&wallet.path),
+        "receivedAmount": AmountWire::from(&p.received_amount()),
+        "completed": p.completed,
+        "expiresAt": p.expires_at.to_rfc3339(),
+        "createdAt": p.created_at.to_rfc3339(),
+    });
+    if let Some(a) = p.incoming_amount() {
+        data["incomingAmount"] = serde_json::json!(AmountWire::from(&a));
+    }
+    if let Some(m) = &p.metadata {
+        data["metadata"] = serde_json::Value::Object(m.clone());
+    }
+    data
+}
+
+/// The webhook body of an outgoing payment.
+pub(crate) fn payment_event_data(
+    services: &Services,
+    p: &OutgoingPayment,
+    wallet: &WalletAddress,
+) -> serde_json::Value {
+    let public = &services.config.public_url;
+    serde_json::json!({
+        "id": public.outgoing_payment(p.id),
+        "walletAddress": public.wallet_address(&wallet.path),
+        "quoteId": public.quote(p.quote_id),
+        "receiver": p.receiver,
+        "debitAmount": AmountWire::from(&p.debit),
+        "receiveAmount": AmountWire::from(&p.receive),
+        "sentAmount": AmountWire::from(&p.sent_amount()),
+        "state": p.state.as_str(),
+        "createdAt": p.created_at.to_rfc3339(),
+    })
 }
 
 /// The `Opd-Signature` value of a body at a time.

@@ -8,11 +8,12 @@
 //! payment is claimed with a lease: a worker that dies lets it come back
 //! when the lease ends.
 
-use opd_core::Amount;
-use opd_store::payments::{LocalDelivery, OutgoingPaymentRecord, PaymentFailure};
+use opd_core::outgoing_payment::{
+    LocalDelivery, OutgoingPayment, OutgoingPaymentState, PaymentFailure,
+};
+use opd_core::webhook::EventKind;
 
-use crate::outgoing_payments::payment_event_data;
-use crate::webhooks::event;
+use crate::webhooks::{event, incoming_event_data, payment_event_data};
 use crate::{ServiceError, Services};
 
 /// How long a claimed payment is reserved for the worker that took it.
@@ -32,30 +33,40 @@ pub enum Step {
     Retry(opd_core::OutgoingPaymentId),
 }
 
-async fn fail(
+/// Ends a payment as failed or cancelled, with its money back and its
+/// `outgoing_payment.failed` event; `false` when it had already ended.
+async fn end(
     services: &Services,
-    p: &OutgoingPaymentRecord,
-    reason: String,
-) -> Result<Step, ServiceError> {
+    p: &OutgoingPayment,
+    state: OutgoingPaymentState,
+    reason: &str,
+) -> Result<bool, ServiceError> {
     let wallet = services.wallet_by_id(p.wallet_address_id).await?;
-    let mut failed = p.clone();
-    failed.state = "failed".into();
+    let ended = p.ended(state, reason);
     let events = match &wallet {
         Some(w) => vec![event(
             services,
-            "outgoing_payment.failed",
-            payment_event_data(services, &failed, w),
+            EventKind::OutgoingPaymentFailed,
+            payment_event_data(services, &ended, w),
         )],
         None => Vec::new(),
     };
     let failure = PaymentFailure {
         payment: p.id,
-        state: "failed",
-        reason: reason.clone(),
+        state,
+        reason: reason.to_owned(),
         at: services.clock.now(),
         events,
     };
-    services.store.fail_outgoing_payment(&failure).await?;
+    Ok(services.store.fail_outgoing_payment(&failure).await?)
+}
+
+async fn fail(
+    services: &Services,
+    p: &OutgoingPayment,
+    reason: String,
+) -> Result<Step, ServiceError> {
+    end(services, p, OutgoingPaymentState::Failed, &reason).await?;
     Ok(Step::Failed(p.id, reason))
 }
 
@@ -132,14 +143,12 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     };
     let completes = receiver.incoming_amount.is_some_and(|i| received >= i);
     let wallet = services.wallet_by_id(p.wallet_address_id).await?;
-    let mut done = p.clone();
-    done.state = "completed".into();
-    done.sent = quote.debit_minus_fees;
+    let done = p.completed(quote.debit_minus_fees);
     let mut events = Vec::new();
     if let Some(w) = &wallet {
         events.push(event(
             services,
-            "outgoing_payment.completed",
+            EventKind::OutgoingPaymentCompleted,
             payment_event_data(services, &done, w),
         ));
     }
@@ -150,12 +159,11 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     if let Some(rw) = &receiver_wallet {
         let data = incoming_event_data(services, &credited, rw);
         if completes {
-            events.push(event(services, "incoming_payment.completed", data));
+            events.push(event(services, EventKind::IncomingPaymentCompleted, data));
         }
     }
     let delivery = LocalDelivery {
         payment: p.id,
-        sender_wallet: p.wallet_address_id,
         incoming: receiver.id,
         sender_asset: p.debit.asset.clone(),
         receiver_asset: p.receive.asset.clone(),
@@ -174,31 +182,6 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     }
 }
 
-/// The webhook body of an incoming payment.
-pub(crate) fn incoming_event_data(
-    services: &Services,
-    p: &opd_core::incoming_payment::IncomingPayment,
-    wallet: &opd_core::wallet_address::WalletAddress,
-) -> serde_json::Value {
-    let public = &services.config.public_url;
-    let mut data = serde_json::json!({
-        "id": public.incoming_payment(p.id),
-        "walletAddress": public.wallet_address(&wallet.path),
-        "receivedAmount": opd_core::AmountWire::from(&p.received_amount()),
-        "completed": p.completed,
-        "expiresAt": p.expires_at.to_rfc3339(),
-        "createdAt": p.created_at.to_rfc3339(),
-    });
-    if let Some(a) = p.incoming_amount {
-        data["incomingAmount"] =
-            serde_json::json!(opd_core::AmountWire::from(&Amount::new(a, p.asset.clone())));
-    }
-    if let Some(m) = &p.metadata {
-        data["metadata"] = serde_json::Value::Object(m.clone());
-    }
-    data
-}
-
 /// Announces incoming payments that expired unfinished; returns how many.
 pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceError> {
     let due = services
@@ -215,7 +198,7 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
         };
         let e = event(
             services,
-            "incoming_payment.expired",
+            EventKind::IncomingPaymentExpired,
             incoming_event_data(services, &p, &w),
         );
         if services.store.mark_incoming_payment_expired(id, &e).await? {
@@ -233,25 +216,8 @@ pub async fn cancel(
     let Some(p) = services.store.get_outgoing_payment(id).await? else {
         return Err(ServiceError::NotFound("outgoing payment"));
     };
-    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
-    let mut cancelled = p.clone();
-    cancelled.state = "cancelled".into();
-    let events = match &wallet {
-        Some(w) => vec![event(
-            services,
-            "outgoing_payment.failed",
-            payment_event_data(services, &cancelled, w),
-        )],
-        None => Vec::new(),
-    };
-    let failure = PaymentFailure {
-        payment: id,
-        state: "cancelled",
-        reason: "cancelled by the operator".into(),
-        at: services.clock.now(),
-        events,
-    };
-    if services.store.fail_outgoing_payment(&failure).await? {
+    let reason = "cancelled by the operator";
+    if end(services, &p, OutgoingPaymentState::Cancelled, reason).await? {
         Ok(())
     } else {
         Err(ServiceError::Conflict {

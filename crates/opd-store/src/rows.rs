@@ -9,7 +9,6 @@ use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, Walle
 use opd_core::{
     Amount, Asset, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
 };
-use sqlx::Row;
 use uuid::Uuid;
 
 use crate::{AccessTokenRecord, GrantRecord, StoreError, StoreResult};
@@ -22,31 +21,6 @@ pub(crate) trait Columns {
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
     fn flag(&self, col: &str) -> StoreResult<bool>;
 }
-
-macro_rules! columns_for {
-    ($row:ty) => {
-        impl Columns for $row {
-            fn text(&self, col: &str) -> StoreResult<String> {
-                Ok(self.try_get(col)?)
-            }
-            fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
-                Ok(self.try_get(col)?)
-            }
-            fn int(&self, col: &str) -> StoreResult<i64> {
-                Ok(self.try_get(col)?)
-            }
-            fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
-                Ok(self.try_get(col)?)
-            }
-            fn flag(&self, col: &str) -> StoreResult<bool> {
-                Ok(self.try_get(col)?)
-            }
-        }
-    };
-}
-
-columns_for!(crate::sqlite::driver::Row);
-columns_for!(sqlx::postgres::PgRow);
 
 fn id(row: &impl Columns, col: &str) -> StoreResult<Uuid> {
     uuid_from_text(&row.text(col)?)

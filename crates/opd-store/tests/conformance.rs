@@ -4,6 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use opd_core::incoming_payment::IncomingPayment;
+use opd_core::ledger::{AccountKind, LedgerOutcome};
+use opd_core::outgoing_payment::{
+    CreateOutgoing, GrantReservation, LocalDelivery, OutgoingPayment as OutgoingPaymentRecord,
+    OutgoingPaymentState, PaymentFailure,
+};
 use opd_core::pagination::PageRequest;
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
@@ -11,10 +16,6 @@ use opd_core::GrantId;
 use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
     WalletAddressId,
-};
-use opd_store::payments::{
-    CreateOutgoing, GrantReservation, LedgerOutcome, LocalDelivery, OutgoingPaymentRecord,
-    PaymentFailure,
 };
 use opd_store::{AccessTokenRecord, GrantRecord, Store, StoreError};
 
@@ -574,7 +575,7 @@ async fn assert_ledger_balanced(s: &dyn Store) {
             })
             .sum();
         assert_eq!(net, a.balance, "{}", a.id);
-        if a.kind != "settlement" {
+        if a.kind != AccountKind::Settlement {
             assert!(a.balance >= 0, "{}", a.id);
         }
     }
@@ -616,8 +617,7 @@ async fn deposits_are_idempotent_and_withdrawals_never_overdraw(s: &dyn Store) {
             .unwrap(),
         LedgerOutcome::Posted(_)
     ));
-    let wallet_account =
-        opd_store::payments::AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
+    let wallet_account = AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
     let balance = s
         .ledger_accounts()
         .await
@@ -669,7 +669,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         debit: q.debit_amount.clone(),
         receive: q.receive_amount.clone(),
         sent: 0,
-        state: "sending".into(),
+        state: OutgoingPaymentState::Sending,
         error: None,
         metadata: None,
         client: Some("c".into()),
@@ -742,7 +742,6 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     assert_eq!(claimed.attempts, 1);
     let delivery = LocalDelivery {
         payment: claimed.id,
-        sender_wallet: alice.id,
         incoming: receiver.id,
         sender_asset: usd(),
         receiver_asset: usd(),
@@ -789,11 +788,11 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
             .unwrap()
             .unwrap()
             .state,
-        "sending"
+        OutgoingPaymentState::Sending
     );
     let failure = PaymentFailure {
         payment: other.id,
-        state: "failed",
+        state: OutgoingPaymentState::Failed,
         reason: "test".into(),
         at,
         events: vec![],
@@ -801,7 +800,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     assert!(s.fail_outgoing_payment(&failure).await.unwrap());
     assert!(!s.fail_outgoing_payment(&failure).await.unwrap());
     let failed = s.get_outgoing_payment(other.id).await.unwrap().unwrap();
-    assert_eq!(failed.state, "failed");
+    assert_eq!(failed.state, OutgoingPaymentState::Failed);
     let spent = s
         .grant_spent("grant-1", Timestamp::from_unix_millis(0))
         .await
@@ -813,8 +812,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         "the failed payment's reservation was released"
     );
     assert_ledger_balanced(s).await;
-    let alice_account =
-        opd_store::payments::AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
+    let alice_account = AccountKind::Wallet.account_id(&alice.id.to_string(), &usd());
     let balance = s
         .ledger_accounts()
         .await

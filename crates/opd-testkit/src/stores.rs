@@ -2,30 +2,32 @@
 
 use std::sync::Arc;
 
-use opd_store::postgres::PgStore;
-use opd_store::sqlite::SqliteStore;
-use opd_store::{ConnectOptions, Store};
+use opd_store::{ConnectOptions, SqlStore, Store};
 
 /// A fresh SQLite store in a temporary directory (kept alive by the
 /// returned guard).
-pub async fn sqlite() -> (SqliteStore, tempfile::TempDir) {
+pub async fn sqlite() -> (SqlStore, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("opd.sqlite").display());
     let mut options = ConnectOptions::new(url);
     options.create_sqlite_file = true;
     options.exclusive_sqlite = true;
     (
-        SqliteStore::connect(&options).await.expect("open sqlite"),
+        opd_store::sqlite::connect(&options)
+            .await
+            .expect("open sqlite"),
         dir,
     )
 }
 
 /// A fresh, migrated PostgreSQL store in a schema of its own.
-pub async fn postgres() -> PgStore {
+pub async fn postgres() -> SqlStore {
     let mut options = ConnectOptions::new(crate::pg::fresh_schema_url().await);
     options.migrate_postgres = true;
     options.max_connections = 4;
-    PgStore::connect(&options).await.expect("open postgres")
+    opd_store::postgres::connect(&options)
+        .await
+        .expect("open postgres")
 }
 
 /// Both backends, for tests written once: `for (name, store) in both().await`.

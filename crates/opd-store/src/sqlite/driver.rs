@@ -1,7 +1,7 @@
-//! A small synchronous SQLite driver over rusqlite, shaped like the few sqlx
-//! calls the shared store code makes (`query(..).bind(..).execute(..)`,
-//! `fetch_one/optional/all`, `query_scalar`, `begin`/`commit`), so
-//! `payments_impl!` expands unchanged for it.
+//! A small synchronous SQLite driver over rusqlite: `query(..).bind(..)`
+//! with `execute` / `fetch_one/optional/all`, `query_scalar`, and
+//! transactions (`begin`/`commit`) on the single writer with group commit.
+//! The store reaches it only through [`crate::db`].
 //!
 //! Why not sqlx here: sqlx runs each SQLite connection on a thread of its
 //! own and hands it every statement over a channel, so each statement costs
@@ -422,6 +422,18 @@ impl ReadPool {
         if idle.len() < self.keep {
             idle.push(conn);
         }
+    }
+}
+
+impl ReadPool {
+    /// Compiles `sql` without running it (the store's statement test);
+    /// SQLite compiles writes on a read-only connection too.
+    pub async fn prepare(&self, sql: &str) -> Result<(), Error> {
+        self.run(|conn| {
+            conn.prepare(sql)?;
+            Ok(())
+        })
+        .await
     }
 }
 

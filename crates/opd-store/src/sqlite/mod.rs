@@ -10,39 +10,14 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use opd_core::incoming_payment::IncomingPayment;
-use opd_core::pagination::{Page, PageRequest};
-use opd_core::quote::Quote;
-use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
-use opd_core::{
-    Asset, AssetCode, Fee, GrantId, IncomingPaymentId, QuoteId, Rate, Timestamp, WalletAddressId,
-};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use self::driver::{ReadPool, WritePool};
 
-use crate::rows::{
-    self, corrupt, grant_from_row, incoming_from_row, key_from_row, quote_from_row, token_from_row,
-    wallet_from_row,
-};
-use crate::{
-    AccessTokenRecord, ConnectOptions, FeeRow, GrantRecord, RateRow, StoreError, StoreResult,
-};
+use crate::db::Pools;
+use crate::{ConnectOptions, SqlStore, StoreError, StoreResult};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
-/// The SQLite store.
-#[derive(Debug, Clone)]
-pub struct SqliteStore {
-    writer: WritePool,
-    reader: ReadPool,
-    /// With an exclusive connection only this process writes the database,
-    /// so payment reads can be cached coherently.
-    payments_cache: std::sync::Arc<crate::payments::PaymentReadCache>,
-    /// The lock that makes the connection exclusive, held while the store
-    /// lives; the operating system releases it when the process dies.
-    _exclusive_lock: Option<std::sync::Arc<std::fs::File>>,
-}
 
 /// Locks `<database>.opd-lock` so that no other opd process serves the same
 /// SQLite database.
@@ -74,105 +49,81 @@ fn sqlite_path(url: &str) -> &str {
     rest.split('?').next().unwrap_or(rest)
 }
 
-impl SqliteStore {
-    pub async fn connect(options: &ConnectOptions) -> StoreResult<Self> {
-        let path = sqlite_path(&options.url);
-        if path.is_empty() || path.starts_with(":memory:") {
-            return Err(StoreError::Config(
+/// Opens (or, when allowed, creates) the database file and applies its
+/// migrations. With `exclusive_sqlite` only this process writes it, so
+/// payment reads can be cached coherently.
+pub async fn connect(options: &ConnectOptions) -> StoreResult<SqlStore> {
+    let path = sqlite_path(&options.url);
+    if path.is_empty() || path.starts_with(":memory:") {
+        return Err(StoreError::Config(
                 "in-memory SQLite is not supported: give a file path, e.g. sqlite://opd-data/opd.sqlite".into(),
             ));
-        }
-        let file = Path::new(path);
-        let create = options.create_sqlite_file || options.url.contains("mode=rwc");
-        if !file.exists() {
-            if !create {
-                return Err(StoreError::Config(format!(
+    }
+    let file = Path::new(path);
+    let create = options.create_sqlite_file || options.url.contains("mode=rwc");
+    if !file.exists() {
+        if !create {
+            return Err(StoreError::Config(format!(
                     "SQLite database {path:?} does not exist; check the path, or add ?mode=rwc to the URL to create it"
                 )));
-            }
-            match file.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
-                    return Err(StoreError::Config(format!(
-                        "directory {:?} for the SQLite database does not exist",
-                        dir
-                    )))
-                }
-                _ => {}
-            }
         }
-        let exclusive_lock = if options.exclusive_sqlite {
-            Some(std::sync::Arc::new(lock_exclusively(path)?))
-        } else {
-            None
-        };
-        let base = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
-            .map_err(|e| StoreError::Config(format!("invalid SQLite URL: {e}")))?
-            .create_if_missing(create)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        // sqlx creates the file and applies the migrations, then steps
-        // aside for the synchronous driver.
-        let migrating = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(base)
-            .await
-            .map_err(|e| {
-                StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"))
-            })?;
-        MIGRATOR.run(&migrating).await?;
-        migrating.close().await;
-        let cannot_open = |e: driver::Error| {
-            StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"))
-        };
-        let writer = WritePool::open(file, false).map_err(cannot_open)?;
-        let reader = ReadPool::open(file, options.max_connections as usize).map_err(cannot_open)?;
-        Ok(Self {
-            writer,
-            reader,
-            payments_cache: std::sync::Arc::new(crate::payments::PaymentReadCache::new(
-                exclusive_lock.is_some(),
-            )),
-            _exclusive_lock: exclusive_lock,
-        })
-    }
-
-    /// Table name -> sorted column names, for the migration parity test.
-    pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
-        let tables: Vec<String> = driver::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
-        )
-        .fetch_all(&self.reader)
-        .await?;
-        let mut out = Vec::new();
-        for t in tables {
-            let mut cols: Vec<String> =
-                driver::query_scalar("SELECT name FROM pragma_table_info(?)")
-                    .bind(&t)
-                    .fetch_all(&self.reader)
-                    .await?;
-            cols.sort();
-            out.push((t, cols));
+        match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+                return Err(StoreError::Config(format!(
+                    "directory {:?} for the SQLite database does not exist",
+                    dir
+                )))
+            }
+            _ => {}
         }
-        Ok(out)
     }
+    let exclusive_lock = if options.exclusive_sqlite {
+        Some(lock_exclusively(path)?)
+    } else {
+        None
+    };
+    let base = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
+        .map_err(|e| StoreError::Config(format!("invalid SQLite URL: {e}")))?
+        .create_if_missing(create)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true);
+    // sqlx creates the file and applies the migrations, then steps
+    // aside for the synchronous driver.
+    let migrating = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(base)
+        .await
+        .map_err(|e| StoreError::Config(format!("cannot open SQLite database {path:?}: {e}")))?;
+    MIGRATOR.run(&migrating).await?;
+    migrating.close().await;
+    let cannot_open =
+        |e: driver::Error| StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"));
+    let writer = WritePool::open(file, false).map_err(cannot_open)?;
+    let reader = ReadPool::open(file, options.max_connections as usize).map_err(cannot_open)?;
+    Ok(SqlStore::new(
+        Pools::Sqlite { writer, reader },
+        exclusive_lock,
+    ))
 }
 
-/// The ledger, outgoing payments, the webhook outbox and the authorization
-/// server's records (`crate::payments`), written once for both backends.
-mod payments_backend {
-    use super::*;
-
-    /// The driver calls `payments_impl!` makes.
-    mod db {
-        pub use super::super::driver::{query, query_scalar, ReadPool, Row, Tx};
-
-        pub fn is_unique_violation(e: &super::super::driver::Error) -> bool {
-            e.is_unique_violation()
-        }
+/// Table name -> sorted column names, for the migration parity test.
+pub(crate) async fn schema_columns(reader: &ReadPool) -> StoreResult<Vec<(String, Vec<String>)>> {
+    let tables: Vec<String> = driver::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
+        )
+        .fetch_all(reader)
+        .await?;
+    let mut out = Vec::new();
+    for t in tables {
+        let mut cols: Vec<String> = driver::query_scalar("SELECT name FROM pragma_table_info(?)")
+            .bind(&t)
+            .fetch_all(reader)
+            .await?;
+        cols.sort();
+        out.push((t, cols));
     }
-
-    crate::payments::payments_impl!(SqliteStore, writer, reader, false, crate::Backend::Sqlite);
+    Ok(out)
 }

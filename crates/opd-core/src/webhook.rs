@@ -1,0 +1,83 @@
+//! Webhook events: what happened, kept in an outbox written in the same
+//! transaction as the change it describes, until delivered.
+
+use std::fmt;
+
+use crate::time::Timestamp;
+
+/// The kinds of event opd announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    IncomingPaymentCreated,
+    IncomingPaymentCompleted,
+    IncomingPaymentExpired,
+    OutgoingPaymentCreated,
+    OutgoingPaymentCompleted,
+    OutgoingPaymentFailed,
+}
+
+impl EventKind {
+    /// The event's `type` on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IncomingPaymentCreated => "incoming_payment.created",
+            Self::IncomingPaymentCompleted => "incoming_payment.completed",
+            Self::IncomingPaymentExpired => "incoming_payment.expired",
+            Self::OutgoingPaymentCreated => "outgoing_payment.created",
+            Self::OutgoingPaymentCompleted => "outgoing_payment.completed",
+            Self::OutgoingPaymentFailed => "outgoing_payment.failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::IncomingPaymentCreated,
+            Self::IncomingPaymentCompleted,
+            Self::IncomingPaymentExpired,
+            Self::OutgoingPaymentCreated,
+            Self::OutgoingPaymentCompleted,
+            Self::OutgoingPaymentFailed,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An event in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEvent {
+    pub id: String,
+    pub kind: EventKind,
+    /// The JSON body to deliver.
+    pub data: String,
+    pub attempts: i64,
+    pub next_attempt_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKind;
+
+    #[test]
+    fn kinds_round_trip() {
+        for s in [
+            "incoming_payment.created",
+            "incoming_payment.completed",
+            "incoming_payment.expired",
+            "outgoing_payment.created",
+            "outgoing_payment.completed",
+            "outgoing_payment.failed",
+        ] {
+            assert_eq!(EventKind::parse(s).map(EventKind::as_str), Some(s));
+        }
+        assert_eq!(EventKind::parse("payment.done"), None);
+    }
+}

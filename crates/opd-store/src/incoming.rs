@@ -1,0 +1,192 @@
+//! Incoming payments: creation (with its webhook event), reads, pages,
+//! completion, and the expiry announcements.
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::IncomingPayment;
+use opd_core::pagination::{Page, PageRequest};
+use opd_core::webhook::WebhookEvent;
+use opd_core::{IncomingPaymentId, Timestamp, WalletAddressId};
+
+use crate::db::{num, params, Stmt};
+use crate::outbox::insert_events;
+use crate::pages::{page_statements, read_page, PageStatements};
+use crate::rows::{self, incoming_from_row};
+use crate::{SqlStore, StoreResult};
+
+/// Incoming payments.
+#[async_trait]
+pub trait IncomingPaymentStore: Send + Sync {
+    /// Stores a new incoming payment and queues its webhook events.
+    async fn create_incoming_payment(
+        &self,
+        payment: &IncomingPayment,
+        events: &[WebhookEvent],
+    ) -> StoreResult<()>;
+    async fn get_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+    ) -> StoreResult<Option<IncomingPayment>>;
+    /// A page of the wallet address's incoming payments, newest first; only
+    /// those created by `client` when it is given.
+    async fn list_incoming_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<IncomingPayment>>;
+    /// Marks the payment completed unless it already is (queueing `events`
+    /// only when this call completed it), and returns it.
+    async fn complete_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+        at: Timestamp,
+        events: &[WebhookEvent],
+    ) -> StoreResult<Option<IncomingPayment>>;
+    /// Unfinished incoming payments expired at `now` and not announced yet.
+    async fn due_expired_incoming_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<IncomingPaymentId>>;
+    /// Marks an expired incoming payment notified and queues its event;
+    /// `false` when it was already (or completed meanwhile).
+    async fn mark_incoming_payment_expired(
+        &self,
+        id: IncomingPaymentId,
+        event: &WebhookEvent,
+    ) -> StoreResult<bool>;
+}
+
+const INCOMING_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
+    CAST(wallet_address_id AS TEXT) AS wallet_address_id, asset_code, \
+    CAST(asset_scale AS BIGINT) AS asset_scale, CAST(incoming_amount AS TEXT) AS incoming_amount, \
+    CAST(received_amount AS TEXT) AS received_amount, completed, expires_at, metadata, client, \
+    created_at, updated_at";
+
+static INSERT_INCOMING: Stmt = Stmt::new(&[
+    "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, \
+     incoming_amount, received_amount, completed, expires_at, metadata, client, created_at, \
+     updated_at) VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?)",
+]);
+static INCOMING_BY_ID: Stmt = Stmt::new(&[
+    "SELECT ",
+    INCOMING_COLUMNS,
+    " FROM incoming_payments WHERE id = ?::uuid",
+]);
+static COMPLETE: Stmt = Stmt::new(&[
+    "UPDATE incoming_payments SET completed = TRUE, updated_at = ? \
+     WHERE id = ?::uuid AND NOT completed",
+]);
+static DUE_EXPIRED: Stmt = Stmt::new(&["SELECT CAST(id AS TEXT) AS id FROM incoming_payments \
+     WHERE completed = ? AND expiry_notified = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"]);
+static MARK_EXPIRED: Stmt = Stmt::new(&["UPDATE incoming_payments SET expiry_notified = ? \
+     WHERE id = ?::uuid AND expiry_notified = ? AND completed = ?"]);
+
+/// The pages of `incoming_payments`.
+pub(crate) static PAGES: PageStatements = page_statements!("incoming_payments", INCOMING_COLUMNS);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INSERT_INCOMING,
+    &INCOMING_BY_ID,
+    &COMPLETE,
+    &DUE_EXPIRED,
+    &MARK_EXPIRED,
+];
+
+#[async_trait]
+impl IncomingPaymentStore for SqlStore {
+    async fn create_incoming_payment(
+        &self,
+        p: &IncomingPayment,
+        events: &[WebhookEvent],
+    ) -> StoreResult<()> {
+        let params = params![
+            p.id.to_string(),
+            p.wallet_address_id.to_string(),
+            p.asset.code.as_str(),
+            p.asset.scale,
+            p.incoming_amount.map(|v| v.to_string()),
+            num(p.received_amount),
+            p.completed,
+            p.expires_at,
+            rows::metadata_to_text(&p.metadata),
+            &p.client,
+            p.created_at,
+            p.updated_at,
+        ];
+        let mut tx = self.db.begin().await?;
+        tx.execute(&INSERT_INCOMING, params).await?;
+        insert_events(&mut tx, events).await?;
+        tx.commit().await
+    }
+
+    async fn get_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+    ) -> StoreResult<Option<IncomingPayment>> {
+        let row = self
+            .db
+            .read_opt(&INCOMING_BY_ID, params![id.to_string()])
+            .await?;
+        row.as_ref().map(incoming_from_row).transpose()
+    }
+
+    async fn list_incoming_payments(
+        &self,
+        wallet: WalletAddressId,
+        client: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<IncomingPayment>> {
+        read_page(&self.db, &PAGES, wallet, client, page, incoming_from_row).await
+    }
+
+    async fn complete_incoming_payment(
+        &self,
+        id: IncomingPaymentId,
+        at: Timestamp,
+        events: &[WebhookEvent],
+    ) -> StoreResult<Option<IncomingPayment>> {
+        let mut tx = self.db.begin().await?;
+        if tx.execute(&COMPLETE, params![at, id.to_string()]).await? > 0 {
+            insert_events(&mut tx, events).await?;
+        }
+        tx.commit().await?;
+        self.get_incoming_payment(id).await
+    }
+
+    async fn due_expired_incoming_payments(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<IncomingPaymentId>> {
+        use crate::rows::Columns;
+        let rows = self
+            .db
+            .read(&DUE_EXPIRED, params![false, false, now, limit])
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(IncomingPaymentId::from_uuid(rows::uuid_from_text(
+                    &r.text("id")?,
+                )?))
+            })
+            .collect()
+    }
+
+    async fn mark_incoming_payment_expired(
+        &self,
+        id: IncomingPaymentId,
+        event: &WebhookEvent,
+    ) -> StoreResult<bool> {
+        let mut tx = self.db.begin().await?;
+        let marked = tx
+            .execute(&MARK_EXPIRED, params![true, id.to_string(), false, false])
+            .await?;
+        if marked == 0 {
+            return Ok(false);
+        }
+        insert_events(&mut tx, std::slice::from_ref(event)).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,304 @@
+//! The double-entry ledger: accounts and transfers, and [`post`], the one
+//! way money moves. A transfer is posted inside the transaction of the
+//! state change it belongs to, so a crash keeps both or neither; the
+//! balance arithmetic (no negative liability, no balance past ±u64::MAX)
+//! is `opd_core::ledger::post_balances`.
+
+use async_trait::async_trait;
+use opd_core::ledger::{
+    post_balances, Account, AccountKind, LedgerOutcome, PostError, Transfer, TransferKind,
+};
+use opd_core::{Asset, Timestamp, WalletAddressId};
+
+use crate::db::{num, params, Stmt, Tx};
+use crate::rows::{self, corrupt, Columns};
+use crate::{SqlStore, StoreResult};
+
+/// The ledger as the operator sees it.
+#[async_trait]
+pub trait LedgerStore: Send + Sync {
+    /// Moves `amount` into (`deposit`) or out of a wallet address's
+    /// account, once per idempotency key: a repeat with the same request
+    /// digest returns the first result, a different one `KeyReused`.
+    #[allow(clippy::too_many_arguments)]
+    async fn ledger_move(
+        &self,
+        wallet: WalletAddressId,
+        asset: &Asset,
+        amount: u64,
+        deposit: bool,
+        idempotency_key: &str,
+        request_digest: &str,
+        at: Timestamp,
+    ) -> StoreResult<LedgerOutcome>;
+    async fn ledger_accounts(&self) -> StoreResult<Vec<Account>>;
+    /// The newest transfers in or out of an account.
+    async fn ledger_transfers_of(&self, account: &str, limit: i64) -> StoreResult<Vec<Transfer>>;
+    async fn ledger_all_transfers(&self) -> StoreResult<Vec<Transfer>>;
+}
+
+const TRANSFER_COLUMNS: &str = "id, debit_account, credit_account, \
+    CAST(amount AS TEXT) AS amount, kind, reference, idempotency_key, created_at";
+
+static ENSURE_ACCOUNT: Stmt = Stmt::new(&[
+    "INSERT INTO ledger_accounts (id, kind, owner_id, asset_code, asset_scale, balance, created_at) \
+     VALUES (?, ?, ?, ?, ?, ?::numeric, ?) ON CONFLICT (id) DO NOTHING",
+]);
+static ACCOUNT_EXISTS: Stmt = Stmt::new(&["SELECT id FROM ledger_accounts WHERE id = ?"]);
+static BALANCE_FOR_UPDATE: Stmt = Stmt::new(&[
+    "SELECT CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE id = ? FOR UPDATE",
+]);
+static SET_BALANCE: Stmt =
+    Stmt::new(&["UPDATE ledger_accounts SET balance = ?::numeric WHERE id = ?"]);
+static INSERT_TRANSFER: Stmt = Stmt::new(&[
+    "INSERT INTO ledger_transfers (id, debit_account, credit_account, amount, kind, reference, \
+     idempotency_key, request_digest, created_at) VALUES (?, ?, ?, ?::numeric, ?, ?, ?, ?, ?)",
+]);
+static TRANSFER_BY_KEY: Stmt = Stmt::new(&[
+    "SELECT ",
+    TRANSFER_COLUMNS,
+    ", request_digest FROM ledger_transfers WHERE idempotency_key = ?",
+]);
+static FIRST_FUNDING: Stmt = Stmt::new(&[
+    "SELECT debit_account FROM ledger_transfers WHERE reference = ? AND kind = 'fund' LIMIT 1",
+]);
+static LIST_ACCOUNTS: Stmt = Stmt::new(&[
+    "SELECT id, kind, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, \
+     CAST(balance AS TEXT) AS balance FROM ledger_accounts ORDER BY id",
+]);
+static TRANSFERS_OF: Stmt = Stmt::new(&[
+    "SELECT ",
+    TRANSFER_COLUMNS,
+    " FROM ledger_transfers WHERE debit_account = ? OR credit_account = ? \
+     ORDER BY created_at DESC, id DESC LIMIT ?",
+]);
+static ALL_TRANSFERS: Stmt = Stmt::new(&[
+    "SELECT ",
+    TRANSFER_COLUMNS,
+    " FROM ledger_transfers ORDER BY id",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &ENSURE_ACCOUNT,
+    &ACCOUNT_EXISTS,
+    &BALANCE_FOR_UPDATE,
+    &SET_BALANCE,
+    &INSERT_TRANSFER,
+    &TRANSFER_BY_KEY,
+    &FIRST_FUNDING,
+    &LIST_ACCOUNTS,
+    &TRANSFERS_OF,
+    &ALL_TRANSFERS,
+];
+
+fn parse_balance(s: &str) -> StoreResult<i128> {
+    s.parse::<i128>().map_err(|_| corrupt("balance"))
+}
+
+fn transfer_from_row(row: &impl Columns) -> StoreResult<Transfer> {
+    Ok(Transfer {
+        id: row.text("id")?,
+        debit_account: row.text("debit_account")?,
+        credit_account: row.text("credit_account")?,
+        amount: rows::u64_from_text(&row.text("amount")?, "amount")?,
+        kind: TransferKind::parse(&row.text("kind")?).ok_or_else(|| corrupt("transfer kind"))?,
+        reference: row.opt_text("reference")?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+        created_at: Timestamp::from_unix_millis(row.int("created_at")?),
+    })
+}
+
+fn account_from_row(r: &impl Columns) -> StoreResult<Account> {
+    Ok(Account {
+        id: r.text("id")?,
+        kind: AccountKind::parse(&r.text("kind")?).ok_or_else(|| corrupt("account kind"))?,
+        owner_id: r.text("owner_id")?,
+        asset: rows::asset(&r.text("asset_code")?, r.int("asset_scale")?)?,
+        balance: parse_balance(&r.text("balance")?)?,
+    })
+}
+
+/// Creates the account of `kind` for `owner` in `asset` if it does not
+/// exist; returns its id.
+pub(crate) async fn ensure_account(
+    tx: &mut Tx<'_>,
+    kind: AccountKind,
+    owner: &str,
+    asset: &Asset,
+    at: Timestamp,
+) -> StoreResult<String> {
+    let id = kind.account_id(owner, asset);
+    let params = params![
+        &id,
+        kind.as_str(),
+        owner,
+        asset.code.as_str(),
+        asset.scale,
+        num(0),
+        at
+    ];
+    tx.execute(&ENSURE_ACCOUNT, params).await?;
+    Ok(id)
+}
+
+/// Whether the account exists.
+pub(crate) async fn account_exists(tx: &mut Tx<'_>, id: &str) -> StoreResult<bool> {
+    Ok(tx.fetch_opt(&ACCOUNT_EXISTS, params![id]).await?.is_some())
+}
+
+/// The account's balance, locked until the transaction ends (PostgreSQL).
+pub(crate) async fn balance_of(tx: &mut Tx<'_>, account: &str) -> StoreResult<i128> {
+    let row = tx.fetch_one(&BALANCE_FOR_UPDATE, params![account]).await?;
+    parse_balance(&row.text("balance")?)
+}
+
+/// The account that funded `payment` (a wallet address, or the settlement
+/// account for externally funded payments).
+pub(crate) async fn funding_source(tx: &mut Tx<'_>, payment: &str) -> StoreResult<Option<String>> {
+    tx.fetch_opt(&FIRST_FUNDING, params![payment])
+        .await?
+        .map(|r| r.text("debit_account"))
+        .transpose()
+}
+
+/// One transfer to post.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Posting<'a> {
+    pub(crate) debit: &'a str,
+    pub(crate) credit: &'a str,
+    pub(crate) amount: u64,
+    pub(crate) kind: TransferKind,
+    pub(crate) reference: Option<&'a str>,
+    /// Idempotency key and request digest (admin deposits/withdrawals).
+    pub(crate) key: Option<(&'a str, &'a str)>,
+    pub(crate) at: Timestamp,
+}
+
+/// Posts one transfer; `Err` (nothing changed then) when a liability
+/// account would go negative or a balance would pass ±u64::MAX.
+pub(crate) async fn post(
+    tx: &mut Tx<'_>,
+    p: Posting<'_>,
+) -> StoreResult<Result<Transfer, PostError>> {
+    let transfer = Transfer {
+        id: format!(
+            "{}:{}:{}",
+            p.kind,
+            p.reference.unwrap_or("-"),
+            uuid::Uuid::new_v4().simple()
+        ),
+        debit_account: p.debit.to_owned(),
+        credit_account: p.credit.to_owned(),
+        amount: p.amount,
+        kind: p.kind,
+        reference: p.reference.map(str::to_owned),
+        idempotency_key: p.key.map(|k| k.0.to_owned()),
+        created_at: p.at,
+    };
+    if p.amount == 0 {
+        return Ok(Ok(transfer));
+    }
+    // Lock in a fixed order so concurrent transfers cannot deadlock.
+    let (first, second) = if p.debit <= p.credit {
+        (p.debit, p.credit)
+    } else {
+        (p.credit, p.debit)
+    };
+    let b1 = balance_of(tx, first).await?;
+    let b2 = balance_of(tx, second).await?;
+    let (debit_balance, credit_balance) = if first == p.debit { (b1, b2) } else { (b2, b1) };
+    let debit_kind = AccountKind::of_account(p.debit).ok_or_else(|| corrupt("account id"))?;
+    let (new_debit, new_credit) =
+        match post_balances(debit_kind, debit_balance, credit_balance, p.amount) {
+            Ok(b) => b,
+            Err(e) => return Ok(Err(e)),
+        };
+    tx.execute(&SET_BALANCE, params![new_debit.to_string(), p.debit])
+        .await?;
+    tx.execute(&SET_BALANCE, params![new_credit.to_string(), p.credit])
+        .await?;
+    let params = params![
+        &transfer.id,
+        p.debit,
+        p.credit,
+        num(p.amount),
+        p.kind.as_str(),
+        p.reference,
+        p.key.map(|k| k.0),
+        p.key.map(|k| k.1),
+        p.at,
+    ];
+    tx.execute(&INSERT_TRANSFER, params).await?;
+    Ok(Ok(transfer))
+}
+
+#[async_trait]
+impl LedgerStore for SqlStore {
+    async fn ledger_move(
+        &self,
+        wallet: WalletAddressId,
+        asset: &Asset,
+        amount: u64,
+        deposit: bool,
+        key: &str,
+        request_digest: &str,
+        at: Timestamp,
+    ) -> StoreResult<LedgerOutcome> {
+        let mut tx = self.db.begin().await?;
+        if let Some(row) = tx.fetch_opt(&TRANSFER_BY_KEY, params![key]).await? {
+            let digest = row.opt_text("request_digest")?;
+            return Ok(if digest.as_deref() == Some(request_digest) {
+                LedgerOutcome::Repeated(transfer_from_row(&row)?)
+            } else {
+                LedgerOutcome::KeyReused
+            });
+        }
+        let owner = wallet.to_string();
+        let wallet_account =
+            ensure_account(&mut tx, AccountKind::Wallet, &owner, asset, at).await?;
+        let settlement =
+            ensure_account(&mut tx, AccountKind::Settlement, "settlement", asset, at).await?;
+        let (debit, credit, kind) = if deposit {
+            (&settlement, &wallet_account, TransferKind::Deposit)
+        } else {
+            (&wallet_account, &settlement, TransferKind::Withdrawal)
+        };
+        let posting = Posting {
+            debit,
+            credit,
+            amount,
+            kind,
+            reference: Some(&owner),
+            key: Some((key, request_digest)),
+            at,
+        };
+        match post(&mut tx, posting).await? {
+            Ok(t) => {
+                tx.commit().await?;
+                Ok(LedgerOutcome::Posted(t))
+            }
+            Err(PostError::Insufficient { available }) => {
+                Ok(LedgerOutcome::InsufficientBalance { available })
+            }
+            Err(PostError::Overflow) => Ok(LedgerOutcome::Overflow),
+        }
+    }
+
+    async fn ledger_accounts(&self) -> StoreResult<Vec<Account>> {
+        let rows = self.db.read(&LIST_ACCOUNTS, &[]).await?;
+        rows.iter().map(account_from_row).collect()
+    }
+
+    async fn ledger_transfers_of(&self, account: &str, limit: i64) -> StoreResult<Vec<Transfer>> {
+        let rows = self
+            .db
+            .read(&TRANSFERS_OF, params![account, account, limit])
+            .await?;
+        rows.iter().map(transfer_from_row).collect()
+    }
+
+    async fn ledger_all_transfers(&self) -> StoreResult<Vec<Transfer>> {
+        let rows = self.db.read(&ALL_TRANSFERS, &[]).await?;
+        rows.iter().map(transfer_from_row).collect()
+    }
+}

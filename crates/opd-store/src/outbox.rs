@@ -1,0 +1,108 @@
+//! The webhook outbox: events are inserted in the same transaction as the
+//! change they describe and wait there until delivered.
+
+use async_trait::async_trait;
+use opd_core::webhook::{EventKind, WebhookEvent};
+use opd_core::Timestamp;
+
+use crate::db::{params, Stmt, Tx};
+use crate::rows::{corrupt, Columns};
+use crate::{SqlStore, StoreResult};
+
+/// The webhook outbox.
+#[async_trait]
+pub trait OutboxStore: Send + Sync {
+    async fn insert_webhook_events(&self, events: &[WebhookEvent]) -> StoreResult<()>;
+    /// Undelivered events due at `now`, oldest first.
+    async fn due_webhook_events(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<WebhookEvent>>;
+    /// Records a delivery attempt: delivered, or to retry at `next_attempt_at`.
+    async fn webhook_attempted(
+        &self,
+        id: &str,
+        delivered_at: Option<Timestamp>,
+        next_attempt_at: Timestamp,
+        error: Option<&str>,
+    ) -> StoreResult<()>;
+}
+
+static INSERT_EVENT: Stmt = Stmt::new(&[
+    "INSERT INTO webhook_events (id, kind, data, attempts, next_attempt_at, delivered_at, \
+     last_error, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+]);
+static DUE_EVENTS: Stmt = Stmt::new(&[
+    "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, created_at FROM webhook_events \
+     WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+]);
+static ATTEMPTED: Stmt = Stmt::new(&[
+    "UPDATE webhook_events SET attempts = attempts + 1, delivered_at = ?, next_attempt_at = ?, \
+     last_error = ? WHERE id = ? AND delivered_at IS NULL",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_EVENT, &DUE_EVENTS, &ATTEMPTED];
+
+/// Queues `events` inside the caller's transaction.
+pub(crate) async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) -> StoreResult<()> {
+    for e in events {
+        let params = params![
+            &e.id,
+            e.kind.as_str(),
+            &e.data,
+            e.attempts,
+            e.next_attempt_at,
+            e.delivered_at,
+            e.created_at,
+        ];
+        tx.execute(&INSERT_EVENT, params).await?;
+    }
+    Ok(())
+}
+
+fn event_from_row(r: &impl Columns) -> StoreResult<WebhookEvent> {
+    Ok(WebhookEvent {
+        id: r.text("id")?,
+        kind: EventKind::parse(&r.text("kind")?).ok_or_else(|| corrupt("webhook event kind"))?,
+        data: r.text("data")?,
+        attempts: r.int("attempts")?,
+        next_attempt_at: Timestamp::from_unix_millis(r.int("next_attempt_at")?),
+        delivered_at: r.opt_int("delivered_at")?.map(Timestamp::from_unix_millis),
+        created_at: Timestamp::from_unix_millis(r.int("created_at")?),
+    })
+}
+
+#[async_trait]
+impl OutboxStore for SqlStore {
+    async fn insert_webhook_events(&self, events: &[WebhookEvent]) -> StoreResult<()> {
+        let mut tx = self.db.begin().await?;
+        insert_events(&mut tx, events).await?;
+        tx.commit().await
+    }
+
+    async fn due_webhook_events(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> StoreResult<Vec<WebhookEvent>> {
+        let rows = self.db.read(&DUE_EVENTS, params![now, limit]).await?;
+        rows.iter().map(event_from_row).collect()
+    }
+
+    async fn webhook_attempted(
+        &self,
+        id: &str,
+        delivered_at: Option<Timestamp>,
+        next_attempt_at: Timestamp,
+        error: Option<&str>,
+    ) -> StoreResult<()> {
+        self.db
+            .write(
+                &ATTEMPTED,
+                params![delivered_at, next_attempt_at, error, id],
+            )
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! What each grant has spent per interval. A payment's amounts are
+//! reserved in the transaction that creates it and released when it fails;
+//! the row of a (grant, interval) is also the lock that serializes
+//! concurrent creates under one grant.
+
+use opd_core::outgoing_payment::GrantSpent;
+use opd_core::{Amount, Asset, Timestamp};
+
+use crate::db::{num, params, Stmt, Tx};
+use crate::rows::{self, Columns};
+use crate::StoreResult;
+
+static CREATE_IF_MISSING: Stmt = Stmt::new(&[
+    "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, \
+     debit_asset_scale, debit_spent, receive_asset_code, receive_asset_scale, receive_spent, \
+     updated_at) VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?) \
+     ON CONFLICT (grant_id, interval_start) DO NOTHING",
+]);
+static SPENT_FOR_UPDATE: Stmt = Stmt::new(&[
+    "SELECT debit_asset_code, CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale, \
+     CAST(debit_spent AS TEXT) AS debit_spent, receive_asset_code, \
+     CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, \
+     CAST(receive_spent AS TEXT) AS receive_spent \
+     FROM grant_spending WHERE grant_id = ? AND interval_start = ? FOR UPDATE",
+]);
+static SET_SPENT: Stmt = Stmt::new(&[
+    "UPDATE grant_spending SET debit_spent = ?::numeric, receive_spent = ?::numeric, \
+     updated_at = ? WHERE grant_id = ? AND interval_start = ?",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&CREATE_IF_MISSING, &SPENT_FOR_UPDATE, &SET_SPENT];
+
+/// A grant's spending in one interval: the amounts as shown, and the raw
+/// totals.
+#[derive(Debug, Clone)]
+pub(crate) struct Spent {
+    pub(crate) shown: GrantSpent,
+    pub(crate) debit: u64,
+    pub(crate) receive: u64,
+}
+
+/// Creates the (grant, interval) row at zero unless it exists.
+pub(crate) async fn create_if_missing(
+    tx: &mut Tx<'_>,
+    grant: &str,
+    start: Timestamp,
+    end: Option<Timestamp>,
+    debit_asset: &Asset,
+    receive_asset: &Asset,
+    at: Timestamp,
+) -> StoreResult<()> {
+    let params = params![
+        grant,
+        start,
+        end,
+        debit_asset.code.as_str(),
+        debit_asset.scale,
+        num(0),
+        receive_asset.code.as_str(),
+        receive_asset.scale,
+        num(0),
+        at,
+    ];
+    tx.execute(&CREATE_IF_MISSING, params).await?;
+    Ok(())
+}
+
+/// The spending row, locked until the transaction ends (PostgreSQL).
+pub(crate) async fn read(
+    tx: &mut Tx<'_>,
+    grant: &str,
+    start: Timestamp,
+) -> StoreResult<Option<Spent>> {
+    let Some(row) = tx
+        .fetch_opt(&SPENT_FOR_UPDATE, params![grant, start])
+        .await?
+    else {
+        return Ok(None);
+    };
+    let debit = rows::u64_from_text(&row.text("debit_spent")?, "debit_spent")?;
+    let receive = rows::u64_from_text(&row.text("receive_spent")?, "receive_spent")?;
+    let amount =
+        |code: Option<String>, scale: Option<i64>, v: u64| -> StoreResult<Option<Amount>> {
+            match (code, scale) {
+                (Some(c), Some(s)) => Ok(Some(Amount::new(v, rows::asset(&c, s)?))),
+                _ => Ok(None),
+            }
+        };
+    let shown = GrantSpent {
+        debit: amount(
+            row.opt_text("debit_asset_code")?,
+            row.opt_int("debit_asset_scale")?,
+            debit,
+        )?,
+        receive: amount(
+            row.opt_text("receive_asset_code")?,
+            row.opt_int("receive_asset_scale")?,
+            receive,
+        )?,
+    };
+    Ok(Some(Spent {
+        shown,
+        debit,
+        receive,
+    }))
+}
+
+/// Sets the (existing) row's totals.
+pub(crate) async fn write(
+    tx: &mut Tx<'_>,
+    grant: &str,
+    start: Timestamp,
+    debit: u64,
+    receive: u64,
+    at: Timestamp,
+) -> StoreResult<()> {
+    let params = params![num(debit), num(receive), at, grant, start];
+    tx.execute(&SET_SPENT, params).await?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! Wallet addresses, their keys, and the password their owner approves
+//! grants with on the consent page.
+
+use async_trait::async_trait;
+use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::{Timestamp, WalletAddressId};
+
+use crate::db::{params, Stmt};
+use crate::rows::{key_from_row, wallet_from_row, Columns};
+use crate::{SqlStore, StoreResult};
+
+/// Wallet addresses and keys.
+#[async_trait]
+pub trait WalletStore: Send + Sync {
+    /// Fails with `Conflict` when the path is taken.
+    async fn create_wallet_address(&self, wallet: &WalletAddress) -> StoreResult<()>;
+    async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>>;
+    async fn get_wallet_address_by_path(
+        &self,
+        path: &WalletAddressPath,
+    ) -> StoreResult<Option<WalletAddress>>;
+    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>>;
+    /// Sets `deactivated_at` if it is not set; returns the wallet address.
+    async fn deactivate_wallet_address(
+        &self,
+        id: WalletAddressId,
+        at: Timestamp,
+    ) -> StoreResult<Option<WalletAddress>>;
+    /// Fails with `Conflict` when the wallet address has a key with that kid.
+    async fn add_key(&self, key: &WalletAddressKey) -> StoreResult<()>;
+    /// Marks a key revoked; `false` when there is no such unrevoked key.
+    async fn revoke_key(
+        &self,
+        wallet: WalletAddressId,
+        kid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
+    /// The wallet address's keys, oldest first; revoked ones only on request.
+    async fn list_keys(
+        &self,
+        wallet: WalletAddressId,
+        include_revoked: bool,
+    ) -> StoreResult<Vec<WalletAddressKey>>;
+    /// Sets the password hash the wallet address owner logs in with on the
+    /// consent page.
+    async fn set_owner_password(
+        &self,
+        wallet: WalletAddressId,
+        hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>>;
+}
+
+const WALLET_COLUMNS: &str = "CAST(id AS TEXT) AS id, path, asset_code, \
+    CAST(asset_scale AS BIGINT) AS asset_scale, public_name, created_at, deactivated_at";
+const KEY_COLUMNS: &str =
+    "CAST(wallet_address_id AS TEXT) AS wallet_address_id, kid, x, created_at, revoked_at";
+
+static INSERT_WALLET: Stmt = Stmt::new(&[
+    "INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, \
+     deactivated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?)",
+]);
+static WALLET_BY_ID: Stmt = Stmt::new(&[
+    "SELECT ",
+    WALLET_COLUMNS,
+    " FROM wallet_addresses WHERE id = ?::uuid",
+]);
+static WALLET_BY_PATH: Stmt = Stmt::new(&[
+    "SELECT ",
+    WALLET_COLUMNS,
+    " FROM wallet_addresses WHERE path = ?",
+]);
+static LIST_WALLETS: Stmt = Stmt::new(&[
+    "SELECT ",
+    WALLET_COLUMNS,
+    " FROM wallet_addresses ORDER BY path",
+]);
+static DEACTIVATE_WALLET: Stmt = Stmt::new(&[
+    "UPDATE wallet_addresses SET deactivated_at = COALESCE(deactivated_at, ?) WHERE id = ?::uuid \
+     RETURNING ",
+    WALLET_COLUMNS,
+]);
+static INSERT_KEY: Stmt = Stmt::new(&[
+    "INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at, revoked_at) \
+     VALUES (?::uuid, ?, ?, ?, ?)",
+]);
+static REVOKE_KEY: Stmt = Stmt::new(&["UPDATE wallet_address_keys SET revoked_at = ? \
+     WHERE wallet_address_id = ?::uuid AND kid = ? AND revoked_at IS NULL"]);
+static LIST_KEYS: Stmt = Stmt::new(&[
+    "SELECT ",
+    KEY_COLUMNS,
+    " FROM wallet_address_keys WHERE wallet_address_id = ?::uuid \
+     AND (?::boolean OR revoked_at IS NULL) ORDER BY created_at, kid",
+]);
+static SET_OWNER_PASSWORD: Stmt = Stmt::new(&[
+    "INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) \
+     VALUES (?::uuid, ?, ?) ON CONFLICT (wallet_address_id) DO UPDATE \
+     SET password_hash = excluded.password_hash, updated_at = excluded.updated_at",
+]);
+static GET_OWNER_PASSWORD: Stmt =
+    Stmt::new(&["SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?::uuid"]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INSERT_WALLET,
+    &WALLET_BY_ID,
+    &WALLET_BY_PATH,
+    &LIST_WALLETS,
+    &DEACTIVATE_WALLET,
+    &INSERT_KEY,
+    &REVOKE_KEY,
+    &LIST_KEYS,
+    &SET_OWNER_PASSWORD,
+    &GET_OWNER_PASSWORD,
+];
+
+#[async_trait]
+impl WalletStore for SqlStore {
+    async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
+        let params = params![
+            w.id.to_string(),
+            w.path.as_str(),
+            w.asset.code.as_str(),
+            w.asset.scale,
+            &w.public_name,
+            w.created_at,
+            w.deactivated_at,
+        ];
+        self.db.write(&INSERT_WALLET, params).await?;
+        Ok(())
+    }
+
+    async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>> {
+        let row = self
+            .db
+            .read_opt(&WALLET_BY_ID, params![id.to_string()])
+            .await?;
+        row.as_ref().map(wallet_from_row).transpose()
+    }
+
+    async fn get_wallet_address_by_path(
+        &self,
+        path: &WalletAddressPath,
+    ) -> StoreResult<Option<WalletAddress>> {
+        let row = self
+            .db
+            .read_opt(&WALLET_BY_PATH, params![path.as_str()])
+            .await?;
+        row.as_ref().map(wallet_from_row).transpose()
+    }
+
+    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
+        let rows = self.db.read(&LIST_WALLETS, &[]).await?;
+        rows.iter().map(wallet_from_row).collect()
+    }
+
+    async fn deactivate_wallet_address(
+        &self,
+        id: WalletAddressId,
+        at: Timestamp,
+    ) -> StoreResult<Option<WalletAddress>> {
+        let row = self
+            .db
+            .write_returning(&DEACTIVATE_WALLET, params![at, id.to_string()])
+            .await?;
+        row.as_ref().map(wallet_from_row).transpose()
+    }
+
+    async fn add_key(&self, k: &WalletAddressKey) -> StoreResult<()> {
+        let params = params![
+            k.wallet_address_id.to_string(),
+            &k.key.kid,
+            &k.key.x,
+            k.created_at,
+            k.revoked_at,
+        ];
+        self.db.write(&INSERT_KEY, params).await?;
+        Ok(())
+    }
+
+    async fn revoke_key(
+        &self,
+        wallet: WalletAddressId,
+        kid: &str,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let n = self
+            .db
+            .write(&REVOKE_KEY, params![at, wallet.to_string(), kid])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn list_keys(
+        &self,
+        wallet: WalletAddressId,
+        include_revoked: bool,
+    ) -> StoreResult<Vec<WalletAddressKey>> {
+        let rows = self
+            .db
+            .read(&LIST_KEYS, params![wallet.to_string(), include_revoked])
+            .await?;
+        rows.iter().map(key_from_row).collect()
+    }
+
+    async fn set_owner_password(
+        &self,
+        wallet: WalletAddressId,
+        hash: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.db
+            .write(&SET_OWNER_PASSWORD, params![wallet.to_string(), hash, at])
+            .await?;
+        Ok(())
+    }
+
+    async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>> {
+        let row = self
+            .db
+            .read_opt(&GET_OWNER_PASSWORD, params![wallet.to_string()])
+            .await?;
+        row.map(|r| r.text("password_hash")).transpose()
+    }
+}
