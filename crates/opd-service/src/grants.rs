@@ -394,7 +394,7 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
         .revoke_grant(grant.record.id, services.clock.now())
         .await
         .map_err(store_error)?;
-    services.token_cache.clear();
+    services.changed(crate::changes::Change::Tokens).await;
     Ok(())
 }
 
@@ -462,7 +462,7 @@ pub async fn rotate_token(
     {
         return Err(GnapError::invalid_client("invalid access token").with_status(401));
     }
-    services.token_cache.clear();
+    services.changed(crate::changes::Change::Tokens).await;
     Ok(token_response(services, value, &new, &access))
 }
 
@@ -473,7 +473,7 @@ pub async fn revoke_token(services: &Services, managed: &ManagedToken) -> Result
         .revoke_access_token(&managed.token.management_id, services.clock.now())
         .await
         .map_err(store_error)?;
-    services.token_cache.clear();
+    services.changed(crate::changes::Change::Tokens).await;
     Ok(())
 }
 

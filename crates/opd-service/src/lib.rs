@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod cache;
+pub mod changes;
 pub mod client_keys;
 mod error;
 pub mod grants;
@@ -175,13 +176,6 @@ impl Services {
             self.wallet_cache.insert(id, w.clone());
         }
         Ok(found)
-    }
-
-    /// Forgets cached wallet addresses and tokens (after a change here).
-    pub fn forget_cached(&self) {
-        self.wallet_cache.clear();
-        self.wallet_path_cache.clear();
-        self.token_cache.clear();
     }
 
     /// Assembles the services; loads (or creates, on first start) the

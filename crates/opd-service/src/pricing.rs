@@ -248,7 +248,7 @@ pub async fn set_fee(
             }
         }
     }
-    services.pricing.invalidate().await;
+    services.changed(crate::changes::Change::Pricing).await;
     Ok(())
 }
 
@@ -262,7 +262,7 @@ pub async fn set_rates(
         .store
         .set_rates(base, rates, services.clock.now())
         .await?;
-    services.pricing.invalidate().await;
+    services.changed(crate::changes::Change::Pricing).await;
     Ok(())
 }
 
@@ -284,6 +284,6 @@ pub async fn set_rates_url(
         .store
         .set_setting(RATES_URL_SETTING, url.unwrap_or(""))
         .await?;
-    services.pricing.invalidate().await;
+    services.changed(crate::changes::Change::Pricing).await;
     Ok(())
 }

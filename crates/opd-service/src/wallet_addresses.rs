@@ -74,7 +74,7 @@ pub async fn deactivate(
         .deactivate_wallet_address(id, services.clock.now())
         .await?
         .ok_or(ServiceError::NotFound("wallet address"))?;
-    services.forget_cached();
+    services.changed(crate::changes::Change::Wallets).await;
     Ok(wallet)
 }
 
@@ -93,7 +93,7 @@ pub async fn add_key(
     };
     match services.store.add_key(&stored).await {
         Ok(()) => {
-            services.client_keys.invalidate();
+            services.changed(crate::changes::Change::Keys).await;
             Ok(stored)
         }
         Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict {
@@ -119,9 +119,8 @@ pub async fn revoke_key(
         .revoke_key(id, kid, services.clock.now())
         .await?
     {
-        // This node stops accepting the key at once; others within the
-        // key cache's TTL.
-        services.client_keys.invalidate();
+        // Every node stops accepting the key at once.
+        services.changed(crate::changes::Change::Keys).await;
         Ok(())
     } else {
         Err(ServiceError::NotFound("key"))

@@ -107,47 +107,68 @@ pub fn backoff_ms(attempts: i64) -> i64 {
     (1000i64 << exp).min(3_600_000)
 }
 
-/// Delivers the events that are due; returns how many were attempted.
-/// Without a webhook URL nothing is delivered (events stay in the outbox).
+/// Most deliveries in flight at once from one node (one destination: the
+/// webhook URL), and so the most events one step claims.
+pub const CONCURRENT_DELIVERIES: i64 = 32;
+
+/// How long a claimed event is this node's: longer than one delivery may
+/// take (the HTTP client gives up after 5 s), so no other node takes it
+/// while it is in flight; a node that dies lets it come back after this.
+pub const DELIVERY_LEASE_MS: i64 = 60_000;
+
+/// Claims the events that are due and delivers them concurrently; returns
+/// how many were attempted. Each event is claimed by one node at a time, so
+/// several nodes never deliver the same event at once. Without a webhook
+/// URL nothing is delivered (events stay in the outbox).
 pub async fn deliver_once(services: &Services) -> Result<usize, ServiceError> {
     let Some(url) = &services.config.webhook_url else {
         return Ok(0);
     };
     let now = services.clock.now();
-    let due = services.store.due_webhook_events(now, 32).await?;
-    for e in &due {
-        let t = services.clock.now().unix_millis();
-        let mut req = services
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .body(e.data.clone());
-        if let Some(secret) = &services.config.webhook_secret {
-            req = req.header(SIGNATURE_HEADER, signature(secret, t, e.data.as_bytes()));
-        }
-        let outcome = match req.send().await {
-            Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => Err(format!("answered {}", r.status())),
-            Err(err) => Err(err.to_string()),
-        };
-        let after = services.clock.now();
-        match outcome {
-            Ok(()) => {
-                services
-                    .store
-                    .webhook_attempted(&e.id, Some(after), after, None)
-                    .await?
-            }
-            Err(why) => {
-                tracing::warn!(webhook.id = %e.id, webhook.kind = %e.kind, error = %why, "webhook delivery failed");
-                let next =
-                    Timestamp::from_unix_millis(after.unix_millis() + backoff_ms(e.attempts));
-                services
-                    .store
-                    .webhook_attempted(&e.id, None, next, Some(&why))
-                    .await?;
-            }
-        }
+    let due = services
+        .store
+        .claim_webhook_events(now, DELIVERY_LEASE_MS, CONCURRENT_DELIVERIES)
+        .await?;
+    let results =
+        futures_util::future::join_all(due.iter().map(|e| deliver(services, url, e))).await;
+    for r in results {
+        r?;
     }
     Ok(due.len())
+}
+
+/// One delivery attempt, recorded: delivered, or retried after a backoff.
+async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(), ServiceError> {
+    let t = services.clock.now().unix_millis();
+    let mut req = services
+        .http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(e.data.clone());
+    if let Some(secret) = &services.config.webhook_secret {
+        req = req.header(SIGNATURE_HEADER, signature(secret, t, e.data.as_bytes()));
+    }
+    let outcome = match req.send().await {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(format!("answered {}", r.status())),
+        Err(err) => Err(err.to_string()),
+    };
+    let after = services.clock.now();
+    match outcome {
+        Ok(()) => {
+            services
+                .store
+                .webhook_attempted(&e.id, Some(after), after, None)
+                .await?
+        }
+        Err(why) => {
+            tracing::warn!(webhook.id = %e.id, webhook.kind = %e.kind, error = %why, "webhook delivery failed");
+            let next = Timestamp::from_unix_millis(after.unix_millis() + backoff_ms(e.attempts));
+            services
+                .store
+                .webhook_attempted(&e.id, None, next, Some(&why))
+                .await?;
+        }
+    }
+    Ok(())
 }

@@ -29,7 +29,7 @@ pub enum Step {
     /// A payment failed (and was refunded).
     Failed(opd_core::OutgoingPaymentId, String),
     /// A payment could not be settled now (the receiver changed meanwhile);
-    /// it comes back when its lease ends.
+    /// it is due again at once and is planned anew.
     Retry(opd_core::OutgoingPaymentId),
 }
 
@@ -178,6 +178,12 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     if services.store.deliver_locally(&delivery).await? {
         Ok(Step::Completed(p.id))
     } else {
+        // Another payment reached the receiver first: plan again at once
+        // (any worker, any node) instead of when the lease ends.
+        services
+            .store
+            .release_outgoing_payment(p.id, services.clock.now())
+            .await?;
         Ok(Step::Retry(p.id))
     }
 }

@@ -52,18 +52,17 @@ impl Stmt {
 }
 
 /// Rewrites portable SQL for one dialect: `?` becomes `$n` on PostgreSQL
-/// (keeping a `::type` cast after it); SQLite drops the casts and a
-/// trailing row lock. Quoted text is copied as it is.
+/// (keeping a `::type` cast after it); SQLite drops the casts and the row
+/// locks. Quoted text is copied as it is.
 pub(crate) fn translate(sql: &str, backend: Backend) -> String {
     let postgres = backend == Backend::Postgres;
+    let unlocked;
     let mut sql = sql.trim_end();
     if !postgres {
-        for lock in [" FOR UPDATE SKIP LOCKED", " FOR UPDATE"] {
-            if let Some(head) = sql.strip_suffix(lock) {
-                sql = head;
-                break;
-            }
-        }
+        unlocked = sql
+            .replace(" FOR UPDATE SKIP LOCKED", "")
+            .replace(" FOR UPDATE", "");
+        sql = &unlocked;
     }
     let mut out = String::with_capacity(sql.len() + 16);
     let mut n = 0;
@@ -389,6 +388,27 @@ impl Db {
         })
     }
 
+    /// Runs one writing statement with `RETURNING` in a transaction of its
+    /// own; returns every row it returned.
+    pub(crate) async fn write_all(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<Vec<Row>> {
+        self.count(1);
+        let sql = stmt.sql(self.backend());
+        Ok(match &self.pools {
+            Pools::Sqlite { writer, .. } => sqlite_query(sql, params)
+                .fetch_all(writer)
+                .await?
+                .into_iter()
+                .map(Row::Sqlite)
+                .collect(),
+            Pools::Postgres(pool) => pg_query(sql, params)
+                .fetch_all(pool)
+                .await?
+                .into_iter()
+                .map(Row::Postgres)
+                .collect(),
+        })
+    }
+
     /// Prepares `stmt` without running it (the statement test).
     pub(crate) async fn prepare(&self, stmt: &Stmt) -> StoreResult<()> {
         let sql = stmt.sql(self.backend());
@@ -517,6 +537,13 @@ mod tests {
         assert_eq!(
             translate("SELECT 1 FROM t FOR UPDATE", Backend::Sqlite),
             "SELECT 1 FROM t"
+        );
+        assert_eq!(
+            translate(
+                "UPDATE t SET a = ? WHERE id IN (SELECT id FROM t LIMIT ? FOR UPDATE SKIP LOCKED)",
+                Backend::Sqlite
+            ),
+            "UPDATE t SET a = ? WHERE id IN (SELECT id FROM t LIMIT ?)"
         );
     }
 

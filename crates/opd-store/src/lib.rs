@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod changes;
 mod db;
 mod error;
 mod grants;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use changes::{ChangeFeed, Heard};
 pub use error::StoreError;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
 pub use incoming::IncomingPaymentStore;
@@ -59,6 +61,15 @@ pub trait Store:
 
     /// Checks the database answers (for health checks).
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Tells every node sharing the database that `topic` changed, after
+    /// the change committed (PostgreSQL `NOTIFY`; nothing on SQLite, which
+    /// has one node).
+    async fn announce_change(&self, topic: &str) -> StoreResult<()>;
+
+    /// The changes every node announces; `None` when this is the only node
+    /// (SQLite).
+    async fn listen_changes(&self) -> StoreResult<Option<ChangeFeed>>;
 }
 
 /// The store of both backends: the same SQL (see [`db`]) over PostgreSQL or
@@ -98,6 +109,7 @@ impl SqlStore {
     /// the first request that reaches it. Returns how many were checked.
     pub async fn prepare_all_statements(&self) -> StoreResult<usize> {
         let all = [
+            changes::STATEMENTS,
             settings::STATEMENTS,
             wallets::STATEMENTS,
             incoming::STATEMENTS,
@@ -139,6 +151,14 @@ impl Store for SqlStore {
     async fn ping(&self) -> StoreResult<()> {
         self.db.read(&PING, &[]).await?;
         Ok(())
+    }
+
+    async fn announce_change(&self, topic: &str) -> StoreResult<()> {
+        self.announce(topic).await
+    }
+
+    async fn listen_changes(&self) -> StoreResult<Option<ChangeFeed>> {
+        self.listen().await
     }
 }
 

@@ -19,6 +19,16 @@ pub trait OutboxStore: Send + Sync {
         now: Timestamp,
         limit: i64,
     ) -> StoreResult<Vec<WebhookEvent>>;
+    /// Takes up to `limit` undelivered events due at `now` for delivery by
+    /// this node, leasing each for `lease_ms` (its next attempt moves to
+    /// then, so no other node takes it meanwhile; a node that dies lets it
+    /// come back when the lease ends). Oldest first.
+    async fn claim_webhook_events(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<WebhookEvent>>;
     /// Records a delivery attempt: delivered, or to retry at `next_attempt_at`.
     async fn webhook_attempted(
         &self,
@@ -42,7 +52,14 @@ static ATTEMPTED: Stmt = Stmt::new(&[
      last_error = ? WHERE id = ? AND delivered_at IS NULL",
 ]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_EVENT, &DUE_EVENTS, &ATTEMPTED];
+static CLAIM_EVENTS: Stmt = Stmt::new(&[
+    "UPDATE webhook_events SET next_attempt_at = ? WHERE id IN (SELECT id FROM webhook_events \
+     WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ? \
+     FOR UPDATE SKIP LOCKED) \
+     RETURNING id, kind, data, attempts, next_attempt_at, delivered_at, created_at",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_EVENT, &DUE_EVENTS, &ATTEMPTED, &CLAIM_EVENTS];
 
 /// Queues `events` inside the caller's transaction.
 pub(crate) async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) -> StoreResult<()> {
@@ -88,6 +105,25 @@ impl OutboxStore for SqlStore {
     ) -> StoreResult<Vec<WebhookEvent>> {
         let rows = self.db.read(&DUE_EVENTS, params![now, limit]).await?;
         rows.iter().map(event_from_row).collect()
+    }
+
+    async fn claim_webhook_events(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<WebhookEvent>> {
+        let until = Timestamp::from_unix_millis(now.unix_millis().saturating_add(lease_ms));
+        let rows = self
+            .db
+            .write_all(&CLAIM_EVENTS, params![until, now, limit])
+            .await?;
+        let mut events = rows
+            .iter()
+            .map(event_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        events.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(events)
     }
 
     async fn webhook_attempted(

@@ -49,6 +49,14 @@ pub trait OutgoingPaymentStore: Send + Sync {
         now: Timestamp,
         lease_ms: i64,
     ) -> StoreResult<Option<OutgoingPayment>>;
+    /// Gives back the lease of a payment still sending, so that any worker
+    /// may take it again at `at` (a payment that lost a race for its
+    /// receiver is planned again at once, not after its lease).
+    async fn release_outgoing_payment(
+        &self,
+        id: OutgoingPaymentId,
+        at: Timestamp,
+    ) -> StoreResult<()>;
     /// Applies a local delivery; `false` (nothing changed) when the payment
     /// is no longer sending or the receiver changed since the plan.
     async fn deliver_locally(&self, delivery: &LocalDelivery) -> StoreResult<bool>;
@@ -100,13 +108,16 @@ static PAYMENT_BY_ID: Stmt = Stmt::new(&[
     PAYMENT_COLUMNS,
     " FROM outgoing_payments WHERE id = ?::uuid",
 ]);
-static NEXT_DUE: Stmt = Stmt::new(&["SELECT CAST(id AS TEXT) AS id FROM outgoing_payments \
-     WHERE state = 'sending' AND next_attempt_at <= ? \
-     ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"]);
-static LEASE: Stmt = Stmt::new(&[
+/// One statement: the next due payment is found, locked (other nodes skip
+/// it) and leased.
+static CLAIM_NEXT_DUE: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET next_attempt_at = ?, attempts = attempts + 1 \
-     WHERE id = ?::uuid RETURNING ",
+     WHERE id = (SELECT id FROM outgoing_payments WHERE state = 'sending' AND next_attempt_at <= ? \
+     ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING ",
     PAYMENT_COLUMNS,
+]);
+static RELEASE: Stmt = Stmt::new(&[
+    "UPDATE outgoing_payments SET next_attempt_at = ? WHERE id = ?::uuid AND state = 'sending'",
 ]);
 static COMPLETE: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ? \
@@ -138,8 +149,8 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &QUOTE_USED,
     &INSERT_PAYMENT,
     &PAYMENT_BY_ID,
-    &NEXT_DUE,
-    &LEASE,
+    &CLAIM_NEXT_DUE,
+    &RELEASE,
     &COMPLETE,
     &CREDIT_RECEIVER,
     &END_PAYMENT,
@@ -316,24 +327,23 @@ impl SqlStore {
         Ok(CreateOutgoing::Created { spent_before })
     }
 
-    async fn claim_tx(
+    async fn claim_next(
         &self,
         now: Timestamp,
         lease_ms: i64,
     ) -> StoreResult<Option<OutgoingPayment>> {
-        let mut tx = self.db.begin().await?;
-        let Some(row) = tx.fetch_opt(&NEXT_DUE, params![now]).await? else {
+        let until = Timestamp::from_unix_millis(now.unix_millis().saturating_add(lease_ms));
+        let claimed = self
+            .db
+            .write_returning(&CLAIM_NEXT_DUE, params![until, now])
+            .await?;
+        let Some(row) = claimed else {
             return Ok(None);
         };
-        let id = payment_id_from_row(&row)?;
-        self.payments_cache.invalidate(id);
-        let lease_until = Timestamp::from_unix_millis(now.unix_millis().saturating_add(lease_ms));
-        let row = tx
-            .fetch_one(&LEASE, params![lease_until, id.to_string()])
-            .await?;
         let payment = payment_from_row(&row)?;
-        tx.commit().await?;
-        self.payments_cache.invalidate(id);
+        // Readers take the cache's epoch before they read, so dropping the
+        // payment after the commit is enough to keep a stale copy out.
+        self.payments_cache.invalidate(payment.id);
         Ok(Some(payment))
     }
 
@@ -558,7 +568,17 @@ impl OutgoingPaymentStore for SqlStore {
         now: Timestamp,
         lease_ms: i64,
     ) -> StoreResult<Option<OutgoingPayment>> {
-        self.claim_tx(now, lease_ms).await
+        self.claim_next(now, lease_ms).await
+    }
+
+    async fn release_outgoing_payment(
+        &self,
+        id: OutgoingPaymentId,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.db.write(&RELEASE, params![at, id.to_string()]).await?;
+        self.payments_cache.invalidate(id);
+        Ok(())
     }
 
     async fn deliver_locally(&self, d: &LocalDelivery) -> StoreResult<bool> {

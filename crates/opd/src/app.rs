@@ -257,6 +257,17 @@ pub async fn start(
                 .await
         });
     }
+    // Every node keeps its caches true to what the others change, workers
+    // or not (PostgreSQL; returns at once on SQLite).
+    {
+        let (services, mut stop) = (services.clone(), shutdown.subscribe());
+        tasks.spawn(async move {
+            opd_service::changes::follow(services, stop.clone()).await;
+            // A task that ends early reads as a failure: wait for shutdown.
+            let _ = stop.wait_for(|s| *s).await;
+            Ok(())
+        });
+    }
     if settings.workers {
         spawn_workers(&mut tasks, &services, &shutdown);
     }
@@ -329,10 +340,31 @@ fn spawn_workers(
                 if let Err(e) = worker::expire_incoming_once(&services).await {
                     tracing::error!(error = %e, "expiry worker step failed");
                 }
-                if let Err(e) = opd_service::webhooks::deliver_once(&services).await {
-                    tracing::error!(error = %e, "webhook worker step failed");
-                }
                 tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
+            }
+        });
+    }
+    // Webhooks in a loop of their own, so a slow receiver never holds up
+    // expiry; each step delivers a claimed batch concurrently.
+    {
+        let services = services.clone();
+        let mut stop = shutdown.subscribe();
+        tasks.spawn(async move {
+            loop {
+                let pause = match opd_service::webhooks::deliver_once(&services).await {
+                    Ok(0) => 200,
+                    Ok(_) => 0,
+                    Err(e) => {
+                        tracing::error!(error = %e, "webhook worker step failed");
+                        500
+                    }
+                };
+                if *stop.borrow() {
+                    return Ok(());
+                }
+                if pause > 0 {
+                    tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
+                }
             }
         });
     }
