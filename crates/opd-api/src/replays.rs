@@ -19,7 +19,7 @@
 //!    the left answer instead of the handler's response.
 //!
 //! The handler runs in its own task, so a client that hangs up does not cut
-//! a payment off halfway and leave its replays without an answer.
+//! a payment off halfway nor leave its replays without an answer.
 
 use std::sync::Arc;
 
@@ -32,6 +32,7 @@ use axum::response::{IntoResponse, Response};
 use opd_service::replays::{
     self, Outcome, ReplaySlot, Slot, StoredResponse, KEPT_HEADERS, MAX_STORED_RESPONSE,
 };
+use tracing::Instrument as _;
 
 use crate::auth::{as_target_uri, replay_error, rs_target_uri};
 use crate::error::ApiError;
@@ -84,20 +85,28 @@ async fn handle(
     let slot = ReplaySlot::default();
     parts.extensions.insert(slot.clone());
     let request = Request::from_parts(parts, Body::from(body));
-    let response = match tokio::spawn(next.run(request)).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "handler task failed");
-            ApiError::internal().into_response()
+    // The handler and the recording of its response run in their own task:
+    // a client hanging up must not cut a payment off halfway, nor leave its
+    // replays without the answer.
+    let run = async move {
+        let response = next.run(request).await;
+        match slot.take() {
+            Slot::Empty => response,
+            Slot::Answer(stored) => replayed(&stored),
+            Slot::Claimed(guard) => {
+                let (response, outcome) = record(response).await;
+                guard.finish(outcome).await;
+                response
+            }
         }
     };
-    match slot.take() {
-        Slot::Empty => response,
-        Slot::Answer(stored) => replayed(&stored),
-        Slot::Claimed(guard) => {
-            let (response, outcome) = record(response).await;
-            guard.finish(outcome).await;
-            response
+    match tokio::spawn(run.instrument(tracing::Span::current())).await {
+        Ok(r) => r,
+        Err(e) => {
+            // A panic (a bug): the claim, dropped with the task, is recorded
+            // as lost, so replays are refused rather than run again.
+            tracing::error!(error = %e, "handler task failed");
+            ApiError::internal().into_response()
         }
     }
 }

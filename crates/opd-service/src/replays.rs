@@ -505,6 +505,14 @@ impl MemoryReplayLog {
     pub fn stored_bytes(&self) -> usize {
         self.lock().bytes
     }
+
+    /// How many requests wait for `fingerprint` (a hook for tests).
+    pub fn waiting(&self, fingerprint: &Fingerprint) -> usize {
+        match self.lock().entries.get(fingerprint).map(|e| &e.state) {
+            Some(EntryState::Running(tx)) => tx.receiver_count(),
+            _ => 0,
+        }
+    }
 }
 
 #[async_trait]
@@ -652,6 +660,10 @@ mod tests {
                 tokio::spawn(async move { log.wait(&fp(1), Duration::from_secs(60)).await })
             })
             .collect();
+        // Only once all three wait is the outcome recorded.
+        while log.waiting(&fp(1)) < 3 {
+            tokio::task::yield_now().await;
+        }
         log.finish(&fp(1), response("{\"a\":1}")).await.unwrap();
         for w in waiters {
             assert_eq!(w.await.unwrap().unwrap(), Some(response("{\"a\":1}")));
