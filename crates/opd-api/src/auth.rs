@@ -7,6 +7,7 @@ use axum::extract::{FromRequestParts, OriginalUri};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use opd_service::access::{self, AccessError, Authenticated};
+use opd_service::replays::ReplaySlot;
 use opd_service::Services;
 
 use crate::error::ApiError;
@@ -20,23 +21,41 @@ pub struct RequestMeta {
     /// original path and query.
     pub target_uri: String,
     pub headers: HeaderMap,
+    /// Where the signature check leaves its replay claim or answer (set by
+    /// the replay layer on state-changing requests, see `crate::replays`).
+    pub replay: Option<ReplaySlot>,
+}
+
+/// The target URI of a resource server request: the public URL's origin
+/// plus the original path and query (before any nesting stripped them).
+pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
+    let original = parts
+        .extensions
+        .get::<OriginalUri>()
+        .map_or(&parts.uri, |o| &o.0);
+    let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
+    let public = state.services.config.public_url.as_str();
+    let prefix = state.services.config.public_url.path_prefix();
+    let origin = &public[..public.len() - prefix.len()];
+    format!("{origin}{path_and_query}")
+}
+
+/// The target URI of an authorization server request.
+pub(crate) fn as_target_uri(parts: &Parts, state: &AppState) -> String {
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let base = state.services.config.auth_server_url.trim_end_matches('/');
+    format!("{base}{path_and_query}")
 }
 
 impl FromRequestParts<AppState> for RequestMeta {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let original = OriginalUri::from_request_parts(parts, state)
-            .await
-            .map_or_else(|_| parts.uri.clone(), |o| o.0);
-        let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
-        let public = state.services.config.public_url.as_str();
-        let prefix = state.services.config.public_url.path_prefix();
-        let origin = &public[..public.len() - prefix.len()];
         Ok(Self {
             method: parts.method.clone(),
-            target_uri: format!("{origin}{path_and_query}"),
+            target_uri: rs_target_uri(parts, state),
             headers: parts.headers.clone(),
+            replay: parts.extensions.get::<ReplaySlot>().cloned(),
         })
     }
 }
@@ -50,12 +69,11 @@ impl FromRequestParts<AppState> for AuthRequestMeta {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let base = state.services.config.auth_server_url.trim_end_matches('/');
         Ok(Self(RequestMeta {
             method: parts.method.clone(),
-            target_uri: format!("{base}{path_and_query}"),
+            target_uri: as_target_uri(parts, state),
             headers: parts.headers.clone(),
+            replay: parts.extensions.get::<ReplaySlot>().cloned(),
         }))
     }
 }
@@ -82,14 +100,11 @@ pub fn access_error(services: &Services, e: AccessError) -> ApiError {
         AccessError::Signature(_) | AccessError::UnknownKey(_) => {
             unauthorized("invalid_signature", e.to_string())
         }
-        // A client that sent the same request twice within one second (its
-        // signatures carry no nonce) may simply retry: `Retry-After` says
-        // so. The description deliberately lacks "Signature validation
-        // error", which clients read as a revoked key. 401 is the status the
-        // spec documents for authentication failures.
-        AccessError::Replayed => {
-            let mut err = unauthorized("replayed_request", e.to_string());
-            err.retry_after = Some(1);
+        AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
+            let mut err = replay_error(&e);
+            if err.status == StatusCode::UNAUTHORIZED {
+                err.www_authenticate = Some(challenge);
+            }
             err
         }
         AccessError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "insufficient_access", m),
@@ -97,6 +112,33 @@ pub fn access_error(services: &Services, e: AccessError) -> ApiError {
             StatusCode::SERVICE_UNAVAILABLE,
             "service_unavailable",
             "the database is unavailable; try again later",
+        ),
+    }
+}
+
+/// The refusal of a replayed request that cannot be answered with the
+/// first one's response (on both listeners). Neither description contains
+/// "Signature validation error" and neither code is `invalid_client`:
+/// deployed clients read those as a revoked key.
+pub fn replay_error(e: &AccessError) -> ApiError {
+    match e {
+        // Still running after the wait bound (or its node died): the answer
+        // may come later, so say when to ask again.
+        AccessError::ReplayPending => {
+            let mut err = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "request_in_progress",
+                e.to_string(),
+            );
+            err.retry_after = Some(1);
+            err
+        }
+        // `Answered` only reaches a client if no replay layer is installed
+        // (then the answer cannot be sent): refused like a lost response.
+        _ => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "replayed_request",
+            AccessError::Replayed.to_string(),
         ),
     }
 }
@@ -116,7 +158,8 @@ pub async fn authenticate(
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    access::authenticate(services, &parts, authorization, kind, action)
+    let slot = meta.replay.as_ref();
+    access::authenticate(services, &parts, authorization, kind, action, slot)
         .await
         .map_err(|e| access_error(services, e))
 }

@@ -49,29 +49,44 @@ pub fn auth_router(state: AppState) -> Router {
             "/idp/interactions/{id}/{nonce}/{decision}",
             post(idp_decide),
         )
-        .with_state(state);
+        .with_state(state.clone())
+        // Replayed grant requests, continuations and token calls get the
+        // first response (see `crate::replays`).
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::replays::auth_server,
+        ));
     crate::with_common_layers(router)
 }
 
-/// A GNAP error as a response.
-struct Gnap(GnapError);
+/// A GNAP error as a response, or one of opd's own (same JSON shape) where
+/// no GNAP code fits.
+enum Gnap {
+    Protocol(GnapError),
+    Own(ApiError),
+}
 
 impl IntoResponse for Gnap {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(self.0.to_response())).into_response()
+        match self {
+            Gnap::Protocol(e) => {
+                let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+                (status, Json(e.to_response())).into_response()
+            }
+            Gnap::Own(e) => e.into_response(),
+        }
     }
 }
 
 impl From<GnapError> for Gnap {
     fn from(e: GnapError) -> Self {
-        Self(e)
+        Self::Protocol(e)
     }
 }
 
 impl From<ApiError> for Gnap {
     fn from(e: ApiError) -> Self {
-        Self(GnapError::invalid_request(e.description).with_status(e.status.as_u16()))
+        Self::Protocol(GnapError::invalid_request(e.description).with_status(e.status.as_u16()))
     }
 }
 
@@ -79,11 +94,21 @@ type GnapResult<T> = Result<T, Gnap>;
 
 /// Signature failures at the authorization server: an unknown key or client
 /// is 400 `invalid_client` (deployed clients then treat the key as revoked);
-/// any other signature failure is 401 `invalid_client`.
+/// any other signature failure is 401 `invalid_client`. A replay is never
+/// `invalid_client`: it is answered with the first response (by the replay
+/// layer), or refused with `replayed_request` / `request_in_progress`.
 fn signature_error(e: AccessError) -> Gnap {
     match e {
-        AccessError::UnknownKey(m) => Gnap(GnapError::invalid_client(m).with_status(400)),
-        other => Gnap(GnapError::invalid_client(other.to_string()).with_status(401)),
+        AccessError::UnknownKey(m) => Gnap::Protocol(GnapError::invalid_client(m).with_status(400)),
+        AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
+            Gnap::Own(crate::auth::replay_error(&e))
+        }
+        AccessError::Unavailable => Gnap::Own(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "the database is unavailable; try again later",
+        )),
+        other => Gnap::Protocol(GnapError::invalid_client(other.to_string()).with_status(401)),
     }
 }
 
@@ -95,7 +120,7 @@ async fn verify(
 ) -> GnapResult<()> {
     let body = Some(body).filter(|b| !b.is_empty());
     let parts = opd_httpsig::RequestParts::new(&meta.method, &meta.target_uri, &meta.headers, body);
-    access::verify_signature(services, &parts, client)
+    access::verify_signature(services, &parts, client, meta.replay.as_ref())
         .await
         .map_err(signature_error)
 }
@@ -107,7 +132,7 @@ fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     access::gnap_token(header).map(str::to_owned).map_err(|_| {
-        Gnap(
+        Gnap::Protocol(
             GnapError::invalid_client("missing or malformed Authorization: GNAP <token>")
                 .with_status(401),
         )

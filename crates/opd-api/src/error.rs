@@ -17,7 +17,7 @@ pub struct ApiError {
     pub details: Option<Map<String, Value>>,
     /// `WWW-Authenticate` for 401s: `GNAP as_uri=<authorization server>`.
     pub www_authenticate: Option<String>,
-    /// `Retry-After` seconds for 429s.
+    /// `Retry-After` seconds (429s, 503s).
     pub retry_after: Option<u32>,
 }
 

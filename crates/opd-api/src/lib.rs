@@ -6,6 +6,7 @@ pub mod auth_server;
 pub mod error;
 pub mod extract;
 pub mod open_payments;
+mod replays;
 pub mod wire;
 
 use std::sync::Arc;

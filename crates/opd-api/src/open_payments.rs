@@ -54,12 +54,17 @@ pub fn open_payments_router(state: AppState) -> Router {
         .route("/quotes", post(create_quote))
         .route("/quotes/{id}", get(get_quote))
         .route("/{*path}", get(wallet_address_or_jwks))
-        .with_state(state);
+        .with_state(state.clone());
     let router = if prefix.is_empty() {
         routes
     } else {
         Router::new().nest(&prefix, routes)
     };
+    // Replayed creates get the first response (see `crate::replays`).
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        state,
+        crate::replays::resource_server,
+    ));
     crate::with_common_layers(router)
 }
 

@@ -330,7 +330,7 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
         "incoming-payments",
         &s.ip_token,
         // A distinct body per payment: identical signed POSTs within one
-        // second would be refused as replays.
+        // second would be answered with the first response (no new work).
         json!({ "walletAddress": s.bob, "incomingAmount": amount, "metadata": { "n": n } }),
     )
     .await?;
@@ -359,7 +359,7 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
         }
         Scenario::CreateQuote => {
             // Distinct bodies: identical signed POSTs within one second
-            // would be refused as replays.
+            // would be answered with the first response (no new work).
             let debit = json!({ "value": (1 + n % 100_000).to_string(), "assetCode": "USD", "assetScale": 2 });
             (
                 Method::POST,

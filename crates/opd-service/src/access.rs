@@ -8,16 +8,15 @@
 //!    `Invalid Token` (deployed clients then rotate the token);
 //! 3. signature valid with the client's key and fresh, else 401
 //!    `Signature validation error: ...` (clients treat the key as revoked);
-//!    a state-changing request whose exact signature was already accepted is
-//!    401 `replayed_request` (deliberately without that prefix: a client
-//!    that sent two identical requests within one second should not be told
-//!    its key was revoked);
+//!    a state-changing request identical to one already accepted gets that
+//!    request's response instead of running again (see `crate::replays`);
 //! 4. token grants the type, action and wallet address, else 403.
 
 use opd_gnap::{find_access, AccessType, Action, ClientIdent, OutgoingLimits};
 use opd_httpsig::{parse_signature, RequestParts, SigError};
 
 use crate::grants::{introspect, ActiveToken};
+use crate::replays::{self, ReplaySlot};
 use crate::{ServiceError, Services};
 
 /// What a request needs its token to allow.
@@ -67,9 +66,21 @@ pub enum AccessError {
     InvalidToken,
     #[error("Signature validation error: {0}")]
     Signature(String),
-    /// A state-changing request whose exact signature was already accepted.
-    #[error("Request replayed: this exact signed request was already received; sign it again to repeat it")]
+    /// A state-changing request identical to one already accepted, whose
+    /// response was not kept (too large, or the first request was lost).
+    #[error("Request replayed: this exact signed request was already answered and its response was not kept (larger than 64 KiB, or lost); sign it again to repeat it")]
     Replayed,
+    /// A state-changing request identical to one still running, which did
+    /// not finish within the wait bound.
+    #[error(
+        "an identical signed request is still being processed; retry later to get its response"
+    )]
+    ReplayPending,
+    /// A state-changing request identical to one already answered: its
+    /// response was left in the request's `ReplaySlot`, for the HTTP layer
+    /// to send instead.
+    #[error("this exact signed request was already answered")]
+    Answered,
     /// The client's key could not be found (unknown key id or client, or
     /// its key set could not be fetched).
     #[error("Signature validation error: {0}")]
@@ -105,11 +116,15 @@ fn unix_now(services: &Services) -> u64 {
     u64::try_from(services.clock.now().unix_seconds()).unwrap_or(0)
 }
 
-/// Verifies the request's signature with the key of `client`.
+/// Verifies the request's signature with the key of `client`, then (for a
+/// state-changing request) claims it or answers it from an identical
+/// earlier request (see [`replays::admit`]; `slot` receives the claim or
+/// the answer).
 pub async fn verify_signature(
     services: &Services,
     request: &RequestParts<'_>,
     client: &ClientIdent,
+    slot: Option<&ReplaySlot>,
 ) -> Result<(), AccessError> {
     let sig_err = |e: SigError| AccessError::Signature(e.to_string());
     let now = unix_now(services);
@@ -136,20 +151,10 @@ pub async fn verify_signature(
             parsed.verify(jwk).map_err(sig_err)?;
         }
     }
-    // Replays are refused for requests that change state. A safe method is
-    // exempt: the Node client's signatures carry no nonce, so two identical
-    // reads within one second (a client polling a payment) have identical
-    // signatures, and refusing the second would make the client believe its
-    // key was revoked.
-    let safe = request.method == http::Method::GET || request.method == http::Method::HEAD;
-    if !safe
-        && !services
-            .replay_cache
-            .check_and_insert(parsed.signature_bytes(), parsed.created(), now)
-    {
-        return Err(AccessError::Replayed);
-    }
-    Ok(())
+    // A safe method is exempt inside `admit`: the Node client's signatures
+    // carry no nonce, so a client polling a payment sends identical reads,
+    // which are answered afresh.
+    replays::admit(services, request, &parsed, client, slot).await
 }
 
 /// A request whose token is live and whose signature is the token's
@@ -171,6 +176,7 @@ pub async fn authenticate(
     authorization: Option<&str>,
     kind: AccessType,
     action: Action,
+    slot: Option<&ReplaySlot>,
 ) -> Result<Authenticated, AccessError> {
     let token = gnap_token(authorization)?;
     let looked_up = match &services.config.introspection_url {
@@ -186,7 +192,7 @@ pub async fn authenticate(
         }
         Err(_) => return Err(AccessError::InvalidToken),
     };
-    verify_signature(services, request, &active.client).await?;
+    verify_signature(services, request, &active.client, slot).await?;
     Ok(Authenticated { token: active })
 }
 

@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod outgoing_payments;
 pub mod pricing;
 pub mod quotes;
+pub mod replays;
 pub mod secrets;
 pub mod urls;
 pub mod wallet_addresses;
@@ -81,6 +82,14 @@ pub struct ServiceConfig {
     pub introspection_token: Option<String>,
     /// Freshness window and format leniency of request signatures.
     pub signature_policy: opd_httpsig::VerifyPolicy,
+    /// How long a request identical to one still running waits for that
+    /// one's response before it is answered `request_in_progress`.
+    pub replay_wait: Duration,
+    /// How many state-changing requests the in-memory replay log remembers
+    /// (size it above the number of such requests per freshness window).
+    pub replay_capacity: usize,
+    /// How many bytes of responses the in-memory replay log keeps.
+    pub replay_max_bytes: usize,
     /// Where webhook events are POSTed; `None` keeps them in the outbox.
     pub webhook_url: Option<String>,
     /// The key of the webhook signature header.
@@ -120,6 +129,9 @@ impl ServiceConfig {
             introspection_url: None,
             introspection_token: None,
             signature_policy: opd_httpsig::VerifyPolicy::default(),
+            replay_wait: Duration::from_secs(30),
+            replay_capacity: 1 << 20,
+            replay_max_bytes: 64 << 20,
             webhook_url: None,
             webhook_secret: None,
             external_funding: false,
@@ -139,8 +151,11 @@ pub struct Services {
     pub client_keys: client_keys::ClientKeys,
     /// Freshness rules for request signatures.
     pub signature_policy: opd_httpsig::VerifyPolicy,
-    /// Signatures accepted within the freshness window (replay protection).
-    pub replay_cache: opd_httpsig::ReplayCache,
+    /// State-changing requests seen within the signature freshness window
+    /// and their responses (replays are answered from it). In memory by
+    /// default; a deployment sharing it across nodes replaces it before
+    /// serving.
+    pub replays: Arc<dyn replays::ReplayLog>,
     /// HTTP client for calls to other servers (token introspection).
     pub http: reqwest::Client,
     /// Live access tokens by digest, with their expiry.
@@ -192,7 +207,10 @@ impl Services {
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
         let cache_ttl = config.cache_ttl;
-        let replay_cache = opd_httpsig::ReplayCache::for_policy(&signature_policy, 1 << 20);
+        let replays: Arc<dyn replays::ReplayLog> = Arc::new(replays::MemoryReplayLog::new(
+            config.replay_capacity,
+            config.replay_max_bytes,
+        ));
         Ok(Self {
             store,
             clock,
@@ -201,7 +219,7 @@ impl Services {
             pricing,
             client_keys,
             signature_policy,
-            replay_cache,
+            replays,
             http: reqwest::Client::builder()
                 .timeout(std::time::Duration::from_secs(5))
                 .build()

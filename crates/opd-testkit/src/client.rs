@@ -99,9 +99,9 @@ impl SigningClient {
     ///
     /// Unlike the Node client, each request of one client gets a distinct
     /// `created` (counting up from 200 s ago, within the freshness window),
-    /// so tests that send identical requests in quick succession do not trip
-    /// opd's replay protection, which refuses a second identical signature
-    /// of a state-changing request.
+    /// so tests that send identical requests in quick succession get two
+    /// requests, not one answered twice (opd answers a byte-identical
+    /// state-changing request with the first one's response).
     pub fn sign(
         &self,
         method: &Method,

@@ -241,6 +241,10 @@ describe('errors a client sees', () => {
       const done = await interactiveGrant(w, alice.authServer, [
         { type: 'outgoing-payment', actions: ['read'], identifier: alice.id, limits: { debitAmount: usd(2) } }
       ])
+      // Within the same second the repeat would be byte-identical (the
+      // client signs in whole seconds, without a nonce) and get the first
+      // answer; a second later it is signed anew, a new request.
+      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
       await expectClientError(
         w,
         () =>

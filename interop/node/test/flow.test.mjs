@@ -40,8 +40,9 @@ describe('Open Payments flow with the official Node client', () => {
       { type: 'incoming-payment', actions: ['create', 'read', 'list', 'complete'] }
     ])
   })
-  // Bodies without metadata get a unique one: opd rejects a byte-identical
-  // signed request within the same second as a replay (see the todo test).
+  // Bodies without metadata get a unique one: opd answers a byte-identical
+  // signed request within the same second with the first response (see the
+  // test of identical creates), which would hide a second resource.
   const createIncoming = async (body = {}) => {
     const { bob } = await wallets()
     const grant = await ipGrant()
@@ -374,22 +375,48 @@ describe('Open Payments flow with the official Node client', () => {
     }
   )
 
-  it(
-    'the same request twice within one second is a replay (401 replayed_request, Retry-After: 1); retried a second later it succeeds',
-    async () => {
-      // The Node client signs deterministically (created in whole seconds,
-      // no nonce), so the second request carries the first one's signature.
-      const { bob } = await wallets()
-      const grant = await ipGrant()
-      const args = [{ url: bob.resourceServer, accessToken: grant.access_token.value }, { walletAddress: bob.id, incomingAmount: usd(99) }]
-      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
-      const first = await w.client.incomingPayment.create(...args)
-      await expectClientError(w, () => w.client.incomingPayment.create(...args), { status: 401, code: 'replayed_request' })
-      await new Promise((r) => setTimeout(r, 1100))
-      const retried = await w.client.incomingPayment.create(...args)
-      assert.notEqual(first.id, retried.id)
+  it('two identical creates in the same second both succeed, one resource created', async () => {
+    // The Node client signs deterministically (created in whole seconds,
+    // no nonce), so the second request is byte-identical to the first: opd
+    // answers it with the first response instead of a 401.
+    const { bob } = await wallets()
+    const grant = await ipGrant()
+    const resource = { url: bob.resourceServer, accessToken: grant.access_token.value }
+    const create = (ref) =>
+      w.client.incomingPayment.create(resource, { walletAddress: bob.id, incomingAmount: usd(99), metadata: { interopRef: ref } })
+    const nextSecond = () => new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    const countWith = async (ref) => {
+      const all = await w.client.incomingPayment.list({ ...resource, walletAddress: bob.id }, { first: 100 })
+      return all.result.filter((p) => p.metadata?.interopRef === ref).length
     }
-  )
+
+    const one = crypto.randomUUID()
+    await nextSecond()
+    const first = await create(one)
+    const second = await create(one)
+    assert.deepEqual(second, first)
+    assert.equal(await countWith(one), 1)
+
+    const two = crypto.randomUUID()
+    await nextSecond()
+    const [a, b] = await Promise.all([create(two), create(two)])
+    assert.deepEqual(b, a)
+    assert.equal(await countWith(two), 1)
+
+    // Signed in another second, the same create is a new request.
+    await nextSecond()
+    const later = await create(one)
+    assert.notEqual(later.id, first.id)
+    assert.equal(await countWith(one), 2)
+  })
+
+  it('two identical grant requests in the same second get the same grant, not invalid_client', async () => {
+    const { bob } = await wallets()
+    const access = [{ type: 'incoming-payment', actions: ['read'], identifier: bob.id }]
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    const [a, b] = await Promise.all([nonInteractiveGrant(w, bob.authServer, access), nonInteractiveGrant(w, bob.authServer, access)])
+    assert.deepEqual(b, a)
+  })
 
   it('reports what the grant spent (GET /outgoing-payment-grant)', async () => {
     const { alice } = await wallets()

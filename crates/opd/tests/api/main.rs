@@ -10,6 +10,7 @@ mod auth;
 mod incoming_payments;
 mod payments;
 mod quotes;
+mod replays;
 mod sdk;
 mod wallet_addresses;
 

@@ -388,7 +388,7 @@ async fn the_rust_sdk_pays_with_an_interactive_grant() {
     );
 
     // A second pending grant (another nonce: an identical signed request
-    // within the same second would be a replay), cancelled.
+    // within the same second would get the first grant back), cancelled.
     let mut second = grant.clone();
     if let Some(finish) = second.interact.as_mut().and_then(|i| i.finish.as_mut()) {
         finish.nonce = "sdk-nonce-2".into();

@@ -1,0 +1,226 @@
+//! The replay layer: a state-changing request identical to one already
+//! accepted gets that one's response, and never runs again (see
+//! `opd_service::replays` for the rule and the fingerprint).
+//!
+//! For every POST, PUT, PATCH and DELETE of the resource and authorization
+//! server listeners, the layer:
+//! 1. answers at once from the replay log when the identical request was
+//!    already answered (waiting while it runs) — before the handler looks
+//!    at any credential, because the first request may itself have
+//!    replaced it (a continuation rotates its token, a cancel deletes the
+//!    grant);
+//! 2. otherwise hands the handler a [`ReplaySlot`]: the shared signature
+//!    check (`crate::auth::authenticate`, `auth_server::verify`) claims the
+//!    request there after verifying it, or leaves the answer of an
+//!    identical request that won the race;
+//! 3. records the response of a claimed request (status, kept headers and
+//!    body up to `MAX_STORED_RESPONSE`; a larger one is recorded as not
+//!    kept, and its replays are refused with `replayed_request`), or sends
+//!    the left answer instead of the handler's response.
+//!
+//! The handler runs in its own task, so a client that hangs up does not cut
+//! a payment off halfway nor leave its replays without an answer.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use opd_service::replays::{
+    self, Outcome, ReplaySlot, Slot, StoredResponse, KEPT_HEADERS, MAX_STORED_RESPONSE,
+};
+use tracing::Instrument as _;
+
+use crate::auth::{as_target_uri, replay_error, rs_target_uri};
+use crate::error::ApiError;
+use crate::extract::{payload_too_large, MAX_BODY_BYTES};
+use crate::AppState;
+
+/// The layer of the resource server listener.
+pub(crate) async fn resource_server(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    handle(state, request, next, rs_target_uri, true).await
+}
+
+/// The layer of the authorization server listener.
+pub(crate) async fn auth_server(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    handle(state, request, next, as_target_uri, false).await
+}
+
+async fn handle(
+    state: AppState,
+    request: Request,
+    next: Next,
+    target_uri: fn(&Parts, &AppState) -> String,
+    resource_server: bool,
+) -> Response {
+    if !replays::changes_state(request.method()) {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    // The fingerprint covers the body, so it is read here (within the same
+    // limit the handlers' extractors apply) and handed on as bytes.
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => return payload_too_large().into_response(),
+    };
+    let target = target_uri(&parts, &state);
+    let request_parts =
+        opd_httpsig::RequestParts::new(&parts.method, &target, &parts.headers, Some(&body));
+    match replays::recall(&state.services, &request_parts).await {
+        Ok(Some(stored)) => return replayed(&stored),
+        Ok(None) => {}
+        Err(e) => return refusal(&state, e, resource_server),
+    }
+    let slot = ReplaySlot::default();
+    parts.extensions.insert(slot.clone());
+    let request = Request::from_parts(parts, Body::from(body));
+    // The handler and the recording of its response run in their own task:
+    // a client hanging up must not cut a payment off halfway, nor leave its
+    // replays without the answer.
+    let run = async move {
+        let response = next.run(request).await;
+        match slot.take() {
+            Slot::Empty => response,
+            Slot::Answer(stored) => replayed(&stored),
+            Slot::Claimed(guard) => {
+                let (response, outcome) = record(response).await;
+                guard.finish(outcome).await;
+                response
+            }
+        }
+    };
+    match tokio::spawn(run.instrument(tracing::Span::current())).await {
+        Ok(r) => r,
+        Err(e) => {
+            // A panic (a bug): the claim, dropped with the task, is recorded
+            // as lost, so replays are refused rather than run again.
+            tracing::error!(error = %e, "handler task failed");
+            ApiError::internal().into_response()
+        }
+    }
+}
+
+/// A refusal from the replay check, as the listener's JSON error: the
+/// resource server's 401s carry its `WWW-Authenticate` challenge.
+fn refusal(
+    state: &AppState,
+    e: opd_service::access::AccessError,
+    resource_server: bool,
+) -> Response {
+    use opd_service::access::AccessError;
+    match e {
+        _ if resource_server => crate::auth::access_error(&state.services, e),
+        AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
+            replay_error(&e)
+        }
+        other => crate::auth::access_error(&state.services, other),
+    }
+    .into_response()
+}
+
+/// Keeps what a replay needs of `response`, and gives the response back.
+async fn record(response: Response) -> (Response, Outcome) {
+    let (parts, body) = response.into_parts();
+    let fits = axum::body::HttpBody::size_hint(&body)
+        .exact()
+        .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= MAX_STORED_RESPONSE));
+    if !fits {
+        return (Response::from_parts(parts, body), Outcome::NotKept);
+    }
+    let bytes = match axum::body::to_bytes(body, MAX_STORED_RESPONSE).await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read a response to record it");
+            return (ApiError::internal().into_response(), Outcome::NotKept);
+        }
+    };
+    let headers = KEPT_HEADERS
+        .iter()
+        .filter_map(|name| {
+            let value = parts.headers.get(*name)?.to_str().ok()?;
+            Some(((*name).to_owned(), value.to_owned()))
+        })
+        .collect();
+    let stored = StoredResponse {
+        status: parts.status.as_u16(),
+        headers,
+        body: bytes.to_vec(),
+    };
+    let response = Response::from_parts(parts, Body::from(bytes));
+    (response, Outcome::Response(Arc::new(stored)))
+}
+
+/// The stored response, as sent again.
+fn replayed(stored: &StoredResponse) -> Response {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, Body::from(stored.body.clone())).into_response();
+    for (name, value) in &stored.headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().insert(n, v);
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn records_status_kept_headers_and_body() {
+        let response = Response::builder()
+            .status(201)
+            .header("content-type", "application/json")
+            .header("location", "https://rs.example/x")
+            .header("set-cookie", "a=b")
+            .body(Body::from("{\"id\":1}"))
+            .unwrap();
+        let (response, outcome) = record(response).await;
+        let Outcome::Response(stored) = outcome else {
+            panic!("not kept")
+        };
+        assert_eq!(stored.status, 201);
+        assert_eq!(
+            stored.headers,
+            vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("location".to_owned(), "https://rs.example/x".to_owned()),
+            ]
+        );
+        assert_eq!(stored.body, b"{\"id\":1}");
+        let again = replayed(&stored);
+        assert_eq!(again.status(), 201);
+        assert!(again.headers().get("set-cookie").is_none());
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"{\"id\":1}");
+    }
+
+    #[tokio::test]
+    async fn large_responses_are_passed_on_but_not_kept() {
+        let big = vec![b'x'; MAX_STORED_RESPONSE + 1];
+        let response = Response::new(Body::from(big.clone()));
+        let (response, outcome) = record(response).await;
+        assert_eq!(outcome, Outcome::NotKept);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(body.len(), big.len());
+    }
+}
