@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod outgoing_payments;
 pub mod pricing;
 pub mod quotes;
+pub mod replay_store;
 pub mod replays;
 pub mod secrets;
 pub mod urls;
@@ -207,10 +208,18 @@ impl Services {
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
         let cache_ttl = config.cache_ttl;
-        let replays: Arc<dyn replays::ReplayLog> = Arc::new(replays::MemoryReplayLog::new(
-            config.replay_capacity,
-            config.replay_max_bytes,
-        ));
+        // Several nodes share a PostgreSQL database, and so its replay log;
+        // a SQLite database has one node, which keeps the log in memory.
+        let replays: Arc<dyn replays::ReplayLog> = match store.backend() {
+            opd_store::Backend::Postgres => Arc::new(replay_store::StoreReplayLog::new(
+                store.clone(),
+                clock.clone(),
+            )),
+            opd_store::Backend::Sqlite => Arc::new(replays::MemoryReplayLog::new(
+                config.replay_capacity,
+                config.replay_max_bytes,
+            )),
+        };
         Ok(Self {
             store,
             clock,

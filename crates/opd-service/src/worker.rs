@@ -214,6 +214,13 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
     Ok(n)
 }
 
+/// Deletes the replay log's entries whose signatures can no longer be
+/// presented (past the freshness window); returns how many.
+pub async fn prune_once(services: &Services) -> Result<u64, ServiceError> {
+    let now = services.clock.now().unix_seconds();
+    Ok(services.store.prune_requests(now).await?)
+}
+
 /// Cancels an outgoing payment that was not sent yet; its money goes back.
 pub async fn cancel(
     services: &Services,

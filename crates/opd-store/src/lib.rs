@@ -12,6 +12,7 @@ mod pages;
 pub mod postgres;
 mod quotes;
 mod read_cache;
+mod replays;
 mod rows;
 mod settings;
 mod spending;
@@ -30,6 +31,7 @@ pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::OutgoingPaymentStore;
 pub use quotes::QuoteStore;
+pub use replays::{ReplayStore, StoredRequest};
 pub use settings::{FeeRow, RateRow, SettingsStore};
 pub use wallets::WalletStore;
 
@@ -48,6 +50,7 @@ pub trait Store:
     + LedgerStore
     + OutgoingPaymentStore
     + OutboxStore
+    + ReplayStore
     + Send
     + Sync
     + 'static
@@ -119,6 +122,7 @@ impl SqlStore {
             spending::STATEMENTS,
             outgoing::STATEMENTS,
             outbox::STATEMENTS,
+            replays::STATEMENTS,
             pages::STATEMENTS,
         ];
         let mut n = 0;

@@ -12,6 +12,7 @@ use opd_core::outgoing_payment::{
 use opd_core::pagination::PageRequest;
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::GrantId;
 use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
@@ -44,6 +45,8 @@ conformance!(
     owner_passwords_are_replaced,
     deposits_are_idempotent_and_withdrawals_never_overdraw,
     outgoing_payments_fund_reserve_deliver_and_refund,
+    webhook_events_are_claimed_once_until_their_lease_ends,
+    signed_requests_are_claimed_once_and_answered,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -825,4 +828,58 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         balance, 700,
         "1000 - 300 delivered; the failed 300 came back"
     );
+}
+
+fn outbox_event(n: i64) -> WebhookEvent {
+    WebhookEvent {
+        id: format!("event-{n:03}"),
+        kind: EventKind::IncomingPaymentCreated,
+        data: format!("{{\"n\":{n}}}"),
+        attempts: 0,
+        next_attempt_at: Timestamp::from_unix_millis(T0),
+        delivered_at: None,
+        created_at: Timestamp::from_unix_millis(T0 + n),
+    }
+}
+
+async fn webhook_events_are_claimed_once_until_their_lease_ends(s: &dyn Store) {
+    let events: Vec<WebhookEvent> = (0..5).map(outbox_event).collect();
+    s.insert_webhook_events(&events).await.unwrap();
+    let now = Timestamp::from_unix_millis(T0 + 1_000);
+    let first = s.claim_webhook_events(now, 60_000, 3).await.unwrap();
+    let second = s.claim_webhook_events(now, 60_000, 3).await.unwrap();
+    let third = s.claim_webhook_events(now, 60_000, 3).await.unwrap();
+    let ids = |v: &[WebhookEvent]| v.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ["event-000", "event-001", "event-002"]);
+    assert_eq!(ids(&second), ["event-003", "event-004"]);
+    assert!(third.is_empty(), "claimed twice: {third:?}");
+    // Delivered ones never come back; the others do when the lease ends.
+    s.webhook_attempted("event-000", Some(now), now, None)
+        .await
+        .unwrap();
+    let later = Timestamp::from_unix_millis(T0 + 61_001);
+    let again = s.claim_webhook_events(later, 60_000, 10).await.unwrap();
+    assert_eq!(
+        ids(&again),
+        ["event-001", "event-002", "event-003", "event-004"]
+    );
+}
+
+async fn signed_requests_are_claimed_once_and_answered(s: &dyn Store) {
+    let now = 1_790_000_000;
+    assert!(s.claim_request("fp-1", now + 300, now).await.unwrap());
+    assert!(!s.claim_request("fp-1", now + 300, now).await.unwrap());
+    let running = s.get_request("fp-1", now).await.unwrap().unwrap();
+    assert!(!running.finished && running.response.is_none());
+    s.finish_request("fp-1", Some((201, "[]", "e30=")))
+        .await
+        .unwrap();
+    let done = s.get_request("fp-1", now).await.unwrap().unwrap();
+    assert!(done.finished);
+    assert_eq!(done.response, Some((201, "[]".into(), "e30=".into())));
+    // Past its expiry an entry is gone and may be claimed anew.
+    assert!(s.get_request("fp-1", now + 301).await.unwrap().is_none());
+    assert!(s.claim_request("fp-1", now + 700, now + 400).await.unwrap());
+    assert_eq!(s.prune_requests(now + 701).await.unwrap(), 1);
+    assert!(s.get_request("fp-1", now + 400).await.unwrap().is_none());
 }

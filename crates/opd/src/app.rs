@@ -340,6 +340,9 @@ fn spawn_workers(
                 if let Err(e) = worker::expire_incoming_once(&services).await {
                     tracing::error!(error = %e, "expiry worker step failed");
                 }
+                if let Err(e) = worker::prune_once(&services).await {
+                    tracing::error!(error = %e, "pruning the replay log failed");
+                }
                 tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
             }
         });

@@ -1,0 +1,142 @@
+//! The replay log kept in the database ([`opd_store::ReplayStore`]), so
+//! that every node sharing a PostgreSQL database answers a replay with the
+//! first response, wherever the first request ran. Waiting for a request
+//! still running elsewhere polls its row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use opd_core::Clock;
+use opd_store::Store;
+
+use crate::replays::{Begun, Fingerprint, Outcome, ReplayLog, StoredResponse};
+use crate::ServiceError;
+
+/// How often a waiter looks at a request still running.
+const POLL: Duration = Duration::from_millis(10);
+
+/// [`ReplayLog`] over the store.
+#[derive(Clone)]
+pub struct StoreReplayLog {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for StoreReplayLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreReplayLog")
+    }
+}
+
+impl StoreReplayLog {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+}
+
+fn key(fp: &Fingerprint) -> String {
+    fp.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn secs(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn outcome(response: Option<(u16, String, String)>) -> Result<Outcome, ServiceError> {
+    let Some((status, headers, body)) = response else {
+        return Ok(Outcome::NotKept);
+    };
+    let headers: Vec<(String, String)> =
+        serde_json::from_str(&headers).map_err(|_| ServiceError::corrupt("replayed headers"))?;
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|_| ServiceError::corrupt("replayed body"))?;
+    Ok(Outcome::Response(Arc::new(StoredResponse {
+        status,
+        headers,
+        body,
+    })))
+}
+
+impl StoreReplayLog {
+    async fn state(&self, fp: &Fingerprint, now: i64) -> Result<Option<Begun>, ServiceError> {
+        let Some(entry) = self.store.get_request(&key(fp), now).await? else {
+            return Ok(None);
+        };
+        if !entry.finished {
+            return Ok(Some(Begun::Running));
+        }
+        Ok(Some(Begun::Done(outcome(entry.response)?)))
+    }
+}
+
+#[async_trait]
+impl ReplayLog for StoreReplayLog {
+    async fn begin(
+        &self,
+        fingerprint: &Fingerprint,
+        expires_at: u64,
+        now: u64,
+    ) -> Result<Begun, ServiceError> {
+        let (k, now) = (key(fingerprint), secs(now));
+        if self.store.claim_request(&k, secs(expires_at), now).await? {
+            return Ok(Begun::First);
+        }
+        // Claimed by someone else; it may have expired in between, which
+        // reads as running (the caller waits, then is told to retry).
+        Ok(self
+            .state(fingerprint, now)
+            .await?
+            .unwrap_or(Begun::Running))
+    }
+
+    async fn peek(
+        &self,
+        fingerprint: &Fingerprint,
+        now: u64,
+    ) -> Result<Option<Begun>, ServiceError> {
+        self.state(fingerprint, secs(now)).await
+    }
+
+    async fn finish(
+        &self,
+        fingerprint: &Fingerprint,
+        outcome: Outcome,
+    ) -> Result<(), ServiceError> {
+        let k = key(fingerprint);
+        match outcome {
+            Outcome::NotKept => self.store.finish_request(&k, None).await?,
+            Outcome::Response(r) => {
+                let headers = serde_json::to_string(&r.headers)
+                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
+                let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
+                self.store
+                    .finish_request(&k, Some((r.status, &headers, &body)))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    async fn wait(
+        &self,
+        fingerprint: &Fingerprint,
+        timeout: Duration,
+    ) -> Result<Option<Outcome>, ServiceError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let now = self.clock.now().unix_seconds();
+            match self.state(fingerprint, now).await? {
+                Some(Begun::Done(o)) => return Ok(Some(o)),
+                None => return Ok(None),
+                Some(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
