@@ -92,6 +92,7 @@ pub fn admin_router(state: AdminState) -> Router {
             post(cancel_outgoing_payment),
         )
         .route("/ledger/check", get(ledger_check))
+        .route("/stats", get(stats))
         .route("/outgoing-payments/{id}/fund", post(fund_outgoing_payment))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
@@ -586,6 +587,16 @@ async fn cancel_outgoing_payment(
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
     opd_service::worker::cancel(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /stats`: this node's counters (SQL round trips so far), for
+/// benchmarks and capacity planning.
+async fn stats(State(state): State<AdminState>) -> Json<serde_json::Value> {
+    let services = &state.app.services;
+    Json(serde_json::json!({
+        "backend": format!("{:?}", services.store.backend()).to_lowercase(),
+        "sqlRoundTrips": services.store.round_trips(),
+    }))
 }
 
 async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_json::Value>> {

@@ -76,6 +76,13 @@ struct Report {
     completion_ms: Option<Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_cpu_us_per_request: Option<f64>,
+    /// SQL round trips (statements, begins, commits) the server made per
+    /// request of the run, from its own counter (`GET /stats`).
+    sql_round_trips_per_request: Option<f64>,
+    /// For `pay`: round trips per completed payment, polls included.
+    sql_round_trips_per_payment: Option<f64>,
+    /// For `pay`: round trips of each step of one payment made alone.
+    round_trip_profile: Option<Vec<(String, u64)>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_peak_rss_mb: Option<f64>,
     ed25519_verify_us: f64,
@@ -188,6 +195,15 @@ impl Server {
 
     fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+
+    async fn admin_get(&self, path: &str) -> anyhow::Result<Value> {
+        let r = reqwest::Client::new()
+            .get(format!("{}{path}", self.admin))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await?;
+        Ok(r.json().await?)
     }
 
     async fn admin(&self, method: Method, path: &str, body: Value) -> anyhow::Result<Value> {
@@ -351,6 +367,87 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
     Ok((p["id"].as_str().unwrap_or_default().to_owned(), 3))
 }
 
+/// The server's SQL round trips so far, when it reports them.
+async fn round_trips(server: &Server) -> Option<u64> {
+    let stats = server.admin_get("/stats").await.ok()?;
+    stats["sqlRoundTrips"].as_u64()
+}
+
+/// One payment made alone, step by step, with the server's round trips of
+/// each step: what a payment costs the database. The worker's share is
+/// what the server did between the payment's creation and its completion,
+/// less the reads of the polls that watched for it (and of the idle
+/// workers' polling, which the short wait keeps small).
+async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(String, u64)>> {
+    let trips = || async {
+        round_trips(server)
+            .await
+            .context("the server reports no round trips")
+    };
+    let mut out = Vec::new();
+    let amount = json!({ "value": "1", "assetCode": "USD", "assetScale": 2 });
+    let t0 = trips().await?;
+    let ip = post(s, "incoming-payments", &s.ip_token,
+        json!({ "walletAddress": s.bob, "incomingAmount": amount, "metadata": { "profile": true } })).await?;
+    let t1 = trips().await?;
+    out.push(("create-incoming-payment".to_owned(), t1 - t0));
+    let q = post(
+        s,
+        "quotes",
+        &s.ip_token,
+        json!({ "walletAddress": s.alice, "receiver": ip["id"], "method": "ilp" }),
+    )
+    .await?;
+    let t2 = trips().await?;
+    out.push(("create-quote".to_owned(), t2 - t1));
+    let p = post(
+        s,
+        "outgoing-payments",
+        &s.pay_token,
+        json!({ "walletAddress": s.alice, "quoteId": q["id"] }),
+    )
+    .await?;
+    let t3 = trips().await?;
+    out.push(("create-outgoing-payment".to_owned(), t3 - t2));
+    let payment = p["id"].as_str().unwrap_or_default().to_owned();
+    let get = |url: String| async move {
+        s.client
+            .try_send(Method::GET, &url, Some(&s.pay_token), None)
+            .await
+            .map_err(anyhow::Error::msg)
+    };
+    let mut polls = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        polls += 1;
+        let r = get(payment.clone()).await?;
+        if r.body["sentAmount"]["value"] != "0" {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the profiled payment did not complete");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let t4 = trips().await?;
+    // What one poll costs, measured on the completed payment.
+    get(payment.clone()).await?;
+    let t5 = trips().await?;
+    let per_poll = t5 - t4;
+    out.push(("get-outgoing-payment".to_owned(), per_poll));
+    out.push((
+        "send (worker)".to_owned(),
+        (t4 - t3).saturating_sub(polls * per_poll),
+    ));
+    let whole = out
+        .iter()
+        .filter(|(k, _)| k != "get-outgoing-payment")
+        .map(|(_, v)| v)
+        .sum();
+    out.push(("payment (create + send)".to_owned(), whole));
+    Ok(out)
+}
+
 /// One request of a scenario; `Ok(true)` for a 2xx.
 async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bool> {
     let (method, url, token, body) = match scenario {
@@ -438,6 +535,11 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         receiver_for(&setup).await?;
     }
     let verify_us = ed25519_verify_us();
+    let profile = match args.scenario {
+        Scenario::Pay => Some(profile_payment(&server, &setup).await?),
+        _ => None,
+    };
+    let trips_before = round_trips(&server).await;
     let cpu_before = server.pid().and_then(cpu_us);
     let stop = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(1));
@@ -528,7 +630,12 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after = server.pid().and_then(cpu_us);
+    let trips = match (trips_before, round_trips(&server).await) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64),
+        _ => None,
+    };
     let requests = requests.load(Ordering::Relaxed);
+    let payments = completed.load(Ordering::Relaxed);
     let cpu_per_request = match (cpu_before, cpu_after) {
         (Some(b), Some(a)) if requests > 0 => Some((a - b) / requests as f64),
         _ => None,
@@ -544,11 +651,15 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         requests,
         non_2xx: failures.load(Ordering::Relaxed),
         requests_per_second: requests as f64 / elapsed,
-        payments_per_second: (args.scenario == Scenario::Pay)
-            .then(|| completed.load(Ordering::Relaxed) as f64 / elapsed),
+        payments_per_second: (args.scenario == Scenario::Pay).then(|| payments as f64 / elapsed),
         latency_ms: latency,
         completion_ms: completion,
         server_cpu_us_per_request: cpu_per_request,
+        sql_round_trips_per_request: trips.filter(|_| requests > 0).map(|t| t / requests as f64),
+        sql_round_trips_per_payment: trips
+            .filter(|_| args.scenario == Scenario::Pay && payments > 0)
+            .map(|t| t / payments as f64),
+        round_trip_profile: profile,
         server_peak_rss_mb: server.pid().and_then(peak_rss_mb),
         ed25519_verify_us: verify_us,
         cpu_per_request_over_verify: cpu_per_request.map(|c| c / verify_us),
@@ -581,6 +692,15 @@ fn print_table(r: &Report) {
     }
     if let Some(m) = r.server_peak_rss_mb {
         println!("server peak RSS          {m:.1} MB");
+    }
+    if let Some(t) = r.sql_round_trips_per_request {
+        println!("SQL round trips/request  {t:.1}");
+    }
+    if let Some(t) = r.sql_round_trips_per_payment {
+        println!("SQL round trips/payment  {t:.1} (3 API creates, the worker, the polls)");
+    }
+    for (step, trips) in r.round_trip_profile.iter().flatten() {
+        println!("  one payment alone: {step:<26} {trips} round trips");
     }
     println!("one Ed25519 verification {:.1} µs", r.ed25519_verify_us);
     if let Some(x) = r.cpu_per_request_over_verify {
