@@ -134,3 +134,51 @@ async fn cli_helpers_manage_wallet_addresses_and_keys() {
     let (s, _) = app.get(&app.url("frank")).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+/// A deposit that would take a balance past u64::MAX is refused with a
+/// clear 400 and saves nothing: the balance, withdrawals and `opd check`
+/// keep working (the smallest unit of an asset with scale 18 makes 18.4
+/// units enough to get there).
+#[tokio::test]
+async fn deposits_past_the_largest_balance_are_refused_and_nothing_breaks() {
+    for db in [opd_testkit::app::Db::Sqlite, opd_testkit::app::Db::Postgres] {
+        let app = TestApp::spawn_with(db, |_| {}).await;
+        app.create_wallet("rich", "ETH", 18).await;
+        let deposit = |amount: &str, key: &str| json!({ "amount": amount, "idempotencyKey": key });
+        let path = "/wallet-addresses/rich/deposits";
+        let (s, v) = app
+            .admin(
+                Method::POST,
+                path,
+                Some(&deposit("18446744073709551615", "a")),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        let (s, v) = app
+            .admin(Method::POST, path, Some(&deposit("1", "b")))
+            .await;
+        assert_error(s, &v, 400, "amount_overflow");
+        let (s, v) = app
+            .admin(Method::GET, "/wallet-addresses/rich/balance", None)
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["balance"]["value"], "18446744073709551615", "{v}");
+        let withdrawal = json!({ "amount": "15", "idempotencyKey": "w" });
+        let (s, v) = app
+            .admin(
+                Method::POST,
+                "/wallet-addresses/rich/withdrawals",
+                Some(&withdrawal),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        // The refused key was not spent: it can be used for a deposit that fits.
+        let (s, v) = app
+            .admin(Method::POST, path, Some(&deposit("15", "b")))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["balanced"], true, "{v}");
+    }
+}
