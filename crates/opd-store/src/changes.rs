@@ -15,7 +15,7 @@ const CHANNEL: &str = "opd_changes";
 static ANNOUNCE: Stmt = Stmt::new(&["SELECT pg_notify('opd_changes', ?::text)"]);
 
 /// PostgreSQL only: SQLite has no `pg_notify` (and needs none).
-pub(crate) static STATEMENTS: &[&Stmt] = &[];
+pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&ANNOUNCE];
 
 /// The topics other nodes hear from this one.
 #[derive(Debug)]

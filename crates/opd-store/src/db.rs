@@ -442,6 +442,34 @@ impl std::fmt::Debug for Tx<'_> {
 }
 
 impl Tx<'_> {
+    pub(crate) fn backend(&self) -> Backend {
+        self.db.backend()
+    }
+
+    /// Runs a statement; returns all its rows.
+    pub(crate) async fn fetch_all(
+        &mut self,
+        stmt: &Stmt,
+        params: &[Param],
+    ) -> StoreResult<Vec<Row>> {
+        self.db.count(1);
+        let sql = stmt.sql(self.db.backend());
+        Ok(match &mut self.inner {
+            TxInner::Sqlite(tx) => sqlite_query(sql, params)
+                .fetch_all(&mut **tx)
+                .await?
+                .into_iter()
+                .map(Row::Sqlite)
+                .collect(),
+            TxInner::Postgres(tx) => pg_query(sql, params)
+                .fetch_all(&mut **tx)
+                .await?
+                .into_iter()
+                .map(Row::Postgres)
+                .collect(),
+        })
+    }
+
     /// Runs a statement; returns the rows it changed.
     pub(crate) async fn execute(&mut self, stmt: &Stmt, params: &[Param]) -> StoreResult<u64> {
         self.db.count(1);

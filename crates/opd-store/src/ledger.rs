@@ -10,9 +10,9 @@ use opd_core::ledger::{
 };
 use opd_core::{Asset, Timestamp, WalletAddressId};
 
-use crate::db::{num, params, Stmt, Tx};
+use crate::db::{num, params, Param, Stmt, Tx};
 use crate::rows::{self, corrupt, Columns};
-use crate::{SqlStore, StoreResult};
+use crate::{Backend, SqlStore, StoreResult};
 
 /// The ledger as the operator sees it.
 #[async_trait]
@@ -161,11 +161,34 @@ pub(crate) async fn funding_source(tx: &mut Tx<'_>, payment: &str) -> StoreResul
         .transpose()
 }
 
+/// An account, named by what it is for: created on first use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AccountRef<'a> {
+    pub(crate) kind: AccountKind,
+    pub(crate) owner: &'a str,
+    pub(crate) asset: &'a Asset,
+}
+
+impl<'a> AccountRef<'a> {
+    pub(crate) fn new(kind: AccountKind, owner: &'a str, asset: &'a Asset) -> Self {
+        Self { kind, owner, asset }
+    }
+
+    /// The account of the outside world in `asset`.
+    pub(crate) fn settlement(asset: &'a Asset) -> Self {
+        Self::new(AccountKind::Settlement, "settlement", asset)
+    }
+
+    pub(crate) fn id(&self) -> String {
+        self.kind.account_id(self.owner, self.asset)
+    }
+}
+
 /// One transfer to post.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Posting<'a> {
-    pub(crate) debit: &'a str,
-    pub(crate) credit: &'a str,
+    pub(crate) debit: AccountRef<'a>,
+    pub(crate) credit: AccountRef<'a>,
     pub(crate) amount: u64,
     pub(crate) kind: TransferKind,
     pub(crate) reference: Option<&'a str>,
@@ -174,12 +197,35 @@ pub(crate) struct Posting<'a> {
     pub(crate) at: Timestamp,
 }
 
-/// Posts one transfer; `Err` (nothing changed then) when a liability
-/// account would go negative or a balance would pass ±u64::MAX.
+/// On PostgreSQL a posting is one statement: both accounts are created or
+/// moved by one upsert (rows in id order, so concurrent postings lock in
+/// the same order and cannot deadlock) and the transfer is inserted; the
+/// new balances come back to be checked. SQLite keeps amounts as text (its
+/// integers are 64-bit signed), so there the arithmetic happens in Rust
+/// under its single writer, where extra statements cost no round trip.
+static POST_PG: Stmt = Stmt::new(&[
+    "WITH moved AS (INSERT INTO ledger_accounts (id, kind, owner_id, asset_code, asset_scale, \
+     balance, created_at) VALUES (?, ?, ?, ?, ?, ?::numeric, ?), (?, ?, ?, ?, ?, ?::numeric, ?) \
+     ON CONFLICT (id) DO UPDATE SET balance = ledger_accounts.balance + excluded.balance \
+     RETURNING id, CAST(balance AS TEXT) AS balance), \
+     posted AS (INSERT INTO ledger_transfers (id, debit_account, credit_account, amount, kind, \
+     reference, idempotency_key, request_digest, created_at) \
+     VALUES (?, ?, ?, ?::numeric, ?, ?, ?, ?, ?)) \
+     SELECT id, balance FROM moved",
+]);
+
+/// The statements only PostgreSQL runs.
+pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&POST_PG];
+
+/// Posts one transfer; `Err` when a liability account would go negative or
+/// a balance would pass ±u64::MAX. The transaction must then not commit
+/// (on PostgreSQL the balances already moved inside it): every caller
+/// returns without committing, which rolls it back.
 pub(crate) async fn post(
     tx: &mut Tx<'_>,
     p: Posting<'_>,
 ) -> StoreResult<Result<Transfer, PostError>> {
+    let (debit, credit) = (p.debit.id(), p.credit.id());
     let transfer = Transfer {
         id: format!(
             "{}:{}:{}",
@@ -187,8 +233,8 @@ pub(crate) async fn post(
             p.reference.unwrap_or("-"),
             uuid::Uuid::new_v4().simple()
         ),
-        debit_account: p.debit.to_owned(),
-        credit_account: p.credit.to_owned(),
+        debit_account: debit.clone(),
+        credit_account: credit.clone(),
         amount: p.amount,
         kind: p.kind,
         reference: p.reference.map(str::to_owned),
@@ -198,38 +244,106 @@ pub(crate) async fn post(
     if p.amount == 0 {
         return Ok(Ok(transfer));
     }
+    let checked = match tx.backend() {
+        Backend::Postgres => post_in_one_statement(tx, &p, &transfer).await?,
+        Backend::Sqlite => post_step_by_step(tx, &p, &transfer).await?,
+    };
+    Ok(checked.map(|()| transfer))
+}
+
+fn account_params(a: &AccountRef<'_>, balance: i128, at: Timestamp) -> [Param; 7] {
+    [
+        a.id().into(),
+        a.kind.as_str().into(),
+        a.owner.into(),
+        a.asset.code.as_str().into(),
+        a.asset.scale.into(),
+        balance.to_string().into(),
+        at.into(),
+    ]
+}
+
+fn transfer_params(t: &Transfer, key: Option<(&str, &str)>) -> [Param; 9] {
+    [
+        (&t.id).into(),
+        (&t.debit_account).into(),
+        (&t.credit_account).into(),
+        num(t.amount),
+        t.kind.as_str().into(),
+        t.reference.as_deref().into(),
+        key.map(|k| k.0).into(),
+        key.map(|k| k.1).into(),
+        t.created_at.into(),
+    ]
+}
+
+async fn post_in_one_statement(
+    tx: &mut Tx<'_>,
+    p: &Posting<'_>,
+    t: &Transfer,
+) -> StoreResult<Result<(), PostError>> {
+    let amount = i128::from(p.amount);
+    let mut rows = [(p.debit, -amount), (p.credit, amount)];
+    rows.sort_by_key(|(a, _)| a.id());
+    let mut params = Vec::with_capacity(23);
+    for (account, delta) in &rows {
+        params.extend(account_params(account, *delta, p.at));
+    }
+    params.extend(transfer_params(t, p.key));
+    let moved = tx.fetch_all(&POST_PG, &params).await?;
+    let mut new_debit = None;
+    let mut new_credit = None;
+    for row in &moved {
+        let balance = parse_balance(&row.text("balance")?)?;
+        if row.text("id")? == t.debit_account {
+            new_debit = Some(balance);
+        } else {
+            new_credit = Some(balance);
+        }
+    }
+    let (Some(new_debit), Some(new_credit)) = (new_debit, new_credit) else {
+        return Err(corrupt("a posting moved fewer than two accounts"));
+    };
+    // The same rule as the step-by-step path, on the balances before.
+    Ok(post_balances(
+        p.debit.kind,
+        new_debit + amount,
+        new_credit - amount,
+        p.amount,
+    )
+    .map(|_| ()))
+}
+
+async fn post_step_by_step(
+    tx: &mut Tx<'_>,
+    p: &Posting<'_>,
+    t: &Transfer,
+) -> StoreResult<Result<(), PostError>> {
+    let (debit, credit) = (&t.debit_account, &t.credit_account);
+    for a in [p.debit, p.credit] {
+        ensure_account(tx, a.kind, a.owner, a.asset, p.at).await?;
+    }
     // Lock in a fixed order so concurrent transfers cannot deadlock.
-    let (first, second) = if p.debit <= p.credit {
-        (p.debit, p.credit)
+    let (first, second) = if debit <= credit {
+        (debit, credit)
     } else {
-        (p.credit, p.debit)
+        (credit, debit)
     };
     let b1 = balance_of(tx, first).await?;
     let b2 = balance_of(tx, second).await?;
-    let (debit_balance, credit_balance) = if first == p.debit { (b1, b2) } else { (b2, b1) };
-    let debit_kind = AccountKind::of_account(p.debit).ok_or_else(|| corrupt("account id"))?;
+    let (debit_balance, credit_balance) = if first == debit { (b1, b2) } else { (b2, b1) };
     let (new_debit, new_credit) =
-        match post_balances(debit_kind, debit_balance, credit_balance, p.amount) {
+        match post_balances(p.debit.kind, debit_balance, credit_balance, p.amount) {
             Ok(b) => b,
             Err(e) => return Ok(Err(e)),
         };
-    tx.execute(&SET_BALANCE, params![new_debit.to_string(), p.debit])
+    tx.execute(&SET_BALANCE, params![new_debit.to_string(), debit])
         .await?;
-    tx.execute(&SET_BALANCE, params![new_credit.to_string(), p.credit])
+    tx.execute(&SET_BALANCE, params![new_credit.to_string(), credit])
         .await?;
-    let params = params![
-        &transfer.id,
-        p.debit,
-        p.credit,
-        num(p.amount),
-        p.kind.as_str(),
-        p.reference,
-        p.key.map(|k| k.0),
-        p.key.map(|k| k.1),
-        p.at,
-    ];
-    tx.execute(&INSERT_TRANSFER, params).await?;
-    Ok(Ok(transfer))
+    tx.execute(&INSERT_TRANSFER, &transfer_params(t, p.key))
+        .await?;
+    Ok(Ok(()))
 }
 
 #[async_trait]
@@ -254,14 +368,12 @@ impl LedgerStore for SqlStore {
             });
         }
         let owner = wallet.to_string();
-        let wallet_account =
-            ensure_account(&mut tx, AccountKind::Wallet, &owner, asset, at).await?;
-        let settlement =
-            ensure_account(&mut tx, AccountKind::Settlement, "settlement", asset, at).await?;
+        let wallet_account = AccountRef::new(AccountKind::Wallet, &owner, asset);
+        let settlement = AccountRef::settlement(asset);
         let (debit, credit, kind) = if deposit {
-            (&settlement, &wallet_account, TransferKind::Deposit)
+            (settlement, wallet_account, TransferKind::Deposit)
         } else {
-            (&wallet_account, &settlement, TransferKind::Withdrawal)
+            (wallet_account, settlement, TransferKind::Withdrawal)
         };
         let posting = Posting {
             debit,

@@ -111,8 +111,15 @@ impl SqlStore {
     /// statement that does not parse on this backend fails here, not on
     /// the first request that reaches it. Returns how many were checked.
     pub async fn prepare_all_statements(&self) -> StoreResult<usize> {
+        let pg_only: &[&[&db::Stmt]] = match self.db.backend() {
+            Backend::Postgres => &[
+                changes::PG_STATEMENTS,
+                ledger::PG_STATEMENTS,
+                spending::PG_STATEMENTS,
+            ],
+            Backend::Sqlite => &[],
+        };
         let all = [
-            changes::STATEMENTS,
             settings::STATEMENTS,
             wallets::STATEMENTS,
             incoming::STATEMENTS,
@@ -126,7 +133,7 @@ impl SqlStore {
             pages::STATEMENTS,
         ];
         let mut n = 0;
-        for stmt in all.iter().flat_map(|s| s.iter()) {
+        for stmt in all.iter().chain(pg_only).flat_map(|s| s.iter()) {
             self.db.prepare(stmt).await.map_err(|e| {
                 StoreError::Config(format!(
                     "statement does not compile on {:?}: {e}\n{}",

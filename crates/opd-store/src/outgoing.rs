@@ -13,7 +13,7 @@ use opd_core::webhook::WebhookEvent;
 use opd_core::{Amount, OutgoingPaymentId, QuoteId, Timestamp, WalletAddressId};
 
 use crate::db::{num, params, Stmt, Tx};
-use crate::ledger::{self, post, Posting};
+use crate::ledger::{self, post, AccountRef, Posting};
 use crate::outbox::insert_events;
 use crate::pages::{page_statements, read_page, PageStatements};
 use crate::rows::{self, corrupt, Columns};
@@ -94,8 +94,6 @@ const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(sent_value AS TEXT) AS sent_value, state, error, metadata, client, grant_id, \
     grant_interval_start, attempts, next_attempt_at, created_at, updated_at";
 
-static QUOTE_USED: Stmt =
-    Stmt::new(&["SELECT CAST(id AS TEXT) AS id FROM outgoing_payments WHERE quote_id = ?::uuid"]);
 static INSERT_PAYMENT: Stmt = Stmt::new(&[
     "INSERT INTO outgoing_payments (id, wallet_address_id, quote_id, receiver, debit_value, \
      debit_asset_code, debit_asset_scale, receive_value, receive_asset_code, receive_asset_scale, \
@@ -146,7 +144,6 @@ static UNFUNDED_EXPIRED: Stmt = Stmt::new(&[
 pub(crate) static PAGES: PageStatements = page_statements!("outgoing_payments", PAYMENT_COLUMNS);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
-    &QUOTE_USED,
     &INSERT_PAYMENT,
     &PAYMENT_BY_ID,
     &CLAIM_NEXT_DUE,
@@ -197,44 +194,31 @@ fn payment_id_from_row(row: &impl Columns) -> StoreResult<OutgoingPaymentId> {
 }
 
 /// Counts a new payment against its grant's limits in the interval;
-/// returns what was spent before it, or the refusal.
+/// returns what was spent before it, or the refusal (the caller then does
+/// not commit).
 async fn reserve(
     tx: &mut Tx<'_>,
     g: &GrantReservation,
     p: &OutgoingPayment,
 ) -> StoreResult<Result<GrantSpent, CreateOutgoing>> {
     // The spending row is the grant's lock: concurrent creates under one
-    // grant queue on it, so create it first if this is the interval's
-    // first payment.
-    let (start, at) = (g.interval_start, p.created_at);
-    spending::create_if_missing(
-        tx,
-        &g.grant_id,
-        start,
-        g.interval_end,
-        &p.debit.asset,
-        &p.receive.asset,
-        at,
-    )
-    .await?;
-    let spent = spending::read(tx, &g.grant_id, start).await?;
-    let (before, shown) = spent
-        .map(|s| ((s.debit, s.receive), s.shown))
-        .unwrap_or_default();
-    if !g.allows(before, p.debit.value, p.receive.value) {
-        return Ok(Err(CreateOutgoing::LimitExceeded {
-            spent_before: shown,
-        }));
-    }
-    let (Some(debit), Some(receive)) = (
-        before.0.checked_add(p.debit.value),
-        before.1.checked_add(p.receive.value),
-    ) else {
+    // grant queue on it.
+    let (start, end, at) = (g.interval_start, g.interval_end, p.created_at);
+    let added = spending::add(tx, &g.grant_id, start, end, &p.debit, &p.receive, at).await?;
+    let Some(before) = added else {
         // A grant without a limit can still not total past u64::MAX.
         return Ok(Err(CreateOutgoing::Overflow));
     };
-    spending::write(tx, &g.grant_id, start, debit, receive, at).await?;
-    Ok(Ok(shown))
+    if !g.allows(
+        (before.debit, before.receive),
+        p.debit.value,
+        p.receive.value,
+    ) {
+        return Ok(Err(CreateOutgoing::LimitExceeded {
+            spent_before: before.shown,
+        }));
+    }
+    Ok(Ok(before.shown))
 }
 
 async fn insert_payment(tx: &mut Tx<'_>, p: &OutgoingPayment) -> StoreResult<u64> {
@@ -269,19 +253,16 @@ async fn fund_from_wallet(
     tx: &mut Tx<'_>,
     p: &OutgoingPayment,
 ) -> StoreResult<Result<(), PostError>> {
-    let (asset, at) = (&p.debit.asset, p.created_at);
     let owner = p.wallet_address_id.to_string();
     let reference = p.id.to_string();
-    let wallet = ledger::ensure_account(tx, AccountKind::Wallet, &owner, asset, at).await?;
-    let held = ledger::ensure_account(tx, AccountKind::Outgoing, &reference, asset, at).await?;
     let posting = Posting {
-        debit: &wallet,
-        credit: &held,
+        debit: AccountRef::new(AccountKind::Wallet, &owner, &p.debit.asset),
+        credit: AccountRef::new(AccountKind::Outgoing, &reference, &p.debit.asset),
         amount: p.debit.value,
         kind: TransferKind::Fund,
         reference: Some(&reference),
         key: None,
-        at,
+        at: p.created_at,
     };
     Ok(post(tx, posting).await?.map(|_| ()))
 }
@@ -294,12 +275,12 @@ impl SqlStore {
         events: &[WebhookEvent],
     ) -> StoreResult<CreateOutgoing> {
         let mut tx = self.db.begin().await?;
-        if tx
-            .fetch_opt(&QUOTE_USED, params![p.quote_id.to_string()])
-            .await?
-            .is_some()
-        {
-            return Ok(CreateOutgoing::QuoteUsed);
+        // The payment first: a used quote (its unique key) refuses it before
+        // anything else is done.
+        match insert_payment(&mut tx, p).await {
+            Ok(_) => {}
+            Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
+            Err(e) => return Err(e),
         }
         let mut spent_before = GrantSpent::default();
         if let Some(g) = grant {
@@ -307,11 +288,6 @@ impl SqlStore {
                 Ok(before) => spent_before = before,
                 Err(refused) => return Ok(refused),
             }
-        }
-        match insert_payment(&mut tx, p).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
-            Err(e) => return Err(e),
         }
         if p.state == OutgoingPaymentState::Sending {
             match fund_from_wallet(&mut tx, p).await? {
@@ -417,14 +393,9 @@ impl SqlStore {
         // Funds held elsewhere arrive from the outside world.
         let asset = &p.debit.asset;
         let reference = p.id.to_string();
-        let settlement =
-            ledger::ensure_account(&mut tx, AccountKind::Settlement, "settlement", asset, at)
-                .await?;
-        let held =
-            ledger::ensure_account(&mut tx, AccountKind::Outgoing, &reference, asset, at).await?;
         let posting = Posting {
-            debit: &settlement,
-            credit: &held,
+            debit: AccountRef::settlement(asset),
+            credit: AccountRef::new(AccountKind::Outgoing, &reference, asset),
             amount: p.debit.value,
             kind: TransferKind::Fund,
             reference: Some(&reference),
@@ -444,35 +415,24 @@ impl SqlStore {
 /// receiver (through the settlement accounts when the assets differ) and
 /// the fee to the fee account.
 async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> StoreResult<()> {
-    let held = AccountKind::Outgoing.account_id(payment, &d.sender_asset);
-    let incoming = d.incoming.to_string();
-    let incoming = ledger::ensure_account(
-        tx,
-        AccountKind::Incoming,
-        &incoming,
-        &d.receiver_asset,
-        d.at,
-    )
-    .await?;
-    let fees = ledger::ensure_account(tx, AccountKind::Fees, "fees", &d.sender_asset, d.at).await?;
+    let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
+    let incoming_owner = d.incoming.to_string();
+    let incoming = AccountRef::new(AccountKind::Incoming, &incoming_owner, &d.receiver_asset);
+    let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
     let mut moves = Vec::with_capacity(3);
     if d.sender_asset == d.receiver_asset {
-        moves.push((held.clone(), incoming, d.deliver, TransferKind::Deliver));
+        moves.push((held, incoming, d.deliver, TransferKind::Deliver));
     } else {
-        let (out_asset, in_asset) = (&d.sender_asset, &d.receiver_asset);
-        let out =
-            ledger::ensure_account(tx, AccountKind::Settlement, "settlement", out_asset, d.at)
-                .await?;
-        let inn = ledger::ensure_account(tx, AccountKind::Settlement, "settlement", in_asset, d.at)
-            .await?;
-        moves.push((held.clone(), out, d.send, TransferKind::Send));
+        let out = AccountRef::settlement(&d.sender_asset);
+        let inn = AccountRef::settlement(&d.receiver_asset);
+        moves.push((held, out, d.send, TransferKind::Send));
         moves.push((inn, incoming, d.deliver, TransferKind::Deliver));
     }
     moves.push((held, fees, d.fee, TransferKind::Fee));
     for (debit, credit, amount, kind) in moves {
         let posting = Posting {
-            debit: &debit,
-            credit: &credit,
+            debit,
+            credit,
             amount,
             kind,
             reference: Some(payment),
@@ -493,25 +453,27 @@ async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> Sto
 /// elsewhere.
 async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) -> StoreResult<()> {
     let payment = p.id.to_string();
-    let held = AccountKind::Outgoing.account_id(&payment, &p.debit.asset);
-    if !ledger::account_exists(tx, &held).await? {
+    let asset = &p.debit.asset;
+    let held = AccountRef::new(AccountKind::Outgoing, &payment, asset);
+    if !ledger::account_exists(tx, &held.id()).await? {
         return Ok(());
     }
-    let balance = ledger::balance_of(tx, &held).await?;
+    let balance = ledger::balance_of(tx, &held.id()).await?;
     if balance <= 0 {
         return Ok(());
     }
-    let source = match ledger::funding_source(tx, &payment).await? {
-        Some(s) if AccountKind::of_account(&s) == Some(AccountKind::Settlement) => s,
-        _ => {
-            let owner = p.wallet_address_id.to_string();
-            ledger::ensure_account(tx, AccountKind::Wallet, &owner, &p.debit.asset, at).await?
+    let source = ledger::funding_source(tx, &payment).await?;
+    let owner = p.wallet_address_id.to_string();
+    let back_to = match source {
+        Some(s) if AccountKind::of_account(&s) == Some(AccountKind::Settlement) => {
+            AccountRef::settlement(asset)
         }
+        _ => AccountRef::new(AccountKind::Wallet, &owner, asset),
     };
     let amount = u64::try_from(balance).map_err(|_| corrupt("balance"))?;
     let posting = Posting {
-        debit: &held,
-        credit: &source,
+        debit: held,
+        credit: back_to,
         amount,
         kind: TransferKind::Refund,
         reference: Some(&payment),

@@ -8,7 +8,7 @@ use opd_core::{Amount, Asset, Timestamp};
 
 use crate::db::{num, params, Stmt, Tx};
 use crate::rows::{self, Columns};
-use crate::StoreResult;
+use crate::{Backend, StoreResult};
 
 static CREATE_IF_MISSING: Stmt = Stmt::new(&[
     "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, \
@@ -28,7 +28,101 @@ static SET_SPENT: Stmt = Stmt::new(&[
      updated_at = ? WHERE grant_id = ? AND interval_start = ?",
 ]);
 
+/// PostgreSQL: the reservation in one statement, returning the new totals
+/// (SQLite keeps amounts as text, so it reads, adds in Rust and writes).
+static ADD_PG: Stmt = Stmt::new(&[
+    "INSERT INTO grant_spending (grant_id, interval_start, interval_end, debit_asset_code, \
+     debit_asset_scale, debit_spent, receive_asset_code, receive_asset_scale, receive_spent, \
+     updated_at) VALUES (?, ?, ?, ?, ?, ?::numeric, ?, ?, ?::numeric, ?) \
+     ON CONFLICT (grant_id, interval_start) DO UPDATE \
+     SET debit_spent = grant_spending.debit_spent + excluded.debit_spent, \
+     receive_spent = grant_spending.receive_spent + excluded.receive_spent, \
+     updated_at = excluded.updated_at \
+     RETURNING debit_asset_code, CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale, \
+     CAST(debit_spent AS TEXT) AS debit_spent, receive_asset_code, \
+     CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, \
+     CAST(receive_spent AS TEXT) AS receive_spent",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[&CREATE_IF_MISSING, &SPENT_FOR_UPDATE, &SET_SPENT];
+
+/// The statements only PostgreSQL runs.
+pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&ADD_PG];
+
+/// Adds `debit` and `receive` to the (grant, interval) totals, creating the
+/// row at need, and returns what was spent before: with the raw totals
+/// before, or `None` when a total would pass u64::MAX. The row stays locked
+/// until the transaction ends; when the caller refuses the payment it must
+/// not commit (the totals already moved inside the transaction).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn add(
+    tx: &mut Tx<'_>,
+    grant: &str,
+    start: Timestamp,
+    end: Option<Timestamp>,
+    debit: &Amount,
+    receive: &Amount,
+    at: Timestamp,
+) -> StoreResult<Option<Spent>> {
+    if tx.backend() == Backend::Sqlite {
+        create_if_missing(tx, grant, start, end, &debit.asset, &receive.asset, at).await?;
+        let before = read(tx, grant, start).await?.unwrap_or(Spent {
+            shown: GrantSpent::default(),
+            debit: 0,
+            receive: 0,
+        });
+        let (Some(d), Some(r)) = (
+            before.debit.checked_add(debit.value),
+            before.receive.checked_add(receive.value),
+        ) else {
+            return Ok(None);
+        };
+        write(tx, grant, start, d, r, at).await?;
+        return Ok(Some(before));
+    }
+    let params = params![
+        grant,
+        start,
+        end,
+        debit.asset.code.as_str(),
+        debit.asset.scale,
+        num(debit.value),
+        receive.asset.code.as_str(),
+        receive.asset.scale,
+        num(receive.value),
+        at,
+    ];
+    let row = tx.fetch_one(&ADD_PG, params).await?;
+    // Totals are NUMERIC: one past u64::MAX reads back, and is refused here.
+    let total = |col: &str| -> StoreResult<u128> {
+        row.text(col)?
+            .parse::<u128>()
+            .map_err(|_| crate::rows::corrupt(col))
+    };
+    let (debit_total, receive_total) = (total("debit_spent")?, total("receive_spent")?);
+    let (Ok(d), Ok(r)) = (u64::try_from(debit_total), u64::try_from(receive_total)) else {
+        return Ok(None);
+    };
+    let (d, r) = (d - debit.value, r - receive.value);
+    let asset = |code: &str, scale: &str| -> StoreResult<Asset> {
+        rows::asset(&row.text(code)?, row.int(scale)?)
+    };
+    let shown = GrantSpent {
+        debit: Some(Amount::new(
+            d,
+            asset("debit_asset_code", "debit_asset_scale")?,
+        )),
+        receive: Some(Amount::new(
+            r,
+            asset("receive_asset_code", "receive_asset_scale")?,
+        )),
+    };
+    Ok(Some(Spent {
+        shown,
+        debit: d,
+        receive: r,
+    }))
+}
 
 /// A grant's spending in one interval: the amounts as shown, and the raw
 /// totals.

