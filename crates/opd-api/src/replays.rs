@@ -4,11 +4,11 @@
 //!
 //! For every POST, PUT, PATCH and DELETE of the resource and authorization
 //! server listeners, the layer:
-//! 1. answers at once from the replay log when the identical request was
-//!    already answered (waiting while it runs) — before the handler looks
-//!    at any credential, because the first request may itself have
-//!    replaced it (a continuation rotates its token, a cancel deletes the
-//!    grant);
+//! 1. on the authorization server, answers at once from the replay log when
+//!    the identical request was already answered (waiting while it runs) —
+//!    before the handler looks at any credential, because the first
+//!    request may itself have replaced it (a continuation rotates its
+//!    token, a cancel deletes the grant);
 //! 2. otherwise hands the handler a [`ReplaySlot`]: the shared signature
 //!    check (`crate::auth::authenticate`, `auth_server::verify`) claims the
 //!    request there after verifying it, or leaves the answer of an
@@ -77,10 +77,16 @@ async fn handle(
     let target = target_uri(&parts, &state);
     let request_parts =
         opd_httpsig::RequestParts::new(&parts.method, &target, &parts.headers, Some(&body));
-    match replays::recall(&state.services, &request_parts).await {
-        Ok(Some(stored)) => return replayed(&stored),
-        Ok(None) => {}
-        Err(e) => return refusal(&state, e, resource_server),
+    // Only the authorization server's requests replace the credentials they
+    // present; on the resource server the signature check finds a replay
+    // (`admit`), which spares every other request a look-up in the log (a
+    // round trip when the log is shared through the database).
+    if !resource_server {
+        match replays::recall(&state.services, &request_parts).await {
+            Ok(Some(stored)) => return replayed(&stored),
+            Ok(None) => {}
+            Err(e) => return refusal(&state, e, resource_server),
+        }
     }
     let slot = ReplaySlot::default();
     parts.extensions.insert(slot.clone());

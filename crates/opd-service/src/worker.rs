@@ -70,26 +70,9 @@ async fn fail(
     Ok(Step::Failed(p.id, reason))
 }
 
-/// Sends the next due outgoing payment, if any. Payments still waiting for
-/// outside funds when their quote expires fail first.
+/// Sends the next due outgoing payment, if any.
 pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let now = services.clock.now();
-    if let Some(id) = services
-        .store
-        .unfunded_expired_outgoing_payments(now, 1)
-        .await?
-        .into_iter()
-        .next()
-    {
-        if let Some(p) = services.store.get_outgoing_payment(id).await? {
-            return fail(
-                services,
-                &p,
-                "the payment was not funded before its quote expired".into(),
-            )
-            .await;
-        }
-    }
     let Some(p) = services
         .store
         .claim_due_outgoing_payment(now, LEASE_MS)
@@ -186,6 +169,26 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
             .await?;
         Ok(Step::Retry(p.id))
     }
+}
+
+/// Fails the payments still waiting for outside funds whose quote expired
+/// (external funding mode); returns how many.
+pub async fn fail_unfunded_once(services: &Services) -> Result<usize, ServiceError> {
+    let now = services.clock.now();
+    let due = services
+        .store
+        .unfunded_expired_outgoing_payments(now, 32)
+        .await?;
+    let mut n = 0;
+    for id in due {
+        if let Some(p) = services.store.get_outgoing_payment(id).await? {
+            let reason = "the payment was not funded before its quote expired";
+            if end(services, &p, OutgoingPaymentState::Failed, reason).await? {
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
 }
 
 /// Announces incoming payments that expired unfinished; returns how many.

@@ -363,13 +363,19 @@ impl SqlStore {
             return Ok(false);
         };
         let p = payment_from_row(&row)?;
+        // The grant's spending row before any ledger account: the order a
+        // create locks them in, so a failure and a create under one grant
+        // cannot deadlock.
+        let grant = p.grant_id.as_deref().zip(p.grant_interval_start);
+        let spent = match grant {
+            Some((g, start)) => spending::read(&mut tx, g, start).await?,
+            None => None,
+        };
         refund(&mut tx, &p, f.at).await?;
-        if let (Some(grant), Some(start)) = (&p.grant_id, p.grant_interval_start) {
-            if let Some(s) = spending::read(&mut tx, grant, start).await? {
-                let debit = s.debit.saturating_sub(p.debit.value);
-                let receive = s.receive.saturating_sub(p.receive.value);
-                spending::write(&mut tx, grant, start, debit, receive, f.at).await?;
-            }
+        if let (Some((g, start)), Some(s)) = (grant, spent) {
+            let debit = s.debit.saturating_sub(p.debit.value);
+            let receive = s.receive.saturating_sub(p.receive.value);
+            spending::write(&mut tx, g, start, debit, receive, f.at).await?;
         }
         insert_events(&mut tx, &f.events).await?;
         tx.commit().await?;

@@ -340,6 +340,9 @@ fn spawn_workers(
                 if let Err(e) = worker::expire_incoming_once(&services).await {
                     tracing::error!(error = %e, "expiry worker step failed");
                 }
+                if let Err(e) = worker::fail_unfunded_once(&services).await {
+                    tracing::error!(error = %e, "unfunded payments step failed");
+                }
                 if let Err(e) = worker::prune_once(&services).await {
                     tracing::error!(error = %e, "pruning the replay log failed");
                 }
