@@ -110,6 +110,8 @@ struct Node {
 /// signed for the public URL (opd checks signatures against its configured
 /// public URL, not against the address it was reached at).
 struct Cluster {
+    /// The test's name, for log files.
+    name: String,
     nodes: Vec<Node>,
     states: Arc<Vec<Arc<NodeState>>>,
     public: String,
@@ -119,7 +121,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn new(database_url: String, size: usize, hooks: Arc<Hooks>) -> Self {
+    fn new(name: &str, database_url: String, size: usize, hooks: Arc<Hooks>) -> Self {
         let nodes: Vec<Node> = (0..size)
             .map(|_| {
                 let ports = (free_port(), free_port(), free_port());
@@ -140,6 +142,7 @@ impl Cluster {
         let auth_public = format!("http://127.0.0.1:{}", nodes[0].ports.1);
         let states = Arc::new(nodes.iter().map(|n| n.state.clone()).collect());
         Self {
+            name: name.to_owned(),
             nodes,
             states,
             public,
@@ -178,7 +181,7 @@ impl Cluster {
                 .env_remove("OPD_CONFIG")
                 .env("OPD_LOG", "warn")
                 .stdout(Stdio::null())
-                .stderr(log_file(i, incarnation))
+                .stderr(log_file(&self.name, i, incarnation))
                 .spawn()
                 .expect("start opd"),
         );
@@ -257,13 +260,13 @@ impl Drop for Cluster {
     }
 }
 
-/// Where a node's log goes: `$OPD_CRASH_LOG_DIR/node-<i>-<incarnation>.log`
+/// Where a node's log goes: `$OPD_CRASH_LOG_DIR/<test>-node-<i>-<incarnation>.log`
 /// when that is set (the server-side cause of a failure, say a database
 /// error behind a 500, is only in the logs), else nowhere.
-fn log_file(node: usize, incarnation: u64) -> Stdio {
+fn log_file(test: &str, node: usize, incarnation: u64) -> Stdio {
     match std::env::var_os("OPD_CRASH_LOG_DIR") {
         Some(dir) => std::fs::File::create(
-            std::path::Path::new(&dir).join(format!("node-{node}-{incarnation}.log")),
+            std::path::Path::new(&dir).join(format!("{test}-node-{node}-{incarnation}.log")),
         )
         .expect("log file")
         .into(),
@@ -614,29 +617,46 @@ async fn killed_at_random_moments_sqlite() {
         "sqlite://{}?mode=rwc",
         dir.path().join("crash.sqlite").display()
     );
-    crash_test(url, 1, 6, 11).await;
+    crash_test("sqlite", url, 1, 6, 11).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_at_random_moments_postgres() {
-    crash_test(opd_testkit::pg::fresh_schema_url().await, 1, 6, 12).await;
+    crash_test(
+        "postgres",
+        opd_testkit::pg::fresh_schema_url().await,
+        1,
+        6,
+        12,
+    )
+    .await;
 }
 
 /// Three nodes on one database, requests spread over them, a random one
-/// killed each round. Fails today: every node delivers the same due
-/// webhook events (no claim on the outbox), so ids arrive twice from live
-/// processes.
+/// killed each round. Fails today, in every run: every node delivers the
+/// same due webhook events (no claim on the outbox), so ids arrive twice
+/// from live processes. Also, in most runs: PostgreSQL reports a deadlock
+/// between creating an outgoing payment (grant spending row, then the
+/// wallet's ledger account) and failing one (ledger accounts, then the
+/// grant spending row), and the create answers 500.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs issue 10 item 3: outbox claims and shared replay state across nodes"]
 async fn three_nodes_killed_at_random_moments_postgres() {
-    crash_test(opd_testkit::pg::fresh_schema_url().await, 3, 9, 13).await;
+    crash_test(
+        "three-nodes",
+        opd_testkit::pg::fresh_schema_url().await,
+        3,
+        9,
+        13,
+    )
+    .await;
 }
 
 /// `nodes` processes on `database_url`, `kills` random kills, the rest
-/// decided by `seed`.
-async fn crash_test(database_url: String, nodes: usize, kills: usize, seed: u64) {
+/// decided by `seed`; `name` names the log files.
+async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize, seed: u64) {
     let hooks = Hooks::start().await;
-    let mut cluster = Cluster::new(database_url, nodes, hooks.clone());
+    let mut cluster = Cluster::new(name, database_url, nodes, hooks.clone());
     for i in 0..nodes {
         cluster.start(i).await;
     }
