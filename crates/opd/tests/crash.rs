@@ -1,25 +1,74 @@
-//! Crash safety: the real `opd serve` process is killed with SIGKILL at
-//! random moments while clients create payments and its workers send them
-//! and deliver webhooks, then restarted, again and again. At the end every
-//! payment is completed or failed, each exactly once; no incoming payment
-//! is credited twice; every completed payment's webhook arrived; and
-//! `opd check` finds the ledger balanced. On SQLite and on PostgreSQL.
+//! Crash safety: real `opd serve` processes are killed with SIGKILL at
+//! random moments while clients create payments and the servers' workers
+//! send them and deliver webhooks, then restarted, again and again; on one
+//! node (SQLite and PostgreSQL) and on several nodes sharing one PostgreSQL
+//! database. At the end:
+//!
+//! * every payment is completed or failed, and every failure carries a
+//!   reason a crash (or the test's own deliberate race) can explain, and
+//!   the unexplained-by-the-test failures stay a small share;
+//! * every incoming payment received exactly what completed payments to it
+//!   delivered, and every wallet address's balance is its deposits minus
+//!   what its completed payments debited (failed ones are refunded);
+//! * every webhook event the payments imply arrived, each event id exactly
+//!   once, except that a node killed between the receiver's answer and its
+//!   own record of the delivery may have it delivered again after the kill;
+//! * any HTTP status the test does not expect, any connection error from a
+//!   node that is up, and any panic in a load task fail the test;
+//! * `opd check` finds the ledger balanced.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hmac::{Hmac, Mac};
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
-use opd_testkit::client::SigningClient;
-use rand::Rng as _;
-use rand::SeedableRng;
+use opd_testkit::client::{Reply, SigningClient};
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 const ADMIN_TOKEN: &str = "crash-test-admin-token-0123456789";
+const WEBHOOK_SECRET: &str = "crash-secret";
+
+/// Concurrent clients creating payments, so that kills land while several
+/// requests and several worker steps are in flight.
+const LOAD_TASKS: u64 = 3;
+
+/// Every `RACE_EVERY`-th payment's incoming payment is completed by the
+/// client right after the outgoing payment was created, racing the worker:
+/// either the payment completes first, or it fails and is refunded. This
+/// makes failed payments (and their refunds) part of every run, so the
+/// balance checks cover refunds too.
+const RACE_EVERY: u64 = 8;
+
+/// Why a payment that the test did not race may fail. The only one a crash
+/// can explain: a payment claimed by a worker that was killed waits out its
+/// lease (30 s) before another worker takes it, and its quote may have
+/// expired by then. Every other reason of the worker (missing quote or
+/// receiver, receiver already completed, overflow...) means lost or
+/// doubled work.
+const CRASH_REASONS: &[&str] = &["the quote expired before the payment was sent"];
+
+/// Why a raced payment may fail: the client completed its receiver first
+/// (plus what a crash can explain).
+const RACE_REASONS: &[&str] = &[
+    "the receiver no longer accepts payments",
+    "the quote expired before the payment was sent",
+];
+
+/// At most this share (in percent) of the payments the test did not race
+/// may fail. With the defaults (300 s quotes, 30 s leases, a run of well
+/// under a minute) none should: a stranded payment is taken again long
+/// before its quote expires. The bound leaves room for a machine so slow
+/// that some quotes do run out, while still failing the test when payments
+/// fail as a rule (the old test passed with every payment failed).
+const MAX_FAILED_PERCENT: usize = 5;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -29,83 +78,154 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Server {
-    child: Option<Child>,
-    args: Vec<String>,
-    dir: tempfile::TempDir,
+// ---------------------------------------------------------------------------
+// Nodes
+
+/// What the load tasks know about one node: where it listens and whether
+/// it is up. Shared between the test and its load tasks.
+struct NodeState {
+    /// Its Open Payments listener (`http://127.0.0.1:PORT`).
     base: String,
-    auth: String,
+    /// Its admin listener.
     admin: String,
-    database_url: String,
+    /// Set before the node is killed and cleared once its successor
+    /// answers `/healthz`: a connection error is expected only while set.
+    down: AtomicBool,
+    /// Which process this is: 1 for the first start, +1 per restart.
+    incarnation: AtomicU64,
 }
 
-impl Server {
-    fn new(database_url: String, webhook: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let (op, auth, admin) = (free_port(), free_port(), free_port());
-        let base = format!("http://127.0.0.1:{op}");
-        let auth_url = format!("http://127.0.0.1:{auth}");
+/// One `opd serve` process slot of a cluster (restarted in place).
+struct Node {
+    child: Option<Child>,
+    ports: (u16, u16, u16),
+    dir: tempfile::TempDir,
+    state: Arc<NodeState>,
+}
+
+/// N `opd serve` processes on one database, all serving the same public
+/// URLs as they would behind a load balancer. Node 0's listeners double as
+/// those public URLs, so setup (grants, consent) talks to node 0 with the
+/// testkit helpers; the load sends each request to a node of its choice,
+/// signed for the public URL (opd checks signatures against its configured
+/// public URL, not against the address it was reached at).
+struct Cluster {
+    /// The test's name, for log files.
+    name: String,
+    nodes: Vec<Node>,
+    states: Arc<Vec<Arc<NodeState>>>,
+    public: String,
+    auth_public: String,
+    database_url: String,
+    hooks: Arc<Hooks>,
+}
+
+impl Cluster {
+    fn new(name: &str, database_url: String, size: usize, hooks: Arc<Hooks>) -> Self {
+        let nodes: Vec<Node> = (0..size)
+            .map(|_| {
+                let ports = (free_port(), free_port(), free_port());
+                Node {
+                    child: None,
+                    ports,
+                    dir: tempfile::tempdir().unwrap(),
+                    state: Arc::new(NodeState {
+                        base: format!("http://127.0.0.1:{}", ports.0),
+                        admin: format!("http://127.0.0.1:{}", ports.2),
+                        down: AtomicBool::new(true),
+                        incarnation: AtomicU64::new(0),
+                    }),
+                }
+            })
+            .collect();
+        let public = nodes[0].state.base.clone();
+        let auth_public = format!("http://127.0.0.1:{}", nodes[0].ports.1);
+        let states = Arc::new(nodes.iter().map(|n| n.state.clone()).collect());
+        Self {
+            name: name.to_owned(),
+            nodes,
+            states,
+            public,
+            auth_public,
+            database_url,
+            hooks,
+        }
+    }
+
+    /// Starts node `i` (a new incarnation) and waits until it answers.
+    async fn start(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        assert!(node.child.is_none(), "node {i} is running");
+        let incarnation = node.state.incarnation.load(Ordering::SeqCst) + 1;
+        let (op, auth, admin) = node.ports;
         let args = vec![
-            "serve".into(),
+            "serve".to_owned(),
             format!("--listen=127.0.0.1:{op}"),
             format!("--auth-listen=127.0.0.1:{auth}"),
             format!("--admin-listen=127.0.0.1:{admin}"),
-            format!("--public-url={base}"),
-            format!("--auth-public-url={auth_url}"),
+            format!("--public-url={}", self.public),
+            format!("--auth-public-url={}", self.auth_public),
             format!("--admin-token={ADMIN_TOKEN}"),
             format!("--idp-secret={IDP_SECRET}"),
-            format!("--data-dir={}", dir.path().display()),
-            format!("--database-url={database_url}"),
+            format!("--data-dir={}", node.dir.path().display()),
+            format!("--database-url={}", self.database_url),
             "--migrate".into(),
-            format!("--webhook-url={webhook}"),
-            "--webhook-secret=crash-secret".into(),
+            // The receiver learns from the path which process delivered.
+            format!("--webhook-url={}", self.hooks.url(i, incarnation)),
+            format!("--webhook-secret={WEBHOOK_SECRET}"),
         ];
-        Self {
-            child: None,
-            args,
-            dir,
-            base,
-            auth: auth_url,
-            admin: format!("http://127.0.0.1:{admin}"),
-            database_url,
-        }
-    }
-
-    async fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args(&self.args)
-            .current_dir(self.dir.path())
-            .env_remove("OPD_CONFIG")
-            .env("OPD_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start opd");
-        self.child = Some(child);
+        node.child = Some(
+            Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(&args)
+                .current_dir(node.dir.path())
+                .env_remove("OPD_CONFIG")
+                .env("OPD_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(log_file(&self.name, i, incarnation))
+                .spawn()
+                .expect("start opd"),
+        );
         let deadline = Instant::now() + Duration::from_secs(30);
         let http = reqwest::Client::new();
         loop {
-            if let Ok(r) = http.get(format!("{}/healthz", self.base)).send().await {
+            if let Ok(r) = http
+                .get(format!("{}/healthz", node.state.base))
+                .send()
+                .await
+            {
                 if r.status() == StatusCode::OK {
-                    return;
+                    break;
                 }
             }
-            assert!(Instant::now() < deadline, "opd did not become ready");
+            assert!(Instant::now() < deadline, "node {i} did not become ready");
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        node.state.incarnation.store(incarnation, Ordering::SeqCst);
+        node.state.down.store(false, Ordering::SeqCst);
+    }
+
+    /// SIGKILL: no shutdown code runs. The node is marked down first, so a
+    /// request it breaks finds it marked.
+    fn kill(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        node.state.down.store(true, Ordering::SeqCst);
+        if let Some(mut c) = node.child.take() {
+            c.kill().expect("kill");
+            c.wait().expect("reap");
+            self.hooks
+                .killed(i, node.state.incarnation.load(Ordering::SeqCst));
         }
     }
 
-    /// SIGKILL: no shutdown code runs.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().expect("kill");
-            c.wait().expect("reap");
+    fn kill_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
         }
     }
 
     async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
         let mut req = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.admin))
+            .request(method, format!("{}{path}", self.nodes[0].state.admin))
             .bearer_auth(ADMIN_TOKEN);
         if let Some(b) = body {
             req = req.json(b);
@@ -114,100 +234,367 @@ impl Server {
         let status = r.status();
         (status, r.json().await.unwrap_or(Value::Null))
     }
-}
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
+    async fn create_wallet(&self, path: &str) -> String {
+        let (s, v) = self
+            .admin(
+                Method::POST,
+                "/wallet-addresses",
+                Some(&json!({ "path": path, "assetCode": "USD", "assetScale": 2 })),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        v["url"].as_str().unwrap().to_owned()
     }
 }
 
-/// Everything one payment attempt needs.
-struct Client {
-    payer: SigningClient,
-    ip_token: String,
-    pay_token: String,
-    alice: String,
-    bob: String,
-    base: String,
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.state.down.store(true, Ordering::SeqCst);
+            if let Some(mut c) = node.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
 }
 
-impl Client {
-    /// A request that yields its body on a 2xx, and `None` when it fails,
-    /// typically because the server was killed under it.
-    async fn ok(&self, method: Method, path: &str, token: &str, body: Value) -> Option<Value> {
-        let url = format!("{}/{path}", self.base);
-        match self
-            .payer
-            .try_send(method, &url, Some(token), Some(&body))
-            .await
-        {
-            Ok(r) if r.status.is_success() => Some(r.body),
-            _ => None,
+/// Where a node's log goes: `$OPD_CRASH_LOG_DIR/<test>-node-<i>-<incarnation>.log`
+/// when that is set (the server-side cause of a failure, say a database
+/// error behind a 500, is only in the logs), else nowhere.
+fn log_file(test: &str, node: usize, incarnation: u64) -> Stdio {
+    match std::env::var_os("OPD_CRASH_LOG_DIR") {
+        Some(dir) => std::fs::File::create(
+            std::path::Path::new(&dir).join(format!("{test}-node-{node}-{incarnation}.log")),
+        )
+        .expect("log file")
+        .into(),
+        None => Stdio::null(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Webhook receiver
+
+/// One webhook delivery as it arrived.
+#[derive(Debug, Clone)]
+struct Arrival {
+    id: String,
+    kind: String,
+    /// `data.id`: the payment the event is about.
+    resource: String,
+    node: usize,
+    incarnation: u64,
+    at: Instant,
+}
+
+/// Records every webhook delivery (with the process that sent it) and
+/// every kill, in arrival order.
+#[derive(Default)]
+struct Hooks {
+    base: String,
+    arrivals: Mutex<Vec<Arrival>>,
+    /// When each (node, incarnation) was killed (after it was reaped).
+    kills: Mutex<HashMap<(usize, u64), Instant>>,
+    /// Deliveries that were malformed or badly signed.
+    bad: Mutex<Vec<String>>,
+}
+
+impl Hooks {
+    async fn start() -> Arc<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let hooks = Arc::new(Self {
+            base: format!("http://{}", listener.local_addr().unwrap()),
+            ..Self::default()
+        });
+        let app = axum::Router::new()
+            .route("/hook/{node}/{incarnation}", axum::routing::post(receive))
+            .with_state(hooks.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        hooks
+    }
+
+    fn url(&self, node: usize, incarnation: u64) -> String {
+        format!("{}/hook/{node}/{incarnation}", self.base)
+    }
+
+    fn killed(&self, node: usize, incarnation: u64) {
+        self.kills
+            .lock()
+            .unwrap()
+            .insert((node, incarnation), Instant::now());
+    }
+
+    fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.lock().unwrap().clone()
+    }
+}
+
+async fn receive(
+    axum::extract::State(hooks): axum::extract::State<Arc<Hooks>>,
+    axum::extract::Path((node, incarnation)): axum::extract::Path<(usize, u64)>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> StatusCode {
+    let at = Instant::now();
+    let signature = headers
+        .get("opd-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !signed_by_us(signature, &body) {
+        hooks
+            .bad
+            .lock()
+            .unwrap()
+            .push(format!("bad signature {signature:?} on {body}"));
+    }
+    let event: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    match (
+        event["id"].as_str(),
+        event["type"].as_str(),
+        event["data"]["id"].as_str(),
+    ) {
+        (Some(id), Some(kind), Some(resource)) => hooks.arrivals.lock().unwrap().push(Arrival {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            resource: resource.to_owned(),
+            node,
+            incarnation,
+            at,
+        }),
+        _ => hooks
+            .bad
+            .lock()
+            .unwrap()
+            .push(format!("malformed event {body}")),
+    }
+    // Always 2xx: a refusal would only add retries to the record.
+    StatusCode::OK
+}
+
+/// Whether `Opd-Signature: t=<ms>, v1=<hex>` is the HMAC of `<t>.<body>`.
+fn signed_by_us(header: &str, body: &str) -> bool {
+    let Some((t, v1)) = header
+        .split_once(", v1=")
+        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1)))
+    else {
+        return false;
+    };
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
+    mac.update(format!("{t}.{body}").as_bytes());
+    let want: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    want == v1
+}
+
+// ---------------------------------------------------------------------------
+// Load
+
+/// A sending wallet address and the outgoing-payment token for it.
+struct Sender {
+    url: String,
+    token: String,
+}
+
+/// Everything the load tasks share.
+struct Load {
+    payer: SigningClient,
+    /// No connection pool: a pooled connection to a killed process would
+    /// fail a request sent to its restarted successor, which is up.
+    http: reqwest::Client,
+    nodes: Arc<Vec<Arc<NodeState>>>,
+    public: String,
+    ip_token: String,
+    senders: Vec<Sender>,
+    bob: String,
+    /// Incoming payments the load completed itself (see `RACE_EVERY`).
+    raced: Mutex<HashSet<String>>,
+    /// Outgoing payments created (answered 201), to pace the kills.
+    created: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Load {
+    /// A node that is up, at random, and its incarnation; waits (bounded)
+    /// while every node is down.
+    async fn pick(&self, rng: &mut StdRng) -> (usize, u64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let up: Vec<usize> = (0..self.nodes.len())
+                .filter(|&i| !self.nodes[i].down.load(Ordering::SeqCst))
+                .collect();
+            if !up.is_empty() {
+                let i = up[rng.gen_range(0..up.len())];
+                return (i, self.nodes[i].incarnation.load(Ordering::SeqCst));
+            }
+            assert!(Instant::now() < deadline, "no node came back up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
-    /// Incoming payment, quote, outgoing payment; any step may fail.
-    async fn one_payment(&self, n: u64) -> Option<String> {
+    /// Sends a signed request for `url` (a public URL) to a live node.
+    /// `None`: the connection broke because that node was killed meanwhile.
+    /// A connection error from a node that is still the one that was
+    /// picked and not marked down fails the test.
+    async fn call(
+        &self,
+        rng: &mut StdRng,
+        method: Method,
+        url: &str,
+        token: &str,
+        body: Option<&Value>,
+    ) -> Option<Reply> {
+        let (i, incarnation) = self.pick(rng).await;
+        let node = &self.nodes[i];
+        let path = url
+            .strip_prefix(&self.public)
+            .unwrap_or_else(|| panic!("{url} is not under {}", self.public));
+        let bytes = body.map(|b| serde_json::to_vec(b).unwrap());
+        let headers = self.payer.sign(&method, url, Some(token), bytes.as_deref());
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", node.base))
+            .headers(headers);
+        if let Some(b) = bytes {
+            req = req.body(b);
+        }
+        let answer = async {
+            let r = req.send().await?;
+            let status = r.status();
+            let headers = r.headers().clone();
+            Ok::<_, reqwest::Error>((status, headers, r.text().await?))
+        }
+        .await;
+        match answer {
+            Ok((status, headers, text)) => {
+                let body = if text.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&text).unwrap_or_else(|_| {
+                        panic!("{method} {url} on node {i}: {status}, not JSON: {text:?}")
+                    })
+                };
+                Some(Reply {
+                    status,
+                    headers,
+                    body,
+                })
+            }
+            Err(_)
+                if node.down.load(Ordering::SeqCst)
+                    || node.incarnation.load(Ordering::SeqCst) != incarnation =>
+            {
+                None
+            }
+            Err(e) => panic!("{method} {url} on node {i}, which is up: {e}"),
+        }
+    }
+
+    /// `call` that must answer `want`; any other status fails the test.
+    async fn expect(
+        &self,
+        rng: &mut StdRng,
+        method: Method,
+        url: &str,
+        token: &str,
+        body: Option<&Value>,
+        want: StatusCode,
+    ) -> Option<Value> {
+        let r = self.call(rng, method.clone(), url, token, body).await?;
+        assert_eq!(r.status, want, "{method} {url} {body:?}: {}", r.body);
+        Some(r.body)
+    }
+
+    /// Incoming payment, quote, outgoing payment (and for every
+    /// `RACE_EVERY`-th, completing the incoming payment at once). `None`
+    /// when a node died under a step; the payment is then abandoned (what
+    /// it left behind is found by listing).
+    async fn one_payment(&self, rng: &mut StdRng, n: u64) -> Option<()> {
+        let sender = &self.senders[usize::try_from(n).unwrap() % self.senders.len()];
         let amount =
             json!({ "value": (100 + n % 50).to_string(), "assetCode": "USD", "assetScale": 2 });
         let ip = self
-            .ok(
+            .expect(
+                rng,
                 Method::POST,
-                "incoming-payments",
+                &format!("{}/incoming-payments", self.public),
                 &self.ip_token,
-                json!({ "walletAddress": self.bob, "incomingAmount": amount }),
+                // `n` makes the body, and so the signature, unique: the
+                // test client reuses `created` values within the freshness
+                // window, and an identical signed request is a replay.
+                Some(&json!({ "walletAddress": self.bob, "incomingAmount": amount, "metadata": { "n": n } })),
+                StatusCode::CREATED,
             )
             .await?;
+        let ip = ip["id"].as_str().unwrap().to_owned();
         let q = self
-            .ok(
+            .expect(
+                rng,
                 Method::POST,
-                "quotes",
+                &format!("{}/quotes", self.public),
                 &self.ip_token,
-                json!({ "walletAddress": self.alice, "receiver": ip["id"], "method": "ilp" }),
+                Some(&json!({ "walletAddress": sender.url, "receiver": ip, "method": "ilp" })),
+                StatusCode::CREATED,
             )
             .await?;
-        let p = self
-            .ok(
-                Method::POST,
-                "outgoing-payments",
-                &self.pay_token,
-                json!({ "walletAddress": self.alice, "quoteId": q["id"] }),
-            )
-            .await?;
-        p["id"].as_str().map(str::to_owned)
+        self.expect(
+            rng,
+            Method::POST,
+            &format!("{}/outgoing-payments", self.public),
+            &sender.token,
+            Some(&json!({ "walletAddress": sender.url, "quoteId": q["id"] })),
+            StatusCode::CREATED,
+        )
+        .await?;
+        self.created.fetch_add(1, Ordering::SeqCst);
+        if n.is_multiple_of(RACE_EVERY) {
+            // Recorded before the request: the completion may take effect
+            // even if the answer is lost to a kill.
+            self.raced.lock().unwrap().insert(ip.clone());
+            let done = self
+                .expect(
+                    rng,
+                    Method::POST,
+                    &format!("{ip}/complete"),
+                    &self.ip_token,
+                    None,
+                    StatusCode::OK,
+                )
+                .await?;
+            assert_eq!(done["completed"], true, "{done}");
+        }
+        Some(())
     }
 
-    /// Every page of a list.
-    async fn all(&self, collection: &str, token: &str) -> Vec<Value> {
+    /// Every page of a list; all nodes are up by now, so a broken
+    /// connection fails the test.
+    async fn all(&self, collection: &str, wallet: &str, token: &str) -> Vec<Value> {
+        let mut rng = StdRng::seed_from_u64(0);
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let mut path = format!(
-                "{collection}?wallet-address={}&first=100",
-                urlencode(if collection == "incoming-payments" {
-                    &self.bob
-                } else {
-                    &self.alice
-                })
+            let mut url = format!(
+                "{}/{collection}?wallet-address={}&first=100",
+                self.public,
+                urlencode(wallet)
             );
             if let Some(c) = &cursor {
-                path.push_str(&format!("&cursor={c}"));
+                url.push_str(&format!("&cursor={c}"));
             }
-            let url = format!("{}/{path}", self.base);
-            let r = self
-                .payer
-                .try_send(Method::GET, &url, Some(token), None)
+            let page = self
+                .expect(&mut rng, Method::GET, &url, token, None, StatusCode::OK)
                 .await
-                .expect("list");
-            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-            out.extend(r.body["result"].as_array().unwrap().iter().cloned());
-            if r.body["pagination"]["hasNextPage"] != true {
+                .expect("every node is up");
+            out.extend(page["result"].as_array().unwrap().iter().cloned());
+            if page["pagination"]["hasNextPage"] != true {
                 return out;
             }
-            cursor = r.body["pagination"]["endCursor"]
-                .as_str()
-                .map(str::to_owned);
+            cursor = page["pagination"]["endCursor"].as_str().map(str::to_owned);
         }
     }
 }
@@ -216,27 +603,12 @@ fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// A webhook receiver recording the events it got.
-async fn hook_receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let store = seen.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |body: String| {
-            let store = store.clone();
-            async move {
-                if let Ok(v) = serde_json::from_str::<Value>(&body) {
-                    store.lock().unwrap().push(v);
-                }
-                StatusCode::OK
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, seen)
+fn value_of(amount: &Value) -> u64 {
+    amount["value"].as_str().unwrap().parse().unwrap()
 }
+
+// ---------------------------------------------------------------------------
+// Tests
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_at_random_moments_sqlite() {
@@ -245,40 +617,57 @@ async fn killed_at_random_moments_sqlite() {
         "sqlite://{}?mode=rwc",
         dir.path().join("crash.sqlite").display()
     );
-    crash_test(url, 11).await;
+    crash_test("sqlite", url, 1, 6, 11).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_at_random_moments_postgres() {
-    crash_test(opd_testkit::pg::fresh_schema_url().await, 12).await;
+    crash_test(
+        "postgres",
+        opd_testkit::pg::fresh_schema_url().await,
+        1,
+        6,
+        12,
+    )
+    .await;
 }
 
-async fn crash_test(database_url: String, seed: u64) {
-    let (hook, events) = hook_receiver().await;
-    let mut server = Server::new(database_url, &hook);
-    server.start().await;
+/// Three nodes on one database, requests spread over them, a random one
+/// killed each round. Fails today, in every run: every node delivers the
+/// same due webhook events (no claim on the outbox), so ids arrive twice
+/// from live processes. Also, in most runs: PostgreSQL reports a deadlock
+/// between creating an outgoing payment (grant spending row, then the
+/// wallet's ledger account) and failing one (ledger accounts, then the
+/// grant spending row), and the create answers 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs issue 10 item 3: outbox claims and shared replay state across nodes"]
+async fn three_nodes_killed_at_random_moments_postgres() {
+    crash_test(
+        "three-nodes",
+        opd_testkit::pg::fresh_schema_url().await,
+        3,
+        9,
+        13,
+    )
+    .await;
+}
 
-    // Setup (before any kill).
-    let mut wallet = |path: &'static str| {
-        let s = &server;
-        async move {
-            let (status, v) = s
-                .admin(
-                    Method::POST,
-                    "/wallet-addresses",
-                    Some(&json!({ "path": path, "assetCode": "USD", "assetScale": 2 })),
-                )
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{v}");
-            v["url"].as_str().unwrap().to_owned()
-        }
-    };
-    let alice = wallet("alice").await;
-    let bob = wallet("bob").await;
-    let payer_url = wallet("payer").await;
-    let _ = &mut wallet;
+/// `nodes` processes on `database_url`, `kills` random kills, the rest
+/// decided by `seed`; `name` names the log files.
+async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize, seed: u64) {
+    let hooks = Hooks::start().await;
+    let mut cluster = Cluster::new(name, database_url, nodes, hooks.clone());
+    for i in 0..nodes {
+        cluster.start(i).await;
+    }
+
+    // Setup (before any kill): two senders, a receiver, a client.
+    let alice = cluster.create_wallet("alice").await;
+    let carol = cluster.create_wallet("carol").await;
+    let bob = cluster.create_wallet("bob").await;
+    let payer_url = cluster.create_wallet("payer").await;
     let payer = SigningClient::new(&payer_url, "payer-key", 51);
-    let (s, v) = server
+    let (s, v) = cluster
         .admin(
             Method::POST,
             "/wallet-addresses/payer/keys",
@@ -286,140 +675,241 @@ async fn crash_test(database_url: String, seed: u64) {
         )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    let (s, v) = server
-        .admin(
-            Method::POST,
-            "/wallet-addresses/alice/deposits",
-            Some(&json!({ "amount": "100000000", "idempotencyKey": "seed" })),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let deposits: HashMap<&str, u64> = HashMap::from([
+        ("alice", 100_000_000),
+        ("carol", 50_000_000),
+        ("bob", 0),
+        ("payer", 0),
+    ]);
+    for (path, amount) in &deposits {
+        if *amount > 0 {
+            let (s, v) = cluster
+                .admin(
+                    Method::POST,
+                    &format!("/wallet-addresses/{path}/deposits"),
+                    Some(&json!({ "amount": amount.to_string(), "idempotencyKey": format!("seed-{path}") })),
+                )
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{v}");
+        }
+    }
     let ip_token = grant_token_at(
-        &server.auth,
+        &cluster.auth_public,
         &payer,
         json!([
-            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
+            { "type": "incoming-payment", "actions": ["create", "read", "list", "complete"] },
             { "type": "quote", "actions": ["create", "read"] }
         ]),
     )
     .await;
-    let pay_token = outgoing_token_at(&server.auth, &payer, &alice, Value::Null).await;
-    let client = Arc::new(Client {
+    let mut senders = Vec::new();
+    for url in [&alice, &carol] {
+        let token = outgoing_token_at(&cluster.auth_public, &payer, url, Value::Null).await;
+        senders.push(Sender {
+            url: url.clone(),
+            token,
+        });
+    }
+    let load = Arc::new(Load {
         payer,
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+        nodes: cluster.states.clone(),
+        public: cluster.public.clone(),
         ip_token,
-        pay_token,
-        alice,
+        senders,
         bob,
-        base: server.base.clone(),
+        raced: Mutex::default(),
+        created: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
     });
 
-    // Rounds: load, kill at a random moment, restart.
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut n = 0u64;
-    for _round in 0..6 {
-        let load = {
-            let client = client.clone();
-            let first = n;
+    // Load, all along: each task creates payments one after another.
+    let tasks: Vec<_> = (0..LOAD_TASKS)
+        .map(|t| {
+            let load = load.clone();
             tokio::spawn(async move {
-                // Until the server dies under it.
-                for i in first..first + 100_000 {
-                    if client.one_payment(i).await.is_none() {
-                        // The server is down: wait for the next round.
-                        return;
-                    }
+                let mut rng = StdRng::seed_from_u64(seed * 100 + t);
+                let mut n = t * 1_000_000;
+                while !load.stop.load(Ordering::SeqCst) {
+                    let _ = load.one_payment(&mut rng, n).await;
+                    n += 1;
                 }
             })
-        };
-        n += 100_000;
+        })
+        .collect();
+
+    // Kill a random node at a random moment once the load is under way
+    // (a few payments created since the last restart), restart it; again.
+    let mut rng = StdRng::seed_from_u64(seed);
+    'rounds: for _ in 0..kills {
+        let before = load.created.load(Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while load.created.load(Ordering::SeqCst) < before + 2 {
+            if tasks.iter().any(tokio::task::JoinHandle::is_finished) {
+                // A load task panicked: stop and report its panic below.
+                break 'rounds;
+            }
+            assert!(Instant::now() < deadline, "the load created no payments");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         tokio::time::sleep(Duration::from_millis(rng.gen_range(20..400))).await;
-        server.kill();
-        let _ = load.await;
-        server.start().await;
+        let victim = rng.gen_range(0..nodes);
+        cluster.kill(victim);
+        cluster.start(victim).await;
+    }
+    load.stop.store(true, Ordering::SeqCst);
+    // A failed assertion in a load task fails the test with its own
+    // message; the other tasks are let finish first, so that the nodes
+    // going away under them adds no noise.
+    let mut first_panic = None;
+    for task in tasks {
+        match task.await {
+            Ok(()) => {}
+            Err(e) if e.is_panic() => {
+                first_panic.get_or_insert(e.into_panic());
+            }
+            Err(e) => panic!("load task: {e}"),
+        }
+    }
+    if let Some(p) = first_panic {
+        std::panic::resume_unwind(p);
     }
 
-    // Let the restarted server finish: no payment left sending, every
-    // completion's webhook delivered.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (payments, incoming) = loop {
-        let payments = client.all("outgoing-payments", &client.pay_token).await;
+    // Let the servers finish: no payment left to send, and every event the
+    // payments imply delivered. A payment claimed by a killed worker waits
+    // out its 30 s lease, hence the deadline.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (payments, incoming, expected_events) = loop {
+        let mut payments = Vec::new();
+        for s in &load.senders {
+            payments.extend(load.all("outgoing-payments", &s.url, &s.token).await);
+        }
+        let incoming = load
+            .all("incoming-payments", &load.bob, &load.ip_token)
+            .await;
         let pending = payments
             .iter()
             .filter(|p| p["failed"] == false && p["sentAmount"]["value"] == "0")
             .count();
-        let completed: HashSet<String> = payments
-            .iter()
-            .filter(|p| p["failed"] == false && p["sentAmount"]["value"] != "0")
-            .map(|p| p["id"].as_str().unwrap().to_owned())
+        let mut expected: BTreeSet<(String, String)> = BTreeSet::new();
+        for p in &payments {
+            let id = p["id"].as_str().unwrap().to_owned();
+            expected.insert(("outgoing_payment.created".into(), id.clone()));
+            if p["failed"] == true {
+                expected.insert(("outgoing_payment.failed".into(), id));
+            } else if p["sentAmount"]["value"] != "0" {
+                expected.insert(("outgoing_payment.completed".into(), id));
+            }
+        }
+        for ip in &incoming {
+            let id = ip["id"].as_str().unwrap().to_owned();
+            expected.insert(("incoming_payment.created".into(), id.clone()));
+            if ip["completed"] == true {
+                expected.insert(("incoming_payment.completed".into(), id));
+            }
+        }
+        let arrived: BTreeSet<(String, String)> = hooks
+            .arrivals()
+            .into_iter()
+            .map(|a| (a.kind, a.resource))
             .collect();
-        let notified: HashSet<String> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e["type"] == "outgoing_payment.completed")
-            .map(|e| e["data"]["id"].as_str().unwrap().to_owned())
-            .collect();
-        if pending == 0 && completed.is_subset(&notified) {
-            break (
-                payments,
-                client.all("incoming-payments", &client.ip_token).await,
-            );
+        let missing = expected.difference(&arrived).count();
+        if pending == 0 && missing == 0 {
+            break (payments, incoming, expected);
         }
         assert!(
             Instant::now() < deadline,
-            "{pending} payments still sending, {} webhooks missing",
-            completed.difference(&notified).count()
+            "{pending} payments still sending, {missing} webhook events missing"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let raced = load.raced.lock().unwrap().clone();
+    let failed: Vec<&Value> = payments.iter().filter(|p| p["failed"] == true).collect();
+    eprintln!(
+        "crash test ({nodes} node(s), {kills} kills): {} payments ({} failed, {} raced), \
+         {} incoming payments, {} webhook deliveries",
+        payments.len(),
+        failed.len(),
+        payments
+            .iter()
+            .filter(|p| raced.contains(p["receiver"].as_str().unwrap()))
+            .count(),
+        incoming.len(),
+        hooks.arrivals().len()
+    );
+    // Enough load that the kills hit work in flight (each kill waited for
+    // two new payments).
     assert!(
-        payments.len() >= 12,
+        payments.len() >= 2 * kills,
         "the load created payments ({})",
         payments.len()
     );
-    let failed = payments.iter().filter(|p| p["failed"] == true).count();
-    eprintln!(
-        "crash test: {} payments ({failed} failed), {} incoming payments, {} webhook deliveries",
-        payments.len(),
-        incoming.len(),
-        events.lock().unwrap().len()
-    );
 
     // Each incoming payment received exactly what completed payments to it
-    // delivered: nothing twice, nothing lost.
+    // delivered: nothing twice, nothing lost. A failed payment sent nothing.
     let mut delivered: HashMap<String, u64> = HashMap::new();
+    let mut debited: HashMap<String, u64> = HashMap::new();
     for p in &payments {
-        if p["failed"] == false {
-            assert_eq!(
-                p["sentAmount"], p["debitAmount"],
-                "no fee: everything debited was sent"
-            );
-            *delivered
-                .entry(p["receiver"].as_str().unwrap().to_owned())
-                .or_default() += p["receiveAmount"]["value"]
-                .as_str()
-                .unwrap()
-                .parse::<u64>()
-                .unwrap();
+        if p["failed"] == true {
+            assert_eq!(p["sentAmount"]["value"], "0", "a failed payment: {p}");
+            continue;
         }
+        assert_eq!(
+            p["sentAmount"], p["debitAmount"],
+            "no fee: everything debited was sent: {p}"
+        );
+        *delivered
+            .entry(p["receiver"].as_str().unwrap().to_owned())
+            .or_default() += value_of(&p["receiveAmount"]);
+        *debited
+            .entry(p["walletAddress"].as_str().unwrap().to_owned())
+            .or_default() += value_of(&p["debitAmount"]);
     }
     for ip in &incoming {
-        let received: u64 = ip["receivedAmount"]["value"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let expected = delivered
-            .get(ip["id"].as_str().unwrap())
+        let id = ip["id"].as_str().unwrap();
+        assert_eq!(
+            value_of(&ip["receivedAmount"]),
+            delivered.get(id).copied().unwrap_or(0),
+            "incoming payment {id}"
+        );
+    }
+
+    // Every wallet address holds its deposits minus what its completed
+    // payments debited; failed payments gave everything back. (Money
+    // received stays on the incoming payments' accounts.)
+    for (path, deposited) in &deposits {
+        let (s, v) = cluster
+            .admin(
+                Method::GET,
+                &format!("/wallet-addresses/{path}/balance"),
+                None,
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let spent = debited
+            .get(&format!("{}/{path}", cluster.public))
             .copied()
             .unwrap_or(0);
-        assert_eq!(received, expected, "incoming payment {}", ip["id"]);
+        assert_eq!(
+            value_of(&v["balance"]),
+            deposited - spent,
+            "balance of {path}: deposited {deposited}, completed payments debited {spent}"
+        );
     }
-    server.kill();
+
+    assert_webhooks(&hooks, &expected_events);
+    cluster.kill_all();
+
+    assert_failure_reasons(&cluster.database_url, &payments, &raced).await;
 
     // The ledger adds up, checked by the operator's command.
     let out = Command::new(env!("CARGO_BIN_EXE_opd"))
-        .args(["check", &format!("--database-url={}", server.database_url)])
-        .current_dir(server.dir.path())
+        .args(["check", &format!("--database-url={}", cluster.database_url)])
+        .current_dir(cluster.nodes[0].dir.path())
         .env_remove("OPD_CONFIG")
         .output()
         .unwrap();
@@ -430,4 +920,107 @@ async fn crash_test(database_url: String, seed: u64) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("ledger balanced"));
+}
+
+/// Webhooks: exactly the events the payments imply, one event id per
+/// event, each id delivered once; a second delivery of an id only by a
+/// process started after the one that delivered it first was killed (that
+/// one may have died after the receiver answered and before it recorded
+/// the delivery). Nothing looser: a live process delivering an id again,
+/// or two live nodes delivering the same one, fails.
+fn assert_webhooks(hooks: &Hooks, expected: &BTreeSet<(String, String)>) {
+    let bad = hooks.bad.lock().unwrap().clone();
+    assert!(bad.is_empty(), "bad webhook deliveries: {bad:#?}");
+    let arrivals = hooks.arrivals();
+    let kills_at = hooks.kills.lock().unwrap().clone();
+    let mut by_id: HashMap<&str, Vec<&Arrival>> = HashMap::new();
+    let mut ids_of: HashMap<(&str, &str), BTreeSet<&str>> = HashMap::new();
+    for a in &arrivals {
+        by_id.entry(&a.id).or_default().push(a);
+        ids_of
+            .entry((&a.kind, &a.resource))
+            .or_default()
+            .insert(&a.id);
+    }
+    for (id, list) in &mut by_id {
+        list.sort_by_key(|a| a.at);
+        for pair in list.windows(2) {
+            let (first, again) = (pair[0], pair[1]);
+            let killed_before = kills_at
+                .get(&(first.node, first.incarnation))
+                .is_some_and(|k| *k < again.at);
+            assert!(
+                killed_before,
+                "webhook event {id} ({} of {}) delivered again by node {} (process {}) \
+                 {:?} after node {} (process {}) delivered it, and that process was not \
+                 killed in between",
+                first.kind,
+                first.resource,
+                again.node,
+                again.incarnation,
+                again.at - first.at,
+                first.node,
+                first.incarnation
+            );
+        }
+    }
+    for ((kind, resource), ids) in &ids_of {
+        assert_eq!(
+            ids.len(),
+            1,
+            "one event per change: {kind} of {resource} has ids {ids:?}"
+        );
+    }
+    let arrived: BTreeSet<(String, String)> = arrivals
+        .iter()
+        .map(|a| (a.kind.clone(), a.resource.clone()))
+        .collect();
+    assert_eq!(
+        arrived.difference(expected).collect::<Vec<_>>(),
+        Vec::<&(String, String)>::new(),
+        "webhook events for changes that did not happen"
+    );
+}
+
+/// Why payments failed: the reason the worker recorded, which must be one
+/// the test can explain; and the failures the test did not provoke stay
+/// under `MAX_FAILED_PERCENT`. The reason is not in the API, so it is read
+/// from the database (once the servers are gone).
+async fn assert_failure_reasons(database_url: &str, payments: &[Value], raced: &HashSet<String>) {
+    let store = opd_store::connect(&opd_store::ConnectOptions::new(database_url.to_owned()))
+        .await
+        .unwrap();
+    let mut plain = (0usize, 0usize); // (payments, failed)
+    for p in payments {
+        let is_raced = raced.contains(p["receiver"].as_str().unwrap());
+        if !is_raced {
+            plain.0 += 1;
+        }
+        if p["failed"] != true {
+            continue;
+        }
+        let url = p["id"].as_str().unwrap();
+        let id = opd_core::OutgoingPaymentId::parse(url.rsplit('/').next().unwrap()).unwrap();
+        let record = store.get_outgoing_payment(id).await.unwrap().unwrap();
+        let reason = record.error.unwrap_or_default();
+        let allowed = if is_raced {
+            RACE_REASONS
+        } else {
+            CRASH_REASONS
+        };
+        assert!(
+            allowed.contains(&reason.as_str()),
+            "payment {url} failed with {reason:?} (raced: {is_raced}); expected one of {allowed:?}"
+        );
+        if !is_raced {
+            plain.1 += 1;
+        }
+    }
+    assert!(
+        plain.1 * 100 <= plain.0 * MAX_FAILED_PERCENT,
+        "{} of {} payments failed (at most {MAX_FAILED_PERCENT} % may)",
+        plain.1,
+        plain.0
+    );
+    drop(store);
 }

@@ -2,14 +2,18 @@
 //! interactive outgoing-payment grants approved through the built-in consent
 //! page (driven as a browser would) and through the identity-provider API,
 //! the finish hash, continuation, polling, rotation, revocation and
-//! cancellation.
+//! cancellation. Every refusal is asserted exactly: status, `error.code`
+//! and `error.description` (and, for the GNAP endpoints, validated against
+//! the spec where it documents the status).
 
 use base64::Engine;
 use opd_testkit::app::{Db, TestApp};
-use opd_testkit::client::SigningClient;
+use opd_testkit::client::{Reply, SigningClient};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+
+use crate::spec_reply;
 
 const IDP_SECRET: &str = "idp-secret-for-tests-0123";
 const PASSWORD: &str = "correct horse battery";
@@ -70,6 +74,36 @@ async fn ask(w: &World, body: &Value) -> Value {
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body
+}
+
+/// Asserts an error answer exactly: status, `error.code` and
+/// `error.description`.
+#[track_caller]
+fn assert_error_exactly(status: StatusCode, body: &Value, want: (u16, &str, &str)) {
+    assert_eq!(
+        (
+            status.as_u16(),
+            body["error"]["code"].as_str(),
+            body["error"]["description"].as_str()
+        ),
+        (want.0, Some(want.1), Some(want.2)),
+        "{body}"
+    );
+}
+
+/// `assert_error_exactly` for the answer to a signed GNAP request
+/// (`method url`), whose body is also validated against the spec where the
+/// operation documents the status.
+#[track_caller]
+fn assert_gnap_error(w: &World, method: Method, url: &str, r: &Reply, want: (u16, &str, &str)) {
+    spec_reply(&w.app.base, &w.app.auth, &method, url, r.status, &r.body);
+    assert_error_exactly(r.status, &r.body, want);
+}
+
+/// The status and JSON body of a browser or IdP-API answer.
+async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
+    let status = r.status();
+    (status, r.json().await.unwrap())
 }
 
 fn location(resp: &reqwest::Response) -> String {
@@ -186,6 +220,11 @@ async fn interactive_grant_flow(db: Db) {
     // A wrong password keeps the user on the page.
     let wrong = consent_in_browser(&w, redirect, "not the password", "approve").await;
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let page = wrong.text().await.unwrap();
+    assert!(
+        page.contains("Wrong password.") && page.contains("<form"),
+        "{page}"
+    );
 
     let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
@@ -210,8 +249,17 @@ async fn interactive_grant_flow(db: Db) {
             Some(&json!({ "interact_ref": interact_ref })),
         )
         .await;
-    assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(bad.body["error"]["code"], "invalid_continuation");
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        continue_uri,
+        &bad,
+        (
+            401,
+            "invalid_continuation",
+            "invalid continuation token or grant",
+        ),
+    );
 
     let granted = w
         .shop
@@ -255,8 +303,17 @@ async fn interactive_grant_flow(db: Db) {
             Some(&json!({ "interact_ref": interact_ref })),
         )
         .await;
-    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(again.body["error"]["code"], "invalid_continuation");
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        continue_uri,
+        &again,
+        (
+            401,
+            "invalid_continuation",
+            "invalid continuation token or grant",
+        ),
+    );
 
     // Rotate: the old token stops working, the new one works.
     let rotated = w.shop.send(Method::POST, &manage, Some(&token), None).await;
@@ -278,17 +335,26 @@ async fn interactive_grant_flow(db: Db) {
     assert_eq!(introspect(&w.app, &token).await["active"], false);
     assert_eq!(introspect(&w.app, &new_token).await["active"], true);
     let stale = w.shop.send(Method::POST, &manage, Some(&token), None).await;
-    assert_eq!(
-        stale.status,
-        StatusCode::UNAUTHORIZED,
-        "a rotated-away token cannot rotate"
+    // A rotated-away token cannot rotate.
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &manage,
+        &stale,
+        (401, "invalid_client", "invalid access token"),
     );
     // Another client's token cannot manage this one.
     let (other, other_token) = w.app.client.as_ref().unwrap();
     let foreign = other
         .send(Method::DELETE, &new_manage, Some(other_token), None)
         .await;
-    assert_eq!(foreign.status, StatusCode::UNAUTHORIZED);
+    assert_gnap_error(
+        &w,
+        Method::DELETE,
+        &new_manage,
+        &foreign,
+        (401, "invalid_client", "invalid access token"),
+    );
 
     // Revoke.
     let revoked = w
@@ -309,8 +375,12 @@ async fn identity_provider_api_approves_and_rejection_redirects() {
     let (nonce, id) = (parts[0], parts[1]);
     let idp = format!("{}/idp/interactions/{id}/{nonce}", w.app.auth);
 
-    let unauthorized = w.browser.get(&idp).send().await.unwrap();
-    assert_eq!(unauthorized.status(), StatusCode::UNAUTHORIZED);
+    let (s, v) = json_of(w.browser.get(&idp).send().await.unwrap()).await;
+    assert_error_exactly(
+        s,
+        &v,
+        (401, "invalid_request", "x-idp-secret is missing or wrong"),
+    );
     let details: Value = w
         .browser
         .get(&idp)
@@ -339,10 +409,16 @@ async fn identity_provider_api_approves_and_rejection_redirects() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        twice.status(),
-        StatusCode::BAD_REQUEST,
-        "an interaction is decided once"
+    // An interaction is decided once.
+    let (s, v) = json_of(twice).await;
+    assert_error_exactly(
+        s,
+        &v,
+        (
+            400,
+            "invalid_interaction",
+            "the interaction is no longer pending",
+        ),
     );
     let finish = w
         .browser
@@ -376,11 +452,15 @@ async fn identity_provider_api_approves_and_rejection_redirects() {
     )
     .await;
     assert_eq!(query(&location(&rejected))["result"], "grant_rejected");
+    let continue_uri = pending["continue"]["uri"].as_str().unwrap();
+    // After the advertised wait, so that the answer is about the rejection
+    // and not `too_fast`.
+    w.app.clock.advance_millis(6_000);
     let nothing = w
         .shop
         .send(
             Method::POST,
-            pending["continue"]["uri"].as_str().unwrap(),
+            continue_uri,
             Some(
                 pending["continue"]["access_token"]["value"]
                     .as_str()
@@ -389,7 +469,17 @@ async fn identity_provider_api_approves_and_rejection_redirects() {
             None,
         )
         .await;
-    assert!(nothing.status.is_client_error(), "{}", nothing.body);
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        continue_uri,
+        &nothing,
+        (
+            401,
+            "request_denied",
+            "grant cannot be polled; continue with the interact_ref",
+        ),
+    );
 
     // Cancel a pending grant.
     let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "n-4")).await;
@@ -425,8 +515,17 @@ async fn polling_honours_wait_and_interactions_expire() {
         .to_owned();
     assert_eq!(pending["continue"]["wait"], 5);
     let early = w.shop.send(Method::POST, &uri, Some(&token), None).await;
-    assert_eq!(early.status, StatusCode::BAD_REQUEST);
-    assert_eq!(early.body["error"]["code"], "too_fast");
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &uri,
+        &early,
+        (
+            400,
+            "too_fast",
+            "continued too fast; wait 5 seconds between continuation requests",
+        ),
+    );
     w.app.clock.advance_millis(6_000);
     let still = w.shop.send(Method::POST, &uri, Some(&token), None).await;
     assert_eq!(still.status, StatusCode::OK, "{}", still.body);
@@ -473,9 +572,16 @@ async fn grant_requests_are_validated_and_signed() {
         .shop
         .send(Method::POST, &grant_url, None, Some(&body))
         .await;
-    assert_eq!(
-        (r.status, r.body["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_request"))
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &grant_url,
+        &r,
+        (
+            400,
+            "invalid_request",
+            "this grant needs interaction: interact.start must contain \"redirect\"",
+        ),
     );
     // Both amount limits.
     let mut body = outgoing_grant(&w, Some(FINISH), "n");
@@ -485,7 +591,17 @@ async fn grant_requests_are_validated_and_signed() {
         .shop
         .send(Method::POST, &grant_url, None, Some(&body))
         .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &grant_url,
+        &r,
+        (
+            400,
+            "invalid_request",
+            "only one of debitAmount and receiveAmount may be given",
+        ),
+    );
     // Access to a wallet address on another server.
     let mut body = outgoing_grant(&w, Some(FINISH), "n");
     body["access_token"]["access"][0]["identifier"] = json!("https://elsewhere.example/alice");
@@ -493,7 +609,17 @@ async fn grant_requests_are_validated_and_signed() {
         .shop
         .send(Method::POST, &grant_url, None, Some(&body))
         .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &grant_url,
+        &r,
+        (
+            400,
+            "invalid_request",
+            "identifier https://elsewhere.example/alice is not a wallet address on this server",
+        ),
+    );
     // A key the client's JWKS does not have.
     let impostor = SigningClient::new(&w.shop.wallet_address, "unknown-kid", 99);
     let r = impostor
@@ -504,9 +630,16 @@ async fn grant_requests_are_validated_and_signed() {
             Some(&outgoing_grant(&w, Some(FINISH), "n")),
         )
         .await;
-    assert_eq!(
-        (r.status, r.body["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_client"))
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &grant_url,
+        &r,
+        (
+            400,
+            "invalid_client",
+            "key \"unknown-kid\" is not in the client's key set",
+        ),
     );
     // The client's kid, the wrong key.
     let forger = SigningClient::new(&w.shop.wallet_address, "shop-key", 98);
@@ -518,9 +651,16 @@ async fn grant_requests_are_validated_and_signed() {
             Some(&outgoing_grant(&w, Some(FINISH), "n")),
         )
         .await;
-    assert_eq!(
-        (r.status, r.body["error"]["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("invalid_client"))
+    assert_gnap_error(
+        &w,
+        Method::POST,
+        &grant_url,
+        &r,
+        (
+            401,
+            "invalid_client",
+            "Signature validation error: signature does not verify",
+        ),
     );
     // Unsigned.
     let r = w
@@ -530,7 +670,17 @@ async fn grant_requests_are_validated_and_signed() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (s, v) = json_of(r).await;
+    spec_reply(&w.app.base, &w.app.auth, &Method::POST, &grant_url, s, &v);
+    assert_error_exactly(
+        s,
+        &v,
+        (
+            401,
+            "invalid_client",
+            "Signature validation error: missing Signature-Input header",
+        ),
+    );
     // A directed-identity (jwk) client may take non-interactive grants.
     let jwk_client = SigningClient::new("", "directed", 77);
     let body = json!({
@@ -581,8 +731,5 @@ async fn a_resource_server_can_introspect_at_a_separate_authorization_server() {
             None,
         )
         .await;
-    assert_eq!(
-        (r.status, r.body["error"]["description"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("Invalid Token"))
-    );
+    assert_error_exactly(r.status, &r.body, (401, "invalid_token", "Invalid Token"));
 }
