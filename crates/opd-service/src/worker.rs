@@ -70,9 +70,29 @@ async fn fail(
     Ok(Step::Failed(p.id, reason))
 }
 
-/// Sends the next due outgoing payment, if any.
+/// Sends the next due outgoing payment, if any. In external funding mode,
+/// payments still waiting for outside funds when their quote expires fail
+/// first (otherwise that check runs in the expiry loop, for payments left
+/// from a time the mode was on, and costs a payment nothing).
 pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let now = services.clock.now();
+    if services.config.external_funding {
+        let due = services
+            .store
+            .unfunded_expired_outgoing_payments(now, 1)
+            .await?;
+        if let Some(p) = match due.first() {
+            Some(id) => services.store.get_outgoing_payment(*id).await?,
+            None => None,
+        } {
+            return fail(
+                services,
+                &p,
+                "the payment was not funded before its quote expired".into(),
+            )
+            .await;
+        }
+    }
     let Some(p) = services
         .store
         .claim_due_outgoing_payment(now, LEASE_MS)

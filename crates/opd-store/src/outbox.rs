@@ -39,10 +39,16 @@ pub trait OutboxStore: Send + Sync {
     ) -> StoreResult<()>;
 }
 
-static INSERT_EVENT: Stmt = Stmt::new(&[
-    "INSERT INTO webhook_events (id, kind, data, attempts, next_attempt_at, delivered_at, \
-     last_error, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-]);
+const INSERT_EVENTS: &str = "INSERT INTO webhook_events (id, kind, data, attempts, \
+    next_attempt_at, delivered_at, last_error, created_at) VALUES ";
+const EVENT_ROW: &str = "(?, ?, ?, ?, ?, ?, NULL, ?)";
+
+/// Inserts of one, two and three events: a change queues up to three, in
+/// one statement (one round trip on PostgreSQL).
+static INSERT_EVENT: Stmt = Stmt::new(&[INSERT_EVENTS, EVENT_ROW]);
+static INSERT_EVENTS_2: Stmt = Stmt::new(&[INSERT_EVENTS, EVENT_ROW, ", ", EVENT_ROW]);
+static INSERT_EVENTS_3: Stmt =
+    Stmt::new(&[INSERT_EVENTS, EVENT_ROW, ", ", EVENT_ROW, ", ", EVENT_ROW]);
 static DUE_EVENTS: Stmt = Stmt::new(&[
     "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, created_at FROM webhook_events \
      WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
@@ -59,21 +65,36 @@ static CLAIM_EVENTS: Stmt = Stmt::new(&[
      RETURNING id, kind, data, attempts, next_attempt_at, delivered_at, created_at",
 ]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_EVENT, &DUE_EVENTS, &ATTEMPTED, &CLAIM_EVENTS];
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INSERT_EVENT,
+    &INSERT_EVENTS_2,
+    &INSERT_EVENTS_3,
+    &DUE_EVENTS,
+    &ATTEMPTED,
+    &CLAIM_EVENTS,
+];
 
 /// Queues `events` inside the caller's transaction.
 pub(crate) async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) -> StoreResult<()> {
-    for e in events {
-        let params = params![
-            &e.id,
-            e.kind.as_str(),
-            &e.data,
-            e.attempts,
-            e.next_attempt_at,
-            e.delivered_at,
-            e.created_at,
-        ];
-        tx.execute(&INSERT_EVENT, params).await?;
+    for chunk in events.chunks(3) {
+        let stmt = match chunk.len() {
+            1 => &INSERT_EVENT,
+            2 => &INSERT_EVENTS_2,
+            _ => &INSERT_EVENTS_3,
+        };
+        let mut params = Vec::with_capacity(7 * chunk.len());
+        for e in chunk {
+            params.extend_from_slice(params![
+                &e.id,
+                e.kind.as_str(),
+                &e.data,
+                e.attempts,
+                e.next_attempt_at,
+                e.delivered_at,
+                e.created_at,
+            ]);
+        }
+        tx.execute(stmt, &params).await?;
     }
     Ok(())
 }
