@@ -633,14 +633,10 @@ async fn killed_at_random_moments_postgres() {
 }
 
 /// Three nodes on one database, requests spread over them, a random one
-/// killed each round. Fails today, in every run: every node delivers the
-/// same due webhook events (no claim on the outbox), so ids arrive twice
-/// from live processes. Also, in most runs: PostgreSQL reports a deadlock
-/// between creating an outgoing payment (grant spending row, then the
-/// wallet's ledger account) and failing one (ledger accounts, then the
-/// grant spending row), and the create answers 500.
+/// killed each round: each webhook event is claimed by one node at a time,
+/// payments and the receiver race are settled through the database, and a
+/// killed node's leased payments and events come back to the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs issue 10 item 3: outbox claims and shared replay state across nodes"]
 async fn three_nodes_killed_at_random_moments_postgres() {
     crash_test(
         "three-nodes",
