@@ -50,6 +50,10 @@ struct Args {
     admin_url: Option<String>,
     #[arg(long)]
     admin_token: Option<String>,
+    /// Nodes to start on the one PostgreSQL database of --database-url,
+    /// with one public URL; requests are spread over them in turn.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -76,6 +80,8 @@ struct Report {
     completion_ms: Option<Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_cpu_us_per_request: Option<f64>,
+    /// Nodes serving the run (on one database).
+    nodes: usize,
     /// SQL round trips (statements, begins, commits) the server made per
     /// request of the run, from its own counter (`GET /stats`).
     sql_round_trips_per_request: Option<f64>,
@@ -138,7 +144,12 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 impl Server {
-    async fn start(database_url: Option<&str>) -> anyhow::Result<Self> {
+    /// Starts one node; `public` gives the (Open Payments, authorization)
+    /// URLs it publishes when it is not the first of several.
+    async fn start(
+        database_url: Option<&str>,
+        public: Option<(&str, &str)>,
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let (op, auth, admin) = (free_port()?, free_port()?, free_port()?);
         let db = match database_url {
@@ -160,6 +171,11 @@ impl Server {
             format!("--database-url={db}"),
             "--migrate".into(),
         ];
+        let mut args = args;
+        if let Some((op_url, auth_url)) = public {
+            args.push(format!("--public-url={op_url}"));
+            args.push(format!("--auth-public-url={auth_url}"));
+        }
         let child = Command::new(std::env::current_exe()?)
             .arg("--serve-internal")
             .args(&args)
@@ -259,6 +275,9 @@ fn ed25519_verify_us() -> f64 {
 /// Everything a scenario needs.
 struct Setup {
     base: String,
+    /// Every node's own base URL (requests to `base` are sent to one of
+    /// them in turn, signed for `base`, as through a load balancer).
+    nodes: Vec<String>,
     client: SigningClient,
     ip_token: String,
     pay_token: String,
@@ -311,6 +330,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
     let pay_token = outgoing_token_at(&server.auth, &client, &alice, Value::Null).await;
     let mut s = Setup {
         base: server.base.clone(),
+        nodes: vec![server.base.clone()],
         client,
         ip_token,
         pay_token,
@@ -323,13 +343,51 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
     Ok(s)
 }
 
-async fn post(s: &Setup, path: &str, token: &str, body: Value) -> anyhow::Result<Value> {
+/// A response of a signed request.
+struct Reply {
+    status: reqwest::StatusCode,
+    body: Value,
+}
+
+impl Setup {
+    /// A signed request for `url` (a public URL), sent to node `n` of the
+    /// cluster (in turn).
+    async fn send(
+        &self,
+        n: u64,
+        method: Method,
+        url: &str,
+        token: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<Reply> {
+        let bytes = body.map(serde_json::to_vec).transpose()?;
+        let headers = self
+            .client
+            .sign(&method, url, Some(token), bytes.as_deref());
+        let node = &self.nodes[usize::try_from(n).unwrap_or(0) % self.nodes.len()];
+        let target = match url.strip_prefix(&self.base) {
+            Some(rest) => format!("{node}{rest}"),
+            None => url.to_owned(),
+        };
+        let mut req = self.client.http.request(method, target).headers(headers);
+        if let Some(b) = bytes {
+            req = req.body(b);
+        }
+        let r = req.send().await?;
+        let status = r.status();
+        let text = r.text().await?;
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).with_context(|| format!("{status}: {text}"))?
+        };
+        Ok(Reply { status, body })
+    }
+}
+
+async fn post(s: &Setup, n: u64, path: &str, token: &str, body: Value) -> anyhow::Result<Value> {
     let url = format!("{}/{path}", s.base);
-    let r = s
-        .client
-        .try_send(Method::POST, &url, Some(token), Some(&body))
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let r = s.send(n, Method::POST, &url, token, Some(&body)).await?;
     if !r.status.is_success() {
         bail!("POST {path}: {} {}", r.status, r.body);
     }
@@ -343,6 +401,7 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
         json!({ "value": (100 + n % 1000).to_string(), "assetCode": "USD", "assetScale": 2 });
     let ip = post(
         s,
+        n,
         "incoming-payments",
         &s.ip_token,
         // A distinct body per payment: identical signed POSTs within one
@@ -352,6 +411,7 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
     .await?;
     let q = post(
         s,
+        n,
         "quotes",
         &s.ip_token,
         json!({ "walletAddress": s.alice, "receiver": ip["id"], "method": "ilp" }),
@@ -359,12 +419,27 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
     .await?;
     let p = post(
         s,
+        n,
         "outgoing-payments",
         &s.pay_token,
         json!({ "walletAddress": s.alice, "quoteId": q["id"] }),
     )
     .await?;
     Ok((p["id"].as_str().unwrap_or_default().to_owned(), 3))
+}
+
+/// Every node's SQL round trips so far, added up.
+async fn total_round_trips(nodes: &[&Server]) -> Option<u64> {
+    let mut total = 0;
+    for n in nodes {
+        total += round_trips(n).await?;
+    }
+    Some(total)
+}
+
+/// Every node's CPU time so far, added up (µs).
+fn total_cpu_us(nodes: &[&Server]) -> Option<f64> {
+    nodes.iter().map(|n| n.pid().and_then(cpu_us)).sum()
 }
 
 /// The server's SQL round trips so far, when it reports them.
@@ -384,15 +459,17 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
             .await
             .context("the server reports no round trips")
     };
+    let n = 0;
     let mut out = Vec::new();
     let amount = json!({ "value": "1", "assetCode": "USD", "assetScale": 2 });
     let t0 = trips().await?;
-    let ip = post(s, "incoming-payments", &s.ip_token,
+    let ip = post(s, 0, "incoming-payments", &s.ip_token,
         json!({ "walletAddress": s.bob, "incomingAmount": amount, "metadata": { "profile": true } })).await?;
     let t1 = trips().await?;
     out.push(("create-incoming-payment".to_owned(), t1 - t0));
     let q = post(
         s,
+        n,
         "quotes",
         &s.ip_token,
         json!({ "walletAddress": s.alice, "receiver": ip["id"], "method": "ilp" }),
@@ -402,20 +479,14 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
     out.push(("create-quote".to_owned(), t2 - t1));
     let p = post(
         s,
+        n,
         "outgoing-payments",
         &s.pay_token,
         json!({ "walletAddress": s.alice, "quoteId": q["id"] }),
     )
     .await?;
-    let t3 = trips().await?;
-    out.push(("create-outgoing-payment".to_owned(), t3 - t2));
     let payment = p["id"].as_str().unwrap_or_default().to_owned();
-    let get = |url: String| async move {
-        s.client
-            .try_send(Method::GET, &url, Some(&s.pay_token), None)
-            .await
-            .map_err(anyhow::Error::msg)
-    };
+    let get = |url: String| async move { s.send(0, Method::GET, &url, &s.pay_token, None).await };
     let mut polls = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -429,22 +500,17 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let t4 = trips().await?;
+    let t3 = trips().await?;
     // What one poll costs, measured on the completed payment.
     get(payment.clone()).await?;
-    let t5 = trips().await?;
-    let per_poll = t5 - t4;
-    out.push(("get-outgoing-payment".to_owned(), per_poll));
+    let per_poll = trips().await? - t3;
+    // The worker sends the payment as soon as it is created, often before
+    // the creation's response arrives: the two are counted together.
     out.push((
-        "send (worker)".to_owned(),
-        (t4 - t3).saturating_sub(polls * per_poll),
+        "outgoing payment: create + send".to_owned(),
+        (t3 - t2).saturating_sub(polls * per_poll),
     ));
-    let whole = out
-        .iter()
-        .filter(|(k, _)| k != "get-outgoing-payment")
-        .map(|(_, v)| v)
-        .sum();
-    out.push(("payment (create + send)".to_owned(), whole));
+    out.push(("get-outgoing-payment".to_owned(), per_poll));
     Ok(out)
 }
 
@@ -476,11 +542,7 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
         // `pay` runs its own loop (see `run`).
         Scenario::Pay => return Ok(false),
     };
-    let r = s
-        .client
-        .try_send(method, &url, Some(token), body.as_ref())
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let r = s.send(n, method, &url, token, body.as_ref()).await?;
     Ok(r.status.is_success())
 }
 
@@ -490,8 +552,10 @@ async fn receiver_for(s: &Setup) -> anyhow::Result<String> {
     if let Some(r) = RECEIVER.get() {
         return Ok(r.clone());
     }
+    let n = 0;
     let ip = post(
         s,
+        n,
         "incoming-payments",
         &s.ip_token,
         json!({ "walletAddress": s.bob }),
@@ -525,12 +589,29 @@ async fn run(args: Args) -> anyhow::Result<Report> {
                 "sqlite"
             };
             (
-                Server::start(args.database_url.as_deref()).await?,
+                Server::start(args.database_url.as_deref(), None).await?,
                 backend.to_owned(),
             )
         }
     };
-    let setup = Arc::new(setup(&server).await?);
+    // More nodes on the same database, publishing the first one's URLs.
+    let mut others = Vec::new();
+    if args.nodes > 1 {
+        let Some(url) = args
+            .database_url
+            .as_deref()
+            .filter(|u| u.starts_with("postgres"))
+        else {
+            bail!("--nodes needs a PostgreSQL --database-url");
+        };
+        for _ in 1..args.nodes {
+            others.push(Server::start(Some(url), Some((&server.base, &server.auth))).await?);
+        }
+    }
+    let mut setup = setup(&server).await?;
+    setup.nodes.extend(others.iter().map(|o| o.base.clone()));
+    let setup = Arc::new(setup);
+    let all: Vec<&Server> = std::iter::once(&server).chain(&others).collect();
     if args.scenario == Scenario::CreateQuote {
         receiver_for(&setup).await?;
     }
@@ -539,8 +620,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         Scenario::Pay => Some(profile_payment(&server, &setup).await?),
         _ => None,
     };
-    let trips_before = round_trips(&server).await;
-    let cpu_before = server.pid().and_then(cpu_us);
+    let trips_before = total_round_trips(&all).await;
+    let cpu_before = total_cpu_us(&all);
     let stop = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(1));
     let requests = Arc::new(AtomicU64::new(0));
@@ -578,8 +659,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
                             loop {
                                 requests.fetch_add(1, Ordering::Relaxed);
                                 let r = setup
-                                    .client
-                                    .try_send(Method::GET, &payment, Some(&setup.pay_token), None)
+                                    .send(n, Method::GET, &payment, &setup.pay_token, None)
                                     .await;
                                 match r {
                                     Ok(r)
@@ -629,8 +709,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         let _ = t.await;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu_after = server.pid().and_then(cpu_us);
-    let trips = match (trips_before, round_trips(&server).await) {
+    let cpu_after = total_cpu_us(&all);
+    let trips = match (trips_before, total_round_trips(&all).await) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64),
         _ => None,
     };
@@ -655,12 +735,16 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         latency_ms: latency,
         completion_ms: completion,
         server_cpu_us_per_request: cpu_per_request,
+        nodes: args.nodes,
         sql_round_trips_per_request: trips.filter(|_| requests > 0).map(|t| t / requests as f64),
         sql_round_trips_per_payment: trips
             .filter(|_| args.scenario == Scenario::Pay && payments > 0)
             .map(|t| t / payments as f64),
         round_trip_profile: profile,
-        server_peak_rss_mb: server.pid().and_then(peak_rss_mb),
+        server_peak_rss_mb: all
+            .iter()
+            .filter_map(|n| n.pid().and_then(peak_rss_mb))
+            .reduce(f64::max),
         ed25519_verify_us: verify_us,
         cpu_per_request_over_verify: cpu_per_request.map(|c| c / verify_us),
     })
@@ -669,6 +753,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
 fn print_table(r: &Report) {
     println!("scenario                 {:?} ({})", r.scenario, r.backend);
     println!("connections              {}", r.connections);
+    println!("nodes                    {}", r.nodes);
     println!("duration                 {:.1} s", r.seconds);
     println!("requests                 {}", r.requests);
     println!("non-2xx                  {}", r.non_2xx);

@@ -2,19 +2,25 @@
 //! balance arithmetic every posting goes through.
 //!
 //! Every money movement is a transfer between two accounts. Liability
-//! accounts (wallet addresses, payments, fees) never go below zero; each
-//! asset's settlement account is the outside world and goes negative by
-//! what came in. No balance may pass ±u64::MAX, the largest amount opd
-//! represents: a posting that would is refused as [`PostError::Overflow`]
-//! before anything is written, so a stored balance always reads back.
+//! accounts (wallet addresses, payments, fees) never go below zero and
+//! never above u64::MAX, the largest amount opd represents; each asset's
+//! settlement account is the outside world and goes negative by what came
+//! in, down to [`SETTLEMENT_FLOOR`] (all deposits of an asset together may
+//! exceed u64::MAX). A posting that would break a bound is refused as
+//! [`PostError::Overflow`] before anything is written, so a stored balance
+//! always reads back.
 
 use std::fmt;
 
 use crate::money::Asset;
 use crate::time::Timestamp;
 
-/// The largest magnitude a balance may reach.
+/// The largest balance an account may hold.
 pub const MAX_BALANCE: i128 = u64::MAX as i128;
+
+/// The lowest balance of a settlement account: −10^38, within both the
+/// 128-bit arithmetic here and PostgreSQL's `NUMERIC(40,0)` column.
+pub const SETTLEMENT_FLOOR: i128 = -100_000_000_000_000_000_000_000_000_000_000_000_000;
 
 /// Ledger account kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -191,7 +197,7 @@ pub fn post_balances(
         return Err(PostError::Insufficient { available });
     }
     let new_credit = credit + amount;
-    if new_debit < -MAX_BALANCE || new_credit > MAX_BALANCE {
+    if new_debit < SETTLEMENT_FLOOR || new_credit > MAX_BALANCE {
         return Err(PostError::Overflow);
     }
     Ok((new_debit, new_credit))
@@ -200,7 +206,7 @@ pub fn post_balances(
 /// Whether a stored balance is one the ledger can hold for its kind.
 pub fn balance_in_range(kind: AccountKind, balance: i128) -> bool {
     let floor = if kind.may_go_negative() {
-        -MAX_BALANCE
+        SETTLEMENT_FLOOR
     } else {
         0
     };
@@ -228,16 +234,22 @@ mod tests {
             Err(PostError::Overflow)
         );
         assert_eq!(
-            post_balances(AccountKind::Settlement, -MAX_BALANCE, 0, 1),
+            post_balances(AccountKind::Settlement, SETTLEMENT_FLOOR, 0, 1),
             Err(PostError::Overflow)
         );
         assert_eq!(
             post_balances(AccountKind::Settlement, 0, 0, u64::MAX),
             Ok((-MAX_BALANCE, MAX_BALANCE))
         );
+        // Deposits of an asset into several wallets may add up past u64::MAX.
+        assert_eq!(
+            post_balances(AccountKind::Settlement, -MAX_BALANCE, 0, 5),
+            Ok((-MAX_BALANCE - 5, 5))
+        );
         assert!(balance_in_range(AccountKind::Wallet, MAX_BALANCE));
         assert!(!balance_in_range(AccountKind::Wallet, -1));
-        assert!(!balance_in_range(AccountKind::Settlement, -MAX_BALANCE - 1));
+        assert!(!balance_in_range(AccountKind::Wallet, MAX_BALANCE + 1));
+        assert!(!balance_in_range(AccountKind::Settlement, SETTLEMENT_FLOOR - 1));
     }
 
     #[test]
