@@ -12,16 +12,10 @@ use opd_core::{OsRandom, SystemClock};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("OPD_LOG")
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let node = opd::logging::init();
     let file = FileConfig::load(cli.common.config.as_deref())?;
     match cli.command {
-        Command::Serve(serve) => run_serve(Settings::resolve(&cli.common, &serve, file)).await,
+        Command::Serve(serve) => run_serve(Settings::resolve(&cli.common, &serve, file), node).await,
         Command::Migrate => {
             let settings = Settings::resolve(&cli.common, &Default::default(), file);
             opd_store::migrate(&settings.database_url)
@@ -64,13 +58,14 @@ fn print(value: serde_json::Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_serve(settings: Settings) -> anyhow::Result<()> {
+async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
     let demo = settings.demo;
     let running = opd::app::start(settings, Arc::new(SystemClock), Arc::new(OsRandom)).await?;
     tracing::info!(
         open_payments = %running.public_url,
         auth_server = %running.auth_public_url,
         admin = %running.admin_addr,
+        node = %node,
         "opd is serving"
     );
     if running.admin_token_generated {
