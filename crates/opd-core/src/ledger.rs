@@ -249,7 +249,10 @@ mod tests {
         assert!(balance_in_range(AccountKind::Wallet, MAX_BALANCE));
         assert!(!balance_in_range(AccountKind::Wallet, -1));
         assert!(!balance_in_range(AccountKind::Wallet, MAX_BALANCE + 1));
-        assert!(!balance_in_range(AccountKind::Settlement, SETTLEMENT_FLOOR - 1));
+        assert!(!balance_in_range(
+            AccountKind::Settlement,
+            SETTLEMENT_FLOOR - 1
+        ));
     }
 
     #[test]

@@ -15,7 +15,9 @@ async fn main() -> anyhow::Result<()> {
     let node = opd::logging::init();
     let file = FileConfig::load(cli.common.config.as_deref())?;
     match cli.command {
-        Command::Serve(serve) => run_serve(Settings::resolve(&cli.common, &serve, file), node).await,
+        Command::Serve(serve) => {
+            run_serve(Settings::resolve(&cli.common, &serve, file), node).await
+        }
         Command::Migrate => {
             let settings = Settings::resolve(&cli.common, &Default::default(), file);
             opd_store::migrate(&settings.database_url)
