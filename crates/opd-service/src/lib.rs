@@ -132,7 +132,7 @@ impl ServiceConfig {
             signature_policy: opd_httpsig::VerifyPolicy::default(),
             replay_wait: Duration::from_secs(30),
             replay_capacity: 1 << 20,
-            replay_max_bytes: 64 << 20,
+            replay_max_bytes: 16 << 20,
             webhook_url: None,
             webhook_secret: None,
             external_funding: false,

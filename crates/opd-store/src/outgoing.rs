@@ -282,23 +282,29 @@ impl SqlStore {
             Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
             Err(e) => return Err(e),
         }
+        insert_events(&mut tx, events).await?;
+        // The rows many payments share (the sender's balance, the grant's
+        // spending) last, so each is locked for as short a time as possible:
+        // until the commit that follows.
+        let funded = match p.state {
+            OutgoingPaymentState::Sending => fund_from_wallet(&mut tx, p).await?,
+            _ => Ok(()),
+        };
         let mut spent_before = GrantSpent::default();
         if let Some(g) = grant {
             match reserve(&mut tx, g, p).await? {
                 Ok(before) => spent_before = before,
+                // The grant's refusal first, whatever the balance.
                 Err(refused) => return Ok(refused),
             }
         }
-        if p.state == OutgoingPaymentState::Sending {
-            match fund_from_wallet(&mut tx, p).await? {
-                Ok(()) => {}
-                Err(PostError::Insufficient { available }) => {
-                    return Ok(CreateOutgoing::InsufficientBalance { available })
-                }
-                Err(PostError::Overflow) => return Ok(CreateOutgoing::Overflow),
+        match funded {
+            Ok(()) => {}
+            Err(PostError::Insufficient { available }) => {
+                return Ok(CreateOutgoing::InsufficientBalance { available })
             }
+            Err(PostError::Overflow) => return Ok(CreateOutgoing::Overflow),
         }
-        insert_events(&mut tx, events).await?;
         tx.commit().await?;
         Ok(CreateOutgoing::Created { spent_before })
     }
@@ -363,19 +369,16 @@ impl SqlStore {
             return Ok(false);
         };
         let p = payment_from_row(&row)?;
-        // The grant's spending row before any ledger account: the order a
+        // The ledger accounts before the grant's spending row: the order a
         // create locks them in, so a failure and a create under one grant
         // cannot deadlock.
-        let grant = p.grant_id.as_deref().zip(p.grant_interval_start);
-        let spent = match grant {
-            Some((g, start)) => spending::read(&mut tx, g, start).await?,
-            None => None,
-        };
         refund(&mut tx, &p, f.at).await?;
-        if let (Some((g, start)), Some(s)) = (grant, spent) {
-            let debit = s.debit.saturating_sub(p.debit.value);
-            let receive = s.receive.saturating_sub(p.receive.value);
-            spending::write(&mut tx, g, start, debit, receive, f.at).await?;
+        if let (Some(g), Some(start)) = (p.grant_id.as_deref(), p.grant_interval_start) {
+            if let Some(s) = spending::read(&mut tx, g, start).await? {
+                let debit = s.debit.saturating_sub(p.debit.value);
+                let receive = s.receive.saturating_sub(p.receive.value);
+                spending::write(&mut tx, g, start, debit, receive, f.at).await?;
+            }
         }
         insert_events(&mut tx, &f.events).await?;
         tx.commit().await?;
