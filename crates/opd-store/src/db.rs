@@ -201,41 +201,35 @@ pub(crate) enum Row {
     Postgres(sqlx::postgres::PgRow),
 }
 
+impl Row {
+    /// The value of `col`, decoded by the row's own driver.
+    fn get<T>(&self, col: &str) -> StoreResult<T>
+    where
+        T: driver::Decode + for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+    {
+        use sqlx::Row as _;
+        Ok(match self {
+            Row::Sqlite(r) => r.try_get(col)?,
+            Row::Postgres(r) => r.try_get(col)?,
+        })
+    }
+}
+
 impl Columns for Row {
     fn text(&self, col: &str) -> StoreResult<String> {
-        use sqlx::Row as _;
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.get(col)
     }
     fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
-        use sqlx::Row as _;
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.get(col)
     }
     fn int(&self, col: &str) -> StoreResult<i64> {
-        use sqlx::Row as _;
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.get(col)
     }
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
-        use sqlx::Row as _;
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.get(col)
     }
     fn flag(&self, col: &str) -> StoreResult<bool> {
-        use sqlx::Row as _;
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.get(col)
     }
 }
 
