@@ -17,6 +17,7 @@ mod rows;
 mod settings;
 mod spending;
 pub mod sqlite;
+mod transitions;
 mod wallets;
 
 use std::sync::Arc;
@@ -128,6 +129,7 @@ impl SqlStore {
             ledger::STATEMENTS,
             spending::STATEMENTS,
             outgoing::STATEMENTS,
+            transitions::STATEMENTS,
             outbox::STATEMENTS,
             replays::STATEMENTS,
             pages::STATEMENTS,

@@ -1,9 +1,9 @@
-//! Outgoing payments: creation (grant reservation and funding in the same
-//! transaction), reads and pages, the worker's claim with a lease, local
-//! delivery, failure with refund, and external funding.
+//! Outgoing payments: the trait, reads and pages, and the worker's claim
+//! with a lease. The transactions that change a payment's state (creation
+//! with funding and grant reservation, delivery, failure with refund,
+//! external funding) are in `transitions.rs`.
 
 use async_trait::async_trait;
-use opd_core::ledger::{AccountKind, PostError, TransferKind};
 use opd_core::outgoing_payment::{
     CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery, OutgoingPayment,
     OutgoingPaymentState, PaymentFailure,
@@ -12,12 +12,10 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::webhook::WebhookEvent;
 use opd_core::{Amount, OutgoingPaymentId, QuoteId, Timestamp, WalletAddressId};
 
-use crate::db::{num, params, Stmt, Tx};
-use crate::ledger::{self, post, AccountRef, Posting};
-use crate::outbox::insert_events;
+use crate::db::{params, Stmt};
 use crate::pages::{page_statements, read_page, PageStatements};
 use crate::rows::{self, corrupt, Columns};
-use crate::{spending, SqlStore, StoreError, StoreResult};
+use crate::{spending, SqlStore, StoreResult};
 
 /// Outgoing payments.
 #[async_trait]
@@ -85,7 +83,7 @@ pub trait OutgoingPaymentStore: Send + Sync {
     ) -> StoreResult<Vec<OutgoingPaymentId>>;
 }
 
-const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
+pub(crate) const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(wallet_address_id AS TEXT) AS wallet_address_id, CAST(quote_id AS TEXT) AS quote_id, \
     receiver, CAST(debit_value AS TEXT) AS debit_value, debit_asset_code, \
     CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale, \
@@ -94,13 +92,6 @@ const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(sent_value AS TEXT) AS sent_value, state, error, metadata, client, grant_id, \
     grant_interval_start, attempts, next_attempt_at, created_at, updated_at";
 
-static INSERT_PAYMENT: Stmt = Stmt::new(&[
-    "INSERT INTO outgoing_payments (id, wallet_address_id, quote_id, receiver, debit_value, \
-     debit_asset_code, debit_asset_scale, receive_value, receive_asset_code, receive_asset_scale, \
-     sent_value, state, error, metadata, client, grant_id, grant_interval_start, attempts, \
-     next_attempt_at, created_at, updated_at) VALUES (?::uuid, ?::uuid, ?::uuid, ?, ?::numeric, \
-     ?, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-]);
 static PAYMENT_BY_ID: Stmt = Stmt::new(&[
     "SELECT ",
     PAYMENT_COLUMNS,
@@ -117,24 +108,6 @@ static CLAIM_NEXT_DUE: Stmt = Stmt::new(&[
 static RELEASE: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET next_attempt_at = ? WHERE id = ?::uuid AND state = 'sending'",
 ]);
-static COMPLETE: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ? \
-     WHERE id = ?::uuid AND state = 'sending'",
-]);
-static CREDIT_RECEIVER: Stmt = Stmt::new(&[
-    "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
-     WHERE id = ?::uuid AND received_amount = ?::numeric AND completed = ?",
-]);
-static END_PAYMENT: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = ?, error = ?, updated_at = ? \
-     WHERE id = ?::uuid AND state IN ('funding', 'sending') RETURNING ",
-    PAYMENT_COLUMNS,
-]);
-static START_SENDING: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = 'sending', next_attempt_at = ?, updated_at = ? \
-     WHERE id = ?::uuid AND state = 'funding' RETURNING ",
-    PAYMENT_COLUMNS,
-]);
 static UNFUNDED_EXPIRED: Stmt = Stmt::new(&[
     "SELECT CAST(p.id AS TEXT) AS id FROM outgoing_payments p JOIN quotes q ON q.id = p.quote_id \
      WHERE p.state = 'funding' AND q.expires_at <= ? ORDER BY q.expires_at LIMIT ?",
@@ -143,19 +116,10 @@ static UNFUNDED_EXPIRED: Stmt = Stmt::new(&[
 /// The pages of `outgoing_payments`.
 pub(crate) static PAGES: PageStatements = page_statements!("outgoing_payments", PAYMENT_COLUMNS);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[
-    &INSERT_PAYMENT,
-    &PAYMENT_BY_ID,
-    &CLAIM_NEXT_DUE,
-    &RELEASE,
-    &COMPLETE,
-    &CREDIT_RECEIVER,
-    &END_PAYMENT,
-    &START_SENDING,
-    &UNFUNDED_EXPIRED,
-];
+pub(crate) static STATEMENTS: &[&Stmt] =
+    &[&PAYMENT_BY_ID, &CLAIM_NEXT_DUE, &RELEASE, &UNFUNDED_EXPIRED];
 
-fn payment_from_row(row: &impl Columns) -> StoreResult<OutgoingPayment> {
+pub(crate) fn payment_from_row(row: &impl Columns) -> StoreResult<OutgoingPayment> {
     let amount = |value: &str, code: &str, scale: &str| -> StoreResult<Amount> {
         Ok(Amount::new(
             rows::u64_from_text(&row.text(value)?, value)?,
@@ -193,122 +157,7 @@ fn payment_id_from_row(row: &impl Columns) -> StoreResult<OutgoingPaymentId> {
     )?))
 }
 
-/// Counts a new payment against its grant's limits in the interval;
-/// returns what was spent before it, or the refusal (the caller then does
-/// not commit).
-async fn reserve(
-    tx: &mut Tx<'_>,
-    g: &GrantReservation,
-    p: &OutgoingPayment,
-) -> StoreResult<Result<GrantSpent, CreateOutgoing>> {
-    // The spending row is the grant's lock: concurrent creates under one
-    // grant queue on it.
-    let (start, end, at) = (g.interval_start, g.interval_end, p.created_at);
-    let added = spending::add(tx, &g.grant_id, start, end, &p.debit, &p.receive, at).await?;
-    let Some(before) = added else {
-        // A grant without a limit can still not total past u64::MAX.
-        return Ok(Err(CreateOutgoing::Overflow));
-    };
-    if !g.allows(
-        (before.debit, before.receive),
-        p.debit.value,
-        p.receive.value,
-    ) {
-        return Ok(Err(CreateOutgoing::LimitExceeded {
-            spent_before: before.shown,
-        }));
-    }
-    Ok(Ok(before.shown))
-}
-
-async fn insert_payment(tx: &mut Tx<'_>, p: &OutgoingPayment) -> StoreResult<u64> {
-    let params = params![
-        p.id.to_string(),
-        p.wallet_address_id.to_string(),
-        p.quote_id.to_string(),
-        &p.receiver,
-        num(p.debit.value),
-        p.debit.asset.code.as_str(),
-        p.debit.asset.scale,
-        num(p.receive.value),
-        p.receive.asset.code.as_str(),
-        p.receive.asset.scale,
-        num(p.sent),
-        p.state.as_str(),
-        &p.error,
-        rows::metadata_to_text(&p.metadata),
-        &p.client,
-        &p.grant_id,
-        p.grant_interval_start,
-        p.attempts,
-        p.next_attempt_at,
-        p.created_at,
-        p.updated_at,
-    ];
-    tx.execute(&INSERT_PAYMENT, params).await
-}
-
-/// Moves the debit amount from the wallet address into the payment.
-async fn fund_from_wallet(
-    tx: &mut Tx<'_>,
-    p: &OutgoingPayment,
-) -> StoreResult<Result<(), PostError>> {
-    let owner = p.wallet_address_id.to_string();
-    let reference = p.id.to_string();
-    let posting = Posting {
-        debit: AccountRef::new(AccountKind::Wallet, &owner, &p.debit.asset),
-        credit: AccountRef::new(AccountKind::Outgoing, &reference, &p.debit.asset),
-        amount: p.debit.value,
-        kind: TransferKind::Fund,
-        reference: Some(&reference),
-        key: None,
-        at: p.created_at,
-    };
-    Ok(post(tx, posting).await?.map(|_| ()))
-}
-
 impl SqlStore {
-    async fn create_tx(
-        &self,
-        p: &OutgoingPayment,
-        grant: Option<&GrantReservation>,
-        events: &[WebhookEvent],
-    ) -> StoreResult<CreateOutgoing> {
-        let mut tx = self.db.begin().await?;
-        // The payment first: a used quote (its unique key) refuses it before
-        // anything else is done.
-        match insert_payment(&mut tx, p).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
-            Err(e) => return Err(e),
-        }
-        insert_events(&mut tx, events).await?;
-        // The rows many payments share (the sender's balance, the grant's
-        // spending) last, so each is locked for as short a time as possible:
-        // until the commit that follows.
-        let funded = match p.state {
-            OutgoingPaymentState::Sending => fund_from_wallet(&mut tx, p).await?,
-            _ => Ok(()),
-        };
-        let mut spent_before = GrantSpent::default();
-        if let Some(g) = grant {
-            match reserve(&mut tx, g, p).await? {
-                Ok(before) => spent_before = before,
-                // The grant's refusal first, whatever the balance.
-                Err(refused) => return Ok(refused),
-            }
-        }
-        match funded {
-            Ok(()) => {}
-            Err(PostError::Insufficient { available }) => {
-                return Ok(CreateOutgoing::InsufficientBalance { available })
-            }
-            Err(PostError::Overflow) => return Ok(CreateOutgoing::Overflow),
-        }
-        tx.commit().await?;
-        Ok(CreateOutgoing::Created { spent_before })
-    }
-
     async fn claim_next(
         &self,
         now: Timestamp,
@@ -328,171 +177,6 @@ impl SqlStore {
         self.payments_cache.invalidate(payment.id);
         Ok(Some(payment))
     }
-
-    async fn deliver_tx(&self, d: &LocalDelivery) -> StoreResult<bool> {
-        let payment = d.payment.to_string();
-        let mut tx = self.db.begin().await?;
-        if tx
-            .execute(&COMPLETE, params![num(d.send), d.at, &payment])
-            .await?
-            == 0
-        {
-            return Ok(false);
-        }
-        let received = d
-            .expected_received
-            .checked_add(d.deliver)
-            .ok_or_else(|| corrupt("received amount"))?;
-        let credit = params![
-            num(received),
-            d.completes_incoming,
-            d.at,
-            d.incoming.to_string(),
-            num(d.expected_received),
-            false,
-        ];
-        if tx.execute(&CREDIT_RECEIVER, credit).await? == 0 {
-            // The receiver changed since the plan was made: nothing
-            // happened; the worker plans again.
-            return Ok(false);
-        }
-        post_delivery(&mut tx, d, &payment).await?;
-        insert_events(&mut tx, &d.events).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    async fn fail_tx(&self, f: &PaymentFailure) -> StoreResult<bool> {
-        let mut tx = self.db.begin().await?;
-        let ended = params![f.state.as_str(), &f.reason, f.at, f.payment.to_string()];
-        let Some(row) = tx.fetch_opt(&END_PAYMENT, ended).await? else {
-            return Ok(false);
-        };
-        let p = payment_from_row(&row)?;
-        // The ledger accounts before the grant's spending row: the order a
-        // create locks them in, so a failure and a create under one grant
-        // cannot deadlock.
-        refund(&mut tx, &p, f.at).await?;
-        if let (Some(g), Some(start)) = (p.grant_id.as_deref(), p.grant_interval_start) {
-            if let Some(s) = spending::read(&mut tx, g, start).await? {
-                let debit = s.debit.saturating_sub(p.debit.value);
-                let receive = s.receive.saturating_sub(p.receive.value);
-                spending::write(&mut tx, g, start, debit, receive, f.at).await?;
-            }
-        }
-        insert_events(&mut tx, &f.events).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    async fn fund_tx(
-        &self,
-        id: OutgoingPaymentId,
-        at: Timestamp,
-        events: &[WebhookEvent],
-    ) -> StoreResult<bool> {
-        let mut tx = self.db.begin().await?;
-        let Some(row) = tx
-            .fetch_opt(&START_SENDING, params![at, at, id.to_string()])
-            .await?
-        else {
-            return Ok(false);
-        };
-        let p = payment_from_row(&row)?;
-        // Funds held elsewhere arrive from the outside world.
-        let asset = &p.debit.asset;
-        let reference = p.id.to_string();
-        let posting = Posting {
-            debit: AccountRef::settlement(asset),
-            credit: AccountRef::new(AccountKind::Outgoing, &reference, asset),
-            amount: p.debit.value,
-            kind: TransferKind::Fund,
-            reference: Some(&reference),
-            key: None,
-            at,
-        };
-        if post(&mut tx, posting).await?.is_err() {
-            return Err(corrupt("settlement funding"));
-        }
-        insert_events(&mut tx, events).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-}
-
-/// The transfers of a local delivery: the delivered amount to the
-/// receiver (through the settlement accounts when the assets differ) and
-/// the fee to the fee account.
-async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> StoreResult<()> {
-    let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
-    let incoming_owner = d.incoming.to_string();
-    let incoming = AccountRef::new(AccountKind::Incoming, &incoming_owner, &d.receiver_asset);
-    let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
-    let mut moves = Vec::with_capacity(3);
-    if d.sender_asset == d.receiver_asset {
-        moves.push((held, incoming, d.deliver, TransferKind::Deliver));
-    } else {
-        let out = AccountRef::settlement(&d.sender_asset);
-        let inn = AccountRef::settlement(&d.receiver_asset);
-        moves.push((held, out, d.send, TransferKind::Send));
-        moves.push((inn, incoming, d.deliver, TransferKind::Deliver));
-    }
-    moves.push((held, fees, d.fee, TransferKind::Fee));
-    for (debit, credit, amount, kind) in moves {
-        let posting = Posting {
-            debit,
-            credit,
-            amount,
-            kind,
-            reference: Some(payment),
-            key: None,
-            at: d.at,
-        };
-        if let Err(e) = post(tx, posting).await? {
-            return Err(StoreError::Corrupt(format!(
-                "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Gives back what an ended payment still holds: to the wallet address,
-/// or to the outside world for payments the operator funded from
-/// elsewhere.
-async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) -> StoreResult<()> {
-    let payment = p.id.to_string();
-    let asset = &p.debit.asset;
-    let held = AccountRef::new(AccountKind::Outgoing, &payment, asset);
-    if !ledger::account_exists(tx, &held.id()).await? {
-        return Ok(());
-    }
-    let balance = ledger::balance_of(tx, &held.id()).await?;
-    if balance <= 0 {
-        return Ok(());
-    }
-    let source = ledger::funding_source(tx, &payment).await?;
-    let owner = p.wallet_address_id.to_string();
-    let back_to = match source {
-        Some(s) if AccountKind::of_account(&s) == Some(AccountKind::Settlement) => {
-            AccountRef::settlement(asset)
-        }
-        _ => AccountRef::new(AccountKind::Wallet, &owner, asset),
-    };
-    let amount = u64::try_from(balance).map_err(|_| corrupt("balance"))?;
-    let posting = Posting {
-        debit: held,
-        credit: back_to,
-        amount,
-        kind: TransferKind::Refund,
-        reference: Some(&payment),
-        key: None,
-        at,
-    };
-    if post(tx, posting).await?.is_err() {
-        return Err(corrupt("refund"));
-    }
-    Ok(())
 }
 
 #[async_trait]
