@@ -164,6 +164,9 @@ pub struct Services {
     /// Wallet addresses by id and by path.
     pub wallet_cache: cache::TtlCache<WalletAddressId, WalletAddress>,
     pub wallet_path_cache: cache::TtlCache<String, WalletAddress>,
+    /// Quotes by id. A quote never changes once stored, so a cached copy is
+    /// never stale, on any node; the bound only limits memory.
+    pub quote_cache: cache::TtlCache<opd_core::QuoteId, opd_core::quote::Quote>,
     /// Signalled when a payment becomes due (created or funded here), so an
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
@@ -190,6 +193,21 @@ impl Services {
         let found = self.store.get_wallet_address(id).await?;
         if let Some(w) = &found {
             self.wallet_cache.insert(id, w.clone());
+        }
+        Ok(found)
+    }
+
+    /// A quote by id, from the cache when this node stored or read it.
+    pub async fn quote_by_id(
+        &self,
+        id: opd_core::QuoteId,
+    ) -> Result<Option<opd_core::quote::Quote>, ServiceError> {
+        if let Some(q) = self.quote_cache.get(&id) {
+            return Ok(Some(q));
+        }
+        let found = self.store.get_quote(id).await?;
+        if let Some(q) = &found {
+            self.quote_cache.insert(id, q.clone());
         }
         Ok(found)
     }
@@ -237,6 +255,7 @@ impl Services {
                 })?,
             token_cache: cache::TtlCache::new(cache_ttl, 100_000),
             wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            quote_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
             payments_due: tokio::sync::Notify::new(),
             stream_secret,

@@ -132,8 +132,7 @@ pub async fn create(
                 .quote_id(url)
                 .ok_or_else(|| invalid_quote("unknown quote"))?;
             let quote = services
-                .store
-                .get_quote(id)
+                .quote_by_id(id)
                 .await?
                 .ok_or_else(|| invalid_quote("unknown quote"))?;
             if quote.wallet_address_id != wallet.id {

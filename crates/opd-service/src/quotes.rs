@@ -125,14 +125,14 @@ pub async fn create(
         expires_at,
     };
     services.store.create_quote(&quote).await?;
+    services.quote_cache.insert(quote.id, quote.clone());
     Ok((quote, wallet))
 }
 
 /// One quote with its wallet address.
 pub async fn get(services: &Services, id: QuoteId) -> Result<(Quote, WalletAddress), ServiceError> {
     let quote = services
-        .store
-        .get_quote(id)
+        .quote_by_id(id)
         .await?
         .ok_or(ServiceError::NotFound("quote"))?;
     let wallet = services

@@ -100,7 +100,7 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     else {
         return Ok(Step::Idle);
     };
-    let Some(quote) = services.store.get_quote(p.quote_id).await? else {
+    let Some(quote) = services.quote_by_id(p.quote_id).await? else {
         return fail(services, &p, "the payment's quote is missing".into()).await;
     };
     if quote.is_expired(now) {
