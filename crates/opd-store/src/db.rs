@@ -109,6 +109,85 @@ fn pg_query<'q>(sql: &'q str, params: &'q [Param]) -> PgQuery<'q> {
     q
 }
 
+/// Which connection of a store a statement outside a transaction runs on
+/// (PostgreSQL has one pool for both).
+#[derive(Debug, Clone, Copy)]
+enum On {
+    /// A read-only connection: committed data.
+    Reader,
+    /// The writer, in a transaction of the statement's own.
+    Writer,
+}
+
+/// What a statement's caller wants back.
+#[derive(Debug, Clone, Copy)]
+enum Want {
+    /// How many rows it changed.
+    Changed,
+    /// The rows it returned.
+    Rows,
+}
+
+/// What a statement gave back.
+enum Ran {
+    Changed(u64),
+    Rows(Vec<Row>),
+}
+
+impl Ran {
+    fn rows(self) -> Vec<Row> {
+        match self {
+            Ran::Rows(rows) => rows,
+            Ran::Changed(_) => Vec::new(),
+        }
+    }
+
+    fn changed(self) -> u64 {
+        match self {
+            Ran::Changed(n) => n,
+            Ran::Rows(rows) => rows.len() as u64,
+        }
+    }
+}
+
+async fn run_sqlite<E: driver::Executor>(
+    on: E,
+    sql: &str,
+    params: &[Param],
+    want: Want,
+) -> StoreResult<Ran> {
+    let query = sqlite_query(sql, params);
+    Ok(match want {
+        Want::Changed => Ran::Changed(query.execute(on).await?.rows_affected()),
+        Want::Rows => Ran::Rows(
+            query
+                .fetch_all(on)
+                .await?
+                .into_iter()
+                .map(Row::Sqlite)
+                .collect(),
+        ),
+    })
+}
+
+async fn run_pg<'c, E>(on: E, sql: &str, params: &[Param], want: Want) -> StoreResult<Ran>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
+    let query = pg_query(sql, params);
+    Ok(match want {
+        Want::Changed => Ran::Changed(query.execute(on).await?.rows_affected()),
+        Want::Rows => Ran::Rows(
+            query
+                .fetch_all(on)
+                .await?
+                .into_iter()
+                .map(Row::Postgres)
+                .collect(),
+        ),
+    })
+}
+
 impl Db {
     pub(crate) fn new(pools: Pools) -> Self {
         Self {
@@ -143,96 +222,53 @@ impl Db {
         Ok(Tx { db: self, inner })
     }
 
-    /// Rows of a read, on a reader (it sees committed data only).
-    pub(crate) async fn read(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<Vec<Row>> {
+    /// Sends one statement where `on` says; counts the round trip.
+    async fn run(&self, on: On, stmt: &Stmt, params: &[Param], want: Want) -> StoreResult<Ran> {
         self.count(1);
         let sql = stmt.sql(self.backend());
-        Ok(match &self.pools {
-            Pools::Sqlite { reader, .. } => sqlite_query(sql, params)
-                .fetch_all(reader)
-                .await?
-                .into_iter()
-                .map(Row::Sqlite)
-                .collect(),
-            Pools::Postgres(pool) => pg_query(sql, params)
-                .fetch_all(pool)
-                .await?
-                .into_iter()
-                .map(Row::Postgres)
-                .collect(),
-        })
+        match (&self.pools, on) {
+            (Pools::Sqlite { reader, .. }, On::Reader) => {
+                run_sqlite(reader, sql, params, want).await
+            }
+            (Pools::Sqlite { writer, .. }, On::Writer) => {
+                run_sqlite(writer, sql, params, want).await
+            }
+            (Pools::Postgres(pool), _) => run_pg(pool, sql, params, want).await,
+        }
+    }
+
+    /// Rows of a read, on a reader (it sees committed data only).
+    pub(crate) async fn read(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<Vec<Row>> {
+        Ok(self.run(On::Reader, stmt, params, Want::Rows).await?.rows())
     }
 
     /// The first row of a read, if any.
     pub(crate) async fn read_opt(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<Option<Row>> {
-        self.count(1);
-        let sql = stmt.sql(self.backend());
-        Ok(match &self.pools {
-            Pools::Sqlite { reader, .. } => sqlite_query(sql, params)
-                .fetch_optional(reader)
-                .await?
-                .map(Row::Sqlite),
-            Pools::Postgres(pool) => pg_query(sql, params)
-                .fetch_optional(pool)
-                .await?
-                .map(Row::Postgres),
-        })
+        Ok(self.read(stmt, params).await?.into_iter().next())
     }
 
     /// Runs one writing statement in a transaction of its own; returns the
     /// rows it changed.
     pub(crate) async fn write(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<u64> {
-        self.count(1);
-        let sql = stmt.sql(self.backend());
-        Ok(match &self.pools {
-            Pools::Sqlite { writer, .. } => sqlite_query(sql, params)
-                .execute(writer)
-                .await?
-                .rows_affected(),
-            Pools::Postgres(pool) => pg_query(sql, params).execute(pool).await?.rows_affected(),
-        })
-    }
-
-    /// Runs one writing statement with `RETURNING` in a transaction of its
-    /// own; returns the first row it returned.
-    pub(crate) async fn write_returning(
-        &self,
-        stmt: &Stmt,
-        params: &[Param],
-    ) -> StoreResult<Option<Row>> {
-        self.count(1);
-        let sql = stmt.sql(self.backend());
-        Ok(match &self.pools {
-            Pools::Sqlite { writer, .. } => sqlite_query(sql, params)
-                .fetch_optional(writer)
-                .await?
-                .map(Row::Sqlite),
-            Pools::Postgres(pool) => pg_query(sql, params)
-                .fetch_optional(pool)
-                .await?
-                .map(Row::Postgres),
-        })
+        Ok(self
+            .run(On::Writer, stmt, params, Want::Changed)
+            .await?
+            .changed())
     }
 
     /// Runs one writing statement with `RETURNING` in a transaction of its
     /// own; returns every row it returned.
     pub(crate) async fn write_all(&self, stmt: &Stmt, params: &[Param]) -> StoreResult<Vec<Row>> {
-        self.count(1);
-        let sql = stmt.sql(self.backend());
-        Ok(match &self.pools {
-            Pools::Sqlite { writer, .. } => sqlite_query(sql, params)
-                .fetch_all(writer)
-                .await?
-                .into_iter()
-                .map(Row::Sqlite)
-                .collect(),
-            Pools::Postgres(pool) => pg_query(sql, params)
-                .fetch_all(pool)
-                .await?
-                .into_iter()
-                .map(Row::Postgres)
-                .collect(),
-        })
+        Ok(self.run(On::Writer, stmt, params, Want::Rows).await?.rows())
+    }
+
+    /// Like `write_all`, for a statement that returns at most one row.
+    pub(crate) async fn write_returning(
+        &self,
+        stmt: &Stmt,
+        params: &[Param],
+    ) -> StoreResult<Option<Row>> {
+        Ok(self.write_all(stmt, params).await?.into_iter().next())
     }
 
     /// Prepares `stmt` without running it (the statement test).
@@ -272,44 +308,28 @@ impl Tx<'_> {
         self.db.backend()
     }
 
+    /// Sends one statement in the transaction; counts the round trip.
+    async fn run(&mut self, stmt: &Stmt, params: &[Param], want: Want) -> StoreResult<Ran> {
+        self.db.count(1);
+        let sql = stmt.sql(self.db.backend());
+        match &mut self.inner {
+            TxInner::Sqlite(tx) => run_sqlite(&mut **tx, sql, params, want).await,
+            TxInner::Postgres(tx) => run_pg(&mut **tx, sql, params, want).await,
+        }
+    }
+
     /// Runs a statement; returns all its rows.
     pub(crate) async fn fetch_all(
         &mut self,
         stmt: &Stmt,
         params: &[Param],
     ) -> StoreResult<Vec<Row>> {
-        self.db.count(1);
-        let sql = stmt.sql(self.db.backend());
-        Ok(match &mut self.inner {
-            TxInner::Sqlite(tx) => sqlite_query(sql, params)
-                .fetch_all(&mut **tx)
-                .await?
-                .into_iter()
-                .map(Row::Sqlite)
-                .collect(),
-            TxInner::Postgres(tx) => pg_query(sql, params)
-                .fetch_all(&mut **tx)
-                .await?
-                .into_iter()
-                .map(Row::Postgres)
-                .collect(),
-        })
+        Ok(self.run(stmt, params, Want::Rows).await?.rows())
     }
 
     /// Runs a statement; returns the rows it changed.
     pub(crate) async fn execute(&mut self, stmt: &Stmt, params: &[Param]) -> StoreResult<u64> {
-        self.db.count(1);
-        let sql = stmt.sql(self.db.backend());
-        Ok(match &mut self.inner {
-            TxInner::Sqlite(tx) => sqlite_query(sql, params)
-                .execute(&mut **tx)
-                .await?
-                .rows_affected(),
-            TxInner::Postgres(tx) => pg_query(sql, params)
-                .execute(&mut **tx)
-                .await?
-                .rows_affected(),
-        })
+        Ok(self.run(stmt, params, Want::Changed).await?.changed())
     }
 
     /// Runs a statement; returns its first row, if any.
@@ -318,18 +338,7 @@ impl Tx<'_> {
         stmt: &Stmt,
         params: &[Param],
     ) -> StoreResult<Option<Row>> {
-        self.db.count(1);
-        let sql = stmt.sql(self.db.backend());
-        Ok(match &mut self.inner {
-            TxInner::Sqlite(tx) => sqlite_query(sql, params)
-                .fetch_optional(&mut **tx)
-                .await?
-                .map(Row::Sqlite),
-            TxInner::Postgres(tx) => pg_query(sql, params)
-                .fetch_optional(&mut **tx)
-                .await?
-                .map(Row::Postgres),
-        })
+        Ok(self.fetch_all(stmt, params).await?.into_iter().next())
     }
 
     /// Runs a statement that must return a row.
