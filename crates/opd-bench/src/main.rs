@@ -459,7 +459,6 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
             .await
             .context("the server reports no round trips")
     };
-    let n = 0;
     let mut out = Vec::new();
     let amount = json!({ "value": "1", "assetCode": "USD", "assetScale": 2 });
     let t0 = trips().await?;
@@ -469,7 +468,7 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
     out.push(("create-incoming-payment".to_owned(), t1 - t0));
     let q = post(
         s,
-        n,
+        0,
         "quotes",
         &s.ip_token,
         json!({ "walletAddress": s.alice, "receiver": ip["id"], "method": "ilp" }),
@@ -479,7 +478,7 @@ async fn profile_payment(server: &Server, s: &Setup) -> anyhow::Result<Vec<(Stri
     out.push(("create-quote".to_owned(), t2 - t1));
     let p = post(
         s,
-        n,
+        0,
         "outgoing-payments",
         &s.pay_token,
         json!({ "walletAddress": s.alice, "quoteId": q["id"] }),
@@ -552,10 +551,9 @@ async fn receiver_for(s: &Setup) -> anyhow::Result<String> {
     if let Some(r) = RECEIVER.get() {
         return Ok(r.clone());
     }
-    let n = 0;
     let ip = post(
         s,
-        n,
+        0,
         "incoming-payments",
         &s.ip_token,
         json!({ "walletAddress": s.bob }),

@@ -30,11 +30,9 @@ pub async fn move_money(
         ));
     }
     let kind = if deposit { "deposit" } else { "withdrawal" };
-    let digest: String =
-        Sha256::digest(format!("{kind}|{}|{}|{amount}", wallet.id, wallet.asset).as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+    let digest = opd_core::hex::lower(&Sha256::digest(
+        format!("{kind}|{}|{}|{amount}", wallet.id, wallet.asset).as_bytes(),
+    ));
     let key = format!("{kind}:{idempotency_key}");
     match services
         .store

@@ -37,7 +37,7 @@ impl StoreReplayLog {
 }
 
 fn key(fp: &Fingerprint) -> String {
-    fp.0.iter().map(|b| format!("{b:02x}")).collect()
+    opd_core::hex::lower(&fp.0)
 }
 
 fn secs(v: u64) -> i64 {

@@ -97,7 +97,7 @@ pub fn signature(secret: &str, timestamp_ms: i64, body: &[u8]) -> String {
     mac.update(b".");
     mac.update(body);
     let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = opd_core::hex::lower(&digest);
     format!("t={timestamp_ms}, v1={hex}")
 }
 

@@ -77,20 +77,8 @@ async fn fail(
 pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let now = services.clock.now();
     if services.config.external_funding {
-        let due = services
-            .store
-            .unfunded_expired_outgoing_payments(now, 1)
-            .await?;
-        if let Some(p) = match due.first() {
-            Some(id) => services.store.get_outgoing_payment(*id).await?,
-            None => None,
-        } {
-            return fail(
-                services,
-                &p,
-                "the payment was not funded before its quote expired".into(),
-            )
-            .await;
+        if let Some(step) = fail_next_unfunded(services).await? {
+            return Ok(step);
         }
     }
     let Some(p) = services
@@ -194,21 +182,29 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
 /// Fails the payments still waiting for outside funds whose quote expired
 /// (external funding mode); returns how many.
 pub async fn fail_unfunded_once(services: &Services) -> Result<usize, ServiceError> {
+    let mut n = 0;
+    while n < 32 && fail_next_unfunded(services).await?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Fails the oldest payment still waiting for outside funds whose quote
+/// expired, if there is one.
+async fn fail_next_unfunded(services: &Services) -> Result<Option<Step>, ServiceError> {
     let now = services.clock.now();
     let due = services
         .store
-        .unfunded_expired_outgoing_payments(now, 32)
+        .unfunded_expired_outgoing_payments(now, 1)
         .await?;
-    let mut n = 0;
-    for id in due {
-        if let Some(p) = services.store.get_outgoing_payment(id).await? {
-            let reason = "the payment was not funded before its quote expired";
-            if end(services, &p, OutgoingPaymentState::Failed, reason).await? {
-                n += 1;
-            }
-        }
-    }
-    Ok(n)
+    let Some(id) = due.first() else {
+        return Ok(None);
+    };
+    let Some(p) = services.store.get_outgoing_payment(*id).await? else {
+        return Ok(None);
+    };
+    let reason = "the payment was not funded before its quote expired";
+    Ok(Some(fail(services, &p, reason.into()).await?))
 }
 
 /// Announces incoming payments that expired unfinished; returns how many.

@@ -83,7 +83,7 @@ fn admin_token(settings: &Settings, random: &dyn Random) -> anyhow::Result<(Stri
     }
     let mut bytes = [0u8; 32];
     random.fill(&mut bytes);
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = opd_core::hex::lower(&bytes);
     write_private(&path, &token)?;
     Ok((token, true))
 }
