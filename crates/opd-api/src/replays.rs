@@ -18,10 +18,16 @@
 //!    kept, and its replays are refused with `replayed_request`), or sends
 //!    the left answer instead of the handler's response.
 //!
-//! The handler runs in its own task, so a client that hangs up does not cut
-//! a payment off halfway nor leave its replays without an answer.
+//! A client that hangs up must not cut a payment off halfway nor leave its
+//! replays without an answer: when the connection drops the request, the
+//! handler is handed to the runtime to finish ([`FinishOnDrop`]). It runs
+//! inline otherwise; a task per request cost about 10 µs of kernel time
+//! per state-changing request (waking another worker thread).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -91,9 +97,8 @@ async fn handle(
     let slot = ReplaySlot::default();
     parts.extensions.insert(slot.clone());
     let request = Request::from_parts(parts, Body::from(body));
-    // The handler and the recording of its response run in their own task:
-    // a client hanging up must not cut a payment off halfway, nor leave its
-    // replays without the answer.
+    // The handler and the recording of its response run to the end even
+    // when the client hangs up (see the module doc).
     let run = async move {
         let response = next.run(request).await;
         match slot.take() {
@@ -106,13 +111,63 @@ async fn handle(
             }
         }
     };
-    match tokio::spawn(run.instrument(tracing::Span::current())).await {
-        Ok(r) => r,
-        Err(e) => {
-            // A panic (a bug): the claim, dropped with the task, is recorded
-            // as lost, so replays are refused rather than run again.
-            tracing::error!(error = %e, "handler task failed");
-            ApiError::internal().into_response()
+    // A panic (a bug) unwinds to the listener's panic layer; the claim,
+    // dropped with the future, is recorded as lost, so replays are refused
+    // rather than run again.
+    FinishOnDrop::new(run.instrument(tracing::Span::current())).await
+}
+
+/// Polls a future in place; if dropped before it completed (the connection
+/// went away), hands the rest of it to the runtime to complete.
+struct FinishOnDrop<F: Future<Output = Response> + Send + 'static> {
+    future: Option<Pin<Box<F>>>,
+    /// Set while the future is being polled: a future that panicked must
+    /// not be polled again.
+    polling: bool,
+}
+
+impl<F: Future<Output = Response> + Send + 'static> FinishOnDrop<F> {
+    fn new(future: F) -> Self {
+        Self {
+            future: Some(Box::pin(future)),
+            polling: false,
+        }
+    }
+}
+
+impl<F: Future<Output = Response> + Send + 'static> Future for FinishOnDrop<F> {
+    type Output = Response;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        // The future is boxed, so `Self` is `Unpin`.
+        let this = self.get_mut();
+        let Some(future) = this.future.as_mut() else {
+            // Polled after completion: a caller bug, answered as one.
+            return Poll::Ready(ApiError::internal().into_response());
+        };
+        this.polling = true;
+        let polled = future.as_mut().poll(cx);
+        this.polling = false;
+        if polled.is_ready() {
+            this.future = None;
+        }
+        polled
+    }
+}
+
+impl<F: Future<Output = Response> + Send + 'static> Drop for FinishOnDrop<F> {
+    fn drop(&mut self) {
+        let Some(future) = self.future.take() else {
+            return;
+        };
+        if self.polling {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(future);
+            }
+            Err(_) => tracing::warn!("runtime gone: an unfinished request was dropped"),
         }
     }
 }
@@ -216,6 +271,23 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(&body[..], b"{\"id\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_request_dropped_halfway_still_runs_to_the_end() {
+        let (go, gate) = tokio::sync::oneshot::channel::<()>();
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let mut request = Box::pin(FinishOnDrop::new(async move {
+            let _ = gate.await;
+            let _ = done.send(());
+            Response::new(Body::empty())
+        }));
+        // Started, then the connection goes away.
+        let first = std::future::poll_fn(|cx| Poll::Ready(request.as_mut().poll(cx))).await;
+        assert!(first.is_pending());
+        drop(request);
+        go.send(()).unwrap();
+        finished.await.unwrap();
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod outgoing_payments;
 pub mod pricing;
 pub mod quotes;
+pub mod replay_memory;
 pub mod replay_store;
 pub mod replays;
 pub mod secrets;
@@ -233,7 +234,7 @@ impl Services {
                 store.clone(),
                 clock.clone(),
             )),
-            opd_store::Backend::Sqlite => Arc::new(replays::MemoryReplayLog::new(
+            opd_store::Backend::Sqlite => Arc::new(replay_memory::MemoryReplayLog::new(
                 config.replay_capacity,
                 config.replay_max_bytes,
             )),

@@ -12,7 +12,9 @@
 //! [`ServiceConfig::replay_wait`](crate::ServiceConfig::replay_wait).
 //!
 //! The bookkeeping sits behind [`ReplayLog`], so that several nodes can
-//! share it in the database; [`MemoryReplayLog`] is the in-process one.
+//! share it in the database;
+//! [`MemoryReplayLog`](crate::replay_memory::MemoryReplayLog) is the
+//! in-process one.
 //!
 //! Two entry points, both only for state-changing methods:
 //! - [`recall`], before anything else (the HTTP layer calls it): answers a
@@ -27,7 +29,6 @@
 //!   answer of an identical request. Only verified signatures reach it, so
 //!   forged requests cannot fill the log.
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,7 +36,6 @@ use async_trait::async_trait;
 use opd_gnap::ClientIdent;
 use opd_httpsig::{parse_signature, ParsedSignature, RequestParts};
 use sha2::{Digest as _, Sha256};
-use tokio::sync::watch;
 
 use crate::access::{client_identity, AccessError};
 use crate::{ServiceError, Services};
@@ -392,353 +392,25 @@ pub async fn admit(
     }
 }
 
-/// The in-process [`ReplayLog`]: bounded in entries and in stored bytes;
-/// entries expire with the signature freshness window.
-///
-/// When `capacity` entries are live, the one expiring first is dropped (a
-/// replay of it would then run again; size `capacity` above the number of
-/// state-changing requests per window). When stored responses exceed
-/// `max_bytes`, the bodies expiring first are dropped (their replays are
-/// then refused, not run again).
-#[derive(Debug)]
-pub struct MemoryReplayLog {
-    capacity: usize,
-    max_bytes: usize,
-    inner: Mutex<Mem>,
-}
-
-#[derive(Debug, Default)]
-struct Mem {
-    entries: HashMap<Fingerprint, Entry>,
-    by_expiry: BTreeSet<(u64, Fingerprint)>,
-    /// Entries holding a stored response, by expiry, with `bytes` their sum.
-    with_body: BTreeSet<(u64, Fingerprint)>,
-    bytes: usize,
-}
-
-#[derive(Debug)]
-struct Entry {
-    expires_at: u64,
-    state: EntryState,
-}
-
-#[derive(Debug)]
-enum EntryState {
-    /// Waiters subscribe; `finish` sends the outcome.
-    Running(watch::Sender<Option<Outcome>>),
-    Done(Outcome),
-}
-
-impl Mem {
-    fn remove(&mut self, fp: &Fingerprint) {
-        if let Some(entry) = self.entries.remove(fp) {
-            self.by_expiry.remove(&(entry.expires_at, *fp));
-            if self.with_body.remove(&(entry.expires_at, *fp)) {
-                if let EntryState::Done(Outcome::Response(r)) = &entry.state {
-                    self.bytes = self.bytes.saturating_sub(r.size());
-                }
-            }
-        }
-    }
-
-    fn purge(&mut self, now: u64) {
-        while let Some(&(expires_at, fp)) = self.by_expiry.first() {
-            if expires_at > now {
-                break;
-            }
-            self.remove(&fp);
-        }
-    }
-
-    fn state(&self, fp: &Fingerprint) -> Option<Begun> {
-        self.entries.get(fp).map(|e| match &e.state {
-            EntryState::Running(_) => Begun::Running,
-            EntryState::Done(o) => Begun::Done(o.clone()),
-        })
-    }
-
-    /// Drops the oldest stored bodies until `extra` more bytes fit.
-    fn make_room(&mut self, extra: usize, max_bytes: usize) {
-        while self.bytes.saturating_add(extra) > max_bytes {
-            let Some((expires_at, fp)) = self.with_body.pop_first() else {
-                break;
-            };
-            if let Some(entry) = self.entries.get_mut(&fp) {
-                if let EntryState::Done(Outcome::Response(r)) = &entry.state {
-                    self.bytes = self.bytes.saturating_sub(r.size());
-                }
-                debug_assert_eq!(entry.expires_at, expires_at);
-                entry.state = EntryState::Done(Outcome::NotKept);
-            }
-        }
-    }
-}
-
-impl MemoryReplayLog {
-    /// At most `capacity` entries (at least 1) and `max_bytes` of stored
-    /// responses (at least one response of [`MAX_STORED_RESPONSE`]).
-    pub fn new(capacity: usize, max_bytes: usize) -> Self {
-        Self {
-            capacity: capacity.max(1),
-            max_bytes: max_bytes.max(MAX_STORED_RESPONSE),
-            inner: Mutex::new(Mem::default()),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Mem> {
-        // Every mutation keeps the maps consistent before it can panic
-        // (none of them does), so a poisoned lock is still usable.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Live entries (including any expired but not yet purged).
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    /// True when no entry is live.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes of stored responses.
-    pub fn stored_bytes(&self) -> usize {
-        self.lock().bytes
-    }
-
-    /// How many requests wait for `fingerprint` (a hook for tests).
-    pub fn waiting(&self, fingerprint: &Fingerprint) -> usize {
-        match self.lock().entries.get(fingerprint).map(|e| &e.state) {
-            Some(EntryState::Running(tx)) => tx.receiver_count(),
-            _ => 0,
-        }
-    }
-}
-
-#[async_trait]
-impl ReplayLog for MemoryReplayLog {
-    async fn begin(
-        &self,
-        fingerprint: &Fingerprint,
-        expires_at: u64,
-        now: u64,
-    ) -> Result<Begun, ServiceError> {
-        let mut mem = self.lock();
-        mem.purge(now);
-        if let Some(state) = mem.state(fingerprint) {
-            return Ok(state);
-        }
-        while mem.entries.len() >= self.capacity {
-            let Some((_, oldest)) = mem.by_expiry.first().copied() else {
-                break;
-            };
-            mem.remove(&oldest);
-        }
-        let (tx, _) = watch::channel(None);
-        mem.entries.insert(
-            *fingerprint,
-            Entry {
-                expires_at,
-                state: EntryState::Running(tx),
-            },
-        );
-        mem.by_expiry.insert((expires_at, *fingerprint));
-        Ok(Begun::First)
-    }
-
-    async fn peek(
-        &self,
-        fingerprint: &Fingerprint,
-        now: u64,
-    ) -> Result<Option<Begun>, ServiceError> {
-        let mut mem = self.lock();
-        mem.purge(now);
-        Ok(mem.state(fingerprint))
-    }
-
-    async fn finish(
-        &self,
-        fingerprint: &Fingerprint,
-        outcome: Outcome,
-    ) -> Result<(), ServiceError> {
-        let mut mem = self.lock();
-        let Some(expires_at) = mem.entries.get(fingerprint).map(|e| e.expires_at) else {
-            return Ok(());
-        };
-        let outcome = match outcome {
-            Outcome::Response(r) if r.size() > MAX_STORED_RESPONSE => Outcome::NotKept,
-            Outcome::Response(r) => {
-                mem.make_room(r.size(), self.max_bytes);
-                mem.bytes = mem.bytes.saturating_add(r.size());
-                mem.with_body.insert((expires_at, *fingerprint));
-                Outcome::Response(r)
-            }
-            Outcome::NotKept => Outcome::NotKept,
-        };
-        if let Some(entry) = mem.entries.get_mut(fingerprint) {
-            let previous = std::mem::replace(&mut entry.state, EntryState::Done(outcome.clone()));
-            if let EntryState::Running(tx) = previous {
-                tx.send_replace(Some(outcome));
-            }
-        }
-        Ok(())
-    }
-
-    async fn wait(
-        &self,
-        fingerprint: &Fingerprint,
-        timeout: Duration,
-    ) -> Result<Option<Outcome>, ServiceError> {
-        let mut rx = {
-            let mem = self.lock();
-            match mem.entries.get(fingerprint).map(|e| &e.state) {
-                None => return Ok(None),
-                Some(EntryState::Done(o)) => return Ok(Some(o.clone())),
-                Some(EntryState::Running(tx)) => tx.subscribe(),
-            }
-        };
-        // `wait_for` also sees a value sent between `subscribe` and here;
-        // it fails when the entry (its sender) was dropped.
-        let waited = tokio::time::timeout(timeout, rx.wait_for(Option::is_some)).await;
-        Ok(match waited {
-            Ok(Ok(outcome)) => outcome.clone(),
-            _ => None,
-        })
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn fp(n: u8) -> Fingerprint {
-        Fingerprint([n; 32])
-    }
-
-    fn response(body: &str) -> Outcome {
-        Outcome::Response(Arc::new(StoredResponse {
-            status: 201,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.as_bytes().to_vec(),
-        }))
-    }
-
-    #[tokio::test]
-    async fn the_first_claims_and_later_ones_get_its_outcome() {
-        let log = MemoryReplayLog::new(10, 1 << 20);
-        assert_eq!(log.peek(&fp(1), 1000).await.unwrap(), None);
-        assert_eq!(log.begin(&fp(1), 1300, 1000).await.unwrap(), Begun::First);
-        assert_eq!(log.begin(&fp(1), 1300, 1000).await.unwrap(), Begun::Running);
-        assert_eq!(log.peek(&fp(1), 1000).await.unwrap(), Some(Begun::Running));
-        log.finish(&fp(1), response("{}")).await.unwrap();
-        assert_eq!(
-            log.begin(&fp(1), 1300, 1001).await.unwrap(),
-            Begun::Done(response("{}"))
-        );
-        assert_eq!(log.begin(&fp(2), 1300, 1001).await.unwrap(), Begun::First);
-    }
-
-    #[tokio::test]
-    async fn entries_expire_with_the_window() {
-        let log = MemoryReplayLog::new(10, 1 << 20);
-        assert_eq!(log.begin(&fp(1), 1300, 1000).await.unwrap(), Begun::First);
-        log.finish(&fp(1), response("{}")).await.unwrap();
-        assert!(log.peek(&fp(1), 1299).await.unwrap().is_some());
-        assert_eq!(log.peek(&fp(1), 1300).await.unwrap(), None);
-        assert!(log.is_empty());
-        assert_eq!(log.stored_bytes(), 0);
-    }
-
-    #[tokio::test]
-    async fn waiters_get_the_outcome_when_it_is_recorded() {
-        let log = Arc::new(MemoryReplayLog::new(10, 1 << 20));
-        assert_eq!(log.begin(&fp(1), 1300, 1000).await.unwrap(), Begun::First);
-        let waiters: Vec<_> = (0..3)
-            .map(|_| {
-                let log = Arc::clone(&log);
-                tokio::spawn(async move { log.wait(&fp(1), Duration::from_secs(60)).await })
-            })
-            .collect();
-        // Only once all three wait is the outcome recorded.
-        while log.waiting(&fp(1)) < 3 {
-            tokio::task::yield_now().await;
-        }
-        log.finish(&fp(1), response("{\"a\":1}")).await.unwrap();
-        for w in waiters {
-            assert_eq!(w.await.unwrap().unwrap(), Some(response("{\"a\":1}")));
-        }
-    }
-
-    #[tokio::test]
-    async fn a_claim_never_finished_times_waiters_out() {
-        let log = MemoryReplayLog::new(10, 1 << 20);
-        assert_eq!(log.begin(&fp(1), 1300, 1000).await.unwrap(), Begun::First);
-        // Nothing will ever finish it: the wait must end by its bound.
-        let waited = log.wait(&fp(1), Duration::from_millis(1)).await.unwrap();
-        assert_eq!(waited, None);
-        assert_eq!(
-            log.wait(&fp(9), Duration::from_secs(60)).await.unwrap(),
-            None
-        );
-    }
-
-    #[tokio::test]
-    async fn large_responses_are_not_kept() {
-        let log = MemoryReplayLog::new(10, 1 << 20);
-        log.begin(&fp(1), 1300, 1000).await.unwrap();
-        let big = "x".repeat(MAX_STORED_RESPONSE + 1);
-        log.finish(&fp(1), response(&big)).await.unwrap();
-        assert_eq!(
-            log.peek(&fp(1), 1000).await.unwrap(),
-            Some(Begun::Done(Outcome::NotKept))
-        );
-        assert_eq!(log.stored_bytes(), 0);
-    }
-
-    #[tokio::test]
-    async fn the_byte_bound_drops_the_oldest_bodies_not_the_entries() {
-        let log = MemoryReplayLog::new(10, MAX_STORED_RESPONSE);
-        let body = "x".repeat(MAX_STORED_RESPONSE / 2);
-        for (n, expires) in [(1, 1100), (2, 1200), (3, 1300)] {
-            log.begin(&fp(n), expires, 1000).await.unwrap();
-            log.finish(&fp(n), response(&body)).await.unwrap();
-        }
-        assert!(log.stored_bytes() <= MAX_STORED_RESPONSE);
-        assert_eq!(
-            log.peek(&fp(1), 1000).await.unwrap(),
-            Some(Begun::Done(Outcome::NotKept))
-        );
-        assert_eq!(
-            log.peek(&fp(3), 1000).await.unwrap(),
-            Some(Begun::Done(response(&body)))
-        );
-        assert_eq!(log.len(), 3);
-    }
-
-    #[tokio::test]
-    async fn the_entry_bound_drops_the_oldest_entry() {
-        let log = MemoryReplayLog::new(2, 1 << 20);
-        log.begin(&fp(1), 1100, 1000).await.unwrap();
-        log.begin(&fp(2), 1200, 1000).await.unwrap();
-        log.begin(&fp(3), 1300, 1000).await.unwrap();
-        assert_eq!(log.len(), 2);
-        assert_eq!(log.peek(&fp(1), 1000).await.unwrap(), None);
-        assert_eq!(log.peek(&fp(2), 1000).await.unwrap(), Some(Begun::Running));
-    }
+    use crate::replay_memory::MemoryReplayLog;
 
     #[tokio::test]
     async fn a_dropped_claim_records_not_kept() {
+        let fp = Fingerprint([1; 32]);
         let log: Arc<dyn ReplayLog> = Arc::new(MemoryReplayLog::new(10, 1 << 20));
-        log.begin(&fp(1), 1300, 1000).await.unwrap();
+        log.begin(&fp, 1300, 1000).await.unwrap();
         let guard = ClaimGuard {
             log: Arc::clone(&log),
-            fingerprint: fp(1),
+            fingerprint: fp,
             finished: false,
         };
         drop(guard);
         // The drop hands `finish` to the runtime; waiting observes it.
-        let waited = log.wait(&fp(1), Duration::from_secs(60)).await.unwrap();
+        let waited = log.wait(&fp, Duration::from_secs(60)).await.unwrap();
         assert_eq!(waited, Some(Outcome::NotKept));
     }
 }
