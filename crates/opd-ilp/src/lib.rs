@@ -19,4 +19,5 @@ pub use credentials::{
     decode_destination, generate_credentials, random_iv, DecodedToken, StreamCredentials,
     StreamSecret,
 };
+pub use crypto::{condition_for, condition_of, fulfillment_for};
 pub use error::{IlpError, MalformedToken};
