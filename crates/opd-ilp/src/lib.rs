@@ -3,16 +3,23 @@
 //! ## Modules
 //!
 //! - [`address`] validates ILP addresses ([`IlpAddress`]);
+//! - [`packet`] encodes and decodes ILPv4 Prepare, Fulfill and Reject
+//!   packets, with [`ErrorCode`] ([`error_code`]) and [`Timestamp`]
+//!   ([`timestamp`]);
 //! - [`credentials`] mints and decodes stateless STREAM credentials;
-//! - [`crypto`] holds STREAM's HMAC-SHA256 and AES-256-GCM primitives;
-//! - [`oer`] reads and writes OER var-octet-strings.
+//! - [`crypto`] holds STREAM's HMAC-SHA256 and AES-256-GCM primitives and
+//!   ILP conditions and fulfillments;
+//! - [`oer`] reads and writes the OER pieces all of the above use.
 #![warn(missing_docs)]
 
 pub mod address;
 pub mod credentials;
 pub mod crypto;
 mod error;
+pub mod error_code;
 pub mod oer;
+pub mod packet;
+pub mod timestamp;
 
 pub use address::{IlpAddress, MAX_ADDRESS_LEN};
 pub use credentials::{
@@ -20,4 +27,7 @@ pub use credentials::{
     StreamSecret,
 };
 pub use crypto::{condition_for, condition_of, fulfillment_for};
-pub use error::{IlpError, MalformedToken};
+pub use error::{IlpError, MalformedToken, PacketError};
+pub use error_code::{ErrorClass, ErrorCode};
+pub use packet::{AmountTooLarge, Fulfill, Packet, PacketType, Prepare, Reject, MAX_DATA_LEN};
+pub use timestamp::Timestamp;
