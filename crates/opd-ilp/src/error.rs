@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::error_code::ErrorCode;
 use crate::oer::OerError;
 
 /// Everything that can go wrong in this crate.
@@ -72,11 +73,11 @@ impl IlpError {
     /// addressed to the server, `F06` when the token is not one of ours.
     /// `None` for errors that only occur while generating credentials or
     /// parsing configuration.
-    pub fn reject_code(&self) -> Option<&'static str> {
+    pub fn reject_code(&self) -> Option<ErrorCode> {
         match self {
-            Self::NotAddressedToServer => Some("F02"),
+            Self::NotAddressedToServer => Some(ErrorCode::F02_UNREACHABLE),
             Self::InvalidTokenEncoding | Self::TokenDecryptionFailed | Self::MalformedToken(_) => {
-                Some("F06")
+                Some(ErrorCode::F06_UNEXPECTED_PAYMENT)
             }
             Self::InvalidAddress(_)
             | Self::InvalidSecret(_)
