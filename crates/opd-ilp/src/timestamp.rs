@@ -13,6 +13,8 @@
 //! 13 becomes January of the next year, second 60 the next minute) and maps
 //! years 0–99 to 1900–1999. A conforming writer never produces those, so we
 //! refuse them: every timestamp we accept re-encodes to the same 17 bytes.
+//! Conversely `ilp-packet` refuses `19700101000000000` (the epoch is 0,
+//! which its validity check takes for an invalid date); we accept it.
 
 use std::fmt;
 
