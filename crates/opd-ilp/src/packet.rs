@@ -315,7 +315,8 @@ pub fn peek_type(bytes: &[u8]) -> Result<PacketType, PacketError> {
 /// parsing the rest of the packet (for routing before a full decode). The
 /// address is validated; the fields after it are not looked at.
 pub fn peek_destination(bytes: &[u8]) -> Result<&str, PacketError> {
-    let mut r = open_envelope_unchecked(bytes, PacketType::Prepare)?;
+    // Bytes after the envelope do not matter here; a full decode refuses them.
+    let mut r = Reader::new(split_envelope(bytes, PacketType::Prepare)?.0);
     r.read_bytes(8 + TIMESTAMP_LEN + 32)?;
     let destination = r.read_var_octet_string()?;
     std::str::from_utf8(destination)
@@ -338,6 +339,16 @@ fn envelope(ty: PacketType, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> Vec
 /// Checks the type byte and returns a reader over the contents, refusing
 /// bytes after the envelope.
 fn open_envelope(bytes: &[u8], expected: PacketType) -> Result<Reader<'_>, PacketError> {
+    let (contents, rest) = split_envelope(bytes, expected)?;
+    match rest.len() {
+        0 => Ok(Reader::new(contents)),
+        n => Err(PacketError::TrailingBytes(n)),
+    }
+}
+
+/// Checks the type byte and splits the envelope into its contents and
+/// whatever follows it.
+fn split_envelope(bytes: &[u8], expected: PacketType) -> Result<(&[u8], &[u8]), PacketError> {
     let mut outer = Reader::new(bytes);
     let found = PacketType::try_from(outer.read_u8()?)?;
     if found != expected {
@@ -347,22 +358,7 @@ fn open_envelope(bytes: &[u8], expected: PacketType) -> Result<Reader<'_>, Packe
         });
     }
     let contents = outer.read_var_octet_string()?;
-    finish(&outer)?;
-    Ok(Reader::new(contents))
-}
-
-/// Like [`open_envelope`] but tolerating bytes after the envelope, for
-/// [`peek_destination`].
-fn open_envelope_unchecked(bytes: &[u8], expected: PacketType) -> Result<Reader<'_>, PacketError> {
-    let mut outer = Reader::new(bytes);
-    let found = PacketType::try_from(outer.read_u8()?)?;
-    if found != expected {
-        return Err(PacketError::WrongPacketType {
-            expected: expected.to_u8(),
-            found: found.to_u8(),
-        });
-    }
-    Ok(Reader::new(outer.read_var_octet_string()?))
+    Ok((contents, outer.remaining()))
 }
 
 /// Reads an address var-octet-string: `None` if empty, an error if not a
