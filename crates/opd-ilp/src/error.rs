@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::error_code::ErrorCode;
 use crate::oer::OerError;
 
 /// Everything that can go wrong in this crate.
@@ -72,11 +73,11 @@ impl IlpError {
     /// addressed to the server, `F06` when the token is not one of ours.
     /// `None` for errors that only occur while generating credentials or
     /// parsing configuration.
-    pub fn reject_code(&self) -> Option<&'static str> {
+    pub fn reject_code(&self) -> Option<ErrorCode> {
         match self {
-            Self::NotAddressedToServer => Some("F02"),
+            Self::NotAddressedToServer => Some(ErrorCode::F02_UNREACHABLE),
             Self::InvalidTokenEncoding | Self::TokenDecryptionFailed | Self::MalformedToken(_) => {
-                Some("F06")
+                Some(ErrorCode::F06_UNEXPECTED_PAYMENT)
             }
             Self::InvalidAddress(_)
             | Self::InvalidSecret(_)
@@ -84,4 +85,53 @@ impl IlpError {
             | Self::CredentialsTooLong { .. } => None,
         }
     }
+}
+
+/// Why an ILP packet, a STREAM packet or one of their fields could not be
+/// read (or, for [`PacketError::DataTooLong`], written).
+///
+/// A receiver that cannot parse an ILP Prepare rejects it with `F01`
+/// (invalid packet); one that cannot decrypt or parse the STREAM data inside
+/// rejects with `F06`, as `@interledger/stream-receiver` does.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PacketError {
+    /// A field ran past the end, a length prefix was invalid or a var-uint
+    /// did not fit in 64 bits.
+    #[error("{0}")]
+    Oer(#[from] OerError),
+    /// The type byte is not 12 (Prepare), 13 (Fulfill) or 14 (Reject).
+    #[error("unknown ILP packet type {0}")]
+    UnknownPacketType(u8),
+    /// A decoder for one packet type was given another type.
+    #[error("expected ILP packet type {expected}, found {found}")]
+    WrongPacketType {
+        /// The type the caller asked for.
+        expected: u8,
+        /// The type byte in the input.
+        found: u8,
+    },
+    /// Bytes were left over after the packet (or the F08 data) ended.
+    #[error("{0} unexpected trailing bytes")]
+    TrailingBytes(usize),
+    /// The expiry is not 17 ASCII digits forming a real UTC date and time
+    /// (`YYYYMMDDHHmmssSSS`).
+    #[error("invalid ILP timestamp")]
+    InvalidTimestamp,
+    /// A destination or `triggeredBy` is not a valid ILP address.
+    #[error("invalid ILP address in packet")]
+    InvalidAddress,
+    /// A reject code is not `F`, `T` or `R` followed by two digits.
+    #[error("invalid ILP error code")]
+    InvalidErrorCode,
+    /// A `data` field (or STREAM data to encrypt) is longer than an ILP
+    /// packet allows (32767 bytes, RFC 27).
+    #[error("data of {0} bytes exceeds the ILP limit")]
+    DataTooLong(usize),
+    /// A STREAM packet's version byte is not 1.
+    #[error("unsupported STREAM version {0}")]
+    UnsupportedStreamVersion(u8),
+    /// STREAM data did not authenticate under the shared secret (wrong
+    /// secret, tampered, or shorter than IV plus tag).
+    #[error("STREAM data could not be decrypted")]
+    DecryptionFailed,
 }

@@ -1,6 +1,7 @@
 //! The small piece of OER (ITU-T X.696, as Interledger RFC 30 uses it) that
-//! STREAM connection tokens need: one-byte integers, fixed-size byte runs and
-//! variable-length octet strings.
+//! ILP packets, STREAM packets and STREAM connection tokens need: one-byte
+//! and eight-byte integers, fixed-size byte runs, variable-length octet
+//! strings and variable-length unsigned integers.
 //!
 //! A var-octet-string is a length prefix followed by that many bytes:
 //!
@@ -12,6 +13,13 @@
 //! The writer always emits the canonical (shortest) form and the [`Reader`]
 //! accepts only that form, as `oer-utils` does. The reader never allocates
 //! and never trusts a length beyond the bytes actually present.
+//!
+//! A var-uint (RFC 30's "VarUInt") is a var-octet-string whose payload is
+//! the integer big-endian: 99 is `01 63`, 0 is `01 00`. The writer uses as
+//! few bytes as possible. The reader, like `oer-utils`, also accepts leading
+//! zero bytes (a payload longer than needed), because nothing is gained by
+//! refusing a peer's packet over it; it refuses an empty payload and one
+//! longer than 8 bytes, except in [`Reader::read_var_uint_saturating`].
 
 use thiserror::Error;
 
@@ -31,6 +39,13 @@ pub enum OerError {
     /// length below 128, or a leading zero byte).
     #[error("OER length prefix is not canonical")]
     NonCanonicalLength,
+    /// A var-uint had an empty payload.
+    #[error("OER var-uint is empty")]
+    EmptyVarUint,
+    /// A var-uint had more than 8 payload bytes, so it does not fit in a
+    /// `u64`.
+    #[error("OER var-uint of {0} bytes does not fit in 64 bits")]
+    VarUintTooLong(usize),
 }
 
 /// Appends the canonical OER length prefix for `len`.
@@ -52,6 +67,21 @@ pub fn write_length_prefix(out: &mut Vec<u8>, len: usize) {
 pub fn write_var_octet_string(out: &mut Vec<u8>, bytes: &[u8]) {
     write_length_prefix(out, bytes.len());
     out.extend_from_slice(bytes);
+}
+
+/// Appends `value` as an OER var-uint: a length byte, then the value
+/// big-endian in as few bytes as possible (at least one, so 0 is `01 00`).
+pub fn write_var_uint(out: &mut Vec<u8>, value: u64) {
+    let be = value.to_be_bytes();
+    // Keep at least the last byte, so zero is written as one 0x00 byte.
+    let skip = be[..7].iter().take_while(|b| **b == 0).count();
+    write_var_octet_string(out, &be[skip..]);
+}
+
+/// Number of bytes [`write_var_uint`] writes for `value`.
+pub fn var_uint_size(value: u64) -> usize {
+    let significant = (u64::BITS - value.leading_zeros()).div_ceil(8).max(1);
+    1 + significant as usize
 }
 
 /// Number of bytes a var-octet-string with a `len`-byte payload occupies.
@@ -142,6 +172,43 @@ impl<'a> Reader<'a> {
         let len = self.read_length_prefix()?;
         self.read_bytes(len)
     }
+
+    /// Reads a fixed 8-byte big-endian unsigned integer (RFC 27's UInt64).
+    pub fn read_u64(&mut self) -> Result<u64, OerError> {
+        self.read_array::<8>().map(u64::from_be_bytes)
+    }
+
+    /// Reads a var-uint of at most 8 payload bytes.
+    pub fn read_var_uint(&mut self) -> Result<u64, OerError> {
+        let bytes = self.read_var_octet_string()?;
+        if bytes.len() > 8 {
+            return Err(OerError::VarUintTooLong(bytes.len()));
+        }
+        be_to_u64(bytes)
+    }
+
+    /// Reads a var-uint, but returns `u64::MAX` for a payload longer than 8
+    /// bytes instead of failing.
+    ///
+    /// `ilp-protocol-stream` reads StreamMaxMoney's `receiveMax` and
+    /// StreamMoneyBlocked's `sendMax` this way: other implementations may
+    /// announce "no limit" with a number above 2^64, and any such limit is
+    /// effectively unlimited for a `u64` amount.
+    pub fn read_var_uint_saturating(&mut self) -> Result<u64, OerError> {
+        let bytes = self.read_var_octet_string()?;
+        if bytes.len() > 8 {
+            return Ok(u64::MAX);
+        }
+        be_to_u64(bytes)
+    }
+}
+
+/// Big-endian bytes (1 to 8 of them) to a `u64`.
+fn be_to_u64(bytes: &[u8]) -> Result<u64, OerError> {
+    if bytes.is_empty() {
+        return Err(OerError::EmptyVarUint);
+    }
+    Ok(bytes.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
 }
 
 #[cfg(test)]
@@ -263,7 +330,64 @@ mod tests {
         assert_eq!(r.read_bytes(0), Ok(&[][..]));
     }
 
+    fn var_uint(value: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_var_uint(&mut out, value);
+        out
+    }
+
+    #[test]
+    fn var_uints_use_minimal_bytes() {
+        // 99 -> 01 63 is RFC 30's example.
+        assert_eq!(var_uint(0), vec![0x01, 0x00]);
+        assert_eq!(var_uint(99), vec![0x01, 0x63]);
+        assert_eq!(var_uint(255), vec![0x01, 0xff]);
+        assert_eq!(var_uint(256), vec![0x02, 0x01, 0x00]);
+        assert_eq!(var_uint(u64::MAX), [&[0x08][..], &[0xff; 8]].concat());
+        for v in [0, 1, 255, 256, 65_535, 1 << 56, u64::MAX] {
+            assert_eq!(var_uint(v).len(), var_uint_size(v));
+        }
+    }
+
+    #[test]
+    fn var_uint_reader_edge_cases() {
+        // Leading zeros are tolerated, as oer-utils does.
+        assert_eq!(Reader::new(&[0x02, 0x00, 0x05]).read_var_uint(), Ok(5));
+        assert_eq!(
+            Reader::new(&[0x00]).read_var_uint(),
+            Err(OerError::EmptyVarUint)
+        );
+        let nine = [0x09, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+        assert_eq!(
+            Reader::new(&nine).read_var_uint(),
+            Err(OerError::VarUintTooLong(9))
+        );
+        let mut r = Reader::new(&nine);
+        assert_eq!(r.read_var_uint_saturating(), Ok(u64::MAX));
+        assert!(r.is_empty());
+        assert_eq!(
+            Reader::new(&[0x00]).read_var_uint_saturating(),
+            Err(OerError::EmptyVarUint)
+        );
+        assert_eq!(
+            Reader::new(&[1, 2, 3, 4, 5, 6, 7, 8]).read_u64(),
+            Ok(0x0102_0304_0506_0708)
+        );
+        assert_eq!(
+            Reader::new(&[1, 2, 3]).read_u64(),
+            Err(OerError::UnexpectedEof)
+        );
+    }
+
     proptest! {
+        #[test]
+        fn var_uint_round_trip(v in any::<u64>()) {
+            let buf = var_uint(v);
+            let mut r = Reader::new(&buf);
+            prop_assert_eq!(r.read_var_uint(), Ok(v));
+            prop_assert!(r.is_empty());
+        }
+
         #[test]
         fn round_trip(payload in proptest::collection::vec(any::<u8>(), 0..600), tail in proptest::collection::vec(any::<u8>(), 0..8)) {
             let mut buf = encode(&payload);

@@ -6,7 +6,8 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use opd_ilp::{
-    decode_destination, generate_credentials, IlpAddress, IlpError, MalformedToken, StreamSecret,
+    decode_destination, generate_credentials, ErrorCode, IlpAddress, IlpError, MalformedToken,
+    StreamSecret,
 };
 use proptest::prelude::*;
 
@@ -288,15 +289,24 @@ fn malformed_plaintext_is_reported() {
         let dest = format!("test.opd.{}", URL_SAFE_NO_PAD.encode(&token));
         let err = decode_destination(&secret(), &server(), &dest).unwrap_err();
         assert_eq!(err, IlpError::MalformedToken(expected));
-        assert_eq!(err.reject_code(), Some("F06"));
+        assert_eq!(err.reject_code(), Some(ErrorCode::F06_UNEXPECTED_PAYMENT));
     }
 }
 
 #[test]
 fn reject_codes() {
-    assert_eq!(IlpError::NotAddressedToServer.reject_code(), Some("F02"));
-    assert_eq!(IlpError::InvalidTokenEncoding.reject_code(), Some("F06"));
-    assert_eq!(IlpError::TokenDecryptionFailed.reject_code(), Some("F06"));
+    assert_eq!(
+        IlpError::NotAddressedToServer.reject_code(),
+        Some(ErrorCode::F02_UNREACHABLE)
+    );
+    assert_eq!(
+        IlpError::InvalidTokenEncoding.reject_code(),
+        Some(ErrorCode::F06_UNEXPECTED_PAYMENT)
+    );
+    assert_eq!(
+        IlpError::TokenDecryptionFailed.reject_code(),
+        Some(ErrorCode::F06_UNEXPECTED_PAYMENT)
+    );
     assert_eq!(IlpError::InvalidPaymentTag("empty").reject_code(), None);
 }
 
