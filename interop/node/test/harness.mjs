@@ -4,10 +4,15 @@
 //
 //   OPD_BIN       the opd binary (required)
 //   OPD_SPEC_DIR  the Open Payments YAML specs (default: <repo>/spec)
+//
+// Options of useWorld/startWorld: `ilp: true` requires opd's ILP-over-HTTP
+// listener and exposes its URL as world.opd.ilpUrl; `webhooks: true` runs a
+// local webhook receiver (world.webhooks) that opd POSTs its events to.
 
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
+import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -120,6 +125,20 @@ export async function validateAgainstSpec({ kind, path: specPath, method, status
 // ---------------------------------------------------------------------------
 // Ports, process
 
+const helpCache = new Map()
+/** Whether `opd serve` of this binary has the flag (from `opd serve --help`). */
+export function opdServeHasFlag(flag) {
+  const bin = opdBin()
+  if (!helpCache.has(bin)) {
+    const out = spawnSync(bin, ['serve', '--help'], { encoding: 'utf8', timeout: 30_000 })
+    helpCache.set(bin, `${out.stdout || ''}${out.stderr || ''}`)
+  }
+  return new RegExp(`(^|\\s)${flag}\\b`, 'm').test(helpCache.get(bin))
+}
+
+/** The ILP address opd is started with when the ILP listener is on. */
+export const OPD_ILP_ADDRESS = 'test.opd'
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer()
@@ -137,15 +156,30 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 /** The fetch of the platform, never the recording wrapper. */
 export const rawFetch = globalThis.fetch.bind(globalThis)
 
-export async function startOpd() {
+/**
+ * Starts `opd serve` on free loopback ports.
+ *   ilp        true: the ILP-over-HTTP listener is required (fails when the
+ *              binary has no --ilp-listen). Otherwise it is put on a free port
+ *              whenever the binary has the flag, so no test run binds the
+ *              default port.
+ *   extraArgs  more arguments for `opd serve`
+ */
+export async function startOpd({ ilp = false, extraArgs = [] } = {}) {
   const bin = opdBin()
+  const hasIlpListen = opdServeHasFlag('--ilp-listen')
+  if (ilp && !hasIlpListen) {
+    throw new Error(
+      `${bin} has no --ilp-listen flag (see \`opd serve --help\`): this opd has no ILP-over-HTTP listener, which the ILP interop tests need`
+    )
+  }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'opd-interop-'))
   const ports = new Set()
-  while (ports.size < 3) ports.add(await freePort())
-  const [p1, p2, p3] = [...ports]
+  while (ports.size < 4) ports.add(await freePort())
+  const [p1, p2, p3, p4] = [...ports]
   const publicUrl = `http://127.0.0.1:${p1}`
   const authUrl = `http://127.0.0.1:${p2}`
   const adminUrl = `http://127.0.0.1:${p3}`
+  const ilpUrl = hasIlpListen ? `http://127.0.0.1:${p4}/ilp` : undefined
   const args = [
     'serve',
     `--listen=127.0.0.1:${p1}`,
@@ -158,6 +192,9 @@ export async function startOpd() {
     `--data-dir=${dataDir}`,
     `--database-url=sqlite://${dataDir}/opd.sqlite?mode=rwc`
   ]
+  if (hasIlpListen) args.push(`--ilp-listen=127.0.0.1:${p4}`)
+  if (ilp) args.push(`--ilp-address=${OPD_ILP_ADDRESS}`)
+  args.push(...extraArgs)
   const env = { ...process.env, OPD_LOG: 'warn' }
   // Settings of the machine must not leak into the server under test.
   for (const k of Object.keys(env)) {
@@ -189,6 +226,9 @@ export async function startOpd() {
     publicUrl,
     authUrl,
     adminUrl,
+    /** The ILP-over-HTTP endpoint (any path is accepted), when opd has one. */
+    ilpUrl,
+    ilpAddress: ilp ? OPD_ILP_ADDRESS : undefined,
     dataDir,
     child,
     output: () => output,
@@ -227,6 +267,78 @@ export async function startOpd() {
     await sleep(100)
   }
   return opd
+}
+
+// ---------------------------------------------------------------------------
+// Webhooks: a local receiver opd POSTs its events to (--webhook-url). Each
+// delivery's Opd-Signature (t=<ms>, v1=<hex HMAC-SHA256 of "<t>.<body>">)
+// is checked with the secret opd was given.
+
+export async function startWebhookReceiver({ secret = `interop-webhook-secret-${crypto.randomUUID()}` } = {}) {
+  const events = []
+  const waiters = new Set()
+  const server = http.createServer((req, res) => {
+    const chunks = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8')
+      const problems = []
+      let body
+      try {
+        body = JSON.parse(raw)
+      } catch {
+        problems.push(`body is not JSON: ${raw.slice(0, 200)}`)
+      }
+      if (req.method !== 'POST') problems.push(`method ${req.method}, not POST`)
+      if (!/^application\/json\b/.test(req.headers['content-type'] || '')) problems.push(`content-type ${req.headers['content-type']}`)
+      const sig = req.headers['opd-signature'] || ''
+      const m = /^t=(\d+), v1=([0-9a-f]{64})$/.exec(sig)
+      if (!m) {
+        problems.push(`Opd-Signature missing or malformed: ${JSON.stringify(sig)}`)
+      } else {
+        const expected = crypto.createHmac('sha256', secret).update(`${m[1]}.`).update(Buffer.concat(chunks)).digest('hex')
+        if (!crypto.timingSafeEqual(Buffer.from(expected), Buffer.from(m[2]))) problems.push('Opd-Signature does not verify')
+      }
+      for (const k of ['id', 'type', 'data', 'createdAt']) if (body && !(k in body)) problems.push(`no ${k} in the event`)
+      const event = { ...(body || {}), raw, problems, receivedAt: Date.now() }
+      events.push(event)
+      res.writeHead(204).end()
+      for (const w of [...waiters]) w()
+    })
+  })
+  await new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  const { port } = server.address()
+  return {
+    url: `http://127.0.0.1:${port}/webhooks`,
+    secret,
+    events,
+    /** Resolves with the first event matching `pred` (already received or to come). */
+    waitFor(pred, { timeoutMs = 10_000, what = 'a matching webhook event' } = {}) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const hit = events.find(pred)
+          if (!hit) return false
+          clearTimeout(timer)
+          waiters.delete(check)
+          resolve(hit)
+          return true
+        }
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          reject(new Error(`no ${what} within ${timeoutMs} ms; received: ${JSON.stringify(events.map((e) => ({ type: e.type, id: e.data?.id })))}`))
+        }, timeoutMs)
+        if (!check()) waiters.add(check)
+      })
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections?.()
+        server.close(() => resolve())
+      })
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -389,9 +501,19 @@ function installRecorder(world) {
 // ---------------------------------------------------------------------------
 // The world: a server with alice, bob and the client wallet address shop.
 
-export async function startWorld() {
+export async function startWorld({ ilp = false, webhooks = false } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
-  const opd = await startOpd()
+  const hooks = webhooks ? await startWebhookReceiver() : undefined
+  let opd
+  try {
+    opd = await startOpd({
+      ilp,
+      extraArgs: hooks ? [`--webhook-url=${hooks.url}`, `--webhook-secret=${hooks.secret}`] : []
+    })
+  } catch (err) {
+    await hooks?.close()
+    throw err
+  }
   try {
     const admin = adminClient(opd.adminUrl)
     // alice pays, bob is paid, shop is the client (its key signs every request).
@@ -413,7 +535,7 @@ export async function startWorld() {
       shop: `${opd.publicUrl}/shop`
     }
     // aliases: origins of stand-ins that count as opd's Open Payments origin.
-    const world = { opd, admin, urls, shopKey, aliases: new Map() }
+    const world = { opd, admin, urls, shopKey, aliases: new Map(), webhooks: hooks }
     world.recorder = installRecorder(world)
     world.client = await createAuthenticatedClient({
       walletAddressUrl: urls.shop,
@@ -426,10 +548,12 @@ export async function startWorld() {
     world.stop = async () => {
       world.recorder.uninstall()
       await opd.stop()
+      await hooks?.close()
     }
     return world
   } catch (err) {
     await opd.stop()
+    await hooks?.close()
     throw err
   }
 }
@@ -581,11 +705,11 @@ export function usd(value) {
 // Per test file: one server, and after each test the check that every
 // response it received conforms to the specs.
 
-export function useWorld() {
+export function useWorld(options = {}) {
   const ctx = {}
   let mark = 0
   before(async () => {
-    Object.assign(ctx, await startWorld())
+    Object.assign(ctx, await startWorld(options))
   })
   after(async () => {
     if (!ctx.stop) return
