@@ -17,6 +17,7 @@
 //! - `POST /outgoing-payments/{id}/cancel`: before it is sent
 //! - `POST /outgoing-payments/{id}/fund`: with external funding
 //! - `GET /ledger/check`: the ledger invariants
+//! - the Interledger peers (`crate::admin_peers`)
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
 
@@ -94,6 +95,7 @@ pub fn admin_router(state: AdminState) -> Router {
         .route("/ledger/check", get(ledger_check))
         .route("/stats", get(stats))
         .route("/outgoing-payments/{id}/fund", post(fund_outgoing_payment))
+        .merge(crate::admin_peers::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
     crate::with_common_layers(routes)
@@ -477,15 +479,15 @@ async fn introspect(
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct MoveMoney {
-    /// Minor units of the wallet address's asset, as a decimal string.
-    amount: String,
-    idempotency_key: String,
+pub(crate) struct MoveMoney {
+    /// Minor units of the account's asset, as a decimal string.
+    pub(crate) amount: String,
+    pub(crate) idempotency_key: String,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TransferAdmin {
+pub(crate) struct TransferAdmin {
     id: String,
     kind: String,
     debit_account: String,

@@ -1,10 +1,12 @@
 #![doc = include_str!("../README.md")]
 
 pub mod admin;
+mod admin_peers;
 pub mod auth;
 pub mod auth_server;
 pub mod error;
 pub mod extract;
+pub mod ilp;
 pub mod open_payments;
 mod replays;
 pub mod wire;

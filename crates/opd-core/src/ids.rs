@@ -96,6 +96,10 @@ id_type!(
     /// A GNAP grant id.
     GrantId
 );
+id_type!(
+    /// An Interledger peer's id (admin API).
+    PeerId
+);
 
 #[cfg(test)]
 mod tests {

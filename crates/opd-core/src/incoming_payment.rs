@@ -50,4 +50,37 @@ impl IncomingPayment {
         self.incoming_amount
             .map(|i| i.saturating_sub(self.received_amount))
     }
+
+    /// Whether `amount` more may arrive now (an ILP packet): never past
+    /// `incomingAmount`, never once completed or expired.
+    pub fn receive(&self, amount: u64, now: Timestamp) -> Receivable {
+        if !self.is_active(now) {
+            return Receivable::Closed;
+        }
+        if let Some(room) = self.remaining() {
+            if amount > room {
+                return Receivable::TooMuch { room };
+            }
+        }
+        match self.received_amount.checked_add(amount) {
+            Some(received) => Receivable::Yes {
+                received,
+                completes: self.incoming_amount.is_some_and(|i| received >= i),
+            },
+            None => Receivable::TooMuch {
+                room: u64::MAX - self.received_amount,
+            },
+        }
+    }
+}
+
+/// What an incoming payment can take of an arriving amount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receivable {
+    /// All of it; `received` is the new total.
+    Yes { received: u64, completes: bool },
+    /// Nothing: completed or expired.
+    Closed,
+    /// It would pass `incomingAmount` (or u64::MAX): only `room` fits.
+    TooMuch { room: u64 },
 }

@@ -35,6 +35,8 @@ pub enum AccountKind {
     Fees,
     /// The outside world for one asset (owner: `settlement`).
     Settlement,
+    /// What an Interledger peer may still send us (owner: peer id).
+    Peer,
 }
 
 impl AccountKind {
@@ -45,6 +47,7 @@ impl AccountKind {
             Self::Incoming => "incoming",
             Self::Fees => "fees",
             Self::Settlement => "settlement",
+            Self::Peer => "peer",
         }
     }
 
@@ -55,6 +58,7 @@ impl AccountKind {
             "incoming" => Self::Incoming,
             "fees" => Self::Fees,
             "settlement" => Self::Settlement,
+            "peer" => Self::Peer,
             _ => return None,
         })
     }
@@ -99,6 +103,9 @@ pub enum TransferKind {
     Fee,
     /// Back from a failed or cancelled payment.
     Refund,
+    /// From a peer's liquidity to an incoming payment, for an ILP packet
+    /// opd fulfilled.
+    Receive,
 }
 
 impl TransferKind {
@@ -111,6 +118,7 @@ impl TransferKind {
             Self::Send => "send",
             Self::Fee => "fee",
             Self::Refund => "refund",
+            Self::Receive => "receive",
         }
     }
 
@@ -123,6 +131,7 @@ impl TransferKind {
             Self::Send,
             Self::Fee,
             Self::Refund,
+            Self::Receive,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

@@ -8,12 +8,13 @@ pub mod ledger;
 pub mod money;
 pub mod outgoing_payment;
 pub mod pagination;
+pub mod peer;
 pub mod quote;
 pub mod time;
 pub mod wallet_address;
 pub mod webhook;
 
 pub use clock::{Clock, ManualClock, OsRandom, Random, SeededRandom, SystemClock};
-pub use ids::{GrantId, IncomingPaymentId, OutgoingPaymentId, QuoteId, WalletAddressId};
+pub use ids::{GrantId, IncomingPaymentId, OutgoingPaymentId, PeerId, QuoteId, WalletAddressId};
 pub use money::{Amount, AmountWire, Asset, AssetCode, AssetScale, Fee, MoneyError, Rate};
 pub use time::Timestamp;

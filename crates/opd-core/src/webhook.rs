@@ -14,6 +14,8 @@ pub enum EventKind {
     OutgoingPaymentCreated,
     OutgoingPaymentCompleted,
     OutgoingPaymentFailed,
+    PeerLiquidityLow,
+    PeerLiquidityHigh,
 }
 
 impl EventKind {
@@ -26,6 +28,8 @@ impl EventKind {
             Self::OutgoingPaymentCreated => "outgoing_payment.created",
             Self::OutgoingPaymentCompleted => "outgoing_payment.completed",
             Self::OutgoingPaymentFailed => "outgoing_payment.failed",
+            Self::PeerLiquidityLow => "peer.liquidity_low",
+            Self::PeerLiquidityHigh => "peer.liquidity_high",
         }
     }
 
@@ -37,6 +41,8 @@ impl EventKind {
             Self::OutgoingPaymentCreated,
             Self::OutgoingPaymentCompleted,
             Self::OutgoingPaymentFailed,
+            Self::PeerLiquidityLow,
+            Self::PeerLiquidityHigh,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -75,6 +81,8 @@ mod tests {
             "outgoing_payment.created",
             "outgoing_payment.completed",
             "outgoing_payment.failed",
+            "peer.liquidity_low",
+            "peer.liquidity_high",
         ] {
             assert_eq!(EventKind::parse(s).map(EventKind::as_str), Some(s));
         }

@@ -22,14 +22,17 @@ pub enum Change {
     Wallets,
     /// Fees, rates or the rates URL.
     Pricing,
+    /// Interledger peers (tokens, limits, routes).
+    Peers,
 }
 
 impl Change {
-    const ALL: [Change; 4] = [
+    const ALL: [Change; 5] = [
         Change::Tokens,
         Change::Keys,
         Change::Wallets,
         Change::Pricing,
+        Change::Peers,
     ];
 
     fn topic(self) -> &'static str {
@@ -38,6 +41,7 @@ impl Change {
             Change::Keys => "keys",
             Change::Wallets => "wallets",
             Change::Pricing => "pricing",
+            Change::Peers => "peers",
         }
     }
 
@@ -71,6 +75,7 @@ impl Services {
                 self.client_keys.invalidate();
             }
             Change::Pricing => self.pricing.invalidate().await,
+            Change::Peers => self.peer_cache.clear(),
         }
     }
 }

@@ -34,7 +34,7 @@ pub async fn move_money(
         format!("{kind}|{}|{}|{amount}", wallet.id, wallet.asset).as_bytes(),
     ));
     let key = format!("{kind}:{idempotency_key}");
-    match services
+    let outcome = services
         .store
         .ledger_move(
             wallet.id,
@@ -45,8 +45,18 @@ pub async fn move_money(
             &digest,
             services.clock.now(),
         )
-        .await?
-    {
+        .await?;
+    transfer_of(outcome, &wallet.asset, amount)
+}
+
+/// The transfer of an idempotent movement, and whether it is new; the
+/// refusals as errors.
+pub(crate) fn transfer_of(
+    outcome: LedgerOutcome,
+    asset: &opd_core::Asset,
+    amount: u64,
+) -> Result<(Transfer, bool), ServiceError> {
+    match outcome {
         LedgerOutcome::Posted(t) => Ok((t, true)),
         LedgerOutcome::Repeated(t) => Ok((t, false)),
         LedgerOutcome::KeyReused => Err(ServiceError::Conflict {
@@ -56,8 +66,8 @@ pub async fn move_money(
         LedgerOutcome::Overflow => Err(ServiceError::AmountOverflow),
         LedgerOutcome::InsufficientBalance { available } => {
             Err(ServiceError::InsufficientBalance {
-                available: Amount::new(available, wallet.asset.clone()),
-                required: Amount::new(amount, wallet.asset.clone()),
+                available: Amount::new(available, asset.clone()),
+                required: Amount::new(amount, asset.clone()),
             })
         }
     }

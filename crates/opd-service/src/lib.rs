@@ -8,7 +8,9 @@ mod error;
 pub mod grants;
 pub mod incoming_payments;
 pub mod ledger;
+pub mod ilp;
 pub mod outgoing_payments;
+pub mod peers;
 pub mod pricing;
 pub mod quotes;
 pub mod replay_memory;
@@ -168,6 +170,8 @@ pub struct Services {
     /// Quotes by id. A quote never changes once stored, so a cached copy is
     /// never stale, on any node; the bound only limits memory.
     pub quote_cache: cache::TtlCache<opd_core::QuoteId, opd_core::quote::Quote>,
+    /// Interledger peers by the digest of their incoming token.
+    pub peer_cache: cache::TtlCache<String, opd_core::peer::Peer>,
     /// Signalled when a payment becomes due (created or funded here), so an
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
@@ -258,6 +262,7 @@ impl Services {
             wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
             quote_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
+            peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
             payments_due: tokio::sync::Notify::new(),
             stream_secret,
         })

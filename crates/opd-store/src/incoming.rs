@@ -57,7 +57,7 @@ pub trait IncomingPaymentStore: Send + Sync {
     ) -> StoreResult<bool>;
 }
 
-const INCOMING_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
+pub(crate) const INCOMING_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(wallet_address_id AS TEXT) AS wallet_address_id, asset_code, \
     CAST(asset_scale AS BIGINT) AS asset_scale, CAST(incoming_amount AS TEXT) AS incoming_amount, \
     CAST(received_amount AS TEXT) AS received_amount, completed, expires_at, metadata, client, \

@@ -346,6 +346,60 @@ async fn post_step_by_step(
     Ok(Ok(()))
 }
 
+/// The first result of an idempotency key already used: `Repeated` with
+/// the same request digest, `KeyReused` with another.
+pub(crate) async fn repeated(
+    tx: &mut Tx<'_>,
+    key: &str,
+    request_digest: &str,
+) -> StoreResult<Option<LedgerOutcome>> {
+    let Some(row) = tx.fetch_opt(&TRANSFER_BY_KEY, params![key]).await? else {
+        return Ok(None);
+    };
+    let digest = row.opt_text("request_digest")?;
+    Ok(Some(if digest.as_deref() == Some(request_digest) {
+        LedgerOutcome::Repeated(transfer_from_row(&row)?)
+    } else {
+        LedgerOutcome::KeyReused
+    }))
+}
+
+/// Moves `amount` from the outside world into `account` (`deposit`) or
+/// back out, under an idempotency key. Only a `Posted` outcome may be
+/// committed.
+pub(crate) async fn move_with_key(
+    tx: &mut Tx<'_>,
+    account: AccountRef<'_>,
+    amount: u64,
+    deposit: bool,
+    key: &str,
+    request_digest: &str,
+    at: Timestamp,
+) -> StoreResult<LedgerOutcome> {
+    let settlement = AccountRef::settlement(account.asset);
+    let (debit, credit, kind) = if deposit {
+        (settlement, account, TransferKind::Deposit)
+    } else {
+        (account, settlement, TransferKind::Withdrawal)
+    };
+    let posting = Posting {
+        debit,
+        credit,
+        amount,
+        kind,
+        reference: Some(account.owner),
+        key: Some((key, request_digest)),
+        at,
+    };
+    Ok(match post(tx, posting).await? {
+        Ok(t) => LedgerOutcome::Posted(t),
+        Err(PostError::Insufficient { available }) => {
+            LedgerOutcome::InsufficientBalance { available }
+        }
+        Err(PostError::Overflow) => LedgerOutcome::Overflow,
+    })
+}
+
 #[async_trait]
 impl LedgerStore for SqlStore {
     async fn ledger_move(
@@ -359,41 +413,16 @@ impl LedgerStore for SqlStore {
         at: Timestamp,
     ) -> StoreResult<LedgerOutcome> {
         let mut tx = self.db.begin().await?;
-        if let Some(row) = tx.fetch_opt(&TRANSFER_BY_KEY, params![key]).await? {
-            let digest = row.opt_text("request_digest")?;
-            return Ok(if digest.as_deref() == Some(request_digest) {
-                LedgerOutcome::Repeated(transfer_from_row(&row)?)
-            } else {
-                LedgerOutcome::KeyReused
-            });
+        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
+            return Ok(repeat);
         }
         let owner = wallet.to_string();
-        let wallet_account = AccountRef::new(AccountKind::Wallet, &owner, asset);
-        let settlement = AccountRef::settlement(asset);
-        let (debit, credit, kind) = if deposit {
-            (settlement, wallet_account, TransferKind::Deposit)
-        } else {
-            (wallet_account, settlement, TransferKind::Withdrawal)
-        };
-        let posting = Posting {
-            debit,
-            credit,
-            amount,
-            kind,
-            reference: Some(&owner),
-            key: Some((key, request_digest)),
-            at,
-        };
-        match post(&mut tx, posting).await? {
-            Ok(t) => {
-                tx.commit().await?;
-                Ok(LedgerOutcome::Posted(t))
-            }
-            Err(PostError::Insufficient { available }) => {
-                Ok(LedgerOutcome::InsufficientBalance { available })
-            }
-            Err(PostError::Overflow) => Ok(LedgerOutcome::Overflow),
+        let account = AccountRef::new(AccountKind::Wallet, &owner, asset);
+        let outcome = move_with_key(&mut tx, account, amount, deposit, key, request_digest, at).await?;
+        if matches!(outcome, LedgerOutcome::Posted(_)) {
+            tx.commit().await?;
         }
+        Ok(outcome)
     }
 
     async fn ledger_accounts(&self) -> StoreResult<Vec<Account>> {

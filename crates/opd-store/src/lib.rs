@@ -9,6 +9,7 @@ mod ledger;
 mod outbox;
 mod outgoing;
 mod pages;
+mod peers;
 pub mod postgres;
 mod quotes;
 mod read_cache;
@@ -31,6 +32,7 @@ pub use incoming::IncomingPaymentStore;
 pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::OutgoingPaymentStore;
+pub use peers::{IlpCredit, IlpReceive, LiquidityEvents, PeerStore, ReceiveEvents};
 pub use quotes::QuoteStore;
 pub use replays::{ReplayStore, StoredRequest};
 pub use settings::{FeeRow, RateRow, SettingsStore};
@@ -52,6 +54,7 @@ pub trait Store:
     + OutgoingPaymentStore
     + OutboxStore
     + ReplayStore
+    + PeerStore
     + Send
     + Sync
     + 'static
@@ -127,6 +130,7 @@ impl SqlStore {
             quotes::STATEMENTS,
             grants::STATEMENTS,
             ledger::STATEMENTS,
+            peers::STATEMENTS,
             spending::STATEMENTS,
             outgoing::STATEMENTS,
             transitions::STATEMENTS,

@@ -22,6 +22,8 @@ pub struct TestApp {
     pub base: String,
     /// The admin API base URL.
     pub admin: String,
+    /// The ILP-over-HTTP endpoint (any path is accepted).
+    pub ilp: String,
     pub admin_token: String,
     pub clock: ManualClock,
     pub http: reqwest::Client,
@@ -55,6 +57,7 @@ impl TestApp {
         settings.listen = any_port;
         settings.auth_listen = any_port;
         settings.admin_listen = any_port;
+        settings.ilp_listen = any_port;
         if db == Db::Postgres {
             settings.database_url = crate::pg::fresh_schema_url().await;
             settings.database_is_default = false;
@@ -76,6 +79,7 @@ impl TestApp {
         let mut app = Self {
             base: running.public_url.clone(),
             admin: format!("http://{}", running.admin_addr),
+            ilp: format!("http://{}/ilp", running.ilp_addr),
             admin_token: running.admin_token.clone(),
             auth: running.auth_public_url.clone(),
             running: Some(running),

@@ -5,7 +5,7 @@
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::cli::{KeyCommand, WalletAddressCommand};
+use crate::cli::{KeyCommand, PeerCommand, PeerSettings, WalletAddressCommand};
 use crate::config::{CommonArgs, FileConfig};
 
 /// A client of the admin API.
@@ -167,4 +167,98 @@ impl AdminClient {
             }
         }
     }
+
+    pub async fn peer(&self, cmd: PeerCommand) -> anyhow::Result<Value> {
+        use reqwest::Method;
+        let one = |id: &str, rest: &str| format!("/peers/{}{rest}", encode_segment(id));
+        match cmd {
+            PeerCommand::Create(settings) => {
+                self.call(Method::POST, "/peers", Some(peer_body(settings)))
+                    .await
+            }
+            PeerCommand::List => self.call(Method::GET, "/peers", None).await,
+            PeerCommand::Get { id } => self.call(Method::GET, &one(&id, ""), None).await,
+            PeerCommand::Update { id, settings } => {
+                self.call(Method::PATCH, &one(&id, ""), Some(peer_body(settings)))
+                    .await
+            }
+            PeerCommand::Delete { id } => self.call(Method::DELETE, &one(&id, ""), None).await,
+            PeerCommand::Deposit {
+                id,
+                amount,
+                idempotency_key,
+            } => {
+                let body = move_body(amount, idempotency_key);
+                self.call(Method::POST, &one(&id, "/deposits"), Some(body))
+                    .await
+            }
+            PeerCommand::Withdraw {
+                id,
+                amount,
+                idempotency_key,
+            } => {
+                let body = move_body(amount, idempotency_key);
+                self.call(Method::POST, &one(&id, "/withdrawals"), Some(body))
+                    .await
+            }
+            PeerCommand::Balance { id } => {
+                self.call(Method::GET, &one(&id, "/balance"), None).await
+            }
+        }
+    }
+}
+
+/// The admin API body of a peer's settings: only what was given.
+fn peer_body(s: PeerSettings) -> Value {
+    let mut body = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        body.insert(k.to_owned(), v);
+    };
+    if let Some(n) = s.name {
+        put("name", n.into());
+    }
+    if let Some(a) = s.static_ilp_address {
+        put("staticIlpAddress", a.into());
+    }
+    if let (Some(code), Some(scale)) = (&s.asset_code, s.asset_scale) {
+        put("asset", serde_json::json!({ "code": code, "scale": scale }));
+    }
+    if let Some(m) = s.max_packet_amount {
+        put("maxPacketAmount", m.to_string().into());
+    }
+    if !s.routes.is_empty() {
+        put("routes", s.routes.into());
+    }
+    let mut http = serde_json::Map::new();
+    if !s.incoming_tokens.is_empty() {
+        http.insert(
+            "incoming".into(),
+            serde_json::json!({ "authTokens": s.incoming_tokens }),
+        );
+    }
+    if let (Some(endpoint), Some(token)) = (s.outgoing_endpoint, s.outgoing_token) {
+        http.insert(
+            "outgoing".into(),
+            serde_json::json!({ "endpoint": endpoint, "authToken": token }),
+        );
+    }
+    if !http.is_empty() {
+        put("http", Value::Object(http));
+    }
+    let mut threshold = serde_json::Map::new();
+    if let Some(l) = s.liquidity_low {
+        threshold.insert("low".into(), l.to_string().into());
+    }
+    if let Some(h) = s.liquidity_high {
+        threshold.insert("high".into(), h.to_string().into());
+    }
+    if !threshold.is_empty() {
+        put("liquidityThreshold", Value::Object(threshold));
+    }
+    Value::Object(body)
+}
+
+fn move_body(amount: u64, key: Option<String>) -> Value {
+    let key = key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    serde_json::json!({ "amount": amount.to_string(), "idempotencyKey": key })
 }

@@ -29,6 +29,8 @@ pub struct Running {
     pub open_payments_addr: SocketAddr,
     pub auth_addr: SocketAddr,
     pub admin_addr: SocketAddr,
+    /// Where peers send ILP packets (ILP-over-HTTP).
+    pub ilp_addr: SocketAddr,
     pub public_url: String,
     pub auth_public_url: String,
     pub admin_token: String,
@@ -207,6 +209,7 @@ pub async fn start(
     let (op_listener, op_addr) = bind(settings.listen, "Open Payments").await?;
     let (auth_listener, auth_addr) = bind(settings.auth_listen, "authorization server").await?;
     let (admin_listener, admin_addr) = bind(settings.admin_listen, "admin API").await?;
+    let (ilp_listener, ilp_addr) = bind(settings.ilp_listen, "ILP-over-HTTP").await?;
 
     let public_url = settings
         .public_url
@@ -247,6 +250,7 @@ pub async fn start(
             admin_listener,
             admin_router(AdminState::new(app.clone(), &admin_token)),
         ),
+        (ilp_listener, opd_api::ilp::ilp_router(app.clone())),
     ] {
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
@@ -275,6 +279,7 @@ pub async fn start(
         open_payments_addr: op_addr,
         auth_addr,
         admin_addr,
+        ilp_addr,
         public_url: public_url.as_str().to_owned(),
         auth_public_url,
         admin_token,

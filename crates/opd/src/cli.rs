@@ -30,6 +30,9 @@ pub enum Command {
     /// Manage wallet address keys through a running server's admin API.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Manage Interledger peers and their liquidity through a running server's admin API.
+    #[command(subcommand)]
+    Peer(PeerCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,4 +87,79 @@ pub enum KeyCommand {
         #[arg(long)]
         kid: String,
     },
+}
+
+/// The settings of a peer, for `create` (name, address and asset required)
+/// and `update` (only what is given changes).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PeerSettings {
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The peer's own ILP address, such as `g.other-bank`.
+    #[arg(long)]
+    pub static_ilp_address: Option<String>,
+    /// Asset code of the peering (create only).
+    #[arg(long)]
+    pub asset_code: Option<String>,
+    /// Asset scale of the peering (create only).
+    #[arg(long)]
+    pub asset_scale: Option<u8>,
+    /// Largest packet amount the peer may send (F08 above it).
+    #[arg(long)]
+    pub max_packet_amount: Option<u64>,
+    /// An ILP address prefix reached through the peer (repeatable) [default: its static address].
+    #[arg(long = "route")]
+    pub routes: Vec<String>,
+    /// A bearer token the peer presents to us (repeatable; stored as a digest).
+    #[arg(long = "incoming-token")]
+    pub incoming_tokens: Vec<String>,
+    /// The peer's ILP-over-HTTP endpoint.
+    #[arg(long, requires = "outgoing_token")]
+    pub outgoing_endpoint: Option<String>,
+    /// The bearer token we present to the peer.
+    #[arg(long, requires = "outgoing_endpoint")]
+    pub outgoing_token: Option<String>,
+    /// `peer.liquidity_low` when the liquidity falls to or below this.
+    #[arg(long)]
+    pub liquidity_low: Option<u64>,
+    /// `peer.liquidity_high` when the liquidity rises to or above this.
+    #[arg(long)]
+    pub liquidity_high: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PeerCommand {
+    /// Create a peer.
+    Create(PeerSettings),
+    /// List peers.
+    List,
+    /// Show a peer.
+    Get { id: String },
+    /// Change a peer's settings (the given ones).
+    Update {
+        id: String,
+        #[command(flatten)]
+        settings: PeerSettings,
+    },
+    /// Delete a peer (its liquidity must be zero).
+    Delete { id: String },
+    /// Add liquidity: what the peer may send before settling.
+    Deposit {
+        id: String,
+        #[arg(long)]
+        amount: u64,
+        /// Makes a retry safe [default: a new random key].
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Take liquidity back.
+    Withdraw {
+        id: String,
+        #[arg(long)]
+        amount: u64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Show a peer's liquidity balance.
+    Balance { id: String },
 }

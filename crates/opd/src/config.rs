@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// This server's ILP address [default: test.opd].
     #[arg(long, env = "OPD_ILP_ADDRESS")]
     pub ilp_address: Option<String>,
+    /// ILP-over-HTTP listen address, where peers send packets [default: 127.0.0.1:8083].
+    #[arg(long, env = "OPD_ILP_LISTEN")]
+    pub ilp_listen: Option<SocketAddr>,
     /// Quote lifetime in seconds [default: 300].
     #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS")]
     pub quote_lifespan_secs: Option<u64>,
@@ -143,6 +146,7 @@ pub struct FileConfig {
     pub migrate: Option<bool>,
     pub demo: Option<bool>,
     pub ilp_address: Option<String>,
+    pub ilp_listen: Option<SocketAddr>,
     pub quote_lifespan_secs: Option<u64>,
     pub incoming_payment_expiry_secs: Option<u64>,
     pub incoming_payment_max_expiry_secs: Option<u64>,
@@ -207,6 +211,7 @@ pub struct Settings {
     pub migrate: bool,
     pub demo: bool,
     pub ilp_address: String,
+    pub ilp_listen: SocketAddr,
     pub quote_lifespan_secs: u64,
     pub incoming_payment_expiry_secs: u64,
     pub incoming_payment_max_expiry_secs: u64,
@@ -278,6 +283,10 @@ impl Settings {
                 .clone()
                 .or(file.ilp_address)
                 .unwrap_or_else(|| "test.opd".into()),
+            ilp_listen: serve
+                .ilp_listen
+                .or(file.ilp_listen)
+                .unwrap_or_else(|| addr("127.0.0.1:8083")),
             quote_lifespan_secs: serve
                 .quote_lifespan_secs
                 .or(file.quote_lifespan_secs)

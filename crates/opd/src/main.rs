@@ -50,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
                 .await?,
         ),
         Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
+        Command::Peer(cmd) => print(AdminClient::new(&cli.common, &file)?.peer(cmd).await?),
     }
 }
 
@@ -67,6 +68,7 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
         open_payments = %running.public_url,
         auth_server = %running.auth_public_url,
         admin = %running.admin_addr,
+        ilp = %running.ilp_addr,
         node = %node,
         "opd is serving"
     );

@@ -1,0 +1,351 @@
+//! Managing Interledger peers (admin API and CLI): their addresses,
+//! routes, bearer tokens and liquidity.
+//!
+//! Incoming tokens are kept only as SHA-256 digests (a leaked database
+//! cannot be used to send packets as a peer); the outgoing token is kept as
+//! given, since opd must present it.
+
+use opd_core::ledger::Transfer;
+use opd_core::peer::{LiquidityZone, Peer, PeerOutgoing};
+use opd_core::webhook::{EventKind, WebhookEvent};
+use opd_core::{Asset, PeerId};
+use opd_ilp::IlpAddress;
+use opd_store::{LiquidityEvents, ReceiveEvents, StoreError};
+use sha2::{Digest as _, Sha256};
+
+use crate::changes::Change;
+use crate::webhooks::{event, incoming_event_data};
+use crate::{ServiceError, Services};
+
+/// A peer as the operator describes it; `None` fields keep their value on
+/// update (and take their default on create).
+#[derive(Debug, Clone, Default)]
+pub struct PeerInput {
+    pub name: Option<String>,
+    pub static_ilp_address: Option<String>,
+    /// Only on create: a peering has one asset for life.
+    pub asset: Option<Asset>,
+    /// `Some(None)` removes the limit.
+    pub max_packet_amount: Option<Option<u64>>,
+    pub routes: Option<Vec<String>>,
+    pub incoming_tokens: Option<Vec<String>>,
+    /// `Some(None)` removes the outgoing endpoint.
+    pub outgoing: Option<Option<PeerOutgoing>>,
+    pub liquidity_low: Option<Option<u64>>,
+    pub liquidity_high: Option<Option<u64>>,
+}
+
+/// The digest under which an incoming bearer token is stored.
+pub fn token_digest(token: &str) -> String {
+    opd_core::hex::lower(&Sha256::digest(token.as_bytes()))
+}
+
+fn invalid(message: impl Into<String>) -> ServiceError {
+    ServiceError::InvalidRequest(message.into())
+}
+
+fn address(text: &str, what: &str) -> Result<String, ServiceError> {
+    IlpAddress::new(text)
+        .map(|a| a.as_str().to_owned())
+        .map_err(|_| invalid(format!("{what} is not a valid ILP address: {text:?}")))
+}
+
+fn check_name(name: &str) -> Result<(), ServiceError> {
+    if name.trim().is_empty() || name.len() > 100 {
+        return Err(invalid("name must be 1 to 100 characters"));
+    }
+    Ok(())
+}
+
+fn token_digests(tokens: &[String]) -> Result<Vec<String>, ServiceError> {
+    let mut digests = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if t.is_empty() || t.len() > 512 || t.chars().any(char::is_whitespace) {
+            return Err(invalid(
+                "each incoming auth token must be 1 to 512 characters without spaces",
+            ));
+        }
+        let d = token_digest(t);
+        if !digests.contains(&d) {
+            digests.push(d);
+        }
+    }
+    Ok(digests)
+}
+
+fn check_outgoing(o: &PeerOutgoing) -> Result<(), ServiceError> {
+    let url = url::Url::parse(&o.endpoint)
+        .map_err(|_| invalid("http.outgoing.endpoint must be an absolute URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(invalid("http.outgoing.endpoint must be an http or https URL"));
+    }
+    if o.auth_token.is_empty() || o.auth_token.len() > 512 {
+        return Err(invalid("http.outgoing.authToken must be 1 to 512 characters"));
+    }
+    Ok(())
+}
+
+/// Applies `input` to `peer` (all checks included).
+fn apply(peer: &mut Peer, input: &PeerInput) -> Result<Option<Vec<String>>, ServiceError> {
+    if let Some(name) = &input.name {
+        check_name(name)?;
+        peer.name = name.clone();
+    }
+    if let Some(a) = &input.static_ilp_address {
+        peer.static_ilp_address = address(a, "staticIlpAddress")?;
+    }
+    if let Some(m) = input.max_packet_amount {
+        if m == Some(0) {
+            return Err(invalid("maxPacketAmount must be positive"));
+        }
+        peer.max_packet_amount = m;
+    }
+    if let Some(routes) = &input.routes {
+        peer.routes = routes
+            .iter()
+            .map(|r| address(r, "each route"))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(o) = &input.outgoing {
+        if let Some(o) = o {
+            check_outgoing(o)?;
+        }
+        peer.outgoing = o.clone();
+    }
+    if let Some(l) = input.liquidity_low {
+        peer.liquidity_low = l;
+    }
+    if let Some(h) = input.liquidity_high {
+        peer.liquidity_high = h;
+    }
+    if let (Some(low), Some(high)) = (peer.liquidity_low, peer.liquidity_high) {
+        if low >= high {
+            return Err(invalid("liquidityThreshold.low must be below liquidityThreshold.high"));
+        }
+    }
+    let digests = input
+        .incoming_tokens
+        .as_deref()
+        .map(token_digests)
+        .transpose()?;
+    if let Some(d) = &digests {
+        peer.incoming_tokens = u32::try_from(d.len()).unwrap_or(u32::MAX);
+    }
+    Ok(digests)
+}
+
+fn conflict(e: StoreError) -> ServiceError {
+    match e {
+        StoreError::Conflict(_) => ServiceError::Conflict {
+            code: "peer_exists",
+            message: "a peer with this name, ILP address or incoming token exists".into(),
+        },
+        other => other.into(),
+    }
+}
+
+/// Creates a peer.
+pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, ServiceError> {
+    let now = services.clock.now();
+    let asset = input.asset.clone().ok_or_else(|| invalid("asset is required"))?;
+    let name = input.name.clone().ok_or_else(|| invalid("name is required"))?;
+    let static_address = input
+        .static_ilp_address
+        .clone()
+        .ok_or_else(|| invalid("staticIlpAddress is required"))?;
+    let mut peer = Peer {
+        id: PeerId::new(now, services.random.as_ref()),
+        name,
+        static_ilp_address: address(&static_address, "staticIlpAddress")?,
+        asset,
+        max_packet_amount: None,
+        routes: Vec::new(),
+        outgoing: None,
+        liquidity_low: None,
+        liquidity_high: None,
+        incoming_tokens: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let digests = apply(&mut peer, input)?.unwrap_or_default();
+    if input.routes.is_none() {
+        peer.routes = vec![peer.static_ilp_address.clone()];
+    }
+    services
+        .store
+        .create_peer(&peer, &digests)
+        .await
+        .map_err(conflict)?;
+    services.changed(Change::Peers).await;
+    Ok(peer)
+}
+
+/// Changes a peer.
+pub async fn update(services: &Services, id: PeerId, input: &PeerInput) -> Result<Peer, ServiceError> {
+    if input.asset.is_some() {
+        return Err(invalid("the asset of a peering cannot change: create another peer"));
+    }
+    let mut peer = get(services, id).await?;
+    let digests = apply(&mut peer, input)?;
+    peer.updated_at = services.clock.now();
+    let found = services
+        .store
+        .update_peer(&peer, digests.as_deref())
+        .await
+        .map_err(conflict)?;
+    if !found {
+        return Err(ServiceError::NotFound("peer"));
+    }
+    services.changed(Change::Peers).await;
+    Ok(peer)
+}
+
+pub async fn get(services: &Services, id: PeerId) -> Result<Peer, ServiceError> {
+    services
+        .store
+        .get_peer(id)
+        .await?
+        .ok_or(ServiceError::NotFound("peer"))
+}
+
+pub async fn list(services: &Services) -> Result<Vec<Peer>, ServiceError> {
+    Ok(services.store.list_peers().await?)
+}
+
+/// Deletes a peer whose liquidity is zero (what it holds must be withdrawn
+/// first, so no balance is left without an owner).
+pub async fn delete(services: &Services, id: PeerId) -> Result<(), ServiceError> {
+    let peer = get(services, id).await?;
+    let balance = services.store.peer_liquidity(&peer).await?;
+    if balance > 0 {
+        return Err(ServiceError::Conflict {
+            code: "peer_has_liquidity",
+            message: format!("the peer still has {balance} of liquidity: withdraw it first"),
+        });
+    }
+    if !services.store.delete_peer(id).await? {
+        return Err(ServiceError::NotFound("peer"));
+    }
+    services.changed(Change::Peers).await;
+    Ok(())
+}
+
+/// The peer's liquidity balance.
+pub async fn liquidity(services: &Services, peer: &Peer) -> Result<u64, ServiceError> {
+    Ok(services.store.peer_liquidity(peer).await?)
+}
+
+/// Deposits or withdraws liquidity, once per idempotency key: the
+/// transfer, and whether it is new.
+pub async fn move_liquidity(
+    services: &Services,
+    peer: &Peer,
+    amount: u64,
+    deposit: bool,
+    idempotency_key: &str,
+) -> Result<(Transfer, bool), ServiceError> {
+    if amount == 0 {
+        return Err(ServiceError::InvalidAmount("amount must be greater than 0".into()));
+    }
+    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
+        return Err(invalid("idempotencyKey must be 1 to 200 characters"));
+    }
+    let kind = if deposit { "deposit" } else { "withdrawal" };
+    // Keys share one namespace with wallet movements: prefixed apart.
+    let key = format!("peer-{kind}:{}:{idempotency_key}", peer.id);
+    let digest = token_digest(&format!("peer|{kind}|{}|{}|{amount}", peer.id, peer.asset));
+    let events = Events { services };
+    let at = services.clock.now();
+    let outcome = services
+        .store
+        .peer_liquidity_move(peer, amount, deposit, &key, &digest, at, &events)
+        .await?;
+    crate::ledger::transfer_of(outcome, &peer.asset, amount)
+}
+
+/// The peer's transfers, newest first.
+pub async fn transfers(
+    services: &Services,
+    peer: &Peer,
+    limit: i64,
+) -> Result<Vec<Transfer>, ServiceError> {
+    let account = opd_core::ledger::AccountKind::Peer.account_id(&peer.id.to_string(), &peer.asset);
+    Ok(services.store.ledger_transfers_of(&account, limit).await?)
+}
+
+/// The peer with this incoming bearer token, from the cache when fresh.
+pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, ServiceError> {
+    let digest = token_digest(token);
+    if let Some(p) = services.peer_cache.get(&digest) {
+        return Ok(Some(p));
+    }
+    let found = services.store.peer_by_token(&digest).await?;
+    if let Some(p) = &found {
+        services.peer_cache.insert(digest, p.clone());
+    }
+    Ok(found)
+}
+
+/// The `peer.liquidity_*` events of liquidity movements.
+pub(crate) struct Events<'a> {
+    pub(crate) services: &'a Services,
+}
+
+impl LiquidityEvents for Events<'_> {
+    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
+        liquidity_event(self.services, peer, zone, balance)
+    }
+}
+
+/// The events of an ILP credit to an incoming payment of `wallet` (looked
+/// up before the transaction).
+pub(crate) struct ReceiveWithWallet<'a> {
+    pub(crate) services: &'a Services,
+    pub(crate) wallet: opd_core::wallet_address::WalletAddress,
+}
+
+impl LiquidityEvents for ReceiveWithWallet<'_> {
+    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
+        liquidity_event(self.services, peer, zone, balance)
+    }
+}
+
+impl ReceiveEvents for ReceiveWithWallet<'_> {
+    fn completed(&self, payment: &opd_core::incoming_payment::IncomingPayment) -> WebhookEvent {
+        let data = incoming_event_data(self.services, payment, &self.wallet);
+        event(self.services, EventKind::IncomingPaymentCompleted, data)
+    }
+
+    fn as_liquidity(&self) -> &dyn LiquidityEvents {
+        self
+    }
+}
+
+fn liquidity_event(services: &Services, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
+    let (kind, threshold) = match zone {
+        LiquidityZone::Low => (EventKind::PeerLiquidityLow, peer.liquidity_low),
+        LiquidityZone::High => (EventKind::PeerLiquidityHigh, peer.liquidity_high),
+    };
+    let data = serde_json::json!({
+        "id": peer.id.to_string(),
+        "name": peer.name,
+        "asset": {"code": peer.asset.code.as_str(), "scale": peer.asset.scale},
+        "liquidityThreshold": threshold.map(|t| t.to_string()),
+        "balance": balance.to_string(),
+    });
+    event(services, kind, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_stored_as_digests_and_checked() {
+        let d = token_digests(&["a-token".into(), "a-token".into()]).unwrap_or_default();
+        assert_eq!(d, vec![token_digest("a-token")]);
+        assert_eq!(d[0].len(), 64);
+        assert!(token_digests(&[String::new()]).is_err());
+        assert!(token_digests(&["has space".into()]).is_err());
+    }
+}

@@ -1,0 +1,418 @@
+//! Interledger peers, the digests of the bearer tokens they present, their
+//! liquidity (ledger accounts of kind `peer`), and the transaction that
+//! credits an incoming payment for an ILP packet a peer sent.
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::{IncomingPayment, Receivable};
+use opd_core::ledger::{AccountKind, LedgerOutcome, PostError, TransferKind};
+use opd_core::peer::{liquidity_crossing, LiquidityZone, Peer, PeerOutgoing};
+use opd_core::webhook::WebhookEvent;
+use opd_core::{Asset, IncomingPaymentId, PeerId, Timestamp};
+
+use crate::db::{num, params, Stmt, Tx};
+use crate::ledger::{self, post, AccountRef, Posting};
+use crate::outbox::insert_events;
+use crate::rows::{self, corrupt, Columns};
+use crate::{SqlStore, StoreResult};
+
+/// Builds `peer.liquidity_low` / `peer.liquidity_high` from the balance
+/// only the transaction knows.
+pub trait LiquidityEvents: Send + Sync {
+    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent;
+}
+
+/// Builds the webhook events of an ILP credit, from facts only the
+/// transaction knows (the payment as credited, the balance left).
+pub trait ReceiveEvents: LiquidityEvents {
+    /// `incoming_payment.completed` for the payment as it now stands.
+    fn completed(&self, payment: &IncomingPayment) -> WebhookEvent;
+    /// Itself, as the liquidity half.
+    fn as_liquidity(&self) -> &dyn LiquidityEvents;
+}
+
+/// An ILP packet from a peer to credit to an incoming payment.
+#[derive(Debug, Clone)]
+pub struct IlpReceive {
+    pub incoming: IncomingPaymentId,
+    /// Taken from the peer's liquidity, in the peer's asset.
+    pub amount: u64,
+    /// Credited to the incoming payment, in its asset (the same as
+    /// `amount` when the assets are equal).
+    pub deliver: u64,
+    pub at: Timestamp,
+}
+
+/// What became of an [`IlpReceive`]. Only `Credited` changed anything.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IlpCredit {
+    Credited(IncomingPayment),
+    /// No such incoming payment.
+    Unknown,
+    /// The payment cannot take it (see [`Receivable`]).
+    Refused(Receivable),
+    /// The peer's liquidity holds only `available`.
+    InsufficientLiquidity { available: u64 },
+    /// A balance would pass u64::MAX.
+    Overflow,
+}
+
+/// Peers and their liquidity.
+#[async_trait]
+pub trait PeerStore: Send + Sync {
+    /// Fails with `Conflict` when the name, the address or a token digest
+    /// is taken.
+    async fn create_peer(&self, peer: &Peer, token_digests: &[String]) -> StoreResult<()>;
+    /// Replaces the peer's fields, and its tokens when given; `false` when
+    /// there is no such peer.
+    async fn update_peer(&self, peer: &Peer, token_digests: Option<&[String]>)
+        -> StoreResult<bool>;
+    async fn get_peer(&self, id: PeerId) -> StoreResult<Option<Peer>>;
+    async fn list_peers(&self) -> StoreResult<Vec<Peer>>;
+    /// `false` when there is no such peer.
+    async fn delete_peer(&self, id: PeerId) -> StoreResult<bool>;
+    /// The peer presenting the token with this digest.
+    async fn peer_by_token(&self, digest: &str) -> StoreResult<Option<Peer>>;
+    /// Moves liquidity in (`deposit`) or out of the peer's account, once
+    /// per idempotency key (as `LedgerStore::ledger_move`).
+    #[allow(clippy::too_many_arguments)]
+    async fn peer_liquidity_move(
+        &self,
+        peer: &Peer,
+        amount: u64,
+        deposit: bool,
+        idempotency_key: &str,
+        request_digest: &str,
+        at: Timestamp,
+        events: &dyn LiquidityEvents,
+    ) -> StoreResult<LedgerOutcome>;
+    /// The peer's liquidity balance.
+    async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64>;
+    /// Credits an incoming payment for a packet from `peer`, in one
+    /// transaction: the payment's received amount and the ledger move
+    /// together, or nothing.
+    async fn ilp_receive(
+        &self,
+        peer: &Peer,
+        r: &IlpReceive,
+        events: &dyn ReceiveEvents,
+    ) -> StoreResult<IlpCredit>;
+}
+
+const PEER_COLUMNS: &str = "CAST(id AS TEXT) AS id, name, static_ilp_address, asset_code, \
+    CAST(asset_scale AS BIGINT) AS asset_scale, CAST(max_packet_amount AS TEXT) AS max_packet_amount, \
+    routes, outgoing_endpoint, outgoing_token, CAST(liquidity_low AS TEXT) AS liquidity_low, \
+    CAST(liquidity_high AS TEXT) AS liquidity_high, created_at, updated_at, \
+    (SELECT COUNT(*) FROM peer_tokens t WHERE t.peer_id = peers.id) AS tokens";
+
+static INSERT_PEER: Stmt = Stmt::new(&[
+    "INSERT INTO peers (id, name, static_ilp_address, asset_code, asset_scale, \
+     max_packet_amount, routes, outgoing_endpoint, outgoing_token, liquidity_low, liquidity_high, \
+     created_at, updated_at) VALUES (?::uuid, ?, ?, ?, ?, ?::numeric, ?, ?, ?, ?::numeric, \
+     ?::numeric, ?, ?)",
+]);
+static UPDATE_PEER: Stmt = Stmt::new(&[
+    "UPDATE peers SET name = ?, static_ilp_address = ?, max_packet_amount = ?::numeric, \
+     routes = ?, outgoing_endpoint = ?, outgoing_token = ?, liquidity_low = ?::numeric, \
+     liquidity_high = ?::numeric, updated_at = ? WHERE id = ?::uuid",
+]);
+static PEER_BY_ID: Stmt = Stmt::new(&["SELECT ", PEER_COLUMNS, " FROM peers WHERE id = ?::uuid"]);
+static LIST_PEERS: Stmt = Stmt::new(&["SELECT ", PEER_COLUMNS, " FROM peers ORDER BY name"]);
+static DELETE_PEER: Stmt = Stmt::new(&["DELETE FROM peers WHERE id = ?::uuid"]);
+static PEER_BY_TOKEN: Stmt = Stmt::new(&[
+    "SELECT ",
+    PEER_COLUMNS,
+    " FROM peers WHERE id = (SELECT peer_id FROM peer_tokens WHERE digest = ?)",
+]);
+static INSERT_TOKEN: Stmt =
+    Stmt::new(&["INSERT INTO peer_tokens (digest, peer_id) VALUES (?, ?::uuid)"]);
+static DELETE_TOKENS: Stmt = Stmt::new(&["DELETE FROM peer_tokens WHERE peer_id = ?::uuid"]);
+static INCOMING_FOR_UPDATE: Stmt = Stmt::new(&[
+    "SELECT ",
+    crate::incoming::INCOMING_COLUMNS,
+    " FROM incoming_payments WHERE id = ?::uuid FOR UPDATE",
+]);
+static SET_RECEIVED: Stmt = Stmt::new(&[
+    "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
+     WHERE id = ?::uuid",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INSERT_PEER,
+    &UPDATE_PEER,
+    &PEER_BY_ID,
+    &LIST_PEERS,
+    &DELETE_PEER,
+    &PEER_BY_TOKEN,
+    &INSERT_TOKEN,
+    &DELETE_TOKENS,
+    &INCOMING_FOR_UPDATE,
+    &SET_RECEIVED,
+];
+
+fn peer_from_row(r: &impl Columns) -> StoreResult<Peer> {
+    let routes: Vec<String> =
+        serde_json::from_str(&r.text("routes")?).map_err(|_| corrupt("peer routes"))?;
+    let outgoing = match (r.opt_text("outgoing_endpoint")?, r.opt_text("outgoing_token")?) {
+        (Some(endpoint), Some(auth_token)) => Some(PeerOutgoing {
+            endpoint,
+            auth_token,
+        }),
+        _ => None,
+    };
+    Ok(Peer {
+        id: PeerId::from_uuid(rows::uuid_from_text(&r.text("id")?)?),
+        name: r.text("name")?,
+        static_ilp_address: r.text("static_ilp_address")?,
+        asset: rows::asset(&r.text("asset_code")?, r.int("asset_scale")?)?,
+        max_packet_amount: rows::opt_u64_from_text(r.opt_text("max_packet_amount")?, "max packet")?,
+        routes,
+        outgoing,
+        liquidity_low: rows::opt_u64_from_text(r.opt_text("liquidity_low")?, "liquidity low")?,
+        liquidity_high: rows::opt_u64_from_text(r.opt_text("liquidity_high")?, "liquidity high")?,
+        incoming_tokens: u32::try_from(r.int("tokens")?).map_err(|_| corrupt("token count"))?,
+        created_at: Timestamp::from_unix_millis(r.int("created_at")?),
+        updated_at: Timestamp::from_unix_millis(r.int("updated_at")?),
+    })
+}
+
+fn routes_text(peer: &Peer) -> String {
+    serde_json::to_string(&peer.routes).unwrap_or_else(|_| "[]".into())
+}
+
+async fn insert_tokens(tx: &mut Tx<'_>, peer: PeerId, digests: &[String]) -> StoreResult<()> {
+    for d in digests {
+        tx.execute(&INSERT_TOKEN, params![d, peer.to_string()])
+            .await?;
+    }
+    Ok(())
+}
+
+fn liquidity_account(peer: &Peer) -> String {
+    AccountKind::Peer.account_id(&peer.id.to_string(), &peer.asset)
+}
+
+/// The peer's balance inside `tx` (0 before its account exists).
+async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
+    if !ledger::account_exists(tx, account).await? {
+        return Ok(0);
+    }
+    let b = ledger::balance_of(tx, account).await?;
+    u64::try_from(b.max(0)).map_err(|_| corrupt("peer balance"))
+}
+
+/// The `peer.liquidity_*` event when the balance crossed a threshold
+/// (read only when the peer has thresholds: it costs a statement).
+async fn liquidity_event(
+    tx: &mut Tx<'_>,
+    peer: &Peer,
+    before: Option<u64>,
+    events: &dyn LiquidityEvents,
+) -> StoreResult<Option<WebhookEvent>> {
+    let Some(before) = before else {
+        return Ok(None);
+    };
+    let after = balance_in(tx, &liquidity_account(peer)).await?;
+    Ok(liquidity_crossing(peer, before, after).map(|zone| events.liquidity(peer, zone, after)))
+}
+
+fn has_thresholds(peer: &Peer) -> bool {
+    peer.liquidity_low.is_some() || peer.liquidity_high.is_some()
+}
+
+#[async_trait]
+impl PeerStore for SqlStore {
+    async fn create_peer(&self, p: &Peer, token_digests: &[String]) -> StoreResult<()> {
+        let params = params![
+            p.id.to_string(),
+            &p.name,
+            &p.static_ilp_address,
+            p.asset.code.as_str(),
+            p.asset.scale,
+            p.max_packet_amount.map(|v| v.to_string()),
+            routes_text(p),
+            p.outgoing.as_ref().map(|o| o.endpoint.as_str()),
+            p.outgoing.as_ref().map(|o| o.auth_token.as_str()),
+            p.liquidity_low.map(|v| v.to_string()),
+            p.liquidity_high.map(|v| v.to_string()),
+            p.created_at,
+            p.updated_at,
+        ];
+        let mut tx = self.db.begin().await?;
+        tx.execute(&INSERT_PEER, params).await?;
+        insert_tokens(&mut tx, p.id, token_digests).await?;
+        tx.commit().await
+    }
+
+    async fn update_peer(&self, p: &Peer, token_digests: Option<&[String]>) -> StoreResult<bool> {
+        let params = params![
+            &p.name,
+            &p.static_ilp_address,
+            p.max_packet_amount.map(|v| v.to_string()),
+            routes_text(p),
+            p.outgoing.as_ref().map(|o| o.endpoint.as_str()),
+            p.outgoing.as_ref().map(|o| o.auth_token.as_str()),
+            p.liquidity_low.map(|v| v.to_string()),
+            p.liquidity_high.map(|v| v.to_string()),
+            p.updated_at,
+            p.id.to_string(),
+        ];
+        let mut tx = self.db.begin().await?;
+        if tx.execute(&UPDATE_PEER, params).await? == 0 {
+            return Ok(false);
+        }
+        if let Some(digests) = token_digests {
+            tx.execute(&DELETE_TOKENS, params![p.id.to_string()])
+                .await?;
+            insert_tokens(&mut tx, p.id, digests).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn get_peer(&self, id: PeerId) -> StoreResult<Option<Peer>> {
+        let row = self.db.read_opt(&PEER_BY_ID, params![id.to_string()]).await?;
+        row.as_ref().map(peer_from_row).transpose()
+    }
+
+    async fn list_peers(&self) -> StoreResult<Vec<Peer>> {
+        let rows = self.db.read(&LIST_PEERS, &[]).await?;
+        rows.iter().map(peer_from_row).collect()
+    }
+
+    async fn delete_peer(&self, id: PeerId) -> StoreResult<bool> {
+        Ok(self.db.write(&DELETE_PEER, params![id.to_string()]).await? > 0)
+    }
+
+    async fn peer_by_token(&self, digest: &str) -> StoreResult<Option<Peer>> {
+        let row = self.db.read_opt(&PEER_BY_TOKEN, params![digest]).await?;
+        row.as_ref().map(peer_from_row).transpose()
+    }
+
+    async fn peer_liquidity_move(
+        &self,
+        peer: &Peer,
+        amount: u64,
+        deposit: bool,
+        key: &str,
+        request_digest: &str,
+        at: Timestamp,
+        events: &dyn LiquidityEvents,
+    ) -> StoreResult<LedgerOutcome> {
+        let owner = peer.id.to_string();
+        let account = AccountRef::new(AccountKind::Peer, &owner, &peer.asset);
+        let mut tx = self.db.begin().await?;
+        if let Some(repeat) = ledger::repeated(&mut tx, key, request_digest).await? {
+            return Ok(repeat);
+        }
+        let before = match has_thresholds(peer) {
+            true => Some(balance_in(&mut tx, &account.id()).await?),
+            false => None,
+        };
+        let outcome =
+            ledger::move_with_key(&mut tx, account, amount, deposit, key, request_digest, at)
+                .await?;
+        if matches!(outcome, LedgerOutcome::Posted(_)) {
+            if let Some(e) = liquidity_event(&mut tx, peer, before, events).await? {
+                insert_events(&mut tx, &[e]).await?;
+            }
+            tx.commit().await?;
+        }
+        Ok(outcome)
+    }
+
+    async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64> {
+        let mut tx = self.db.begin().await?;
+        let balance = balance_in(&mut tx, &liquidity_account(peer)).await?;
+        tx.rollback().await?;
+        Ok(balance)
+    }
+
+    async fn ilp_receive(
+        &self,
+        peer: &Peer,
+        r: &IlpReceive,
+        events: &dyn ReceiveEvents,
+    ) -> StoreResult<IlpCredit> {
+        let incoming_id = r.incoming.to_string();
+        let mut tx = self.db.begin().await?;
+        let Some(row) = tx
+            .fetch_opt(&INCOMING_FOR_UPDATE, params![&incoming_id])
+            .await?
+        else {
+            return Ok(IlpCredit::Unknown);
+        };
+        let mut payment = rows::incoming_from_row(&row)?;
+        let (received, completes) = match payment.receive(r.deliver, r.at) {
+            Receivable::Yes {
+                received,
+                completes,
+            } => (received, completes),
+            refused => return Ok(IlpCredit::Refused(refused)),
+        };
+        let owner = peer.id.to_string();
+        let source = AccountRef::new(AccountKind::Peer, &owner, &peer.asset);
+        let before = match has_thresholds(peer) {
+            true => Some(balance_in(&mut tx, &source.id()).await?),
+            false => None,
+        };
+        match post_receive(&mut tx, source, &payment.asset, &incoming_id, r).await? {
+            Ok(()) => {}
+            Err(PostError::Insufficient { available }) => {
+                return Ok(IlpCredit::InsufficientLiquidity { available })
+            }
+            Err(PostError::Overflow) => return Ok(IlpCredit::Overflow),
+        }
+        let set = params![num(received), completes, r.at, &incoming_id];
+        tx.execute(&SET_RECEIVED, set).await?;
+        payment.received_amount = received;
+        payment.completed = completes;
+        payment.updated_at = r.at;
+        let mut out = Vec::new();
+        if completes {
+            out.push(events.completed(&payment));
+        }
+        if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
+            out.push(e);
+        }
+        insert_events(&mut tx, &out).await?;
+        tx.commit().await?;
+        Ok(IlpCredit::Credited(payment))
+    }
+}
+
+/// The transfers of a packet's credit: from the peer's liquidity to the
+/// incoming payment, through the settlement accounts when the assets
+/// differ.
+async fn post_receive(
+    tx: &mut Tx<'_>,
+    source: AccountRef<'_>,
+    incoming_asset: &Asset,
+    incoming_id: &str,
+    r: &IlpReceive,
+) -> StoreResult<Result<(), PostError>> {
+    let incoming = AccountRef::new(AccountKind::Incoming, incoming_id, incoming_asset);
+    let mut moves = Vec::with_capacity(2);
+    if source.asset == incoming_asset {
+        moves.push((source, incoming, r.deliver, TransferKind::Receive));
+    } else {
+        let out = AccountRef::settlement(source.asset);
+        let inn = AccountRef::settlement(incoming_asset);
+        moves.push((source, out, r.amount, TransferKind::Send));
+        moves.push((inn, incoming, r.deliver, TransferKind::Receive));
+    }
+    for (debit, credit, amount, kind) in moves {
+        let posting = Posting {
+            debit,
+            credit,
+            amount,
+            kind,
+            reference: Some(incoming_id),
+            key: None,
+            at: r.at,
+        };
+        if let Err(e) = post(tx, posting).await? {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
+}
