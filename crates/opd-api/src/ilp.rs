@@ -30,7 +30,11 @@ pub fn ilp_router(state: AppState) -> Router {
     crate::with_common_layers(routes)
 }
 
-async fn packet(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<Response> {
+async fn packet(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
     let services = &state.services;
     let peer = authenticate(services, &headers).await?;
     check_content_type(&headers)?;

@@ -80,7 +80,10 @@ mod tests {
             id: PeerId::from_uuid(uuid::Uuid::from_u128(1)),
             name: "p".into(),
             static_ilp_address: "test.p".into(),
-            asset: Asset::new(AssetCode::parse("USD").unwrap_or_else(|_| unreachable!()), 2),
+            asset: Asset::new(
+                AssetCode::parse("USD").unwrap_or_else(|_| unreachable!()),
+                2,
+            ),
             max_packet_amount: None,
             routes: vec![],
             outgoing: None,

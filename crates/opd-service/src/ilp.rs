@@ -55,7 +55,11 @@ async fn answer(
 ) -> Result<Vec<u8>, ServiceError> {
     let now_ms = services.clock.now().unix_millis();
     if prepare.expires_at.unix_millis() <= now_ms {
-        return Ok(reject(services, ErrorCode::R00_TRANSFER_TIMED_OUT, "packet expired"));
+        return Ok(reject(
+            services,
+            ErrorCode::R00_TRANSFER_TIMED_OUT,
+            "packet expired",
+        ));
     }
     if prepare.destination.as_str() == ILDCP_DESTINATION {
         return Ok(ildcp(peer));
@@ -113,15 +117,27 @@ async fn receive(
         return Ok(reject(services, ErrorCode::F06_UNEXPECTED_PAYMENT, ""));
     };
     let Some(payment) = lookup(services, &token.payment_tag).await? else {
-        return Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no such receiver"));
+        return Ok(reject(
+            services,
+            ErrorCode::F02_UNREACHABLE,
+            "no such receiver",
+        ));
     };
     let arriving = match convert(services, prepare.amount, &peer.asset, &payment.asset).await {
         Ok(v) => v,
         Err(ServiceError::NoExchangeRate { .. }) => {
-            return Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no exchange rate"))
+            return Ok(reject(
+                services,
+                ErrorCode::F02_UNREACHABLE,
+                "no exchange rate",
+            ))
         }
         Err(ServiceError::AmountOverflow) => {
-            return Ok(reject(services, ErrorCode::F08_AMOUNT_TOO_LARGE, "amount too large"))
+            return Ok(reject(
+                services,
+                ErrorCode::F08_AMOUNT_TOO_LARGE,
+                "amount too large",
+            ))
         }
         Err(e) => return Err(e),
     };
@@ -153,7 +169,9 @@ async fn receive(
     let wallet = services
         .wallet_by_id(payment.wallet_address_id)
         .await?
-        .ok_or_else(|| ServiceError::Internal("an incoming payment without wallet address".into()))?;
+        .ok_or_else(|| {
+            ServiceError::Internal("an incoming payment without wallet address".into())
+        })?;
     let credit = IlpReceive {
         incoming: payment.id,
         amount: prepare.amount,
@@ -166,17 +184,31 @@ async fn receive(
             let reply = receiver::reply(&request, &facts(true, false));
             Ok(fulfill(services, &secret, fulfillment, &reply))
         }
-        IlpCredit::Unknown => Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no such receiver")),
+        IlpCredit::Unknown => Ok(reject(
+            services,
+            ErrorCode::F02_UNREACHABLE,
+            "no such receiver",
+        )),
         IlpCredit::Refused(Receivable::Closed) => {
             // Completed or expired: tell the sender the connection is over.
             let reply = receiver::reply(&request, &facts(false, true));
-            Ok(stream_reject(services, ErrorCode::F99_APPLICATION_ERROR, &secret, &reply))
+            Ok(stream_reject(
+                services,
+                ErrorCode::F99_APPLICATION_ERROR,
+                &secret,
+                &reply,
+            ))
         }
         IlpCredit::Refused(_) | IlpCredit::Overflow => {
             // More than the payment can take: refused, the connection
             // stays open for a smaller amount.
             let reply = receiver::reply(&request, &facts(false, false));
-            Ok(stream_reject(services, ErrorCode::F99_APPLICATION_ERROR, &secret, &reply))
+            Ok(stream_reject(
+                services,
+                ErrorCode::F99_APPLICATION_ERROR,
+                &secret,
+                &reply,
+            ))
         }
         IlpCredit::InsufficientLiquidity { .. } => Ok(reject(
             services,

@@ -77,10 +77,14 @@ fn check_outgoing(o: &PeerOutgoing) -> Result<(), ServiceError> {
     let url = url::Url::parse(&o.endpoint)
         .map_err(|_| invalid("http.outgoing.endpoint must be an absolute URL"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(invalid("http.outgoing.endpoint must be an http or https URL"));
+        return Err(invalid(
+            "http.outgoing.endpoint must be an http or https URL",
+        ));
     }
     if o.auth_token.is_empty() || o.auth_token.len() > 512 {
-        return Err(invalid("http.outgoing.authToken must be 1 to 512 characters"));
+        return Err(invalid(
+            "http.outgoing.authToken must be 1 to 512 characters",
+        ));
     }
     Ok(())
 }
@@ -120,7 +124,9 @@ fn apply(peer: &mut Peer, input: &PeerInput) -> Result<Option<Vec<String>>, Serv
     }
     if let (Some(low), Some(high)) = (peer.liquidity_low, peer.liquidity_high) {
         if low >= high {
-            return Err(invalid("liquidityThreshold.low must be below liquidityThreshold.high"));
+            return Err(invalid(
+                "liquidityThreshold.low must be below liquidityThreshold.high",
+            ));
         }
     }
     let digests = input
@@ -147,8 +153,14 @@ fn conflict(e: StoreError) -> ServiceError {
 /// Creates a peer.
 pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, ServiceError> {
     let now = services.clock.now();
-    let asset = input.asset.clone().ok_or_else(|| invalid("asset is required"))?;
-    let name = input.name.clone().ok_or_else(|| invalid("name is required"))?;
+    let asset = input
+        .asset
+        .clone()
+        .ok_or_else(|| invalid("asset is required"))?;
+    let name = input
+        .name
+        .clone()
+        .ok_or_else(|| invalid("name is required"))?;
     let static_address = input
         .static_ilp_address
         .clone()
@@ -181,9 +193,15 @@ pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, Serv
 }
 
 /// Changes a peer.
-pub async fn update(services: &Services, id: PeerId, input: &PeerInput) -> Result<Peer, ServiceError> {
+pub async fn update(
+    services: &Services,
+    id: PeerId,
+    input: &PeerInput,
+) -> Result<Peer, ServiceError> {
     if input.asset.is_some() {
-        return Err(invalid("the asset of a peering cannot change: create another peer"));
+        return Err(invalid(
+            "the asset of a peering cannot change: create another peer",
+        ));
     }
     let mut peer = get(services, id).await?;
     let digests = apply(&mut peer, input)?;
@@ -245,7 +263,9 @@ pub async fn move_liquidity(
     idempotency_key: &str,
 ) -> Result<(Transfer, bool), ServiceError> {
     if amount == 0 {
-        return Err(ServiceError::InvalidAmount("amount must be greater than 0".into()));
+        return Err(ServiceError::InvalidAmount(
+            "amount must be greater than 0".into(),
+        ));
     }
     if idempotency_key.is_empty() || idempotency_key.len() > 200 {
         return Err(invalid("idempotencyKey must be 1 to 200 characters"));
@@ -321,7 +341,12 @@ impl ReceiveEvents for ReceiveWithWallet<'_> {
     }
 }
 
-fn liquidity_event(services: &Services, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
+fn liquidity_event(
+    services: &Services,
+    peer: &Peer,
+    zone: LiquidityZone,
+    balance: u64,
+) -> WebhookEvent {
     let (kind, threshold) = match zone {
         LiquidityZone::Low => (EventKind::PeerLiquidityLow, peer.liquidity_low),
         LiquidityZone::High => (EventKind::PeerLiquidityHigh, peer.liquidity_high),

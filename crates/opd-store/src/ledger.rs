@@ -418,7 +418,8 @@ impl LedgerStore for SqlStore {
         }
         let owner = wallet.to_string();
         let account = AccountRef::new(AccountKind::Wallet, &owner, asset);
-        let outcome = move_with_key(&mut tx, account, amount, deposit, key, request_digest, at).await?;
+        let outcome =
+            move_with_key(&mut tx, account, amount, deposit, key, request_digest, at).await?;
         if matches!(outcome, LedgerOutcome::Posted(_)) {
             tx.commit().await?;
         }

@@ -51,7 +51,9 @@ pub enum IlpCredit {
     /// The payment cannot take it (see [`Receivable`]).
     Refused(Receivable),
     /// The peer's liquidity holds only `available`.
-    InsufficientLiquidity { available: u64 },
+    InsufficientLiquidity {
+        available: u64,
+    },
     /// A balance would pass u64::MAX.
     Overflow,
 }
@@ -152,7 +154,10 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
 fn peer_from_row(r: &impl Columns) -> StoreResult<Peer> {
     let routes: Vec<String> =
         serde_json::from_str(&r.text("routes")?).map_err(|_| corrupt("peer routes"))?;
-    let outgoing = match (r.opt_text("outgoing_endpoint")?, r.opt_text("outgoing_token")?) {
+    let outgoing = match (
+        r.opt_text("outgoing_endpoint")?,
+        r.opt_text("outgoing_token")?,
+    ) {
         (Some(endpoint), Some(auth_token)) => Some(PeerOutgoing {
             endpoint,
             auth_token,
@@ -270,7 +275,10 @@ impl PeerStore for SqlStore {
     }
 
     async fn get_peer(&self, id: PeerId) -> StoreResult<Option<Peer>> {
-        let row = self.db.read_opt(&PEER_BY_ID, params![id.to_string()]).await?;
+        let row = self
+            .db
+            .read_opt(&PEER_BY_ID, params![id.to_string()])
+            .await?;
         row.as_ref().map(peer_from_row).transpose()
     }
 

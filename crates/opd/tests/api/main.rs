@@ -7,6 +7,7 @@
 mod access;
 mod admin;
 mod auth;
+mod ilp;
 mod incoming_payments;
 mod payments;
 mod quotes;

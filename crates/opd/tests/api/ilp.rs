@@ -1,0 +1,464 @@
+//! Interledger receiving, end to end on both backends: a peer created and
+//! funded through the admin API sends ILP Prepares (built here as a STREAM
+//! sender would) to the ILP-over-HTTP listener; probes get F99 with an
+//! authentic STREAM reply, money is credited to the incoming payment and
+//! fulfilled, and every refusal credits nothing.
+
+use base64::Engine as _;
+use opd_core::webhook::EventKind;
+use opd_core::Clock as _;
+use opd_ilp::packet::{Packet, Prepare};
+use opd_ilp::{
+    condition_for, condition_of, AmountTooLarge, ErrorCode, Frame, IlpAddress, PacketType,
+    StreamPacket,
+};
+use opd_testkit::app::{Db, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::{amount, assert_error};
+
+const TOKEN: &str = "peer-to-opd-token";
+
+struct World {
+    app: TestApp,
+    peer: String,
+}
+
+async fn world(db: Db) -> World {
+    let app = TestApp::spawn_with(db, |_| {}).await;
+    app.create_wallet("bob", "USD", 2).await;
+    let (s, peer) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({
+                "name": "upstream",
+                "staticIlpAddress": "test.upstream",
+                "asset": { "code": "USD", "scale": 2 },
+                "maxPacketAmount": "100000",
+                "http": { "incoming": { "authTokens": [TOKEN] } },
+                "liquidityThreshold": { "low": "600" }
+            })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    assert_eq!(peer["http"]["incoming"]["authTokens"], 1);
+    assert!(!peer.to_string().contains(TOKEN), "tokens are never shown");
+    assert_eq!(peer["routes"], json!(["test.upstream"]));
+    let id = peer["id"].as_str().unwrap().to_owned();
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            &format!("/peers/{id}/deposits"),
+            Some(&json!({ "amount": "1000", "idempotencyKey": "fund-1" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["balance"], "1000");
+    World { app, peer: id }
+}
+
+/// An incoming payment of bob's: its id, ILP address and shared secret.
+async fn receiver(app: &TestApp, incoming: &str) -> (String, String, [u8; 32]) {
+    let bob = app.url("bob");
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": bob, "incomingAmount": amount(incoming, "USD", 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let method = &ip["methods"][0];
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(method["sharedSecret"].as_str().unwrap())
+        .unwrap();
+    (
+        ip["id"].as_str().unwrap().to_owned(),
+        method["ilpAddress"].as_str().unwrap().to_owned(),
+        secret.try_into().unwrap(),
+    )
+}
+
+/// A STREAM Prepare as a sender builds it: money on stream 1, asking for
+/// at least `min` to arrive; `fulfillable` false makes it a probe.
+fn prepare(
+    app: &TestApp,
+    to: &str,
+    secret: &[u8; 32],
+    amount: u64,
+    min: u64,
+    fulfillable: bool,
+) -> Vec<u8> {
+    let request = StreamPacket {
+        sequence: 1,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: min,
+        frames: vec![
+            Frame::ConnectionNewAddress {
+                source_account: String::new(),
+            },
+            Frame::StreamMoney {
+                stream_id: 1,
+                shares: 1,
+            },
+        ],
+    };
+    let data = request.encrypt_with(secret, [7; 12]).unwrap();
+    let condition = if fulfillable {
+        condition_for(secret, &data)
+    } else {
+        [9; 32]
+    };
+    let expires = app.clock.now().unix_millis() + 30_000;
+    Prepare {
+        amount,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(expires).unwrap(),
+        execution_condition: condition,
+        destination: IlpAddress::new(to).unwrap(),
+        data,
+    }
+    .encode()
+}
+
+async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
+    let resp = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth(token)
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    (status, resp.bytes().await.unwrap().to_vec())
+}
+
+async fn send_packet(app: &TestApp, body: Vec<u8>) -> Packet {
+    let (status, bytes) = send(app, TOKEN, body).await;
+    assert_eq!(status, StatusCode::OK);
+    Packet::decode(&bytes).unwrap()
+}
+
+async fn received(app: &TestApp, id: &str) -> Value {
+    let (s, ip) = app.get(id).await;
+    assert_eq!(s, StatusCode::OK, "{ip}");
+    ip
+}
+
+async fn liquidity(w: &World) -> String {
+    let (_, v) = w
+        .app
+        .admin(Method::GET, &format!("/peers/{}/balance", w.peer), None)
+        .await;
+    v["balance"].as_str().unwrap().to_owned()
+}
+
+async fn ledger_balanced(app: &TestApp) {
+    let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["balanced"], true, "{v}");
+}
+
+#[tokio::test]
+async fn packets_pay_an_incoming_payment() {
+    pays(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn packets_pay_an_incoming_payment_on_postgres() {
+    pays(Db::Postgres).await;
+}
+
+async fn pays(db: Db) {
+    let w = world(db).await;
+    let app = &w.app;
+    let (id, address, secret) = receiver(app, "500").await;
+
+    // A probe: F99, with the amount that arrived and the asset in the
+    // authentic STREAM reply; nothing moves.
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 300, 0, false)).await
+    else {
+        panic!("a probe is rejected")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+    let reply = StreamPacket::decrypt_and_decode(&secret, &r.data).unwrap();
+    assert_eq!(reply.ilp_packet_type, PacketType::Reject);
+    assert_eq!(reply.prepare_amount, 300);
+    assert!(reply.frames.contains(&Frame::ConnectionAssetDetails {
+        source_asset_code: "USD".into(),
+        source_asset_scale: 2,
+    }));
+    assert_eq!(
+        received(app, &id).await["receivedAmount"],
+        amount("0", "USD", 2)
+    );
+
+    // Money: fulfilled with the fulfillment of the condition, credited.
+    let body = prepare(app, &address, &secret, 300, 300, true);
+    let Packet::Prepare(sent) = Packet::decode(&body).unwrap() else {
+        unreachable!()
+    };
+    let Packet::Fulfill(f) = send_packet(app, body).await else {
+        panic!("money is fulfilled")
+    };
+    assert_eq!(condition_of(&f.fulfillment), sent.execution_condition);
+    let reply = StreamPacket::decrypt_and_decode(&secret, &f.data).unwrap();
+    assert_eq!(reply.ilp_packet_type, PacketType::Fulfill);
+    assert_eq!(reply.prepare_amount, 300);
+    let ip = received(app, &id).await;
+    assert_eq!(ip["receivedAmount"], amount("300", "USD", 2));
+    assert_eq!(ip["completed"], false);
+    assert_eq!(liquidity(&w).await, "700");
+
+    // More than the payment still takes: refused, nothing credited.
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 201, 0, true)).await
+    else {
+        panic!("an overpayment is refused")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+    assert_eq!(liquidity(&w).await, "700");
+
+    // The rest completes it, with its webhook; the liquidity falls past
+    // the low threshold (600) and says so once.
+    let Packet::Fulfill(_) =
+        send_packet(app, prepare(app, &address, &secret, 200, 200, true)).await
+    else {
+        panic!("the rest is fulfilled")
+    };
+    let ip = received(app, &id).await;
+    assert_eq!(ip["receivedAmount"], amount("500", "USD", 2));
+    assert_eq!(ip["completed"], true);
+    assert_eq!(liquidity(&w).await, "500");
+    let events = app
+        .services()
+        .store
+        .due_webhook_events(app.clock.now(), 100)
+        .await
+        .unwrap();
+    let completed: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::IncomingPaymentCompleted)
+        .collect();
+    assert_eq!(completed.len(), 1);
+    let body: Value = serde_json::from_str(&completed[0].data).unwrap();
+    assert_eq!(body["data"]["receivedAmount"], amount("500", "USD", 2));
+    let low: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::PeerLiquidityLow)
+        .collect();
+    assert_eq!(low.len(), 1);
+    let body: Value = serde_json::from_str(&low[0].data).unwrap();
+    assert_eq!(body["data"]["balance"], "500");
+
+    // A completed payment takes nothing more, and says the connection is
+    // closed.
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 1, 0, true)).await
+    else {
+        panic!("a completed payment refuses money")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+    let reply = StreamPacket::decrypt_and_decode(&secret, &r.data).unwrap();
+    assert!(reply
+        .frames
+        .iter()
+        .any(|f| matches!(f, Frame::ConnectionClose { .. })));
+    ledger_balanced(app).await;
+}
+
+#[tokio::test]
+async fn refusals_credit_nothing() {
+    refusals(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn refusals_credit_nothing_on_postgres() {
+    refusals(Db::Postgres).await;
+}
+
+async fn refusals(db: Db) {
+    let w = world(db).await;
+    let app = &w.app;
+    let (id, address, secret) = receiver(app, "500000").await;
+
+    // More than the peer's liquidity (1000): T04.
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 1001, 0, true)).await
+    else {
+        panic!("beyond the liquidity")
+    };
+    assert_eq!(r.code, ErrorCode::T04_INSUFFICIENT_LIQUIDITY);
+
+    // Above the peer's max packet amount: F08 with the amounts.
+    let Packet::Reject(r) =
+        send_packet(app, prepare(app, &address, &secret, 100_001, 0, true)).await
+    else {
+        panic!("beyond the max packet amount")
+    };
+    assert_eq!(r.code, ErrorCode::F08_AMOUNT_TOO_LARGE);
+    let data = AmountTooLarge::decode(&r.data).unwrap();
+    assert_eq!(
+        (data.received_amount, data.maximum_amount),
+        (100_001, 100_000)
+    );
+
+    // Less arrives than the sender asks for: F99.
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 10, 11, true)).await
+    else {
+        panic!("below the minimum")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+
+    // Not a packet: F01. A token of another server: F06. An address that
+    // is not ours: F02.
+    let Packet::Reject(r) = send_packet(app, b"\x0c\x05garbage".to_vec()).await else {
+        panic!("garbage")
+    };
+    assert_eq!(r.code, ErrorCode::F01_INVALID_PACKET);
+    let tampered = format!("{}x", &address[..address.len() - 1]);
+    let Packet::Reject(r) = send_packet(app, prepare(app, &tampered, &secret, 10, 0, true)).await
+    else {
+        panic!("tampered")
+    };
+    assert!(
+        [
+            ErrorCode::F06_UNEXPECTED_PAYMENT,
+            ErrorCode::F02_UNREACHABLE
+        ]
+        .contains(&r.code),
+        "{:?}",
+        r.code
+    );
+    let Packet::Reject(r) = send_packet(
+        app,
+        prepare(app, "test.elsewhere.bob", &secret, 10, 0, true),
+    )
+    .await
+    else {
+        panic!("elsewhere")
+    };
+    assert_eq!(r.code, ErrorCode::F02_UNREACHABLE);
+
+    // An expired payment takes nothing.
+    app.clock.advance_millis(31 * 24 * 3600 * 1000);
+    let Packet::Reject(r) = send_packet(app, prepare(app, &address, &secret, 10, 0, true)).await
+    else {
+        panic!("expired")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+
+    // (The client's token expired with the clock: read the store.)
+    let payment_id = opd_core::IncomingPaymentId::parse(id.rsplit('/').next().unwrap()).unwrap();
+    let stored = app
+        .services()
+        .store
+        .get_incoming_payment(payment_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.received_amount, 0);
+    assert_eq!(liquidity(&w).await, "1000");
+    ledger_balanced(app).await;
+
+    // Without the right token: 401 JSON; with the wrong content type: 400.
+    let (s, body) = send(app, "wrong", prepare(app, &address, &secret, 1, 0, true)).await;
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_error(s, &body, 401, "invalid_peer_token");
+    let resp = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let s = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert_error(s, &body, 400, "invalid_content_type");
+}
+
+#[tokio::test]
+async fn ildcp_and_peer_management() {
+    let w = world(Db::Sqlite).await;
+    let app = &w.app;
+    // IL-DCP: the peer's address and asset, in a Fulfill of zeros.
+    let ildcp = Prepare {
+        amount: 0,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(app.clock.now().unix_millis() + 30_000)
+            .unwrap(),
+        execution_condition: condition_of(&[0; 32]),
+        destination: IlpAddress::new("peer.config").unwrap(),
+        data: Vec::new(),
+    };
+    let Packet::Fulfill(f) = send_packet(app, ildcp.encode()).await else {
+        panic!("IL-DCP is fulfilled")
+    };
+    assert_eq!(f.fulfillment, [0; 32]);
+    let mut want = vec![13];
+    want.extend_from_slice(b"test.upstream");
+    want.push(2);
+    want.push(3);
+    want.extend_from_slice(b"USD");
+    assert_eq!(f.data, want);
+
+    // Update: a new token replaces the old one at once.
+    let (s, v) = app
+        .admin(
+            Method::PATCH,
+            &format!("/peers/{}", w.peer),
+            Some(&json!({ "http": { "incoming": { "authTokens": ["rotated-token"] } }, "maxPacketAmount": null })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v.get("maxPacketAmount").is_none(), "{v}");
+    let (s, _) = send(app, TOKEN, ildcp.encode()).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = send(app, "rotated-token", ildcp.encode()).await;
+    assert_eq!(s, StatusCode::OK);
+
+    // Bad input: a clear 400, nothing created.
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({ "name": "x", "staticIlpAddress": "not an address", "asset": { "code": "USD", "scale": 2 } })),
+        )
+        .await;
+    assert_error(s, &v, 400, "invalid_request");
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({ "name": "upstream", "staticIlpAddress": "test.other", "asset": { "code": "USD", "scale": 2 } })),
+        )
+        .await;
+    assert_error(s, &v, 409, "peer_exists");
+
+    // A peer holding liquidity cannot be deleted; once withdrawn it can.
+    let path = format!("/peers/{}", w.peer);
+    let (s, v) = app.admin(Method::DELETE, &path, None).await;
+    assert_error(s, &v, 409, "peer_has_liquidity");
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            &format!("{path}/withdrawals"),
+            Some(&json!({ "amount": "1000", "idempotencyKey": "out-1" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, _) = app
+        .admin(
+            Method::POST,
+            &format!("{path}/withdrawals"),
+            Some(&json!({ "amount": "1000", "idempotencyKey": "out-1" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "a repeated key gives the first result");
+    let (s, _) = app.admin(Method::DELETE, &path, None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, v) = app.admin(Method::GET, "/peers", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v, json!([]));
+    ledger_balanced(app).await;
+}
