@@ -37,6 +37,9 @@ pub enum AccountKind {
     Settlement,
     /// What an Interledger peer may still send us (owner: peer id).
     Peer,
+    /// A forwarded packet's amount, until it is fulfilled or not (owner:
+    /// the hold id).
+    Hold,
 }
 
 impl AccountKind {
@@ -48,6 +51,7 @@ impl AccountKind {
             Self::Fees => "fees",
             Self::Settlement => "settlement",
             Self::Peer => "peer",
+            Self::Hold => "hold",
         }
     }
 
@@ -59,6 +63,7 @@ impl AccountKind {
             "fees" => Self::Fees,
             "settlement" => Self::Settlement,
             "peer" => Self::Peer,
+            "hold" => Self::Hold,
             _ => return None,
         })
     }
@@ -106,6 +111,12 @@ pub enum TransferKind {
     /// From a peer's liquidity to an incoming payment, for an ILP packet
     /// opd fulfilled.
     Receive,
+    /// From a peer's liquidity into a hold, for a packet forwarded.
+    Hold,
+    /// From a hold to the next peer, the forwarded packet fulfilled.
+    Forward,
+    /// From a hold back to the peer, the forwarded packet not fulfilled.
+    Void,
 }
 
 impl TransferKind {
@@ -119,6 +130,9 @@ impl TransferKind {
             Self::Fee => "fee",
             Self::Refund => "refund",
             Self::Receive => "receive",
+            Self::Hold => "hold",
+            Self::Forward => "forward",
+            Self::Void => "void",
         }
     }
 
@@ -132,6 +146,9 @@ impl TransferKind {
             Self::Fee,
             Self::Refund,
             Self::Receive,
+            Self::Hold,
+            Self::Forward,
+            Self::Void,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

@@ -63,6 +63,23 @@ pub fn liquidity_crossing(peer: &Peer, before: u64, after: u64) -> Option<Liquid
     None
 }
 
+/// A packet forwarded from one peer to another, its amount held until the
+/// next hop fulfils (posted) or rejects it, or it expires (voided).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    pub id: String,
+    pub incoming_peer: PeerId,
+    pub incoming_asset: Asset,
+    pub outgoing_peer: PeerId,
+    pub outgoing_asset: Asset,
+    /// Taken from the incoming peer's liquidity.
+    pub amount_in: u64,
+    /// Given to the outgoing peer's liquidity when fulfilled.
+    pub amount_out: u64,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
 /// A liquidity threshold crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiquidityZone {

@@ -75,7 +75,10 @@ impl Services {
                 self.client_keys.invalidate();
             }
             Change::Pricing => self.pricing.invalidate().await,
-            Change::Peers => self.peer_cache.clear(),
+            Change::Peers => {
+                self.peer_cache.clear();
+                self.routing_cache.clear();
+            }
         }
     }
 }

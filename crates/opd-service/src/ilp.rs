@@ -11,7 +11,7 @@
 //!    probes (unfulfillable) get F99 with the STREAM reply; money is
 //!    credited, from the peer's liquidity to the payment, in the same
 //!    transaction as the payment's received amount, and then fulfilled;
-//! 6. anything else → F02 (forwarding to other peers is not built yet).
+//! 6. anything else goes on to another peer (`crate::connector`).
 //!
 //! The credit commits before the Fulfill is sent. If the Fulfill is lost
 //! on its way, the money stays with the payment (as with any ILP receiver):
@@ -78,7 +78,16 @@ async fn answer(
             ));
         }
     }
-    receive(services, peer, prepare).await
+    let ours = prepare
+        .destination
+        .as_str()
+        .strip_prefix(services.config.ilp_address.as_str())
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
+    if ours {
+        receive(services, peer, prepare).await
+    } else {
+        crate::connector::forward(services, peer, prepare).await
+    }
 }
 
 /// The IL-DCP answer: the peer's address and the peering's asset, in a
@@ -275,11 +284,16 @@ fn encrypt(services: &Services, secret: &[u8; 32], reply: &StreamPacket) -> Vec<
     reply.encrypt_with(secret, iv).unwrap_or_default()
 }
 
-fn reject(services: &Services, code: ErrorCode, message: &str) -> Vec<u8> {
+pub(crate) fn reject(services: &Services, code: ErrorCode, message: &str) -> Vec<u8> {
     reject_with(services, code, message, Vec::new())
 }
 
-fn reject_with(services: &Services, code: ErrorCode, message: &str, data: Vec<u8>) -> Vec<u8> {
+pub(crate) fn reject_with(
+    services: &Services,
+    code: ErrorCode,
+    message: &str,
+    data: Vec<u8>,
+) -> Vec<u8> {
     Reject {
         code,
         triggered_by: Some(services.config.ilp_address.clone()),

@@ -4,6 +4,7 @@ pub mod access;
 pub mod cache;
 pub mod changes;
 pub mod client_keys;
+pub mod connector;
 mod error;
 pub mod grants;
 pub mod ilp;
@@ -172,6 +173,12 @@ pub struct Services {
     pub quote_cache: cache::TtlCache<opd_core::QuoteId, opd_core::quote::Quote>,
     /// Interledger peers by the digest of their incoming token.
     pub peer_cache: cache::TtlCache<String, opd_core::peer::Peer>,
+    /// Every peer, for routing forwarded packets.
+    pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
+    /// HTTP client for ILP-over-HTTP to peers: no redirects (a peer's
+    /// endpoint is configured, not discovered), a connect timeout; each
+    /// request is bounded by its packet's expiry.
+    pub ilp_http: reqwest::Client,
     /// Signalled when a payment becomes due (created or funded here), so an
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
@@ -263,6 +270,14 @@ impl Services {
             quote_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
             peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
+            routing_cache: cache::TtlCache::new(cache_ttl, 1),
+            ilp_http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(std::time::Duration::from_secs(5))
+                .build()
+                .map_err(|e| {
+                    ServiceError::InvalidRequest(format!("cannot build HTTP client: {e}"))
+                })?,
             payments_due: tokio::sync::Notify::new(),
             stream_secret,
         })

@@ -50,6 +50,17 @@ fn address(text: &str, what: &str) -> Result<String, ServiceError> {
         .map_err(|_| invalid(format!("{what} is not a valid ILP address: {text:?}")))
 }
 
+/// A route is an address prefix: an address, or a bare allocation scheme
+/// such as `test` or `g` (everything in it).
+fn route(text: &str) -> Result<String, ServiceError> {
+    if IlpAddress::new(text).is_ok() || IlpAddress::new(format!("{text}.x")).is_ok() {
+        return Ok(text.to_owned());
+    }
+    Err(invalid(format!(
+        "each route must be an ILP address prefix: {text:?}"
+    )))
+}
+
 fn check_name(name: &str) -> Result<(), ServiceError> {
     if name.trim().is_empty() || name.len() > 100 {
         return Err(invalid("name must be 1 to 100 characters"));
@@ -105,10 +116,7 @@ fn apply(peer: &mut Peer, input: &PeerInput) -> Result<Option<Vec<String>>, Serv
         peer.max_packet_amount = m;
     }
     if let Some(routes) = &input.routes {
-        peer.routes = routes
-            .iter()
-            .map(|r| address(r, "each route"))
-            .collect::<Result<_, _>>()?;
+        peer.routes = routes.iter().map(|r| route(r)).collect::<Result<_, _>>()?;
     }
     if let Some(o) = &input.outgoing {
         if let Some(o) = o {

@@ -4,6 +4,7 @@ mod changes;
 mod db;
 mod error;
 mod grants;
+mod holds;
 mod incoming;
 mod ledger;
 mod outbox;
@@ -28,6 +29,7 @@ use async_trait::async_trait;
 pub use changes::{ChangeFeed, Heard};
 pub use error::StoreError;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
+pub use holds::{HoldOutcome, HoldStore};
 pub use incoming::IncomingPaymentStore;
 pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
@@ -55,6 +57,7 @@ pub trait Store:
     + OutboxStore
     + ReplayStore
     + PeerStore
+    + HoldStore
     + Send
     + Sync
     + 'static
@@ -131,6 +134,7 @@ impl SqlStore {
             grants::STATEMENTS,
             ledger::STATEMENTS,
             peers::STATEMENTS,
+            holds::STATEMENTS,
             spending::STATEMENTS,
             outgoing::STATEMENTS,
             transitions::STATEMENTS,

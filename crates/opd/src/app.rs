@@ -351,6 +351,9 @@ fn spawn_workers(
                 if let Err(e) = worker::prune_once(&services).await {
                     tracing::error!(error = %e, "pruning the replay log failed");
                 }
+                if let Err(e) = opd_service::connector::void_expired_once(&services).await {
+                    tracing::error!(error = %e, "voiding expired ILP holds failed");
+                }
                 tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
             }
         });

@@ -1,0 +1,311 @@
+//! The connector, between three opd servers: a packet sent to A for an
+//! incoming payment on C goes A → B → C by routes; each hop holds the
+//! amount from its incoming peer and posts it to the next when the
+//! fulfillment comes back, or voids it when it does not.
+
+use base64::Engine as _;
+use opd_core::Clock as _;
+use opd_ilp::packet::{Packet, Prepare};
+use opd_ilp::{condition_for, ErrorCode, Frame, IlpAddress, PacketType, StreamPacket};
+use opd_testkit::app::{Db, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+
+async fn node(db: Db, address: &str) -> TestApp {
+    let address = address.to_owned();
+    TestApp::spawn_with(db, move |s| s.ilp_address = address).await
+}
+
+/// Creates a peer on `app`; returns its id. `deposit` funds its liquidity.
+async fn peer(app: &TestApp, body: Value, deposit: u64) -> String {
+    let (s, v) = app.admin(Method::POST, "/peers", Some(&body)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    if deposit > 0 {
+        let (s, v) = app
+            .admin(
+                Method::POST,
+                &format!("/peers/{id}/deposits"),
+                Some(&json!({ "amount": deposit.to_string(), "idempotencyKey": format!("fund-{id}") })),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+    }
+    id
+}
+
+async fn liquidity(app: &TestApp, id: &str) -> u64 {
+    let (_, v) = app
+        .admin(Method::GET, &format!("/peers/{id}/balance"), None)
+        .await;
+    v["balance"].as_str().unwrap().parse().unwrap()
+}
+
+async fn balanced(app: &TestApp) {
+    let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");
+}
+
+fn usd() -> Value {
+    json!({ "code": "USD", "scale": 2 })
+}
+
+fn stream_prepare(
+    app: &TestApp,
+    to: &str,
+    secret: &[u8; 32],
+    amount: u64,
+    probe: bool,
+    ttl_ms: i64,
+) -> Vec<u8> {
+    let request = StreamPacket {
+        sequence: 1,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: 0,
+        frames: vec![Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }],
+    };
+    let data = request.encrypt_with(secret, [3; 12]).unwrap();
+    let condition = if probe {
+        [1; 32]
+    } else {
+        condition_for(secret, &data)
+    };
+    Prepare {
+        amount,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(app.clock.now().unix_millis() + ttl_ms)
+            .unwrap(),
+        execution_condition: condition,
+        destination: IlpAddress::new(to).unwrap(),
+        data,
+    }
+    .encode()
+}
+
+async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> Packet {
+    let resp = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth(token)
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    Packet::decode(&resp.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn packets_are_forwarded_across_three_servers() {
+    forwards(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn packets_are_forwarded_across_three_servers_on_postgres() {
+    forwards(Db::Postgres).await;
+}
+
+async fn forwards(db: Db) {
+    let (a, b, c) = (
+        node(db, "test.a").await,
+        node(db, "test.b").await,
+        node(db, "test.c").await,
+    );
+    // C: B may send it 10 000.
+    let b_at_c = peer(
+        &c,
+        json!({ "name": "b", "staticIlpAddress": "test.b", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["b-to-c"] } } }),
+        10_000,
+    )
+    .await;
+    // B: A may send it 10 000; C is reached for test.c.
+    let a_at_b = peer(
+        &b,
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
+        10_000,
+    )
+    .await;
+    let c_at_b = peer(
+        &b,
+        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(), "routes": ["test.c"],
+                "http": { "outgoing": { "endpoint": c.ilp, "authToken": "b-to-c" } } }),
+        0,
+    )
+    .await;
+    // A: a sender may send it 10 000; everything under `test` goes to B.
+    let sender_at_a = peer(
+        &a,
+        json!({ "name": "sender", "staticIlpAddress": "test.sender", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["s-to-a"] } } }),
+        10_000,
+    )
+    .await;
+    let b_at_a = peer(
+        &a,
+        json!({ "name": "b", "staticIlpAddress": "test.b", "asset": usd(), "routes": ["test"],
+                "http": { "outgoing": { "endpoint": b.ilp, "authToken": "a-to-b" } } }),
+        0,
+    )
+    .await;
+
+    let bob = c.create_wallet("bob", "USD", 2).await;
+    let (s, ip) = c
+        .post(
+            &c.url("incoming-payments"),
+            &json!({ "walletAddress": bob, "incomingAmount": amount("500", "USD", 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let to = ip["methods"][0]["ilpAddress"].as_str().unwrap().to_owned();
+    assert!(to.starts_with("test.c."));
+    let secret: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(ip["methods"][0]["sharedSecret"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+
+    // A probe travels to C and C's F99 comes back untouched.
+    let Packet::Reject(r) = send(
+        &a,
+        "s-to-a",
+        stream_prepare(&a, &to, &secret, 300, true, 30_000),
+    )
+    .await
+    else {
+        panic!("a probe is rejected")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+    assert_eq!(r.triggered_by.as_ref().map(|a| a.as_str()), Some("test.c"));
+    let reply = StreamPacket::decrypt_and_decode(&secret, &r.data).unwrap();
+    assert_eq!(reply.prepare_amount, 300);
+
+    // Money: fulfilled end to end, and every hop's ledger moved once.
+    let Packet::Fulfill(_) = send(
+        &a,
+        "s-to-a",
+        stream_prepare(&a, &to, &secret, 300, false, 30_000),
+    )
+    .await
+    else {
+        panic!("money is fulfilled")
+    };
+    let (s, got) = c.get(ip["id"].as_str().unwrap()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(got["receivedAmount"], amount("300", "USD", 2));
+    assert_eq!(liquidity(&a, &sender_at_a).await, 9_700);
+    assert_eq!(liquidity(&a, &b_at_a).await, 300);
+    assert_eq!(liquidity(&b, &a_at_b).await, 9_700);
+    assert_eq!(liquidity(&b, &c_at_b).await, 300);
+    assert_eq!(liquidity(&c, &b_at_c).await, 9_700);
+
+    // No route: F02 from A. Too little time: R02.
+    let Packet::Reject(r) = send(
+        &a,
+        "s-to-a",
+        stream_prepare(&a, "example.nowhere", &secret, 1, false, 30_000),
+    )
+    .await
+    else {
+        panic!("no route")
+    };
+    assert_eq!(r.code, ErrorCode::F02_UNREACHABLE);
+    let Packet::Reject(r) = send(
+        &a,
+        "s-to-a",
+        stream_prepare(&a, &to, &secret, 1, false, 500),
+    )
+    .await
+    else {
+        panic!("too little time")
+    };
+    assert_eq!(r.code, ErrorCode::R02_INSUFFICIENT_TIMEOUT);
+
+    // C gone: B answers T01, A passes it back; both holds are voided.
+    c.stop().await;
+    let Packet::Reject(r) = send(
+        &a,
+        "s-to-a",
+        stream_prepare(&a, &to, &secret, 100, false, 30_000),
+    )
+    .await
+    else {
+        panic!("C is down")
+    };
+    assert_eq!(r.code, ErrorCode::T01_PEER_UNREACHABLE);
+    assert_eq!(r.triggered_by.as_ref().map(|a| a.as_str()), Some("test.b"));
+    assert_eq!(liquidity(&a, &sender_at_a).await, 9_700);
+    assert_eq!(liquidity(&a, &b_at_a).await, 300);
+    assert_eq!(liquidity(&b, &a_at_b).await, 9_700);
+    assert_eq!(liquidity(&b, &c_at_b).await, 300);
+    balanced(&a).await;
+    balanced(&b).await;
+}
+
+#[tokio::test]
+async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
+    let app = node(Db::Sqlite, "test.b").await;
+    let from = peer(
+        &app,
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
+        1_000,
+    )
+    .await;
+    let to = peer(
+        &app,
+        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(),
+                "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "x" } } }),
+        0,
+    )
+    .await;
+    let services = app.services();
+    let now = app.clock.now();
+    let asset = opd_core::Asset::parse("USD", 2).unwrap();
+    let hold = opd_core::peer::Hold {
+        id: "hold-1".into(),
+        incoming_peer: opd_core::PeerId::parse(&from).unwrap(),
+        incoming_asset: asset.clone(),
+        outgoing_peer: opd_core::PeerId::parse(&to).unwrap(),
+        outgoing_asset: asset,
+        amount_in: 400,
+        amount_out: 400,
+        expires_at: now.plus_millis(5_000),
+        created_at: now,
+    };
+    // The node took the money, then died before any answer.
+    assert_eq!(
+        services.store.ilp_hold(&hold).await.unwrap(),
+        opd_store::HoldOutcome::Held
+    );
+    assert_eq!(liquidity(&app, &from).await, 600);
+    assert_eq!(
+        opd_service::connector::void_expired_once(services)
+            .await
+            .unwrap(),
+        0
+    );
+    app.clock.advance_millis(10_000);
+    assert_eq!(
+        opd_service::connector::void_expired_once(services)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(liquidity(&app, &from).await, 1_000);
+    assert_eq!(liquidity(&app, &to).await, 0);
+    // Settled once: a late answer changes nothing.
+    assert!(!services
+        .store
+        .ilp_settle("hold-1", true, app.clock.now())
+        .await
+        .unwrap());
+    assert_eq!(liquidity(&app, &to).await, 0);
+    balanced(&app).await;
+}
