@@ -22,6 +22,9 @@ enum Scenario {
     CreateQuote,
     CreateIncomingPayment,
     Pay,
+    /// ILP Prepares of 1 unit to one incoming payment, over ILP-over-HTTP
+    /// from a peer (each a fresh STREAM packet, fulfilled).
+    IlpReceive,
 }
 
 /// Load generator for opd.
@@ -50,6 +53,9 @@ struct Args {
     admin_url: Option<String>,
     #[arg(long)]
     admin_token: Option<String>,
+    /// The running opd's ILP-over-HTTP endpoint (for `ilp-receive`).
+    #[arg(long)]
+    ilp_url: Option<String>,
     /// Nodes to start on the one PostgreSQL database of --database-url,
     /// with one public URL; requests are spread over them in turn.
     #[arg(long, default_value_t = 1)]
@@ -125,6 +131,8 @@ struct Server {
     auth: String,
     admin: String,
     admin_token: String,
+    /// The ILP-over-HTTP endpoint.
+    ilp: String,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -151,7 +159,7 @@ impl Server {
         public: Option<(&str, &str)>,
     ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let (op, auth, admin) = (free_port()?, free_port()?, free_port()?);
+        let (op, auth, admin, ilp) = (free_port()?, free_port()?, free_port()?, free_port()?);
         let db = match database_url {
             Some(u) => u.to_owned(),
             None => format!(
@@ -165,6 +173,7 @@ impl Server {
             format!("--listen=127.0.0.1:{op}"),
             format!("--auth-listen=127.0.0.1:{auth}"),
             format!("--admin-listen=127.0.0.1:{admin}"),
+            format!("--ilp-listen=127.0.0.1:{ilp}"),
             format!("--admin-token={ADMIN_TOKEN}"),
             format!("--idp-secret={IDP_SECRET}"),
             format!("--data-dir={}", dir.path().display()),
@@ -192,6 +201,7 @@ impl Server {
             auth: format!("http://127.0.0.1:{auth}"),
             admin: format!("http://127.0.0.1:{admin}"),
             admin_token: ADMIN_TOKEN.into(),
+            ilp: format!("http://127.0.0.1:{ilp}/ilp"),
             _dir: Some(dir),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -284,7 +294,19 @@ struct Setup {
     alice: String,
     bob: String,
     outgoing_payment: String,
+    /// For `ilp-receive`: where and what to send.
+    ilp: Option<IlpTarget>,
 }
+
+/// A peer's view of one incoming payment: the endpoint, the peer's token,
+/// and the payment's STREAM credentials.
+struct IlpTarget {
+    endpoint: String,
+    address: String,
+    secret: [u8; 32],
+}
+
+const PEER_TOKEN: &str = "opd-bench-peer-token";
 
 async fn setup(server: &Server) -> anyhow::Result<Setup> {
     let suffix = std::process::id();
@@ -337,6 +359,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
         alice,
         bob,
         outgoing_payment: String::new(),
+        ilp: None,
     };
     let (op, _) = pay_once(&s, 0).await?;
     s.outgoing_payment = op;
@@ -540,9 +563,95 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
         ),
         // `pay` runs its own loop (see `run`).
         Scenario::Pay => return Ok(false),
+        Scenario::IlpReceive => return ilp_packet(s, n).await,
     };
     let r = s.send(n, method, &url, token, body.as_ref()).await?;
     Ok(r.status.is_success())
+}
+
+/// Sets up `ilp-receive`: a peer with ample liquidity and one incoming
+/// payment that takes far more than the run sends.
+async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
+    let peer = server
+        .admin(
+            Method::POST,
+            "/peers",
+            json!({ "name": "bench-peer", "staticIlpAddress": "test.bench-peer",
+                    "asset": { "code": "USD", "scale": 2 },
+                    "http": { "incoming": { "authTokens": [PEER_TOKEN] } } }),
+        )
+        .await?;
+    let id = peer["id"].as_str().unwrap_or_default();
+    server
+        .admin(
+            Method::POST,
+            &format!("/peers/{id}/deposits"),
+            json!({ "amount": "9000000000000000000", "idempotencyKey": "bench-liquidity" }),
+        )
+        .await?;
+    let amount = json!({ "value": "9000000000000000000", "assetCode": "USD", "assetScale": 2 });
+    let ip = post(
+        s,
+        0,
+        "incoming-payments",
+        &s.ip_token,
+        json!({ "walletAddress": s.bob, "incomingAmount": amount }),
+    )
+    .await?;
+    let method = &ip["methods"][0];
+    let secret = base64::Engine::decode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        method["sharedSecret"].as_str().unwrap_or_default(),
+    )?;
+    Ok(IlpTarget {
+        endpoint: server.ilp.clone(),
+        address: method["ilpAddress"].as_str().unwrap_or_default().to_owned(),
+        secret: secret
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?,
+    })
+}
+
+/// One packet of `ilp-receive`, built as a STREAM sender does (a fresh
+/// random IV, the condition from the shared secret); `Ok(true)` when it
+/// was fulfilled.
+async fn ilp_packet(s: &Setup, n: u64) -> anyhow::Result<bool> {
+    use opd_ilp::{condition_for, Frame, IlpAddress, PacketType, StreamPacket};
+    let Some(t) = &s.ilp else {
+        bail!("ilp-receive was not set up");
+    };
+    let request = StreamPacket {
+        sequence: n,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: 1,
+        frames: vec![Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }],
+    };
+    let data = request.encrypt_with(&t.secret, rand::random())?;
+    let expires = opd_core::Timestamp::now_utc().unix_millis() + 30_000;
+    let prepare = opd_ilp::packet::Prepare {
+        amount: 1,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(expires)
+            .context("expiry out of range")?,
+        execution_condition: condition_for(&t.secret, &data),
+        destination: IlpAddress::new(&t.address)?,
+        data,
+    };
+    let r = s
+        .client
+        .http
+        .post(&t.endpoint)
+        .bearer_auth(PEER_TOKEN)
+        .header("content-type", "application/octet-stream")
+        .body(prepare.encode())
+        .send()
+        .await?;
+    let ok = r.status().is_success();
+    let bytes = r.bytes().await?;
+    // Type 13: a Fulfill.
+    Ok(ok && bytes.first() == Some(&13))
 }
 
 /// The receiver used by `create-quote`: one open incoming payment.
@@ -572,6 +681,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
                 auth: args.auth_url.clone().unwrap_or_default(),
                 admin: args.admin_url.clone().unwrap_or_default(),
                 admin_token: args.admin_token.clone().unwrap_or_default(),
+                ilp: args.ilp_url.clone().unwrap_or_default(),
                 _dir: None,
             },
             "external".to_owned(),
@@ -608,6 +718,9 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     }
     let mut setup = setup(&server).await?;
     setup.nodes.extend(others.iter().map(|o| o.base.clone()));
+    if args.scenario == Scenario::IlpReceive {
+        setup.ilp = Some(ilp_setup(&server, &setup).await?);
+    }
     let setup = Arc::new(setup);
     let all: Vec<&Server> = std::iter::once(&server).chain(&others).collect();
     if args.scenario == Scenario::CreateQuote {
