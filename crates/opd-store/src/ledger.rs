@@ -231,7 +231,9 @@ pub(crate) async fn post(
             "{}:{}:{}",
             p.kind,
             p.reference.unwrap_or("-"),
-            uuid::Uuid::new_v4().simple()
+            // Time-ordered, so a reference's transfers are appended to
+            // the primary key's index rather than scattered through it.
+            uuid::Uuid::now_v7().simple()
         ),
         debit_account: debit.clone(),
         credit_account: credit.clone(),

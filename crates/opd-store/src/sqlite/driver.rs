@@ -369,6 +369,10 @@ fn configure(conn: &Connection) -> Result<(), Error> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // 16 MiB of page cache per connection (SQLite's default is 2 MiB): the
+    // ledger's indexes of a busy server stay in memory instead of being
+    // read back from the OS on every insert.
+    conn.pragma_update(None, "cache_size", -16_384)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
 }
