@@ -4,6 +4,7 @@ pub mod admin;
 mod admin_peers;
 pub mod auth;
 pub mod auth_server;
+pub mod auto_peering;
 pub mod error;
 pub mod extract;
 pub mod ilp;

@@ -633,8 +633,7 @@ async fn ilp_packet(s: &Setup, n: u64) -> anyhow::Result<bool> {
     let expires = opd_core::Timestamp::now_utc().unix_millis() + 30_000;
     let prepare = opd_ilp::packet::Prepare {
         amount: 1,
-        expires_at: opd_ilp::Timestamp::from_unix_millis(expires)
-            .context("expiry out of range")?,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(expires).context("expiry out of range")?,
         execution_condition: condition_for(&t.secret, &data),
         destination: IlpAddress::new(&t.address)?,
         data,

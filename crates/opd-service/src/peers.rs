@@ -301,6 +301,79 @@ pub async fn transfers(
     Ok(services.store.ledger_transfers_of(&account, limit).await?)
 }
 
+/// A peering request of the reference server's auto-peering protocol.
+#[derive(Debug, Clone)]
+pub struct PeeringRequest {
+    pub static_ilp_address: String,
+    /// The requester's ILP-over-HTTP endpoint.
+    pub ilp_connector_url: String,
+    pub asset: Asset,
+    /// The token the requester will present to us.
+    pub http_token: String,
+    pub max_packet_amount: Option<u64>,
+    pub name: Option<String>,
+}
+
+/// Accepts a peering request: creates the peer (or, when one has that
+/// static address, renews its tokens and endpoint) with a fresh token for
+/// us to present, and deposits `liquidity` into a new peer. Returns the
+/// peer and that token, which the requester must accept from us.
+pub async fn accept_peering(
+    services: &Services,
+    req: &PeeringRequest,
+    liquidity: u64,
+) -> Result<(Peer, String), ServiceError> {
+    let mut bytes = [0u8; 24];
+    services.random.fill(&mut bytes);
+    let ours = opd_core::hex::lower(&bytes);
+    let input = PeerInput {
+        name: Some(
+            req.name
+                .clone()
+                .unwrap_or_else(|| req.static_ilp_address.clone()),
+        ),
+        static_ilp_address: Some(req.static_ilp_address.clone()),
+        asset: None,
+        max_packet_amount: Some(req.max_packet_amount),
+        routes: None,
+        incoming_tokens: Some(vec![req.http_token.clone()]),
+        outgoing: Some(Some(PeerOutgoing {
+            endpoint: req.ilp_connector_url.clone(),
+            auth_token: ours.clone(),
+        })),
+        liquidity_low: None,
+        liquidity_high: None,
+    };
+    let existing = list(services)
+        .await?
+        .into_iter()
+        .find(|p| p.static_ilp_address == req.static_ilp_address);
+    if let Some(peer) = existing {
+        if peer.asset != req.asset {
+            return Err(ServiceError::Conflict {
+                code: "peer_exists",
+                message: "a peer with this ILP address exists in another asset".into(),
+            });
+        }
+        // The name stays as the operator may have set it.
+        let input = PeerInput {
+            name: None,
+            ..input
+        };
+        return Ok((update(services, peer.id, &input).await?, ours));
+    }
+    let input = PeerInput {
+        asset: Some(req.asset.clone()),
+        ..input
+    };
+    let peer = create(services, &input).await?;
+    if liquidity > 0 {
+        let key = format!("auto-peering:{}", peer.id);
+        move_liquidity(services, &peer, liquidity, true, &key).await?;
+    }
+    Ok((peer, ours))
+}
+
 /// The peer with this incoming bearer token, from the cache when fresh.
 pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, ServiceError> {
     let digest = token_digest(token);

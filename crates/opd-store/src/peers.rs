@@ -133,6 +133,8 @@ static INCOMING_FOR_UPDATE: Stmt = Stmt::new(&[
     crate::incoming::INCOMING_COLUMNS,
     " FROM incoming_payments WHERE id = ?::uuid FOR UPDATE",
 ]);
+static BALANCE: Stmt =
+    Stmt::new(&["SELECT CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE id = ?"]);
 static SET_RECEIVED: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
      WHERE id = ?::uuid",
@@ -149,6 +151,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &DELETE_TOKENS,
     &INCOMING_FOR_UPDATE,
     &SET_RECEIVED,
+    &BALANCE,
 ];
 
 fn peer_from_row(r: &impl Columns) -> StoreResult<Peer> {
@@ -329,10 +332,18 @@ impl PeerStore for SqlStore {
     }
 
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64> {
-        let mut tx = self.db.begin().await?;
-        let balance = balance_in(&mut tx, &liquidity_account(peer)).await?;
-        tx.rollback().await?;
-        Ok(balance)
+        let row = self
+            .db
+            .read_opt(&BALANCE, params![liquidity_account(peer)])
+            .await?;
+        let Some(row) = row else {
+            return Ok(0);
+        };
+        let balance: i128 = row
+            .text("balance")?
+            .parse()
+            .map_err(|_| corrupt("balance"))?;
+        u64::try_from(balance.max(0)).map_err(|_| corrupt("peer balance"))
     }
 
     async fn ilp_receive(

@@ -31,6 +31,8 @@ pub struct Running {
     pub admin_addr: SocketAddr,
     /// Where peers send ILP packets (ILP-over-HTTP).
     pub ilp_addr: SocketAddr,
+    /// The auto-peering acceptor, when it is on.
+    pub auto_peering_addr: Option<SocketAddr>,
     pub public_url: String,
     pub auth_public_url: String,
     pub admin_token: String,
@@ -210,6 +212,10 @@ pub async fn start(
     let (auth_listener, auth_addr) = bind(settings.auth_listen, "authorization server").await?;
     let (admin_listener, admin_addr) = bind(settings.admin_listen, "admin API").await?;
     let (ilp_listener, ilp_addr) = bind(settings.ilp_listen, "ILP-over-HTTP").await?;
+    let auto_peering = match settings.auto_peering_listen {
+        Some(addr) => Some(bind(addr, "auto-peering").await?),
+        None => None,
+    };
 
     let public_url = settings
         .public_url
@@ -243,7 +249,11 @@ pub async fn start(
     };
     let (shutdown, _) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    for (listener, router) in [
+    let ilp_public_url = settings
+        .ilp_public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{ilp_addr}/ilp"));
+    let mut listeners = vec![
         (op_listener, open_payments_router(app.clone())),
         (auth_listener, auth_router(app.clone())),
         (
@@ -251,7 +261,19 @@ pub async fn start(
             admin_router(AdminState::new(app.clone(), &admin_token)),
         ),
         (ilp_listener, opd_api::ilp::ilp_router(app.clone())),
-    ] {
+    ];
+    let mut auto_peering_addr = None;
+    if let Some((listener, addr)) = auto_peering {
+        let state = opd_api::auto_peering::AutoPeering {
+            app: app.clone(),
+            ilp_connector_url: ilp_public_url.clone(),
+            name: "opd".into(),
+            liquidity: settings.auto_peering_liquidity,
+        };
+        listeners.push((listener, opd_api::auto_peering::auto_peering_router(state)));
+        auto_peering_addr = Some(addr);
+    }
+    for (listener, router) in listeners {
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
             axum::serve(listener, router)
@@ -280,6 +302,7 @@ pub async fn start(
         auth_addr,
         admin_addr,
         ilp_addr,
+        auto_peering_addr,
         public_url: public_url.as_str().to_owned(),
         auth_public_url,
         admin_token,

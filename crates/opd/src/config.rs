@@ -60,6 +60,15 @@ pub struct ServeArgs {
     /// ILP-over-HTTP listen address, where peers send packets [default: 127.0.0.1:8083].
     #[arg(long, env = "OPD_ILP_LISTEN")]
     pub ilp_listen: Option<SocketAddr>,
+    /// Public URL of the ILP-over-HTTP listener, as peers reach it [default: http://<ilp-listen>/ilp].
+    #[arg(long, env = "OPD_ILP_PUBLIC_URL")]
+    pub ilp_public_url: Option<String>,
+    /// Listen for auto-peering requests (the reference server's protocol) on this address [default: off].
+    #[arg(long, env = "OPD_AUTO_PEERING_LISTEN")]
+    pub auto_peering_listen: Option<SocketAddr>,
+    /// Liquidity deposited for a peer created by auto-peering, in its asset's minor units [default: 0].
+    #[arg(long, env = "OPD_AUTO_PEERING_LIQUIDITY")]
+    pub auto_peering_liquidity: Option<u64>,
     /// Quote lifetime in seconds [default: 300].
     #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS")]
     pub quote_lifespan_secs: Option<u64>,
@@ -147,6 +156,9 @@ pub struct FileConfig {
     pub demo: Option<bool>,
     pub ilp_address: Option<String>,
     pub ilp_listen: Option<SocketAddr>,
+    pub ilp_public_url: Option<String>,
+    pub auto_peering_listen: Option<SocketAddr>,
+    pub auto_peering_liquidity: Option<u64>,
     pub quote_lifespan_secs: Option<u64>,
     pub incoming_payment_expiry_secs: Option<u64>,
     pub incoming_payment_max_expiry_secs: Option<u64>,
@@ -212,6 +224,9 @@ pub struct Settings {
     pub demo: bool,
     pub ilp_address: String,
     pub ilp_listen: SocketAddr,
+    pub ilp_public_url: Option<String>,
+    pub auto_peering_listen: Option<SocketAddr>,
+    pub auto_peering_liquidity: u64,
     pub quote_lifespan_secs: u64,
     pub incoming_payment_expiry_secs: u64,
     pub incoming_payment_max_expiry_secs: u64,
@@ -287,6 +302,12 @@ impl Settings {
                 .ilp_listen
                 .or(file.ilp_listen)
                 .unwrap_or_else(|| addr("127.0.0.1:8083")),
+            ilp_public_url: serve.ilp_public_url.clone().or(file.ilp_public_url),
+            auto_peering_listen: serve.auto_peering_listen.or(file.auto_peering_listen),
+            auto_peering_liquidity: serve
+                .auto_peering_liquidity
+                .or(file.auto_peering_liquidity)
+                .unwrap_or(0),
             quote_lifespan_secs: serve
                 .quote_lifespan_secs
                 .or(file.quote_lifespan_secs)

@@ -163,6 +163,8 @@ impl Cluster {
             format!("--listen=127.0.0.1:{op}"),
             format!("--auth-listen=127.0.0.1:{auth}"),
             format!("--admin-listen=127.0.0.1:{admin}"),
+            // Any free port: the test sends no ILP packets.
+            "--ilp-listen=127.0.0.1:0".to_owned(),
             format!("--public-url={}", self.public),
             format!("--auth-public-url={}", self.auth_public),
             format!("--admin-token={ADMIN_TOKEN}"),

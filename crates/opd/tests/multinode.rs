@@ -67,6 +67,8 @@ impl Node {
                 format!("--listen=127.0.0.1:{op}"),
                 format!("--auth-listen=127.0.0.1:{auth}"),
                 format!("--admin-listen=127.0.0.1:{admin}"),
+                // Any free port: the tests send no ILP packets.
+                "--ilp-listen=127.0.0.1:0".to_owned(),
                 format!("--public-url={}", public.op),
                 format!("--auth-public-url={}", public.auth),
                 format!("--admin-token={ADMIN_TOKEN}"),

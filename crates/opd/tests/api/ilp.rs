@@ -462,3 +462,104 @@ async fn ildcp_and_peer_management() {
     assert_eq!(v, json!([]));
     ledger_balanced(app).await;
 }
+
+#[tokio::test]
+async fn auto_peering_creates_a_peer_in_one_call() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.auto_peering_liquidity = 5_000;
+    })
+    .await;
+    let addr = app.running.as_ref().unwrap().auto_peering_addr.unwrap();
+    let request = json!({
+        "staticIlpAddress": "test.rafiki",
+        "ilpConnectorUrl": "http://127.0.0.1:9/ilp",
+        "asset": { "code": "USD", "scale": 2 },
+        "httpToken": "rafiki-to-opd",
+        "maxPacketAmount": 100000,
+        "name": "Rafiki"
+    });
+    let resp = app
+        .http
+        .post(format!("http://{addr}/"))
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["staticIlpAddress"], "test.opd");
+    assert_eq!(answer["ilpConnectorUrl"], app.ilp);
+    let ours = answer["httpToken"].as_str().unwrap().to_owned();
+    assert!(ours.len() >= 32);
+
+    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
+    let peer = &peers[0];
+    assert_eq!(peer["name"], "Rafiki");
+    assert_eq!(peer["staticIlpAddress"], "test.rafiki");
+    assert_eq!(peer["maxPacketAmount"], "100000");
+    assert_eq!(peer["liquidity"], "5000");
+    assert_eq!(
+        peer["http"]["outgoing"]["endpoint"],
+        "http://127.0.0.1:9/ilp"
+    );
+
+    // The requester's token works at once: IL-DCP answers its address.
+    let ildcp = Prepare {
+        amount: 0,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(app.clock.now().unix_millis() + 30_000)
+            .unwrap(),
+        execution_condition: condition_of(&[0; 32]),
+        destination: IlpAddress::new("peer.config").unwrap(),
+        data: Vec::new(),
+    };
+    let (s, bytes) = send(&app, "rafiki-to-opd", ildcp.encode()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(matches!(
+        Packet::decode(&bytes).unwrap(),
+        Packet::Fulfill(_)
+    ));
+
+    // Asking again renews the tokens of the same peer (no second peer, no
+    // second deposit); the old incoming token stops working.
+    let again = json!({
+        "staticIlpAddress": "test.rafiki",
+        "ilpConnectorUrl": "http://127.0.0.1:9/ilp2",
+        "asset": { "code": "USD", "scale": 2 },
+        "httpToken": "rafiki-to-opd-2"
+    });
+    let resp = app
+        .http
+        .post(format!("http://{addr}/"))
+        .json(&again)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
+    assert_eq!(peers.as_array().unwrap().len(), 1);
+    assert_eq!(peers[0]["liquidity"], "5000");
+    assert_eq!(
+        peers[0]["http"]["outgoing"]["endpoint"],
+        "http://127.0.0.1:9/ilp2"
+    );
+    let (s, _) = send(&app, "rafiki-to-opd", ildcp.encode()).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
+    // A malformed request: a clear 400, nothing created.
+    let resp = app
+        .http
+        .post(format!("http://{addr}/"))
+        .json(
+            &json!({ "staticIlpAddress": "bad address", "ilpConnectorUrl": "http://x/",
+                       "asset": { "code": "USD", "scale": 2 }, "httpToken": "t" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert_error(status, &body, 400, "invalid_request");
+    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
+    assert_eq!(peers.as_array().unwrap().len(), 1);
+}
