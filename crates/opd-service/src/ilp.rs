@@ -227,14 +227,33 @@ async fn receive(
     }
 }
 
-async fn lookup(
-    services: &Services,
-    tag: &str,
-) -> Result<Option<opd_core::incoming_payment::IncomingPayment>, ServiceError> {
+/// What a packet needs of its incoming payment before the transaction:
+/// facts that never change once it exists, so they are cached (the
+/// transaction reads the payment's state itself).
+#[derive(Debug, Clone)]
+pub struct ReceiverFacts {
+    id: IncomingPaymentId,
+    wallet_address_id: opd_core::WalletAddressId,
+    asset: Asset,
+}
+
+async fn lookup(services: &Services, tag: &str) -> Result<Option<ReceiverFacts>, ServiceError> {
     let Some(id) = IncomingPaymentId::parse(tag) else {
         return Ok(None);
     };
-    Ok(services.store.get_incoming_payment(id).await?)
+    if let Some(facts) = services.receiver_cache.get(&id) {
+        return Ok(Some(facts));
+    }
+    let Some(p) = services.store.get_incoming_payment(id).await? else {
+        return Ok(None);
+    };
+    let facts = ReceiverFacts {
+        id,
+        wallet_address_id: p.wallet_address_id,
+        asset: p.asset,
+    };
+    services.receiver_cache.insert(id, facts.clone());
+    Ok(Some(facts))
 }
 
 /// `amount` of the peer's asset in the payment's asset, rounded down.

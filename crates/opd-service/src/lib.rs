@@ -173,6 +173,9 @@ pub struct Services {
     pub quote_cache: cache::TtlCache<opd_core::QuoteId, opd_core::quote::Quote>,
     /// Interledger peers by the digest of their incoming token.
     pub peer_cache: cache::TtlCache<String, opd_core::peer::Peer>,
+    /// What ILP packets need of their incoming payment (wallet address,
+    /// asset): fixed once it exists, so never stale on any node.
+    pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, ilp::ReceiverFacts>,
     /// Every peer, for routing forwarded packets.
     pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
     /// HTTP client for ILP-over-HTTP to peers: no redirects (a peer's
@@ -271,6 +274,7 @@ impl Services {
             wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
             peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
             routing_cache: cache::TtlCache::new(cache_ttl, 1),
+            receiver_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             ilp_http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .connect_timeout(std::time::Duration::from_secs(5))

@@ -563,3 +563,73 @@ async fn auto_peering_creates_a_peer_in_one_call() {
     let (_, peers) = app.admin(Method::GET, "/peers", None).await;
     assert_eq!(peers.as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_peer_in_another_asset_pays_at_the_configured_rate() {
+    cross_currency(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_peer_in_another_asset_pays_at_the_configured_rate_on_postgres() {
+    cross_currency(Db::Postgres).await;
+}
+
+async fn cross_currency(db: Db) {
+    let app = TestApp::spawn_with(db, |_| {}).await;
+    app.create_wallet("bob", "USD", 2).await;
+    let (s, v) = app
+        .admin(
+            Method::PUT,
+            "/rates/EUR",
+            Some(&json!({ "rates": { "USD": "1.1" } })),
+        )
+        .await;
+    assert!(s.is_success(), "{v}");
+    let (s, peer) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({
+                "name": "euro-bank", "staticIlpAddress": "test.euro",
+                "asset": { "code": "EUR", "scale": 2 },
+                "http": { "incoming": { "authTokens": [TOKEN] } }
+            })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    let id = peer["id"].as_str().unwrap();
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            &format!("/peers/{id}/deposits"),
+            Some(&json!({ "amount": "1000", "idempotencyKey": "eur-1" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (ip, address, secret) = receiver(&app, "500").await;
+
+    // 101 euro cents arrive as floor(101 × 1.1) = 111 dollar cents: the
+    // probe's reply says so, and the money packet credits exactly that.
+    let Packet::Reject(r) =
+        send_packet(&app, prepare(&app, &address, &secret, 101, 0, false)).await
+    else {
+        panic!("a probe is rejected")
+    };
+    let reply = StreamPacket::decrypt_and_decode(&secret, &r.data).unwrap();
+    assert_eq!(reply.prepare_amount, 111);
+    let Packet::Fulfill(_) =
+        send_packet(&app, prepare(&app, &address, &secret, 101, 111, true)).await
+    else {
+        panic!("money is fulfilled")
+    };
+    assert_eq!(
+        received(&app, &ip).await["receivedAmount"],
+        amount("111", "USD", 2)
+    );
+    let (_, v) = app
+        .admin(Method::GET, &format!("/peers/{id}/balance"), None)
+        .await;
+    assert_eq!(v["balance"], "899");
+    assert_eq!(v["asset"]["code"], "EUR");
+    ledger_balanced(&app).await;
+}
