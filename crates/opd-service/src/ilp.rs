@@ -160,20 +160,23 @@ async fn receive(
         close_connection: close,
         max_money: None,
     };
-    let verdict = receiver::assess(&request, arriving, fulfillable);
-    let code = match verdict {
+    match receiver::assess(&request, arriving, fulfillable) {
         Verdict::NotAPrepare => return Ok(reject(services, ErrorCode::F00_BAD_REQUEST, "")),
         Verdict::ZeroAmount => {
             let reply = receiver::reply(&request, &facts(true, false));
             return Ok(fulfill(services, &secret, fulfillment, &reply));
         }
-        Verdict::Money => None,
-        other => Some((other.reject_code(), other == Verdict::ClosedBySender)),
-    };
-    if let Some((code, close)) = code {
-        let reply = receiver::reply(&request, &facts(false, close));
-        let code = code.unwrap_or(ErrorCode::F99_APPLICATION_ERROR);
-        return Ok(stream_reject(services, code, &secret, &reply));
+        Verdict::Money => {}
+        // A probe, too little arriving, or the sender closing: F99 with
+        // the reply (echoing the close).
+        refused => {
+            let close = refused == Verdict::ClosedBySender;
+            let reply = receiver::reply(&request, &facts(false, close));
+            let code = refused
+                .reject_code()
+                .unwrap_or(ErrorCode::F99_APPLICATION_ERROR);
+            return Ok(stream_reject(services, code, &secret, &reply));
+        }
     }
     let wallet = services
         .wallet_by_id(payment.wallet_address_id)
