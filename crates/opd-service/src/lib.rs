@@ -10,6 +10,7 @@ pub mod grants;
 pub mod ilp;
 pub mod incoming_payments;
 pub mod ledger;
+pub mod outbound;
 pub mod outgoing_payments;
 pub mod peers;
 pub mod pricing;
