@@ -92,6 +92,9 @@ pub enum AccessError {
 }
 
 /// The client identity string of a grant's client.
+/// How long a token introspection may take.
+const INTROSPECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub fn client_identity(client: &ClientIdent) -> String {
     match client {
         ClientIdent::WalletAddress(w) => w.clone(),
@@ -244,22 +247,28 @@ async fn remote_introspect(
             limits: None,
         }]),
     };
-    let mut req = services.http.post(url).json(&body);
-    if let Some(t) = &services.config.introspection_token {
-        req = req.bearer_auth(t);
-    }
-    let response = match req.send().await {
-        Ok(r) if r.status().is_success() => r,
-        Ok(r) => {
-            tracing::warn!(status = %r.status(), "token introspection refused");
-            return Ok(None);
+    let sent = match services.outbound.request(reqwest::Method::POST, url) {
+        Ok(req) => {
+            let mut req = req.json(&body);
+            if let Some(t) = &services.config.introspection_token {
+                req = req.bearer_auth(t);
+            }
+            let max = crate::outbound::MAX_DOCUMENT_BYTES;
+            services
+                .outbound
+                .send(req, INTROSPECTION_TIMEOUT, max)
+                .await
         }
+        Err(e) => Err(e),
+    };
+    let body = match sent {
+        Ok((_, body)) => body,
         Err(e) => {
             tracing::warn!(error = %e, "token introspection failed");
             return Ok(None);
         }
     };
-    let Ok(parsed) = response.json::<opd_gnap::IntrospectionResponse>().await else {
+    let Ok(parsed) = serde_json::from_slice::<opd_gnap::IntrospectionResponse>(&body) else {
         tracing::warn!("token introspection answered an invalid body");
         return Ok(None);
     };

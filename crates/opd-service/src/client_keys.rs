@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use opd_httpsig::{Jwk, VerifyingKey};
 
+use crate::outbound::OutboundError;
 use crate::{ServiceError, Services};
 
 /// Why a client key could not be found.
@@ -42,20 +43,17 @@ pub struct ClientKeys {
     /// key ids (so garbage key ids cannot make us hammer a client).
     refetch_floor: Duration,
     cache: Mutex<HashMap<String, Cached>>,
-    http: reqwest::Client,
+    /// How long fetching a key set may take.
+    timeout: Duration,
 }
 
 impl ClientKeys {
     pub fn new(ttl: Duration, timeout: Duration) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .unwrap_or_default();
         Self {
             ttl,
             refetch_floor: Duration::from_secs(1),
             cache: Mutex::new(HashMap::new()),
-            http,
+            timeout,
         }
     }
 
@@ -145,25 +143,22 @@ impl ClientKeys {
             keys: Vec<serde_json::Value>,
         }
         let url = format!("{}/jwks.json", wallet.trim_end_matches('/'));
-        let resp = self
-            .http
-            .get(&url)
-            .send()
-            .await
+        let request = services
+            .outbound
+            .request(reqwest::Method::GET, &url)
             .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
-        if resp.status() == reqwest::StatusCode::NOT_FOUND {
-            return Err(KeyLookupError::UnknownClient);
-        }
-        if !resp.status().is_success() {
-            return Err(KeyLookupError::Unreachable(format!(
-                "{url} answered {}",
-                resp.status()
-            )));
-        }
-        let doc: JwksDoc = resp
-            .json()
+        let body = match services
+            .outbound
+            .send(request, self.timeout, crate::outbound::MAX_DOCUMENT_BYTES)
             .await
-            .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        {
+            Ok((_, body)) => body,
+            Err(OutboundError::Status(404)) => return Err(KeyLookupError::UnknownClient),
+            Err(e) => return Err(KeyLookupError::Unreachable(e.to_string())),
+        };
+        let doc: JwksDoc = serde_json::from_slice(&body).map_err(|_| {
+            KeyLookupError::Unreachable("the key set is not a JWKS document".into())
+        })?;
         // Keys that are not valid Ed25519 JWKs are skipped, not fatal.
         Ok(doc
             .keys

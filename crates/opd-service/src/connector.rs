@@ -228,29 +228,20 @@ async fn send(
     let Some(out) = &peer.outgoing else {
         return Err("no outgoing endpoint".into());
     };
-    let response = services
-        .ilp_http
-        .post(&out.endpoint)
+    let request = services
+        .outbound
+        .request(reqwest::Method::POST, &out.endpoint)
+        .map_err(|e| e.to_string())?
         .bearer_auth(&out.auth_token)
         .header("content-type", "application/octet-stream")
-        .timeout(wait)
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if !response.status().is_success() {
-        return Err(format!("answered {}", response.status()));
-    }
+        .body(body);
     // An ILP packet is at most ~33 KB; a larger answer is not one, and is
     // not read to its end.
-    let mut response = response;
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err("answer too large".into());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let (_, bytes) = services
+        .outbound
+        .send(request, wait, MAX_ANSWER_BYTES)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(bytes)
 }
 

@@ -63,6 +63,9 @@ pub struct ServiceConfig {
     pub rates_cache_ttl: Duration,
     /// How long a rates request may take.
     pub rates_timeout: Duration,
+    /// Hosts and address ranges outbound requests may reach besides public
+    /// addresses (see [`outbound`]).
+    pub outbound_allow: Vec<String>,
     /// How long admin-set fees and rates are cached in memory (other nodes
     /// see a change within this time).
     pub pricing_cache_ttl: Duration,
@@ -125,6 +128,7 @@ impl ServiceConfig {
             rates_url: None,
             rates_cache_ttl: Duration::from_secs(15),
             rates_timeout: Duration::from_secs(5),
+            outbound_allow: Vec::new(),
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),
@@ -162,8 +166,8 @@ pub struct Services {
     /// default; a deployment sharing it across nodes replaces it before
     /// serving.
     pub replays: Arc<dyn replays::ReplayLog>,
-    /// HTTP client for calls to other servers (token introspection).
-    pub http: reqwest::Client,
+    /// The one HTTP client for calls to other servers (see [`outbound`]).
+    pub outbound: outbound::Outbound,
     /// Live access tokens by digest, with their expiry.
     pub token_cache: cache::TtlCache<String, (grants::ActiveToken, opd_core::Timestamp)>,
     /// Wallet addresses by id and by path.
@@ -179,10 +183,6 @@ pub struct Services {
     pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, ilp::ReceiverFacts>,
     /// Every peer, for routing forwarded packets.
     pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
-    /// HTTP client for ILP-over-HTTP to peers: no redirects (a peer's
-    /// endpoint is configured, not discovered), a connect timeout; each
-    /// request is bounded by its packet's expiry.
-    pub ilp_http: reqwest::Client,
     /// Signalled when a payment becomes due (created or funded here), so an
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
@@ -237,7 +237,10 @@ impl Services {
         config: ServiceConfig,
     ) -> Result<Self, ServiceError> {
         let stream_secret = secrets::stream_secret(store.as_ref(), random.as_ref()).await?;
-        let pricing = pricing::Pricing::new(&config)?;
+        let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
+            .map_err(ServiceError::InvalidRequest)?;
+        let outbound = outbound::Outbound::new(policy).map_err(ServiceError::InvalidRequest)?;
+        let pricing = pricing::Pricing::new(&config, outbound.clone())?;
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
@@ -263,12 +266,7 @@ impl Services {
             client_keys,
             signature_policy,
             replays,
-            http: reqwest::Client::builder()
-                .timeout(std::time::Duration::from_secs(5))
-                .build()
-                .map_err(|e| {
-                    ServiceError::InvalidRequest(format!("cannot build HTTP client: {e}"))
-                })?,
+            outbound,
             token_cache: cache::TtlCache::new(cache_ttl, 100_000),
             wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
             quote_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
@@ -276,13 +274,6 @@ impl Services {
             peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
             routing_cache: cache::TtlCache::new(cache_ttl, 1),
             receiver_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
-            ilp_http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .connect_timeout(std::time::Duration::from_secs(5))
-                .build()
-                .map_err(|e| {
-                    ServiceError::InvalidRequest(format!("cannot build HTTP client: {e}"))
-                })?,
             payments_due: tokio::sync::Notify::new(),
             stream_secret,
         })

@@ -62,7 +62,9 @@ impl OutboundPolicy {
                 None => (entry, None),
             };
             match (addr.parse::<IpAddr>(), len) {
-                (Ok(ip), None) => policy.ranges.push((ip, if ip.is_ipv4() { 32 } else { 128 })),
+                (Ok(ip), None) => policy
+                    .ranges
+                    .push((ip, if ip.is_ipv4() { 32 } else { 128 })),
                 (Ok(ip), Some(l)) => {
                     let max = if ip.is_ipv4() { 32 } else { 128 };
                     let l: u8 = l
@@ -75,7 +77,11 @@ impl OutboundPolicy {
                 (Err(_), None) if is_host_name(entry) => {
                     policy.hosts.push(entry.to_ascii_lowercase());
                 }
-                _ => return Err(format!("{entry:?} is not an address, a range or a host name")),
+                _ => {
+                    return Err(format!(
+                        "{entry:?} is not an address, a range or a host name"
+                    ))
+                }
             }
         }
         Ok(policy)
@@ -108,7 +114,9 @@ fn is_host_name(s: &str) -> bool {
         && s.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
 }
 
@@ -360,8 +368,12 @@ mod tests {
 
     #[test]
     fn the_operator_allows_hosts_and_ranges() {
-        let p = OutboundPolicy::parse(&["127.0.0.1".into(), "10.0.0.0/8".into(), "Rates.Internal".into()])
-            .unwrap_or_default();
+        let p = OutboundPolicy::parse(&[
+            "127.0.0.1".into(),
+            "10.0.0.0/8".into(),
+            "Rates.Internal".into(),
+        ])
+        .unwrap_or_default();
         assert!(p.address_allowed(ip("127.0.0.1")));
         assert!(!p.address_allowed(ip("127.0.0.2")));
         assert!(p.address_allowed(ip("10.200.0.1")));
@@ -375,7 +387,10 @@ mod tests {
     #[tokio::test]
     async fn urls_are_checked_before_connecting() {
         let o = Outbound::new(OutboundPolicy::default()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(o.check("ftp://example.com/").err(), Some(OutboundError::BadUrl));
+        assert_eq!(
+            o.check("ftp://example.com/").err(),
+            Some(OutboundError::BadUrl)
+        );
         assert_eq!(
             o.check("http://user@example.com/").err(),
             Some(OutboundError::BadUrl)

@@ -49,7 +49,8 @@ pub struct Pricing {
     snapshot: RwLock<Option<(Instant, std::sync::Arc<AdminSnapshot>)>>,
     fetch_ttl: Duration,
     fetched: tokio::sync::Mutex<HashMap<(String, String), Fetched>>,
-    http: reqwest::Client,
+    outbound: crate::outbound::Outbound,
+    timeout: Duration,
 }
 
 #[derive(Deserialize)]
@@ -60,13 +61,10 @@ struct RatesResponse<'a> {
 }
 
 impl Pricing {
-    pub fn new(config: &ServiceConfig) -> Result<Self, ServiceError> {
-        let http = reqwest::Client::builder()
-            .timeout(config.rates_timeout)
-            .build()
-            .map_err(|e| {
-                ServiceError::RatesUnavailable(format!("cannot build HTTP client: {e}"))
-            })?;
+    pub fn new(
+        config: &ServiceConfig,
+        outbound: crate::outbound::Outbound,
+    ) -> Result<Self, ServiceError> {
         Ok(Self {
             config_fees: config.fees.clone(),
             config_rates: config.rates.clone(),
@@ -75,7 +73,8 @@ impl Pricing {
             snapshot: RwLock::new(None),
             fetch_ttl: config.rates_cache_ttl,
             fetched: tokio::sync::Mutex::new(HashMap::new()),
-            http,
+            outbound,
+            timeout: config.rates_timeout,
         })
     }
 
@@ -185,23 +184,16 @@ impl Pricing {
             }
         }
         let unavailable = |why: String| ServiceError::RatesUnavailable(why);
-        let response = self
-            .http
-            .get(url)
-            .query(&[("base", base)])
-            .send()
+        let request = self
+            .outbound
+            .request(reqwest::Method::GET, url)
+            .map_err(|e| unavailable(format!("the rates URL: {e}")))?
+            .query(&[("base", base)]);
+        let (_, body) = self
+            .outbound
+            .send(request, self.timeout, crate::outbound::MAX_DOCUMENT_BYTES)
             .await
-            .map_err(|e| unavailable(format!("request to the rates URL failed: {e}")))?;
-        if !response.status().is_success() {
-            return Err(unavailable(format!(
-                "the rates URL answered {}",
-                response.status()
-            )));
-        }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| unavailable(format!("reading the rates failed: {e}")))?;
+            .map_err(|e| unavailable(format!("the rates URL: {e}")))?;
         let parsed: RatesResponse<'_> = serde_json::from_slice(&body)
             .map_err(|e| unavailable(format!("the rates URL sent an invalid body: {e}")))?;
         if parsed.base != base {

@@ -18,6 +18,9 @@ use sha2::Sha256;
 
 use crate::{ServiceError, Services};
 
+/// How long one delivery attempt may take.
+const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The signature header name.
 pub const SIGNATURE_HEADER: &str = "Opd-Signature";
 
@@ -140,17 +143,22 @@ pub async fn deliver_once(services: &Services) -> Result<usize, ServiceError> {
 /// One delivery attempt, recorded: delivered, or retried after a backoff.
 async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(), ServiceError> {
     let t = services.clock.now().unix_millis();
-    let mut req = services
-        .http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(e.data.clone());
-    if let Some(secret) = &services.config.webhook_secret {
-        req = req.header(SIGNATURE_HEADER, signature(secret, t, e.data.as_bytes()));
-    }
-    let outcome = match req.send().await {
-        Ok(r) if r.status().is_success() => Ok(()),
-        Ok(r) => Err(format!("answered {}", r.status())),
+    let outcome = match services.outbound.request(reqwest::Method::POST, url) {
+        Ok(req) => {
+            let mut req = req
+                .header("content-type", "application/json")
+                .body(e.data.clone());
+            if let Some(secret) = &services.config.webhook_secret {
+                req = req.header(SIGNATURE_HEADER, signature(secret, t, e.data.as_bytes()));
+            }
+            // The receiver's answer is not used: only a little is read.
+            services
+                .outbound
+                .send(req, WEBHOOK_TIMEOUT, 4096)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
         Err(err) => Err(err.to_string()),
     };
     let after = services.clock.now();

@@ -58,6 +58,9 @@ impl TestApp {
         settings.auth_listen = any_port;
         settings.admin_listen = any_port;
         settings.ilp_listen = any_port;
+        // The tests' other servers (client key sets, peers, webhook
+        // receivers) listen on loopback; the SSRF tests clear this.
+        settings.outbound_allow = vec!["127.0.0.1".into(), "::1".into()];
         if db == Db::Postgres {
             settings.database_url = crate::pg::fresh_schema_url().await;
             settings.database_is_default = false;

@@ -141,6 +141,26 @@ fn service_config(
     config.webhook_secret = settings.webhook_secret.clone();
     config.external_funding = settings.external_funding;
     config.cache_ttl = Duration::from_millis(settings.cache_ttl_ms);
+    // What the operator configured by URL is trusted to be reached, even
+    // on an internal address; anything else needs --outbound-allow.
+    config.outbound_allow = settings.outbound_allow.clone();
+    for url in [
+        &settings.rates_url,
+        &settings.webhook_url,
+        &settings.introspection_url,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Some(host) = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        {
+            config
+                .outbound_allow
+                .push(host.trim_matches(['[', ']']).to_owned());
+        }
+    }
     config.signature_policy = opd_httpsig::VerifyPolicy {
         max_age: Duration::from_secs(settings.signature_max_age_secs),
         max_future_skew: Duration::from_secs(settings.signature_max_future_secs),

@@ -120,6 +120,9 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// Hosts, addresses or ranges (CIDR) outbound requests may reach besides public addresses, comma-separated [default: none; the hosts of --rates-url, --webhook-url and --introspection-url are added].
+    #[arg(long, env = "OPD_OUTBOUND_ALLOW", value_delimiter = ',')]
+    pub outbound_allow: Vec<String>,
     /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
     pub external_funding: Option<bool>,
@@ -177,6 +180,8 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    #[serde(default)]
+    pub outbound_allow: Vec<String>,
     #[serde(default)]
     pub fees: Vec<FeeConfig>,
     /// base -> counter -> rate (a decimal string, such as "0.91").
@@ -245,6 +250,7 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub outbound_allow: Vec<String>,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -352,6 +358,11 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            outbound_allow: if serve.outbound_allow.is_empty() {
+                file.outbound_allow.clone()
+            } else {
+                serve.outbound_allow.clone()
+            },
             rates_cache_secs: serve
                 .rates_cache_secs
                 .or(file.rates_cache_secs)
