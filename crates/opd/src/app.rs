@@ -190,6 +190,37 @@ fn service_config(
     Ok(config)
 }
 
+/// Creates the data directory readable by this user only (0700); an
+/// existing one keeps its mode.
+fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create data directory {}", dir.display()))
+}
+
+/// Creates the SQLite database file readable by this user only (0600)
+/// before SQLite opens it (its WAL and shared-memory files take the same
+/// mode); an existing file keeps its mode.
+fn create_private_file(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map(|_| ())
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
 async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<(TcpListener, SocketAddr)> {
     let listener = TcpListener::bind(addr)
         .await
@@ -211,12 +242,10 @@ pub async fn start(
         );
     }
     if settings.database_is_default || !settings.data_dir.as_os_str().is_empty() {
-        std::fs::create_dir_all(&settings.data_dir).with_context(|| {
-            format!(
-                "cannot create data directory {}",
-                settings.data_dir.display()
-            )
-        })?;
+        create_private_dir(&settings.data_dir)?;
+    }
+    if settings.database_is_default {
+        create_private_file(&settings.data_dir.join("opd.sqlite"))?;
     }
     let (admin_token, admin_token_generated) = admin_token(&settings, random.as_ref())?;
 

@@ -182,3 +182,29 @@ async fn deposits_past_the_largest_balance_are_refused_and_nothing_breaks() {
         assert_eq!(v["balanced"], true, "{v}");
     }
 }
+
+#[tokio::test]
+async fn the_data_directory_and_database_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("fresh").join("opd-data");
+    let mut settings = opd::config::Settings::for_data_dir(&data);
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    settings.listen = any;
+    settings.auth_listen = any;
+    settings.admin_listen = any;
+    settings.ilp_listen = any;
+    settings.workers = false;
+    let running = opd::app::start(
+        settings,
+        std::sync::Arc::new(opd_core::SystemClock),
+        std::sync::Arc::new(opd_core::OsRandom),
+    )
+    .await
+    .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700, "the data directory");
+    assert_eq!(mode(&data.join("opd.sqlite")), 0o600, "the database");
+    assert_eq!(mode(&data.join("admin-token")), 0o600, "the admin token");
+    running.shutdown().await.unwrap();
+}
