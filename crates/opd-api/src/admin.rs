@@ -96,9 +96,10 @@ pub fn admin_router(state: AdminState) -> Router {
         .route("/stats", get(stats))
         .route("/outgoing-payments/{id}/fund", post(fund_outgoing_payment))
         .merge(crate::admin_peers::routes())
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
-        .with_state(state);
-    crate::with_common_layers(routes)
+        .with_state(state.clone());
+    // The token is checked before routing: without it, every path (unknown
+    // ones too) answers 401, so the API's shape is not revealed.
+    crate::with_common_layers(routes).layer(middleware::from_fn_with_state(state, require_token))
 }
 
 async fn require_token(

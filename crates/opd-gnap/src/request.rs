@@ -113,6 +113,11 @@ impl Interact {
                         f.uri
                     )));
                 }
+                if !is_safe_redirect(&f.uri) {
+                    return Err(GnapError::invalid_request(
+                        "interact.finish.uri must be an https URI (http only on a loopback host), without user-info",
+                    ));
+                }
                 if f.nonce.is_empty() {
                     return Err(GnapError::invalid_request(
                         "interact.finish.nonce must not be empty",
@@ -146,6 +151,39 @@ fn is_absolute_uri(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !rest.is_empty()
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Whether the browser may be sent to `uri` when the grant finishes: an
+/// `https` URI, or `http` to a loopback host (a client on the user's own
+/// machine), never with user-info. Other schemes (`javascript:`, `data:`,
+/// custom app schemes) would let a client run code in, or leave from, the
+/// consent page's origin.
+fn is_safe_redirect(uri: &str) -> bool {
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return false;
+    };
+    let Some(after) = rest.strip_prefix("//") else {
+        return false;
+    };
+    let authority = after.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() || authority.contains('@') {
+        return false;
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => true,
+        "http" => {
+            let host = match authority.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or_default(),
+                None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+            };
+            host.eq_ignore_ascii_case("localhost")
+                || host == "::1"
+                || host
+                    .parse::<std::net::Ipv4Addr>()
+                    .is_ok_and(|a| a.is_loopback())
+        }
+        _ => false,
+    }
 }
 
 fn validate_subject(s: &Subject) -> Result<(), GnapError> {
@@ -281,5 +319,35 @@ impl TryFrom<&GrantRequest> for ValidatedGrantRequest {
     type Error = GnapError;
     fn try_from(req: &GrantRequest) -> Result<Self, GnapError> {
         Self::parse(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_safe_redirect;
+
+    #[test]
+    fn finish_uris_are_https_or_loopback_http() {
+        for ok in [
+            "https://shop.example/done",
+            "HTTPS://shop.example:8443/done?x=1",
+            "http://127.0.0.1:9/finish",
+            "http://localhost/finish",
+            "http://[::1]:8080/finish",
+        ] {
+            assert!(is_safe_redirect(ok), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "http://shop.example/done",
+            "https://user@shop.example/done",
+            "http://127.0.0.1@attacker.example/",
+            "ftp://shop.example/",
+            "com.example.app:/callback",
+            "https:///nohost",
+        ] {
+            assert!(!is_safe_redirect(bad), "{bad}");
+        }
     }
 }

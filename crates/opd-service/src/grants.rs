@@ -685,10 +685,17 @@ pub async fn set_owner_password(
     services.random.fill(&mut salt);
     let salt =
         SaltString::encode_b64(&salt).map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
-    let hash = Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map_err(|e| ServiceError::InvalidRequest(e.to_string()))?
-        .to_string();
+    // Argon2 takes tens of milliseconds of CPU on purpose: off the async
+    // runtime, so other requests do not wait behind it.
+    let password = password.to_owned();
+    let hash = tokio::task::spawn_blocking(move || {
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+    })
+    .await
+    .map_err(|e| ServiceError::Internal(format!("password hashing failed: {e}")))?
+    .map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
     services
         .store
         .set_owner_password(wallet, &hash, services.clock.now())
@@ -705,12 +712,18 @@ pub async fn check_owner_password(
     let Some(stored) = services.store.get_owner_password(wallet).await? else {
         return Ok(false);
     };
-    let Ok(parsed) = PasswordHash::new(&stored) else {
-        return Ok(false);
-    };
-    Ok(Argon2::default()
-        .verify_password(password.as_bytes(), &parsed)
-        .is_ok())
+    let password = password.to_owned();
+    // Off the async runtime (see `set_owner_password`).
+    tokio::task::spawn_blocking(move || {
+        let Ok(parsed) = PasswordHash::new(&stored) else {
+            return false;
+        };
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+    .await
+    .map_err(|e| ServiceError::Internal(format!("password check failed: {e}")))
 }
 
 /// When an interaction's timestamp is needed by callers (expiry display).

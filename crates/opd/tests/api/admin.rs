@@ -22,8 +22,23 @@ async fn admin_api_needs_the_token() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    // Unknown paths and methods too: the token is checked before routing.
+    for (method, path) in [
+        (Method::GET, "/no-such-route"),
+        (Method::DELETE, "/wallet-addresses"),
+    ] {
+        let resp = app
+            .http
+            .request(method, format!("{}{path}", app.admin))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{path}");
+    }
     let (s, _) = app.admin(Method::GET, "/wallet-addresses", None).await;
     assert_eq!(s, StatusCode::OK);
+    let (s, _) = app.admin(Method::GET, "/no-such-route", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

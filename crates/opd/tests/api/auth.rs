@@ -583,6 +583,30 @@ async fn grant_requests_are_validated_and_signed() {
             "this grant needs interaction: interact.start must contain \"redirect\"",
         ),
     );
+    // A finish URI the browser must not be sent to.
+    for uri in [
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "http://shop.example/done",
+    ] {
+        let mut body = outgoing_grant(&w, Some(FINISH), "n");
+        body["interact"]["finish"]["uri"] = json!(uri);
+        let r = w
+            .shop
+            .send(Method::POST, &grant_url, None, Some(&body))
+            .await;
+        assert_gnap_error(
+            &w,
+            Method::POST,
+            &grant_url,
+            &r,
+            (
+                400,
+                "invalid_request",
+                "interact.finish.uri must be an https URI (http only on a loopback host), without user-info",
+            ),
+        );
+    }
     // Both amount limits.
     let mut body = outgoing_grant(&w, Some(FINISH), "n");
     body["access_token"]["access"][0]["limits"]["receiveAmount"] =
