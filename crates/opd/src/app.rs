@@ -322,15 +322,20 @@ pub async fn start(
         listeners.push((listener, opd_api::auto_peering::auto_peering_router(state)));
         auto_peering_addr = Some(addr);
     }
-    for (listener, router) in listeners {
-        let mut stop = shutdown.subscribe();
-        tasks.spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        });
+    let public = crate::listener::Limits {
+        header_read_timeout: Duration::from_secs(settings.header_timeout_secs.max(1)),
+        request_timeout: Duration::from_secs(settings.request_timeout_secs.max(1)),
+        max_connections: settings.max_connections.max(1),
+    };
+    // The admin listener keeps room of its own whatever the public ones get.
+    let admin = crate::listener::Limits {
+        max_connections: 256,
+        ..public
+    };
+    for (i, (listener, router)) in listeners.into_iter().enumerate() {
+        let limits = if i == ADMIN_LISTENER { admin } else { public };
+        let stop = shutdown.subscribe();
+        tasks.spawn(crate::listener::serve(listener, router, limits, stop));
     }
     // Every node keeps its caches true to what the others change, workers
     // or not (PostgreSQL; returns at once on SQLite).
@@ -361,6 +366,9 @@ pub async fn start(
         tasks,
     })
 }
+
+/// The admin listener's place in the list of listeners.
+const ADMIN_LISTENER: usize = 2;
 
 /// Concurrent payment worker loops per process.
 const PAYMENT_WORKERS: usize = 16;

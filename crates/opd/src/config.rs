@@ -120,6 +120,15 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// Seconds a client has to send a request's head, on every listener; an idle keep-alive connection is closed after it too [default: 10].
+    #[arg(long, env = "OPD_HEADER_TIMEOUT_SECS")]
+    pub header_timeout_secs: Option<u64>,
+    /// Seconds a request (body included) may take to be received and answered [default: 30].
+    #[arg(long, env = "OPD_REQUEST_TIMEOUT_SECS")]
+    pub request_timeout_secs: Option<u64>,
+    /// Connections at once per public listener (the admin listener has its own 256) [default: 4096].
+    #[arg(long, env = "OPD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// Hosts, addresses or ranges (CIDR) outbound requests may reach besides public addresses, comma-separated [default: none; the hosts of --rates-url, --webhook-url and --introspection-url are added].
     #[arg(long, env = "OPD_OUTBOUND_ALLOW", value_delimiter = ',')]
     pub outbound_allow: Vec<String>,
@@ -180,6 +189,9 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    pub header_timeout_secs: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_connections: Option<usize>,
     #[serde(default)]
     pub outbound_allow: Vec<String>,
     #[serde(default)]
@@ -250,6 +262,9 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub header_timeout_secs: u64,
+    pub request_timeout_secs: u64,
+    pub max_connections: usize,
     pub outbound_allow: Vec<String>,
     pub fees: Vec<FeeConfig>,
     pub rates: BTreeMap<String, BTreeMap<String, String>>,
@@ -358,6 +373,18 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            header_timeout_secs: serve
+                .header_timeout_secs
+                .or(file.header_timeout_secs)
+                .unwrap_or(10),
+            request_timeout_secs: serve
+                .request_timeout_secs
+                .or(file.request_timeout_secs)
+                .unwrap_or(30),
+            max_connections: serve
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(4096),
             outbound_allow: if serve.outbound_allow.is_empty() {
                 file.outbound_allow.clone()
             } else {

@@ -5,4 +5,5 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod listener;
 pub mod logging;

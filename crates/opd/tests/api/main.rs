@@ -10,6 +10,7 @@ mod auth;
 mod connector;
 mod ilp;
 mod incoming_payments;
+mod limits;
 mod outbound;
 mod payments;
 mod quotes;

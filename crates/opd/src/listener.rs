@@ -1,0 +1,119 @@
+//! Serving one listener with limits a slow or hostile client cannot get
+//! around:
+//! - the request head must arrive within `header_read_timeout` (a client
+//!   trickling headers, or holding an idle keep-alive connection, is cut
+//!   off), enforced by hyper;
+//! - a whole request, body included, must be answered within
+//!   `request_timeout` (a body sent byte by byte, or a `Content-Length`
+//!   larger than what is sent): JSON 408 `request_timeout`;
+//! - at most `max_connections` connections at once per listener, so a
+//!   flood on a public listener leaves the admin listener its own room;
+//!   further clients wait in the kernel's backlog;
+//! - an accept error (out of file descriptors) is logged and retried after
+//!   a pause instead of ending the listener or spinning.
+//!
+//! At shutdown the listener stops accepting and open connections finish
+//! their current request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+/// The limits of one listener.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub request_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_connections: 4096,
+        }
+    }
+}
+
+/// Answers JSON 408 when the request (body included) takes longer than
+/// `limit`.
+async fn within(limit: Duration, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => opd_api::ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request was not received and answered in time",
+        )
+        .into_response(),
+    }
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Serves `router` on `listener` until `stop` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let timeout = limits.request_timeout;
+    let router = router.layer(middleware::from_fn(move |req: Request, next: Next| {
+        within(timeout, req, next)
+    }));
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return Ok(()),
+            },
+            () = stopping(&mut stop) => return Ok(()),
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot accept a connection; retrying shortly");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = stopping(&mut stop) => return Ok(()),
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .keep_alive(true);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stopping(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,78 @@
+//! Slow clients cannot hold connections: on every listener a request head
+//! trickled in (slowloris) or never sent (an idle keep-alive connection)
+//! is cut off after the header timeout, and a body that does not arrive
+//! gets a JSON 408 after the request timeout. The bounds waited for here
+//! are generous: the tests check that connections end, not how fast.
+
+use std::time::Duration;
+
+use opd_testkit::app::{Db, TestApp};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn app() -> TestApp {
+    TestApp::spawn_with(Db::Sqlite, |s| {
+        s.header_timeout_secs = 1;
+        s.request_timeout_secs = 2;
+    })
+    .await
+}
+
+fn host_port(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap();
+    rest.split('/').next().unwrap().to_owned()
+}
+
+/// Reads until the server closes the connection; what it sent.
+async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read_all = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read_all)
+        .await
+        .expect("the server closed the connection");
+    got
+}
+
+#[tokio::test]
+async fn slow_and_idle_clients_are_cut_off_on_every_listener() {
+    let app = app().await;
+    for url in [&app.base, &app.auth, &app.admin, &app.ilp] {
+        let addr = host_port(url);
+        // Headers trickled in and never finished.
+        let mut slow = TcpStream::connect(&addr).await.unwrap();
+        slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            // The server may already have hung up: only its closing counts.
+            let _ = slow.write_all(b"X-Slow: 1\r\n").await;
+        }
+        until_closed(&mut slow).await;
+        // Connected, and nothing sent at all.
+        let mut idle = TcpStream::connect(&addr).await.unwrap();
+        until_closed(&mut idle).await;
+    }
+    // The server still answers.
+    let (s, _) = app.get_public(&app.url("healthz")).await;
+    assert!(s.is_success());
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_gets_a_json_408() {
+    let app = app().await;
+    let mut stream = TcpStream::connect(host_port(&app.base)).await.unwrap();
+    let head = "POST /incoming-payments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{\"";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let got = String::from_utf8_lossy(&until_closed(&mut stream).await).into_owned();
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    assert!(got.contains("\"request_timeout\""), "{got}");
+}
