@@ -5,6 +5,7 @@ mod admin_peers;
 pub mod auth;
 pub mod auth_server;
 pub mod auto_peering;
+mod drain;
 pub mod error;
 pub mod extract;
 pub mod ilp;
@@ -60,6 +61,7 @@ pub(crate) fn with_common_layers(router: Router) -> Router {
         .fallback(not_found_fallback)
         .method_not_allowed_fallback(method_not_allowed_fallback)
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(drain::drain_unread))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_to_json,
         ))

@@ -376,4 +376,16 @@ describe('errors a client sees', () => {
       await w.client.incomingPayment.list({ url: bob.resourceServer, walletAddress: bob.id, accessToken: (await ipGrant()).access_token.value })
     })
   })
+
+  describe('bodies over the limit', () => {
+    it('a 10 MB body is answered 413 JSON, and the client reads it (no broken pipe)', async () => {
+      const body = Buffer.alloc(10 * 1024 * 1024, 97)
+      for (const url of [`${w.opd.publicUrl}/incoming-payments`, `${w.opd.authUrl}/`]) {
+        const res = await rawFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        assert.equal(res.status, 413, url)
+        const json = await res.json()
+        assert.equal(json.error.code, 'payload_too_large', url)
+      }
+    })
+  })
 })

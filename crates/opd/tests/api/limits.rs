@@ -76,3 +76,28 @@ async fn a_body_that_never_arrives_gets_a_json_408() {
     assert!(got.starts_with("HTTP/1.1 408"), "{got}");
     assert!(got.contains("\"request_timeout\""), "{got}");
 }
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_answered_413_and_the_client_reads_it() {
+    let app = app().await;
+    // 10 MB: the client is still sending long after the limit is reached;
+    // it must get the JSON 413, not a broken pipe.
+    let big = vec![b'a'; 10 * 1024 * 1024];
+    for url in [app.url("incoming-payments"), format!("{}/", app.auth)] {
+        let resp = app
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await
+            .expect("the answer is read, not a broken pipe");
+        assert_eq!(
+            resp.status(),
+            reqwest::StatusCode::PAYLOAD_TOO_LARGE,
+            "{url}"
+        );
+        let v: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "payload_too_large", "{url}");
+    }
+}
