@@ -66,6 +66,10 @@ pub struct ServiceConfig {
     /// Hosts and address ranges outbound requests may reach besides public
     /// addresses (see [`outbound`]).
     pub outbound_allow: Vec<String>,
+    /// How long expired or revoked tokens and grants, unused expired
+    /// quotes, delivered webhook events and settled ILP holds are kept
+    /// (zero: forever).
+    pub retention: Duration,
     /// How long admin-set fees and rates are cached in memory (other nodes
     /// see a change within this time).
     pub pricing_cache_ttl: Duration,
@@ -129,6 +133,7 @@ impl ServiceConfig {
             rates_cache_ttl: Duration::from_secs(15),
             rates_timeout: Duration::from_secs(5),
             outbound_allow: Vec::new(),
+            retention: Duration::from_secs(30 * 24 * 3600),
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),

@@ -240,6 +240,18 @@ pub async fn prune_once(services: &Services) -> Result<u64, ServiceError> {
     Ok(services.store.prune_requests(now).await?)
 }
 
+/// Deletes what is past its retention (`ServiceConfig::retention`; see
+/// `opd_store::RetentionStore` for what goes); nothing when it is zero.
+pub async fn retention_once(services: &Services) -> Result<opd_store::Pruned, ServiceError> {
+    let keep = services.config.retention;
+    if keep.is_zero() {
+        return Ok(opd_store::Pruned::default());
+    }
+    let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = services.clock.now().plus_millis(-keep_ms);
+    Ok(services.store.prune_before(cutoff).await?)
+}
+
 /// Cancels an outgoing payment that was not sent yet; its money goes back.
 pub async fn cancel(
     services: &Services,

@@ -15,6 +15,7 @@ pub mod postgres;
 mod quotes;
 mod read_cache;
 mod replays;
+mod retention;
 mod rows;
 mod settings;
 mod spending;
@@ -37,6 +38,7 @@ pub use outgoing::OutgoingPaymentStore;
 pub use peers::{IlpCredit, IlpReceive, LiquidityEvents, PeerStore, ReceiveEvents};
 pub use quotes::QuoteStore;
 pub use replays::{ReplayStore, StoredRequest};
+pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};
 pub use settings::{FeeRow, RateRow, SettingsStore};
 pub use wallets::WalletStore;
 
@@ -58,6 +60,7 @@ pub trait Store:
     + ReplayStore
     + PeerStore
     + HoldStore
+    + RetentionStore
     + Send
     + Sync
     + 'static
@@ -135,6 +138,7 @@ impl SqlStore {
             ledger::STATEMENTS,
             peers::STATEMENTS,
             holds::STATEMENTS,
+            retention::STATEMENTS,
             spending::STATEMENTS,
             outgoing::STATEMENTS,
             transitions::STATEMENTS,

@@ -141,6 +141,7 @@ fn service_config(
     config.webhook_secret = settings.webhook_secret.clone();
     config.external_funding = settings.external_funding;
     config.cache_ttl = Duration::from_millis(settings.cache_ttl_ms);
+    config.retention = Duration::from_secs(settings.retention_days.saturating_mul(24 * 3600));
     // What the operator configured by URL is trusted to be reached, even
     // on an internal address; anything else needs --outbound-allow.
     config.outbound_allow = settings.outbound_allow.clone();
@@ -435,6 +436,42 @@ fn spawn_workers(
                     tracing::error!(error = %e, "voiding expired ILP holds failed");
                 }
                 tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
+            }
+        });
+    }
+    // Retention: a pass a minute, or at once again while a pass still
+    // finds full batches to delete.
+    {
+        let services = services.clone();
+        let mut stop = shutdown.subscribe();
+        tasks.spawn(async move {
+            loop {
+                let pause = match worker::retention_once(&services).await {
+                    Ok(p) if p.total() > 0 => {
+                        tracing::info!(
+                            tokens = p.tokens,
+                            grants = p.grants,
+                            quotes = p.quotes,
+                            webhook_events = p.webhook_events,
+                            holds = p.holds,
+                            "pruned past retention"
+                        );
+                        let full = [p.tokens, p.grants, p.quotes, p.webhook_events, p.holds]
+                            .into_iter()
+                            .any(|n| n >= opd_store::PRUNE_BATCH as u64);
+                        if full {
+                            0
+                        } else {
+                            60_000
+                        }
+                    }
+                    Ok(_) => 60_000,
+                    Err(e) => {
+                        tracing::error!(error = %e, "retention pass failed");
+                        60_000
+                    }
+                };
+                tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
             }
         });
     }

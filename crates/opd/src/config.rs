@@ -120,6 +120,9 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// Days expired or revoked tokens and grants, unused expired quotes, delivered webhook events and settled ILP holds are kept; 0 keeps them forever [default: 30].
+    #[arg(long, env = "OPD_RETENTION_DAYS")]
+    pub retention_days: Option<u64>,
     /// Seconds a client has to send a request's head, on every listener; an idle keep-alive connection is closed after it too [default: 10].
     #[arg(long, env = "OPD_HEADER_TIMEOUT_SECS")]
     pub header_timeout_secs: Option<u64>,
@@ -189,6 +192,7 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    pub retention_days: Option<u64>,
     pub header_timeout_secs: Option<u64>,
     pub request_timeout_secs: Option<u64>,
     pub max_connections: Option<usize>,
@@ -262,6 +266,7 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub retention_days: u64,
     pub header_timeout_secs: u64,
     pub request_timeout_secs: u64,
     pub max_connections: usize,
@@ -373,6 +378,7 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            retention_days: serve.retention_days.or(file.retention_days).unwrap_or(30),
             header_timeout_secs: serve
                 .header_timeout_secs
                 .or(file.header_timeout_secs)

@@ -15,6 +15,7 @@ mod outbound;
 mod payments;
 mod quotes;
 mod replays;
+mod retention;
 mod sdk;
 mod wallet_addresses;
 
