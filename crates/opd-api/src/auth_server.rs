@@ -15,7 +15,7 @@
 //!
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -141,15 +141,34 @@ fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
 
 async fn grant_request(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     AuthRequestMeta(meta): AuthRequestMeta,
     RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
+    throttled(services.grant_throttle.take(&format!("ip:{}", peer.ip())))?;
     let request: GrantRequest = parse_json(&body)?;
     let validated = ValidatedGrantRequest::parse(&request)?;
     verify(services, &meta, &body, &validated.client).await?;
+    // Counted once the signature verified, so nobody else can use up a
+    // client's allowance.
+    let client = opd_service::access::client_identity(&validated.client);
+    throttled(services.grant_throttle.take(&format!("client:{client}")))?;
     let response = grants::request_grant(services, validated).await?;
     Ok(Json(response).into_response())
+}
+
+/// A 429 `too_many_attempts` with `Retry-After` when a limit says wait.
+fn throttled(verdict: Result<(), std::time::Duration>) -> GnapResult<()> {
+    verdict.map_err(|wait| {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            "too many grant requests; try again later",
+        );
+        e.retry_after = Some(u32::try_from(wait.as_secs().max(1)).unwrap_or(u32::MAX));
+        Gnap::Own(e)
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -415,6 +434,7 @@ fn after_decision(services: &Services, i: &Interaction) -> Response {
 
 async fn consent_decision(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     PathParams2(id, nonce): PathParams2,
     RawBody(body): RawBody,
 ) -> Response {
@@ -435,9 +455,35 @@ async fn consent_decision(
     if let Err(e) = grants::interaction_is_open(services, &interaction) {
         return error_page(&e);
     }
+    // Guessing is slowed per wallet address and per address: after three
+    // wrong passwords each further one doubles the wait.
+    let keys = [
+        format!("wallet:{}", interaction.wallet.id),
+        format!("ip:{}", peer.ip()),
+    ];
+    let locked = keys
+        .iter()
+        .filter_map(|k| services.password_lockout.check(k).err())
+        .max();
+    if let Some(wait) = locked {
+        let secs = wait.as_secs().max(1);
+        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
+        let form = consent_form(services, &interaction, &id, &nonce, Some(&message));
+        let mut response = page(StatusCode::TOO_MANY_REQUESTS, "Grant access?", &form);
+        if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, v);
+        }
+        return response;
+    }
     match grants::check_owner_password(services, interaction.wallet.id, &password).await {
-        Ok(true) => {}
+        Ok(true) => keys
+            .iter()
+            .for_each(|k| services.password_lockout.succeeded(k)),
         Ok(false) => {
+            keys.iter()
+                .for_each(|k| services.password_lockout.failed(k));
             let form = consent_form(services, &interaction, &id, &nonce, Some("Wrong password."));
             return page(StatusCode::UNAUTHORIZED, "Grant access?", &form);
         }

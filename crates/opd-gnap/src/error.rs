@@ -34,11 +34,14 @@ pub enum GnapErrorCode {
     UnknownInteraction,
     /// The client continued before `wait` seconds had passed.
     TooFast,
+    /// The client asked too often, or has too many grants waiting for a
+    /// decision (RFC 9635 `too_many_attempts`); sent with 429.
+    TooManyAttempts,
 }
 
 impl GnapErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [GnapErrorCode; 9] = [
+    pub const ALL: [GnapErrorCode; 10] = [
         Self::InvalidRequest,
         Self::InvalidClient,
         Self::InvalidInteraction,
@@ -48,6 +51,7 @@ impl GnapErrorCode {
         Self::RequestDenied,
         Self::UnknownInteraction,
         Self::TooFast,
+        Self::TooManyAttempts,
     ];
 
     /// The wire form, e.g. `invalid_request`.
@@ -62,6 +66,7 @@ impl GnapErrorCode {
             Self::RequestDenied => "request_denied",
             Self::UnknownInteraction => "unknown_interaction",
             Self::TooFast => "too_fast",
+            Self::TooManyAttempts => "too_many_attempts",
         }
     }
 
@@ -80,6 +85,7 @@ impl GnapErrorCode {
             | Self::UserDenied
             | Self::RequestDenied => 401,
             Self::InvalidRotation | Self::UnknownInteraction => 404,
+            Self::TooManyAttempts => 429,
         }
     }
 }

@@ -198,6 +198,20 @@ pub async fn request_grant(
         ),
     };
     let interactive = request.requires_interaction();
+    if let (true, ClientIdent::WalletAddress(client)) = (interactive, &request.client) {
+        // Each waits for a person: a client cannot pile them up.
+        let waiting = services
+            .store
+            .pending_interactions(client, now)
+            .await
+            .map_err(store_error)?;
+        if waiting >= u64::from(services.config.max_pending_interactions) {
+            return Err(GnapError::new(
+                opd_gnap::GnapErrorCode::TooManyAttempts,
+                format!("this client already has {waiting} grants waiting for a decision"),
+            ));
+        }
+    }
     let finish = request.finish().cloned();
     let mut record = GrantRecord {
         id,

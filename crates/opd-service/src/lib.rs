@@ -19,6 +19,7 @@ pub mod replay_memory;
 pub mod replay_store;
 pub mod replays;
 pub mod secrets;
+pub mod throttle;
 pub mod urls;
 pub mod wallet_addresses;
 pub mod webhooks;
@@ -66,6 +67,11 @@ pub struct ServiceConfig {
     /// Hosts and address ranges outbound requests may reach besides public
     /// addresses (see [`outbound`]).
     pub outbound_allow: Vec<String>,
+    /// Grant requests allowed per minute per client and per client address
+    /// (each may also burst to this many at once); 0: no limit.
+    pub grant_requests_per_minute: u32,
+    /// Interactive grants a client may have waiting for a decision at once.
+    pub max_pending_interactions: u32,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -134,6 +140,8 @@ impl ServiceConfig {
             rates_timeout: Duration::from_secs(5),
             outbound_allow: Vec::new(),
             retention: Duration::from_secs(30 * 24 * 3600),
+            grant_requests_per_minute: 600,
+            max_pending_interactions: 100,
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),
@@ -188,6 +196,10 @@ pub struct Services {
     pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, ilp::ReceiverFacts>,
     /// Every peer, for routing forwarded packets.
     pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
+    /// Grant requests by client and by client address.
+    pub grant_throttle: throttle::Throttle,
+    /// Failed consent-page passwords, by wallet address and by address.
+    pub password_lockout: throttle::Lockout,
     /// Signalled when a payment becomes due (created or funded here), so an
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
@@ -250,6 +262,10 @@ impl Services {
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
         let cache_ttl = config.cache_ttl;
+        let grant_throttle = throttle::Throttle::new(
+            config.grant_requests_per_minute,
+            config.grant_requests_per_minute,
+        );
         // Several nodes share a PostgreSQL database, and so its replay log;
         // a SQLite database has one node, which keeps the log in memory.
         let replays: Arc<dyn replays::ReplayLog> = match store.backend() {
@@ -279,6 +295,8 @@ impl Services {
             peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
             routing_cache: cache::TtlCache::new(cache_ttl, 1),
             receiver_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
+            grant_throttle,
+            password_lockout: throttle::Lockout::new(3),
             payments_due: tokio::sync::Notify::new(),
             stream_secret,
         })

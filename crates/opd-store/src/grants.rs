@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use opd_core::{GrantId, Timestamp, WalletAddressId};
 
 use crate::db::{params, Param, Stmt, Tx};
-use crate::rows::{grant_from_row, token_from_row};
+use crate::rows::{grant_from_row, token_from_row, Columns as _};
 use crate::{SqlStore, StoreResult};
 /// A grant as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +97,9 @@ pub trait GrantStore: Send + Sync {
     /// Finalizes the grant as revoked and revokes all its tokens; `false`
     /// when it was already finalized as revoked or does not exist.
     async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool>;
+    /// How many of the client's interactive grants wait for a decision
+    /// (their interaction not expired at `now`).
+    async fn pending_interactions(&self, client: &str, now: Timestamp) -> StoreResult<u64>;
 }
 
 const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, \
@@ -156,7 +159,13 @@ static REVOKE_GRANT_TOKENS: Stmt = Stmt::new(&[
     "UPDATE access_tokens SET revoked_at = ? WHERE grant_id = ?::uuid AND revoked_at IS NULL",
 ]);
 
+static PENDING_INTERACTIONS: Stmt = Stmt::new(&[
+    "SELECT COUNT(*) AS n FROM grants WHERE client_wallet_address = ? AND state = 'pending' \
+     AND interaction_expires_at > ?",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &PENDING_INTERACTIONS,
     &INSERT_GRANT,
     &GRANT_BY_ID,
     &GRANT_BY_CONTINUE_ID,
@@ -322,5 +331,17 @@ impl GrantStore for SqlStore {
         tx.execute(&REVOKE_GRANT_TOKENS, params![at, &id]).await?;
         tx.commit().await?;
         Ok(revoked > 0)
+    }
+
+    async fn pending_interactions(&self, client: &str, now: Timestamp) -> StoreResult<u64> {
+        let row = self
+            .db
+            .read_opt(&PENDING_INTERACTIONS, params![client, now])
+            .await?;
+        let n = match row {
+            Some(r) => r.int("n")?,
+            None => 0,
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 }

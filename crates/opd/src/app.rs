@@ -142,6 +142,8 @@ fn service_config(
     config.external_funding = settings.external_funding;
     config.cache_ttl = Duration::from_millis(settings.cache_ttl_ms);
     config.retention = Duration::from_secs(settings.retention_days.saturating_mul(24 * 3600));
+    config.grant_requests_per_minute = settings.grant_requests_per_minute;
+    config.max_pending_interactions = settings.max_pending_interactions;
     // What the operator configured by URL is trusted to be reached, even
     // on an internal address; anything else needs --outbound-allow.
     config.outbound_allow = settings.outbound_allow.clone();

@@ -120,6 +120,12 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// Grant requests allowed per minute per client and per client address (also the burst); 0: no limit [default: 600].
+    #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE")]
+    pub grant_requests_per_minute: Option<u32>,
+    /// Interactive grants one client may have waiting for a decision at once [default: 100].
+    #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS")]
+    pub max_pending_interactions: Option<u32>,
     /// Days expired or revoked tokens and grants, unused expired quotes, delivered webhook events and settled ILP holds are kept; 0 keeps them forever [default: 30].
     #[arg(long, env = "OPD_RETENTION_DAYS")]
     pub retention_days: Option<u64>,
@@ -192,6 +198,8 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    pub grant_requests_per_minute: Option<u32>,
+    pub max_pending_interactions: Option<u32>,
     pub retention_days: Option<u64>,
     pub header_timeout_secs: Option<u64>,
     pub request_timeout_secs: Option<u64>,
@@ -266,6 +274,8 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub grant_requests_per_minute: u32,
+    pub max_pending_interactions: u32,
     pub retention_days: u64,
     pub header_timeout_secs: u64,
     pub request_timeout_secs: u64,
@@ -378,6 +388,14 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            grant_requests_per_minute: serve
+                .grant_requests_per_minute
+                .or(file.grant_requests_per_minute)
+                .unwrap_or(600),
+            max_pending_interactions: serve
+                .max_pending_interactions
+                .or(file.max_pending_interactions)
+                .unwrap_or(100),
             retention_days: serve.retention_days.or(file.retention_days).unwrap_or(30),
             header_timeout_secs: serve
                 .header_timeout_secs

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -27,6 +27,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
+use tower::ServiceExt as _;
 
 /// The limits of one listener.
 #[derive(Debug, Clone, Copy)]
@@ -85,9 +86,9 @@ pub async fn serve(
             },
             () = stopping(&mut stop) => return Ok(()),
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot accept a connection; retrying shortly");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -96,7 +97,13 @@ pub async fn serve(
             },
             () = stopping(&mut stop) => return Ok(()),
         };
-        let service = TowerToHyperService::new(router.clone());
+        // Handlers that limit by client address read it as `ConnectInfo`.
+        let service = TowerToHyperService::new(router.clone().map_request(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            },
+        ));
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let _permit = permit;

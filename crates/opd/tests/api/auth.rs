@@ -757,3 +757,71 @@ async fn a_resource_server_can_introspect_at_a_separate_authorization_server() {
         .await;
     assert_error_exactly(r.status, &r.body, (401, "invalid_token", "Invalid Token"));
 }
+
+#[tokio::test]
+async fn password_guessing_on_the_consent_page_is_slowed_down() {
+    let w = world(Db::Sqlite).await;
+    let grant = ask(&w, &outgoing_grant(&w, Some(FINISH), "n")).await;
+    let redirect = grant["interact"]["redirect"].as_str().unwrap().to_owned();
+    // Three wrong passwords cost nothing more than a 401; the fourth
+    // starts a lockout, during which even the right password is refused.
+    for _ in 0..4 {
+        let r = consent_in_browser(&w, &redirect, "not the password", "approve").await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = consent_in_browser(&w, &redirect, PASSWORD, "approve").await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key(reqwest::header::RETRY_AFTER));
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Too many wrong passwords"), "{html}");
+}
+
+#[tokio::test]
+async fn grant_floods_are_refused_with_429() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.grant_requests_per_minute = 6;
+        s.max_pending_interactions = 2;
+        s.idp_secret = Some(IDP_SECRET.into());
+    })
+    .await;
+    let alice = app.create_wallet("alice", "USD", 2).await;
+    let shop = app.signing_client("shop", 22).await;
+    let grant_url = format!("{}/", app.auth);
+    // Interactive grants waiting for a decision: two at most per client.
+    let interactive = json!({
+        "access_token": { "access": [{ "type": "outgoing-payment", "actions": ["create"], "identifier": alice }] },
+        "client": shop.wallet_address,
+        "interact": { "start": ["redirect"] }
+    });
+    for _ in 0..2 {
+        let r = shop
+            .send(Method::POST, &grant_url, None, Some(&interactive))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let r = shop
+        .send(Method::POST, &grant_url, None, Some(&interactive))
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "too_many_attempts");
+    // Then the rate: the client's allowance (6) runs out.
+    let quote = json!({
+        "access_token": { "access": [{ "type": "quote", "actions": ["create"] }] },
+        "client": shop.wallet_address
+    });
+    let mut refused = None;
+    for n in 0..10 {
+        let r = shop
+            .send(Method::POST, &grant_url, None, Some(&quote))
+            .await;
+        if r.status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some((n, r));
+            break;
+        }
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let (n, r) = refused.expect("the flood is cut off");
+    assert!(n <= 6, "refused after {n}");
+    assert_eq!(r.body["error"]["code"], "too_many_attempts");
+    assert!(r.headers.contains_key(reqwest::header::RETRY_AFTER));
+}
