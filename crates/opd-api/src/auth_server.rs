@@ -289,11 +289,54 @@ fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     format!("{uri}{sep}{}", q.finish())
 }
 
+/// The client as the operator's consent app is told it: its wallet
+/// address, or its key for a directed-identity client.
 fn client_name(i: &Interaction) -> String {
     match &i.grant.client {
         ClientIdent::WalletAddress(w) => w.clone(),
         ClientIdent::Jwk(j) => format!("a client with key {}", j.kid),
     }
+}
+
+/// The client as the consent page shows it (HTML): the host it is served
+/// from, never a user-info part (`https://my-bank.example@attacker/` is
+/// `attacker`), with the `publicName` it gives itself, marked when that
+/// name does not appear in the host.
+async fn client_html(services: &Services, i: &Interaction) -> String {
+    let url = match &i.grant.client {
+        ClientIdent::WalletAddress(w) => w,
+        ClientIdent::Jwk(j) => {
+            return format!("<b>A client with key {}</b>", html_escape(&j.kid));
+        }
+    };
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "an unknown host".into());
+    let Some(name) = grants::client_public_name(services, url).await else {
+        return format!("<b>{}</b>", html_escape(&host));
+    };
+    let letters = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let matches = !letters(&name).is_empty() && letters(&host).contains(&letters(&name));
+    let warning = if matches {
+        String::new()
+    } else {
+        format!(
+            " <span class=\"warn\">(the name is chosen by the client: make sure you expect \
+             <b>{}</b>)</span>",
+            html_escape(&host)
+        )
+    };
+    format!(
+        "<b>{}</b> at <b>{}</b>{warning}",
+        html_escape(&name),
+        html_escape(&host)
+    )
 }
 
 async fn start_interaction(
@@ -375,24 +418,24 @@ fn describe_access(i: &Interaction) -> String {
     out
 }
 
-fn consent_form(
+async fn consent_form(
     services: &Services,
     i: &Interaction,
     id: &str,
     nonce: &str,
     error: Option<&str>,
 ) -> String {
+    let client = client_html(services, i).await;
     let wallet = services.config.public_url.wallet_address(&i.wallet.path);
     let error = error
         .map(|e| format!("<p style=\"color:#b00\">{}</p>", html_escape(e)))
         .unwrap_or_default();
     format!(
-        "<p><b>{client}</b> asks for access to your wallet address <b>{wallet}</b>:</p>{access}{error}\
+        "<p>{client} asks for access to your wallet address <b>{wallet}</b>:</p>{access}{error}\
          <form method=\"post\" action=\"/consent/{id}/{nonce}\">\
          <p><label>Password of {wallet}<br><input type=\"password\" name=\"password\" autocomplete=\"current-password\" required></label></p>\
          <p><button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
          <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></p></form>",
-        client = html_escape(&client_name(i)),
         wallet = html_escape(&wallet),
         access = describe_access(i),
         id = html_escape(id),
@@ -415,7 +458,7 @@ async fn consent_page(
     page(
         StatusCode::OK,
         "Grant access?",
-        &consent_form(services, &interaction, &id, &nonce, None),
+        &consent_form(services, &interaction, &id, &nonce, None).await,
     )
 }
 
@@ -468,7 +511,7 @@ async fn consent_decision(
     if let Some(wait) = locked {
         let secs = wait.as_secs().max(1);
         let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
-        let form = consent_form(services, &interaction, &id, &nonce, Some(&message));
+        let form = consent_form(services, &interaction, &id, &nonce, Some(&message)).await;
         let mut response = page(StatusCode::TOO_MANY_REQUESTS, "Grant access?", &form);
         if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
             response
@@ -484,7 +527,8 @@ async fn consent_decision(
         Ok(false) => {
             keys.iter()
                 .for_each(|k| services.password_lockout.failed(k));
-            let form = consent_form(services, &interaction, &id, &nonce, Some("Wrong password."));
+            let form =
+                consent_form(services, &interaction, &id, &nonce, Some("Wrong password.")).await;
             return page(StatusCode::UNAUTHORIZED, "Grant access?", &form);
         }
         Err(e) => {

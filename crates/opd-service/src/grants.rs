@@ -740,6 +740,40 @@ pub async fn check_owner_password(
     .map_err(|e| ServiceError::Internal(format!("password check failed: {e}")))
 }
 
+/// The `publicName` a client wallet address gives itself: read from the
+/// store for a wallet address of this server, fetched (through the
+/// outbound client, bounded) for any other. `None` when it has none or
+/// cannot be read: the consent page then shows the host alone.
+pub async fn client_public_name(services: &Services, client: &str) -> Option<String> {
+    if services.config.public_url.is_ours(client) {
+        let path = services.config.public_url.wallet_address_path(client)?;
+        let wallet = services
+            .store
+            .get_wallet_address_by_path(&path)
+            .await
+            .ok()??;
+        return wallet.public_name;
+    }
+    let request = services
+        .outbound
+        .request(reqwest::Method::GET, client)
+        .ok()?
+        .header("accept", "application/json");
+    let (_, body) = services
+        .outbound
+        .send(
+            request,
+            std::time::Duration::from_secs(5),
+            crate::outbound::MAX_DOCUMENT_BYTES,
+        )
+        .await
+        .ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    let name = doc.get("publicName")?.as_str()?.trim();
+    // A name is for reading: short, one line.
+    (!name.is_empty()).then(|| name.chars().filter(|c| !c.is_control()).take(100).collect())
+}
+
 /// When an interaction's timestamp is needed by callers (expiry display).
 pub fn interaction_expires_at(i: &Interaction) -> Option<Timestamp> {
     i.grant.record.interaction_expires_at

@@ -152,8 +152,11 @@ async fn consent_in_browser(
     let page = w.browser.get(&page_url).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     let html = page.text().await.unwrap();
+    // The client is shown by its host (it has no public name).
     assert!(
-        html.contains("shop") && html.contains("outgoing-payment") && html.contains("<form"),
+        html.contains("<b>127.0.0.1</b> asks")
+            && html.contains("outgoing-payment")
+            && html.contains("<form"),
         "{html}"
     );
     let action = html
@@ -824,4 +827,55 @@ async fn grant_floods_are_refused_with_429() {
     assert!(n <= 6, "refused after {n}");
     assert_eq!(r.body["error"]["code"], "too_many_attempts");
     assert!(r.headers.contains_key(reqwest::header::RETRY_AFTER));
+}
+
+#[tokio::test]
+async fn the_consent_page_shows_the_client_host_and_marks_a_name_it_does_not_match() {
+    let w = world(Db::Sqlite).await;
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses",
+            Some(&json!({ "path": "brand", "assetCode": "USD", "assetScale": 2, "publicName": "My <Bank>" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let client = SigningClient::new(&w.app.url("brand"), "brand-key", 23);
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses/brand/keys",
+            Some(&json!({ "jwk": serde_json::to_value(client.jwk()).unwrap() })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body["client"] = json!(client.wallet_address);
+    let r = client
+        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let start = w
+        .browser
+        .get(r.body["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let page = w
+        .browser
+        .get(format!("{}{}", w.app.auth, location(&start)))
+        .send()
+        .await
+        .unwrap();
+    let html = page.text().await.unwrap();
+    // The name, escaped, with the host it is really at, and a warning:
+    // "My Bank" does not appear in "127.0.0.1".
+    assert!(
+        html.contains("<b>My &lt;Bank&gt;</b> at <b>127.0.0.1</b>"),
+        "{html}"
+    );
+    assert!(html.contains("the name is chosen by the client"), "{html}");
+    assert!(!html.contains("My <Bank>"), "{html}");
 }
