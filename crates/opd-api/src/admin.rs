@@ -113,17 +113,40 @@ async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let ok = presented.is_some_and(|t| {
-        let digest: [u8; 32] = Sha256::digest(t.as_bytes()).into();
-        bool::from(digest.ct_eq(&state.token_sha256))
-    });
-    if !ok {
-        return Err(ApiError::new(
+    let refused = || {
+        ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "the admin API needs Authorization: Bearer <admin token>",
-        ));
+        )
+    };
+    let Some(token) = presented else {
+        return Err(refused());
+    };
+    // Guessing is slowed per address: after three wrong tokens each
+    // further one doubles the wait, during which no token is checked.
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip().to_string())
+        .unwrap_or_default();
+    let key = format!("admin:{peer}");
+    let lockout = &state.app.services.password_lockout;
+    if let Err(wait) = lockout.check(&key) {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            "too many wrong admin tokens from this address; try again later",
+        );
+        e.retry_after = Some(u32::try_from(wait.as_secs().max(1)).unwrap_or(u32::MAX));
+        return Err(e);
     }
+    let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    if !bool::from(digest.ct_eq(&state.token_sha256)) {
+        lockout.failed(&key);
+        return Err(refused());
+    }
+    lockout.succeeded(&key);
     Ok(next.run(request).await)
 }
 
