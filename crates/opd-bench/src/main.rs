@@ -191,6 +191,11 @@ impl Server {
             .current_dir(dir.path())
             .env_remove("OPD_CONFIG")
             .env("OPD_LOG", "warn")
+            // Every node of one database seals secrets with one key.
+            .env(
+                "OPD_SECRETS_KEY",
+                "5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7",
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()

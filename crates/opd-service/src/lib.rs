@@ -67,6 +67,8 @@ pub struct ServiceConfig {
     /// Hosts and address ranges outbound requests may reach besides public
     /// addresses (see [`outbound`]).
     pub outbound_allow: Vec<String>,
+    /// The key server secrets are sealed with in the database.
+    pub secrets_key: secrets::SecretsKey,
     /// Grant requests allowed per minute per client and per client address
     /// (each may also burst to this many at once); 0: no limit.
     pub grant_requests_per_minute: u32,
@@ -140,6 +142,12 @@ impl ServiceConfig {
             rates_timeout: Duration::from_secs(5),
             outbound_allow: Vec::new(),
             retention: Duration::from_secs(30 * 24 * 3600),
+            // A fixed key for tests and embedding; `opd serve` always sets
+            // its own (see `crates/opd/src/app.rs`).
+            secrets_key: secrets::SecretsKey {
+                current: [0; 32],
+                previous: None,
+            },
             grant_requests_per_minute: 600,
             max_pending_interactions: 100,
             pricing_cache_ttl: Duration::from_secs(2),
@@ -253,7 +261,8 @@ impl Services {
         random: Arc<dyn Random>,
         config: ServiceConfig,
     ) -> Result<Self, ServiceError> {
-        let stream_secret = secrets::stream_secret(store.as_ref(), random.as_ref()).await?;
+        let stream_secret =
+            secrets::stream_secret(store.as_ref(), random.as_ref(), &config.secrets_key).await?;
         let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
             .map_err(ServiceError::InvalidRequest)?;
         let outbound = outbound::Outbound::new(policy).map_err(ServiceError::InvalidRequest)?;

@@ -1,6 +1,18 @@
 //! Server secrets generated on first start and kept in the database, so
-//! every node of a PostgreSQL deployment shares them. They are never logged.
+//! every node of a PostgreSQL deployment shares them. They are never logged,
+//! and they are stored **sealed**: AES-256-GCM under a key kept outside the
+//! database (`SecretsKey`, from a file in the data directory or given to
+//! every node), with the setting's name as associated data, so a copy of
+//! the database alone does not give them away.
+//!
+//! Stored form: `v1:` + base64(12-byte nonce ‖ ciphertext ‖ tag). A value
+//! stored before sealing existed (plain base64) is sealed on the next
+//! start. Rotation: start with the new key as current and the old one as
+//! previous; every secret opened with the previous key is sealed again with
+//! the current one, and the previous key can then be dropped.
 
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use opd_core::Random;
 use opd_ilp::StreamSecret;
@@ -10,22 +22,108 @@ use crate::ServiceError;
 
 const STREAM_SECRET_KEY: &str = "stream_secret";
 const SERVER_SIGNING_KEY: &str = "server_signing_key";
+const SEALED_PREFIX: &str = "v1:";
 
-fn random_base64(random: &dyn Random) -> String {
-    let mut bytes = [0u8; 32];
-    random.fill(&mut bytes);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+/// The key secrets are sealed with, and the one they may still be sealed
+/// with during a rotation.
+#[derive(Clone)]
+pub struct SecretsKey {
+    pub current: [u8; 32],
+    pub previous: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for SecretsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretsKey(<redacted>)")
+    }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+fn seal(key: &[u8; 32], name: &str, plain: &[u8], random: &dyn Random) -> String {
+    let mut nonce = [0u8; 12];
+    random.fill(&mut nonce);
+    let cipher = Aes256Gcm::new(key.into());
+    let payload = Payload {
+        msg: plain,
+        aad: name.as_bytes(),
+    };
+    // Encryption of a few bytes under a valid key cannot fail.
+    let sealed = cipher
+        .encrypt(Nonce::from_slice(&nonce), payload)
+        .unwrap_or_default();
+    format!(
+        "{SEALED_PREFIX}{}",
+        b64().encode([&nonce[..], &sealed].concat())
+    )
+}
+
+fn open(key: &[u8; 32], name: &str, stored: &str) -> Option<Vec<u8>> {
+    let bytes = b64().decode(stored.strip_prefix(SEALED_PREFIX)?).ok()?;
+    let (nonce, sealed) = bytes.split_at_checked(12)?;
+    let payload = Payload {
+        msg: sealed,
+        aad: name.as_bytes(),
+    };
+    Aes256Gcm::new(key.into())
+        .decrypt(Nonce::from_slice(nonce), payload)
+        .ok()
+}
+
+/// The 32 bytes of secret `name`, created on first start; sealed again
+/// when stored in clear or under the previous key.
+async fn secret(
+    store: &dyn Store,
+    random: &dyn Random,
+    key: &SecretsKey,
+    name: &str,
+) -> Result<[u8; 32], ServiceError> {
+    let mut fresh = [0u8; 32];
+    random.fill(&mut fresh);
+    let stored = store
+        .setting_or_insert(name, &seal(&key.current, name, &fresh, random))
+        .await?;
+    let corrupt = || ServiceError::corrupt(name);
+    let (plain, reseal) = if stored.starts_with(SEALED_PREFIX) {
+        match open(&key.current, name, &stored) {
+            Some(p) => (p, false),
+            None => {
+                let p = key
+                    .previous
+                    .and_then(|k| open(&k, name, &stored))
+                    .ok_or_else(|| {
+                        ServiceError::Internal(format!(
+                            "the server secret {name:?} cannot be opened with the secrets key: \
+                         every node must be given the same key (--secrets-key-file or \
+                         OPD_SECRETS_KEY), and a rotated one with --secrets-key-previous-file"
+                        ))
+                    })?;
+                (p, true)
+            }
+        }
+    } else {
+        // Stored in clear by an earlier version.
+        (b64().decode(&stored).map_err(|_| corrupt())?, true)
+    };
+    let bytes = <[u8; 32]>::try_from(plain.as_slice()).map_err(|_| corrupt())?;
+    if reseal {
+        store
+            .set_setting(name, &seal(&key.current, name, &bytes, random))
+            .await?;
+    }
+    Ok(bytes)
 }
 
 /// The secret STREAM credentials are derived from.
 pub async fn stream_secret(
     store: &dyn Store,
     random: &dyn Random,
+    key: &SecretsKey,
 ) -> Result<StreamSecret, ServiceError> {
-    let stored = store
-        .setting_or_insert(STREAM_SECRET_KEY, &random_base64(random))
-        .await?;
-    StreamSecret::from_base64(&stored).map_err(|_| ServiceError::corrupt("stream secret"))
+    let bytes = secret(store, random, key, STREAM_SECRET_KEY).await?;
+    Ok(StreamSecret::from_bytes(bytes))
 }
 
 /// The 32-byte Ed25519 seed of the server's own signing key (its identity
@@ -33,12 +131,29 @@ pub async fn stream_secret(
 pub async fn server_signing_seed(
     store: &dyn Store,
     random: &dyn Random,
+    key: &SecretsKey,
 ) -> Result<[u8; 32], ServiceError> {
-    let stored = store
-        .setting_or_insert(SERVER_SIGNING_KEY, &random_base64(random))
-        .await?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(stored)
-        .map_err(|_| ServiceError::corrupt("server signing key"))?;
-    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| ServiceError::corrupt("server signing key"))
+    secret(store, random, key, SERVER_SIGNING_KEY).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opd_core::SeededRandom;
+
+    #[test]
+    fn sealed_values_open_only_with_their_key_and_name() {
+        let r = SeededRandom::new(1);
+        let key = [7u8; 32];
+        let sealed = seal(&key, "a", b"secret bytes", &r);
+        assert!(sealed.starts_with("v1:"));
+        assert!(!sealed.contains("secret"));
+        assert_eq!(
+            open(&key, "a", &sealed).as_deref(),
+            Some(&b"secret bytes"[..])
+        );
+        assert_eq!(open(&[8u8; 32], "a", &sealed), None, "another key");
+        assert_eq!(open(&key, "b", &sealed), None, "another setting");
+        assert_eq!(open(&key, "a", "v1:garbage"), None);
+    }
 }

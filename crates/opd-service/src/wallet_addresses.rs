@@ -200,8 +200,12 @@ pub async fn by_url(services: &Services, url: &str) -> Result<WalletAddress, Ser
 pub async fn ensure_server_identity(
     services: &Services,
 ) -> Result<(WalletAddress, [u8; 32]), ServiceError> {
-    let seed =
-        secrets::server_signing_seed(services.store.as_ref(), services.random.as_ref()).await?;
+    let seed = secrets::server_signing_seed(
+        services.store.as_ref(),
+        services.random.as_ref(),
+        &services.config.secrets_key,
+    )
+    .await?;
     let path = WalletAddressPath::server();
     let wallet = match services.store.get_wallet_address_by_path(&path).await? {
         Some(w) => w,

@@ -92,6 +92,57 @@ fn admin_token(settings: &Settings, random: &dyn Random) -> anyhow::Result<(Stri
     Ok((token, true))
 }
 
+/// Reads a 32-byte key written as 64 hex digits.
+fn parse_key(text: &str, what: &str) -> anyhow::Result<[u8; 32]> {
+    let text = text.trim();
+    let bytes: Option<Vec<u8>> = (text.len() == 64)
+        .then(|| {
+            (0..32)
+                .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok())
+                .collect()
+        })
+        .flatten();
+    bytes
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .ok_or_else(|| anyhow::anyhow!("{what} must be 64 hex digits (32 bytes)"))
+}
+
+fn read_key(path: &Path, what: &str) -> anyhow::Result<[u8; 32]> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_key(&text, what)
+}
+
+/// The key server secrets are sealed with: `OPD_SECRETS_KEY`, else
+/// `--secrets-key-file`, else `<data-dir>/secrets-key` (created, 0600, on
+/// first start).
+fn secrets_key(
+    settings: &Settings,
+    random: &dyn Random,
+) -> anyhow::Result<opd_service::secrets::SecretsKey> {
+    let current = if let Ok(hex) = std::env::var("OPD_SECRETS_KEY") {
+        parse_key(&hex, "OPD_SECRETS_KEY")?
+    } else if let Some(path) = &settings.secrets_key_file {
+        read_key(path, "the secrets key file")?
+    } else {
+        let path = settings.data_dir.join("secrets-key");
+        if path.exists() {
+            read_key(&path, "the secrets key file")?
+        } else {
+            let mut bytes = [0u8; 32];
+            random.fill(&mut bytes);
+            write_private(&path, &opd_core::hex::lower(&bytes))?;
+            bytes
+        }
+    };
+    let previous = settings
+        .secrets_key_previous_file
+        .as_deref()
+        .map(|p| read_key(p, "the previous secrets key file"))
+        .transpose()?;
+    Ok(opd_service::secrets::SecretsKey { current, previous })
+}
+
 #[cfg(unix)]
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::io::Write;
@@ -251,6 +302,7 @@ pub async fn start(
         create_private_file(&settings.data_dir.join("opd.sqlite"))?;
     }
     let (admin_token, admin_token_generated) = admin_token(&settings, random.as_ref())?;
+    let sealing_key = secrets_key(&settings, random.as_ref())?;
 
     let mut options = ConnectOptions::new(settings.database_url.clone());
     options.create_sqlite_file = settings.database_is_default;
@@ -289,7 +341,8 @@ pub async fn start(
         Ok(u) if u.path() == "/" => format!("{auth_public_url}/"),
         _ => auth_public_url.clone(),
     };
-    let config = service_config(&settings, public_url.clone(), grant_endpoint)?;
+    let mut config = service_config(&settings, public_url.clone(), grant_endpoint)?;
+    config.secrets_key = sealing_key;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
     wallet_addresses::ensure_server_identity(&services).await?;
     if settings.demo {

@@ -120,6 +120,12 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// File holding the 32-byte key (64 hex digits) server secrets are sealed with in the database; every node of one database needs the same [default: <data-dir>/secrets-key, created on first start]. OPD_SECRETS_KEY (hex) takes precedence.
+    #[arg(long, env = "OPD_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
+    /// The previous secrets key file, during a rotation: secrets sealed with it are sealed again with the current key.
+    #[arg(long, env = "OPD_SECRETS_KEY_PREVIOUS_FILE")]
+    pub secrets_key_previous_file: Option<PathBuf>,
     /// Grant requests allowed per minute per client and per client address (also the burst); 0: no limit [default: 600].
     #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE")]
     pub grant_requests_per_minute: Option<u32>,
@@ -198,6 +204,8 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    pub secrets_key_file: Option<PathBuf>,
+    pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: Option<u32>,
     pub max_pending_interactions: Option<u32>,
     pub retention_days: Option<u64>,
@@ -274,6 +282,8 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub secrets_key_file: Option<PathBuf>,
+    pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: u32,
     pub max_pending_interactions: u32,
     pub retention_days: u64,
@@ -388,6 +398,11 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            secrets_key_file: serve.secrets_key_file.clone().or(file.secrets_key_file),
+            secrets_key_previous_file: serve
+                .secrets_key_previous_file
+                .clone()
+                .or(file.secrets_key_previous_file),
             grant_requests_per_minute: serve
                 .grant_requests_per_minute
                 .or(file.grant_requests_per_minute)

@@ -181,6 +181,11 @@ impl Cluster {
                 .args(&args)
                 .current_dir(node.dir.path())
                 .env_remove("OPD_CONFIG")
+                // Every node of one database seals secrets with one key.
+                .env(
+                    "OPD_SECRETS_KEY",
+                    "5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7",
+                )
                 .env("OPD_LOG", "warn")
                 .stdout(Stdio::null())
                 .stderr(log_file(&self.name, i, incarnation))

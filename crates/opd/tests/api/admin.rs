@@ -243,3 +243,71 @@ async fn admin_token_guessing_is_slowed_down() {
 async fn guess_with(app: &TestApp, url: &str, token: &str) -> reqwest::Response {
     app.http.get(url).bearer_auth(token).send().await.unwrap()
 }
+
+#[tokio::test]
+async fn server_secrets_are_sealed_and_the_key_can_be_rotated() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("opd-data");
+    let start = |key_file: Option<std::path::PathBuf>, previous: Option<std::path::PathBuf>| {
+        let mut settings = opd::config::Settings::for_data_dir(&data);
+        let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        settings.listen = any;
+        settings.auth_listen = any;
+        settings.admin_listen = any;
+        settings.ilp_listen = any;
+        settings.workers = false;
+        settings.secrets_key_file = key_file;
+        settings.secrets_key_previous_file = previous;
+        opd::app::start(
+            settings,
+            std::sync::Arc::new(opd_core::SystemClock),
+            std::sync::Arc::new(opd_core::OsRandom),
+        )
+    };
+    // First start: a key file is made, and the secrets are stored sealed.
+    let running = start(None, None).await.unwrap();
+    let stored = running
+        .services
+        .store
+        .get_setting("stream_secret")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.starts_with("v1:"), "{stored}");
+    let secret_before = running
+        .services
+        .store
+        .get_setting("server_signing_key")
+        .await
+        .unwrap();
+    running.shutdown().await.unwrap();
+    let old_key = data.join("secrets-key");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&old_key).unwrap().permissions()
+        ) & 0o777,
+        0o600
+    );
+
+    // Another key cannot open them: a clear startup error, nothing changed.
+    let new_key = root.path().join("new-key");
+    std::fs::write(&new_key, "ab".repeat(32)).unwrap();
+    let refused = start(Some(new_key.clone()), None).await.err().unwrap();
+    assert!(format!("{refused:#}").contains("same key"), "{refused:#}");
+
+    // Rotation: the new key with the old as previous seals them again.
+    let running = start(Some(new_key.clone()), Some(old_key.clone()))
+        .await
+        .unwrap();
+    let resealed = running
+        .services
+        .store
+        .get_setting("server_signing_key")
+        .await
+        .unwrap();
+    assert_ne!(resealed, secret_before);
+    running.shutdown().await.unwrap();
+    // From then on the new key alone opens them.
+    let running = start(Some(new_key), None).await.unwrap();
+    running.shutdown().await.unwrap();
+}
