@@ -133,6 +133,15 @@ impl From<ServiceError> for ApiError {
             .with_detail("available", json!(AmountWire::from(&available)))
             .with_detail("required", json!(AmountWire::from(&required))),
             S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
+            S::RateLimited {
+                message,
+                retry_after_secs,
+            } => {
+                let mut e =
+                    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message);
+                e.retry_after = Some(retry_after_secs.max(1));
+                e
+            }
             S::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
                 ApiError::new(

@@ -59,6 +59,12 @@ pub enum ServiceError {
     /// is for the logs, never for the requester.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A quota is used up; try again after `retry_after_secs`.
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u32,
+    },
 }
 
 impl From<StoreError> for ServiceError {

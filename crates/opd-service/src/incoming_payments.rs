@@ -80,6 +80,7 @@ pub async fn create(
         None => now.plus_millis(millis(services.config.incoming_payment_default_expiry)),
     };
     check_metadata(&input.metadata)?;
+    key_only_quota(services, &wallet, input.client.as_deref(), now).await?;
     let payment = IncomingPayment {
         id: IncomingPaymentId::new(now, services.random.as_ref()),
         wallet_address_id: wallet.id,
@@ -103,6 +104,36 @@ pub async fn create(
         .create_incoming_payment(&payment, &[created])
         .await?;
     Ok((payment, wallet))
+}
+
+/// A client identified by a key alone (no wallet address to hold to
+/// account) may create only so many incoming payments per hour on one
+/// wallet address (`ServiceConfig::key_only_incoming_per_hour`; counted in
+/// the database, so on every node).
+async fn key_only_quota(
+    services: &Services,
+    wallet: &WalletAddress,
+    client: Option<&str>,
+    now: Timestamp,
+) -> Result<(), ServiceError> {
+    let Some(client) = client.filter(|c| c.starts_with("jwk:")) else {
+        return Ok(());
+    };
+    let quota = services.config.key_only_incoming_per_hour;
+    let since = now.plus_millis(-3_600_000);
+    let made = services
+        .store
+        .incoming_payments_created_by(wallet.id, client, since)
+        .await?;
+    if made >= u64::from(quota) {
+        return Err(ServiceError::RateLimited {
+            message: format!(
+                "a client identified by a key alone may create {quota} incoming payments per hour on a wallet address"
+            ),
+            retry_after_secs: 60,
+        });
+    }
+    Ok(())
 }
 
 fn millis(d: std::time::Duration) -> i64 {

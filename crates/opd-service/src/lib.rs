@@ -74,6 +74,9 @@ pub struct ServiceConfig {
     pub grant_requests_per_minute: u32,
     /// Interactive grants a client may have waiting for a decision at once.
     pub max_pending_interactions: u32,
+    /// Incoming payments a client identified by a key alone may create per
+    /// hour on one wallet address.
+    pub key_only_incoming_per_hour: u32,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -150,6 +153,7 @@ impl ServiceConfig {
             },
             grant_requests_per_minute: 600,
             max_pending_interactions: 100,
+            key_only_incoming_per_hour: 100,
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),

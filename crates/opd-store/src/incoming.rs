@@ -43,6 +43,13 @@ pub trait IncomingPaymentStore: Send + Sync {
         events: &[WebhookEvent],
     ) -> StoreResult<Option<IncomingPayment>>;
     /// Unfinished incoming payments expired at `now` and not announced yet.
+    /// How many incoming payments `client` created on `wallet` since `since`.
+    async fn incoming_payments_created_by(
+        &self,
+        wallet: WalletAddressId,
+        client: &str,
+        since: Timestamp,
+    ) -> StoreResult<u64>;
     async fn due_expired_incoming_payments(
         &self,
         now: Timestamp,
@@ -85,7 +92,13 @@ static MARK_EXPIRED: Stmt = Stmt::new(&["UPDATE incoming_payments SET expiry_not
 /// The pages of `incoming_payments`.
 pub(crate) static PAGES: PageStatements = page_statements!("incoming_payments", INCOMING_COLUMNS);
 
+static CREATED_BY: Stmt = Stmt::new(&[
+    "SELECT COUNT(*) AS n FROM incoming_payments WHERE wallet_address_id = ?::uuid \
+     AND client = ? AND created_at >= ?",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &CREATED_BY,
     &INSERT_INCOMING,
     &INCOMING_BY_ID,
     &COMPLETE,
@@ -152,6 +165,24 @@ impl IncomingPaymentStore for SqlStore {
         }
         tx.commit().await?;
         self.get_incoming_payment(id).await
+    }
+
+    async fn incoming_payments_created_by(
+        &self,
+        wallet: WalletAddressId,
+        client: &str,
+        since: Timestamp,
+    ) -> StoreResult<u64> {
+        use crate::rows::Columns;
+        let row = self
+            .db
+            .read_opt(&CREATED_BY, params![wallet.to_string(), client, since])
+            .await?;
+        let n = match row {
+            Some(r) => r.int("n")?,
+            None => 0,
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn due_expired_incoming_payments(

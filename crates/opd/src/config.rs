@@ -120,6 +120,9 @@ pub struct ServeArgs {
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time [default: 2000].
     #[arg(long, env = "OPD_CACHE_TTL_MS")]
     pub cache_ttl_ms: Option<u64>,
+    /// Incoming payments a client identified by a key alone (no wallet address) may create per hour on one wallet address [default: 100].
+    #[arg(long, env = "OPD_KEY_ONLY_INCOMING_PER_HOUR")]
+    pub key_only_incoming_per_hour: Option<u32>,
     /// File holding the 32-byte key (64 hex digits) server secrets are sealed with in the database; every node of one database needs the same [default: <data-dir>/secrets-key, created on first start]. OPD_SECRETS_KEY (hex) takes precedence.
     #[arg(long, env = "OPD_SECRETS_KEY_FILE")]
     pub secrets_key_file: Option<PathBuf>,
@@ -204,6 +207,7 @@ pub struct FileConfig {
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
     pub cache_ttl_ms: Option<u64>,
+    pub key_only_incoming_per_hour: Option<u32>,
     pub secrets_key_file: Option<PathBuf>,
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: Option<u32>,
@@ -282,6 +286,7 @@ pub struct Settings {
     pub workers: bool,
     pub external_funding: bool,
     pub cache_ttl_ms: u64,
+    pub key_only_incoming_per_hour: u32,
     pub secrets_key_file: Option<PathBuf>,
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: u32,
@@ -398,6 +403,10 @@ impl Settings {
                 .or(file.external_funding)
                 .unwrap_or(false),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
+            key_only_incoming_per_hour: serve
+                .key_only_incoming_per_hour
+                .or(file.key_only_incoming_per_hour)
+                .unwrap_or(100),
             secrets_key_file: serve.secrets_key_file.clone().or(file.secrets_key_file),
             secrets_key_previous_file: serve
                 .secrets_key_previous_file

@@ -101,3 +101,61 @@ async fn a_body_over_the_limit_is_answered_413_and_the_client_reads_it() {
         assert_eq!(v["error"]["code"], "payload_too_large", "{url}");
     }
 }
+
+#[tokio::test]
+async fn a_key_only_client_has_an_hourly_quota_of_incoming_payments() {
+    use opd_testkit::client::SigningClient;
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.key_only_incoming_per_hour = 2).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let carol = app.create_wallet("carol", "USD", 2).await;
+    let mut anonymous = SigningClient::new("", "anon", 88);
+    // It signs by the server's clock, which the test moves on.
+    anonymous.clock = Some(app.clock.clone());
+    let token = || async {
+        let grant = anonymous
+            .send(
+                reqwest::Method::POST,
+                &format!("{}/", app.auth),
+                None,
+                Some(&serde_json::json!({
+                    "access_token": { "access": [{ "type": "incoming-payment", "actions": ["create"] }] },
+                    "client": { "jwk": serde_json::to_value(anonymous.jwk()).unwrap() }
+                })),
+            )
+            .await;
+        assert_eq!(grant.status, reqwest::StatusCode::OK, "{}", grant.body);
+        grant.body["access_token"]["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let create = |token: String, wallet: String, n: u32| {
+        let body = serde_json::json!({ "walletAddress": wallet, "metadata": { "n": n } });
+        let (client, url) = (&anonymous, app.url("incoming-payments"));
+        async move {
+            client
+                .send(reqwest::Method::POST, &url, Some(&token), Some(&body))
+                .await
+        }
+    };
+    let t = token().await;
+    for n in 0..2 {
+        let r = create(t.clone(), bob.clone(), n).await;
+        assert_eq!(r.status, reqwest::StatusCode::CREATED, "{}", r.body);
+    }
+    let r = create(t.clone(), bob.clone(), 2).await;
+    assert_eq!(
+        r.status,
+        reqwest::StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["error"]["code"], "too_many_requests");
+    assert!(r.headers.contains_key(reqwest::header::RETRY_AFTER));
+    // The quota is per wallet address, and an hour later it is back.
+    let r = create(t, carol.clone(), 3).await;
+    assert_eq!(r.status, reqwest::StatusCode::CREATED, "{}", r.body);
+    app.clock.advance_millis(3_600_001);
+    let r = create(token().await, bob.clone(), 4).await;
+    assert_eq!(r.status, reqwest::StatusCode::CREATED, "{}", r.body);
+}
