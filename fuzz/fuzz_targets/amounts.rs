@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = Amount::parse(value, code, i64::from(data.first().copied().unwrap_or(0)));
     if let Ok(rate) = Rate::parse(rest) {
         let v = value.parse::<u64>().unwrap_or(u64::MAX);
-        let (from, to) = (data.first().copied().unwrap_or(0), data.last().copied().unwrap_or(0));
+        let (from, to) = (
+            data.first().copied().unwrap_or(0),
+            data.last().copied().unwrap_or(0),
+        );
         let _ = rate.convert_floor(v, from, to);
         let _ = rate.convert_ceil_inverse(v, from, to);
     }

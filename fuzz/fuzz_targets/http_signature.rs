@@ -25,7 +25,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let method = Method::POST;
-    let request = RequestParts::new(&method, "https://rs.example/incoming-payments", &headers, Some(body));
+    let request = RequestParts::new(
+        &method,
+        "https://rs.example/incoming-payments",
+        &headers,
+        Some(body),
+    );
     let _ = verify_content_digest(input, body);
     if let Ok(parsed) = parse_signature(&request, &VerifyPolicy::default(), 1_700_000_000) {
         let key = SigningKey::from_bytes(&[9; 32]).verifying_key();
