@@ -5,8 +5,8 @@
 
 use base64::Engine as _;
 use opd_core::Clock as _;
-use opd_ilp::packet::{Packet, Prepare};
-use opd_ilp::{condition_for, ErrorCode, Frame, IlpAddress, PacketType, StreamPacket};
+use opd_ilp::packet::Packet;
+use opd_ilp::{ErrorCode, StreamPacket};
 use opd_testkit::app::{Db, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -52,6 +52,7 @@ fn usd() -> Value {
     json!({ "code": "USD", "scale": 2 })
 }
 
+/// A STREAM Prepare from the sender at A (see `crate::ilp`).
 fn stream_prepare(
     app: &TestApp,
     to: &str,
@@ -60,44 +61,11 @@ fn stream_prepare(
     probe: bool,
     ttl_ms: i64,
 ) -> Vec<u8> {
-    let request = StreamPacket {
-        sequence: 1,
-        ilp_packet_type: PacketType::Prepare,
-        prepare_amount: 0,
-        frames: vec![Frame::StreamMoney {
-            stream_id: 1,
-            shares: 1,
-        }],
-    };
-    let data = request.encrypt_with(secret, [3; 12]).unwrap();
-    let condition = if probe {
-        [1; 32]
-    } else {
-        condition_for(secret, &data)
-    };
-    Prepare {
-        amount,
-        expires_at: opd_ilp::Timestamp::from_unix_millis(app.clock.now().unix_millis() + ttl_ms)
-            .unwrap(),
-        execution_condition: condition,
-        destination: IlpAddress::new(to).unwrap(),
-        data,
-    }
-    .encode()
+    crate::ilp::prepare_expiring(app, to, secret, (amount, 0), !probe, ttl_ms)
 }
 
 async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> Packet {
-    let resp = app
-        .http
-        .post(&app.ilp)
-        .bearer_auth(token)
-        .header("content-type", "application/octet-stream")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    Packet::decode(&resp.bytes().await.unwrap()).unwrap()
+    crate::ilp::send_packet_as(app, token, body).await
 }
 
 #[tokio::test]

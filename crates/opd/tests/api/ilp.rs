@@ -81,7 +81,8 @@ async fn receiver(app: &TestApp, incoming: &str) -> (String, String, [u8; 32]) {
 }
 
 /// A STREAM Prepare as a sender builds it: money on stream 1, asking for
-/// at least `min` to arrive; `fulfillable` false makes it a probe.
+/// at least `min` to arrive; `fulfillable` false makes it a probe. It
+/// expires in 30 s.
 fn prepare(
     app: &TestApp,
     to: &str,
@@ -89,6 +90,18 @@ fn prepare(
     amount: u64,
     min: u64,
     fulfillable: bool,
+) -> Vec<u8> {
+    prepare_expiring(app, to, secret, (amount, min), fulfillable, 30_000)
+}
+
+/// [`prepare`], expiring in `ttl_ms`.
+pub(crate) fn prepare_expiring(
+    app: &TestApp,
+    to: &str,
+    secret: &[u8; 32],
+    (amount, min): (u64, u64),
+    fulfillable: bool,
+    ttl_ms: i64,
 ) -> Vec<u8> {
     let request = StreamPacket {
         sequence: 1,
@@ -110,7 +123,7 @@ fn prepare(
     } else {
         [9; 32]
     };
-    let expires = app.clock.now().unix_millis() + 30_000;
+    let expires = app.clock.now().unix_millis() + ttl_ms;
     Prepare {
         amount,
         expires_at: opd_ilp::Timestamp::from_unix_millis(expires).unwrap(),
@@ -136,7 +149,12 @@ async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>
 }
 
 async fn send_packet(app: &TestApp, body: Vec<u8>) -> Packet {
-    let (status, bytes) = send(app, TOKEN, body).await;
+    send_packet_as(app, TOKEN, body).await
+}
+
+/// Sends `body` to the ILP listener with `token`; the ILP answer.
+pub(crate) async fn send_packet_as(app: &TestApp, token: &str, body: Vec<u8>) -> Packet {
+    let (status, bytes) = send(app, token, body).await;
     assert_eq!(status, StatusCode::OK);
     Packet::decode(&bytes).unwrap()
 }
