@@ -108,11 +108,7 @@ pub fn access_error(services: &Services, e: AccessError) -> ApiError {
             err
         }
         AccessError::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, "insufficient_access", m),
-        AccessError::Unavailable => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "the database is unavailable; try again later",
-        ),
+        AccessError::Unavailable => ApiError::unavailable(),
     }
 }
 

@@ -103,11 +103,7 @@ fn signature_error(e: AccessError) -> Gnap {
         AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
             Gnap::Own(crate::auth::replay_error(&e))
         }
-        AccessError::Unavailable => Gnap::Own(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "the database is unavailable; try again later",
-        )),
+        AccessError::Unavailable => Gnap::Own(ApiError::unavailable()),
         other => Gnap::Protocol(GnapError::invalid_client(other.to_string()).with_status(401)),
     }
 }

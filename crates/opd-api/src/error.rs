@@ -22,6 +22,18 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// 503 `service_unavailable`: the database cannot be reached. Clients
+    /// back off (`Retry-After: 1`) and come back once it can.
+    pub fn unavailable() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "the database is unavailable; try again later",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
     pub fn new(status: StatusCode, code: &'static str, description: impl Into<String>) -> Self {
         Self {
             status,
@@ -91,11 +103,13 @@ impl From<ServiceError> for ApiError {
             }
             S::RatesUnavailable(_) => {
                 tracing::warn!(error = %e, "exchange rates unavailable");
-                ApiError::new(
+                let mut e = ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "rates_unavailable",
                     "exchange rates are unavailable; try again later",
-                )
+                );
+                e.retry_after = Some(1);
+                e
             }
             S::AmountOverflow => {
                 ApiError::new(StatusCode::BAD_REQUEST, "amount_overflow", e.to_string())
@@ -144,11 +158,7 @@ impl From<ServiceError> for ApiError {
             }
             S::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "service_unavailable",
-                    "the database is unavailable; try again later",
-                )
+                ApiError::unavailable()
             }
             S::Internal(m) => {
                 tracing::error!(error = %m, "internal failure");
@@ -191,3 +201,25 @@ impl IntoResponse for ApiError {
 
 /// The result of every handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_answers_say_when_to_come_back() {
+        for e in [
+            ServiceError::Unavailable("pool timed out".into()),
+            ServiceError::RatesUnavailable("503".into()),
+        ] {
+            let api = ApiError::from(e);
+            assert_eq!(api.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(api.retry_after, Some(1));
+            assert!(
+                !api.description.contains("pool"),
+                "no internals: {}",
+                api.description
+            );
+        }
+    }
+}
