@@ -11,7 +11,6 @@ use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{Asset, PeerId};
 use opd_ilp::IlpAddress;
 use opd_store::{LiquidityEvents, ReceiveEvents, StoreError};
-use sha2::{Digest as _, Sha256};
 
 use crate::changes::Change;
 use crate::webhooks::{event, incoming_event_data};
@@ -35,10 +34,9 @@ pub struct PeerInput {
     pub liquidity_high: Option<Option<u64>>,
 }
 
-/// The digest under which an incoming bearer token is stored.
-pub fn token_digest(token: &str) -> String {
-    opd_core::hex::lower(&Sha256::digest(token.as_bytes()))
-}
+/// Incoming bearer tokens are stored under the same digest as GNAP
+/// tokens (lower-case hex SHA-256).
+pub use opd_gnap::token_digest;
 
 fn invalid(message: impl Into<String>) -> ServiceError {
     ServiceError::InvalidRequest(message.into())
