@@ -15,6 +15,9 @@
 //! each one, and each `BEGIN` and `COMMIT`, is a round trip to the server.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::faults::{AtCommit, Faults};
 
 use crate::rows::Columns;
 use crate::sqlite::driver;
@@ -81,6 +84,8 @@ pub(crate) enum Pools {
 pub(crate) struct Db {
     pub(crate) pools: Pools,
     round_trips: AtomicU64,
+    /// Injected faults (the simulation test only).
+    faults: Option<Arc<Faults>>,
 }
 
 fn sqlite_query<'q>(sql: &'q str, params: &[Param]) -> driver::Query<'q> {
@@ -193,6 +198,26 @@ impl Db {
         Self {
             pools,
             round_trips: AtomicU64::new(0),
+            faults: None,
+        }
+    }
+
+    /// Fails statements as `faults` decides from now on.
+    pub(crate) fn inject_faults(&mut self, faults: Arc<Faults>) {
+        self.faults = Some(faults);
+    }
+
+    fn fault_before_statement(&self) -> StoreResult<()> {
+        match &self.faults {
+            Some(f) => f.before_statement(),
+            None => Ok(()),
+        }
+    }
+
+    fn fault_at_commit(&self) -> AtCommit {
+        match &self.faults {
+            Some(f) => f.at_commit(),
+            None => AtCommit::Commit,
         }
     }
 
@@ -215,6 +240,7 @@ impl Db {
     /// Begins a transaction (on SQLite: takes the single writer).
     pub(crate) async fn begin(&self) -> StoreResult<Tx<'_>> {
         self.count(1);
+        self.fault_before_statement()?;
         let inner = match &self.pools {
             Pools::Sqlite { writer, .. } => TxInner::Sqlite(writer.begin().await?),
             Pools::Postgres(pool) => TxInner::Postgres(pool.begin().await?),
@@ -225,8 +251,20 @@ impl Db {
     /// Sends one statement where `on` says; counts the round trip.
     async fn run(&self, on: On, stmt: &Stmt, params: &[Param], want: Want) -> StoreResult<Ran> {
         self.count(1);
+        // A write outside a transaction commits by itself: it can fail
+        // before or after its commit, like a transaction's `COMMIT`.
+        let fault = match on {
+            On::Reader => {
+                self.fault_before_statement()?;
+                AtCommit::Commit
+            }
+            On::Writer => self.fault_at_commit(),
+        };
+        if fault == AtCommit::FailBefore {
+            return Err(crate::faults::injected());
+        }
         let sql = stmt.sql(self.backend());
-        match (&self.pools, on) {
+        let ran = match (&self.pools, on) {
             (Pools::Sqlite { reader, .. }, On::Reader) => {
                 run_sqlite(reader, sql, params, want).await
             }
@@ -234,7 +272,11 @@ impl Db {
                 run_sqlite(writer, sql, params, want).await
             }
             (Pools::Postgres(pool), _) => run_pg(pool, sql, params, want).await,
+        }?;
+        if fault == AtCommit::FailAfter {
+            return Err(crate::faults::injected());
         }
+        Ok(ran)
     }
 
     /// Rows of a read, on a reader (it sees committed data only).
@@ -311,6 +353,7 @@ impl Tx<'_> {
     /// Sends one statement in the transaction; counts the round trip.
     async fn run(&mut self, stmt: &Stmt, params: &[Param], want: Want) -> StoreResult<Ran> {
         self.db.count(1);
+        self.db.fault_before_statement()?;
         let sql = stmt.sql(self.db.backend());
         match &mut self.inner {
             TxInner::Sqlite(tx) => run_sqlite(&mut **tx, sql, params, want).await,
@@ -351,9 +394,17 @@ impl Tx<'_> {
     /// Commits; returns once the work is durable.
     pub(crate) async fn commit(self) -> StoreResult<()> {
         self.db.count(1);
+        let fault = self.db.fault_at_commit();
+        if fault == AtCommit::FailBefore {
+            self.rollback().await?;
+            return Err(crate::faults::injected());
+        }
         match self.inner {
             TxInner::Sqlite(tx) => tx.commit().await?,
             TxInner::Postgres(tx) => tx.commit().await?,
+        }
+        if fault == AtCommit::FailAfter {
+            return Err(crate::faults::injected());
         }
         Ok(())
     }

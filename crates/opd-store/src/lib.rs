@@ -3,6 +3,7 @@
 mod changes;
 mod db;
 mod error;
+mod faults;
 mod grants;
 mod holds;
 mod incoming;
@@ -29,6 +30,7 @@ use async_trait::async_trait;
 
 pub use changes::{ChangeFeed, Heard};
 pub use error::StoreError;
+pub use faults::Faults;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
 pub use holds::{HoldOutcome, HoldStore};
 pub use incoming::IncomingPaymentStore;
@@ -107,6 +109,12 @@ impl SqlStore {
             payments_cache: read_cache::PaymentReadCache::new(cache),
             _exclusive_lock: exclusive_lock,
         }
+    }
+
+    /// Fails statements as `faults` decides from now on (the simulation
+    /// test; see [`Faults`]).
+    pub fn inject_faults(&mut self, faults: Arc<Faults>) {
+        self.db.inject_faults(faults);
     }
 
     /// Table name -> sorted column names, for the migration parity test.

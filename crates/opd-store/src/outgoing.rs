@@ -167,7 +167,12 @@ impl SqlStore {
         let claimed = self
             .db
             .write_returning(&CLAIM_NEXT_DUE, params![until, now])
-            .await?;
+            .await
+            .inspect_err(|_| {
+                // The claim may have committed before the failure was
+                // reported, on a payment we cannot name.
+                self.payments_cache.invalidate_all();
+            })?;
         let Some(row) = claimed else {
             return Ok(None);
         };
@@ -231,9 +236,9 @@ impl OutgoingPaymentStore for SqlStore {
         id: OutgoingPaymentId,
         at: Timestamp,
     ) -> StoreResult<()> {
-        self.db.write(&RELEASE, params![at, id.to_string()]).await?;
+        let released = self.db.write(&RELEASE, params![at, id.to_string()]).await;
         self.payments_cache.invalidate(id);
-        Ok(())
+        released.map(|_| ())
     }
 
     async fn deliver_locally(&self, d: &LocalDelivery) -> StoreResult<bool> {

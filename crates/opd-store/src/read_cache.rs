@@ -71,4 +71,14 @@ impl PaymentReadCache {
         g.0 = g.0.wrapping_add(1);
         g.1.remove(&id);
     }
+
+    /// Drops every payment (after a write whose outcome is unknown).
+    pub(crate) fn invalidate_all(&self) {
+        if !self.enabled {
+            return;
+        }
+        let mut g = self.lock();
+        g.0 = g.0.wrapping_add(1);
+        g.1.clear();
+    }
 }

@@ -7,3 +7,4 @@ pub mod config;
 pub mod demo;
 pub mod listener;
 pub mod logging;
+pub mod parse_errors;

@@ -112,7 +112,8 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_timeout)
                 .keep_alive(true);
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let io = TokioIo::new(crate::parse_errors::JsonParseErrors::new(stream));
+            let connection = builder.serve_connection(io, service);
             tokio::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}

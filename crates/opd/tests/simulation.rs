@@ -1,0 +1,499 @@
+//! A deterministic simulation of the payment lifecycle under database
+//! faults: for each seed, a random sequence of what users, the operator and
+//! the workers do (incoming payments, quotes, outgoing payments, deposits
+//! and withdrawals, cancellations, completions, worker steps, expiry,
+//! retention, time passing) runs against a store that fails about one
+//! statement in `FAULT_RATE` (before a statement, before a commit, or after
+//! a commit: see `opd_store::Faults`), with a manual clock and seeded ids.
+//! Then the faults stop, time runs on, the workers finish, and the outcome
+//! must be exact:
+//! - the ledger balances (`opd check`), and no account is out of range;
+//! - every outgoing payment has ended, once: completed payments moved their
+//!   quoted amounts exactly once, failed and cancelled ones moved nothing
+//!   net (the money went back);
+//! - every incoming payment received exactly what the completed payments
+//!   to it delivered;
+//! - no webhook is lost or doubled: each payment has one `created` event
+//!   and one event for how it ended.
+//!
+//! The seeds run on SQLite (`OPD_SIM_SEEDS`, default 2000, shared by two
+//! tests that run in parallel) and on PostgreSQL (`OPD_SIM_PG_SEEDS`,
+//! default 200), from `OPD_SIM_FIRST_SEED` (default 1);
+//! `docs/fault-injection.md` records a long run. A failure names its seed
+//! and the steps, and replays exactly with `OPD_SIM_FIRST_SEED=<seed>
+//! OPD_SIM_SEEDS=1`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use opd_core::outgoing_payment::OutgoingPaymentState;
+use opd_core::pagination::PageRequest;
+use opd_core::quote::QuoteTarget;
+use opd_core::{Amount, Asset, AssetCode, Clock, ManualClock, Rate, SeededRandom, Timestamp};
+use opd_service::incoming_payments::NewIncomingPayment;
+use opd_service::outgoing_payments::{NewOutgoingPayment, PaymentSource};
+use opd_service::quotes::NewQuote;
+use opd_service::{
+    incoming_payments, ledger, outgoing_payments, quotes, wallet_addresses, worker, PublicUrl,
+    ServiceConfig, Services,
+};
+use opd_store::{Faults, Store};
+
+/// One statement in this many fails while the simulation runs.
+const FAULT_RATE: u32 = 30;
+/// Steps per seed.
+const STEPS: usize = 60;
+const BASE: &str = "https://sim.opd.test";
+
+/// The simulation's own choices (splitmix64), apart from the store's faults.
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        if items.is_empty() {
+            None
+        } else {
+            items.get(self.below(items.len() as u64) as usize)
+        }
+    }
+}
+
+struct World {
+    services: Services,
+    clock: ManualClock,
+    faults: Arc<Faults>,
+    usd: Asset,
+    eur: Asset,
+    /// Incoming payment URLs with their asset, quote URLs and outgoing payment ids the
+    /// simulation was told about (a creation whose answer was lost to a
+    /// fault is found through the store at the end).
+    incoming: Vec<(String, Asset)>,
+    quotes: Vec<String>,
+    outgoing: Vec<opd_core::OutgoingPaymentId>,
+    /// Idempotency keys used for deposits, to repeat some.
+    keys: Vec<(String, u64)>,
+    log: Vec<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+async fn world(seed: u64, backend: Backend) -> World {
+    let (mut store, dir) = match backend {
+        Backend::Sqlite => {
+            let (store, dir) = opd_testkit::stores::sqlite().await;
+            (store, Some(dir))
+        }
+        Backend::Postgres => (opd_testkit::stores::postgres().await, None),
+    };
+    let faults = Arc::new(Faults::seeded(seed));
+    store.inject_faults(faults.clone());
+    let store: Arc<dyn Store> = Arc::new(store);
+    let clock = ManualClock::new(Timestamp::parse_rfc3339("2026-11-01T00:00:00Z").unwrap());
+    let public = PublicUrl::parse(BASE).unwrap();
+    let mut config = ServiceConfig::new(
+        public,
+        format!("{BASE}/auth"),
+        opd_ilp::IlpAddress::new("test.sim").unwrap(),
+    );
+    let usd = Asset::parse("USD", 2).unwrap();
+    let eur = Asset::parse("EUR", 2).unwrap();
+    config.rates.insert(
+        AssetCode::parse("USD").unwrap(),
+        HashMap::from([(AssetCode::parse("EUR").unwrap(), Rate::parse("0.9").unwrap())]),
+    );
+    config
+        .fees
+        .insert(usd.clone(), opd_core::Fee::new(3, 100).unwrap());
+    let services = Services::new(
+        store,
+        Arc::new(clock.clone()),
+        Arc::new(SeededRandom::new(seed)),
+        config,
+    )
+    .await
+    .unwrap();
+    for (path, asset) in [("alice", &usd), ("bob", &usd), ("carol", &eur)] {
+        wallet_addresses::create(&services, path, asset.clone(), None)
+            .await
+            .unwrap();
+    }
+    let alice = wallet_addresses::by_path(&services, "alice").await.unwrap();
+    ledger::move_money(&services, &alice, 50_000, true, "start")
+        .await
+        .unwrap();
+    World {
+        services,
+        clock,
+        faults,
+        usd,
+        eur,
+        incoming: Vec::new(),
+        quotes: Vec::new(),
+        outgoing: Vec::new(),
+        keys: Vec::new(),
+        log: Vec::new(),
+        _dir: dir,
+    }
+}
+
+fn wallet_url(path: &str) -> String {
+    format!("{BASE}/{path}")
+}
+
+/// One random step; what it did goes to the log. Errors are expected
+/// (faults, and refusals such as a used quote): the step is simply over.
+async fn step(w: &mut World, dice: &mut Dice) {
+    let s = &w.services;
+    let what = match dice.below(16) {
+        0 | 1 => {
+            let (path, asset) = if dice.below(3) == 0 {
+                ("carol", &w.eur)
+            } else {
+                ("bob", &w.usd)
+            };
+            let incoming_amount = match dice.below(3) {
+                0 => None,
+                _ => Some(Amount::new(100 + dice.below(4_000), asset.clone())),
+            };
+            let expires_at = match dice.below(3) {
+                0 => Some(w.clock.now().plus_millis(60_000 + dice.below(600_000) as i64)),
+                _ => None,
+            };
+            let input = NewIncomingPayment {
+                wallet_address: wallet_url(path),
+                incoming_amount,
+                expires_at,
+                metadata: None,
+                client: None,
+            };
+            let r = incoming_payments::create(s, input).await;
+            if let Ok((p, _)) = &r {
+                let url = s.config.public_url.incoming_payment(p.id);
+                w.incoming.push((url, asset.clone()));
+            }
+            format!("incoming payment for {path}: {:?}", r.map(|(p, _)| p.id))
+        }
+        2..=4 => {
+            let Some((receiver, asset)) = dice.pick(&w.incoming).cloned() else {
+                return;
+            };
+            let target = match dice.below(3) {
+                0 => QuoteTarget::FixedSend(Amount::new(50 + dice.below(3_000), w.usd.clone())),
+                1 => QuoteTarget::Remaining,
+                _ => QuoteTarget::FixedReceive(Amount::new(50 + dice.below(3_000), asset)),
+            };
+            let input = NewQuote {
+                wallet_address: wallet_url("alice"),
+                receiver,
+                target,
+                client: None,
+            };
+            let r = quotes::create(s, input).await;
+            if let Ok((q, _)) = &r {
+                w.quotes.push(s.config.public_url.quote(q.id));
+            }
+            format!("quote: {:?}", r.map(|(q, _)| q.id))
+        }
+        5..=7 => {
+            let source = if dice.below(4) == 0 {
+                let Some((receiver, _)) = dice.pick(&w.incoming).cloned() else {
+                    return;
+                };
+                PaymentSource::IncomingPayment {
+                    receiver,
+                    debit_amount: Amount::new(50 + dice.below(2_000), w.usd.clone()),
+                }
+            } else {
+                let Some(quote) = dice.pick(&w.quotes).cloned() else {
+                    return;
+                };
+                PaymentSource::Quote(quote)
+            };
+            let input = NewOutgoingPayment {
+                wallet_address: wallet_url("alice"),
+                source,
+                metadata: None,
+                client: None,
+                grant: None,
+            };
+            let r = outgoing_payments::create(s, input).await;
+            if let Ok((p, _, _)) = &r {
+                w.outgoing.push(p.id);
+            }
+            format!("outgoing payment: {:?}", r.map(|(p, _, _)| p.id))
+        }
+        8..=10 => format!("worker: {:?}", worker::run_once(s).await),
+        11 => {
+            let ms = dice.below(40_000) as i64;
+            w.clock.advance_millis(ms);
+            format!("time +{ms} ms")
+        }
+        12 => {
+            let Some(id) = dice.pick(&w.outgoing).copied() else {
+                return;
+            };
+            format!("cancel {id}: {:?}", worker::cancel(s, id).await)
+        }
+        13 => {
+            let Some((url, _)) = dice.pick(&w.incoming).cloned() else {
+                return;
+            };
+            let id = s.config.public_url.incoming_payment_id(&url).unwrap();
+            let r = incoming_payments::complete(s, id).await;
+            format!("complete {id}: {:?}", r.map(|(p, _)| p.completed))
+        }
+        14 => {
+            let alice = match wallet_addresses::by_path(s, "alice").await {
+                Ok(a) => a,
+                Err(e) => return w.log.push(format!("alice: {e:?}")),
+            };
+            // Deposits and withdrawals, some repeated with their key (a
+            // retry after a lost answer must not move money twice).
+            let (key, amount, deposit) = match (dice.below(3), dice.pick(&w.keys).cloned()) {
+                (0, Some((key, amount))) => {
+                    let deposit = key.starts_with('d');
+                    (key, amount, deposit)
+                }
+                (1, _) => (format!("w{}", dice.next()), 1 + dice.below(500), false),
+                _ => (format!("d{}", dice.next()), 1 + dice.below(5_000), true),
+            };
+            w.keys.push((key.clone(), amount));
+            let r = ledger::move_money(s, &alice, amount, deposit, &key).await;
+            format!("move {key} {amount}: {:?}", r.map(|(_, new)| new))
+        }
+        _ => {
+            let expired = worker::expire_incoming_once(s).await;
+            let pruned = worker::retention_once(s).await.map(|_| ());
+            format!("expire: {expired:?}, retention: {pruned:?}")
+        }
+    };
+    w.log.push(what);
+}
+
+/// After the faults: runs the workers until nothing is due, with the clock
+/// past every lease, quote and incoming payment.
+async fn settle(w: &mut World) {
+    w.faults.set_rate(0);
+    for _ in 0..3 {
+        w.clock.advance_millis(worker::LEASE_MS + 1);
+        while worker::run_once(&w.services).await.unwrap() != worker::Step::Idle {}
+    }
+    w.clock.advance_millis(400 * 24 * 3600 * 1000);
+    while worker::run_once(&w.services).await.unwrap() != worker::Step::Idle {}
+    while worker::expire_incoming_once(&w.services).await.unwrap() > 0 {}
+}
+
+/// The outcome of one seed: the problems found (none when exact), and how
+/// many payments completed.
+async fn check(w: &World) -> (Vec<String>, usize) {
+    let s = &w.services;
+    let store = s.store.as_ref();
+    let mut problems = ledger::check(store).await.unwrap();
+    let alice = wallet_addresses::by_path(s, "alice").await.unwrap();
+    let mut payments = Vec::new();
+    let mut page = PageRequest {
+        cursor: None,
+        size: opd_core::pagination::MAX_PAGE_SIZE,
+        direction: opd_core::pagination::Direction::Forward,
+    };
+    loop {
+        let got = store
+            .list_outgoing_payments(alice.id, None, &page)
+            .await
+            .unwrap();
+        let last = got.items.last().map(|p| *p.id.as_uuid());
+        payments.extend(got.items);
+        match last.filter(|_| got.has_next_page) {
+            Some(cursor) => page.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    for id in &w.outgoing {
+        if !payments.iter().any(|p| p.id == *id) {
+            problems.push(format!("outgoing payment {id} was created but is gone"));
+        }
+    }
+    // Events by resource URL and type.
+    let events = store
+        .due_webhook_events(w.clock.now().plus_millis(1), 100_000)
+        .await
+        .unwrap();
+    let mut seen = HashMap::<(String, String), usize>::new();
+    for e in &events {
+        let body: serde_json::Value = serde_json::from_str(&e.data).unwrap();
+        let id = body["data"]["id"].as_str().unwrap_or_default().to_owned();
+        *seen.entry((id, e.kind.as_str().to_owned())).or_default() += 1;
+    }
+    let count = |url: &str, kind: &str| {
+        seen.get(&(url.to_owned(), kind.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    };
+    let transfers = store.ledger_all_transfers().await.unwrap();
+    let mut delivered = HashMap::<String, u64>::new();
+    for p in &payments {
+        let url = s.config.public_url.outgoing_payment(p.id);
+        let ended = match p.state {
+            OutgoingPaymentState::Completed => "outgoing_payment.completed",
+            OutgoingPaymentState::Failed | OutgoingPaymentState::Cancelled => {
+                "outgoing_payment.failed"
+            }
+            other => {
+                problems.push(format!("payment {} never ended: {other}", p.id));
+                continue;
+            }
+        };
+        for kind in ["outgoing_payment.created", ended] {
+            if count(&url, kind) != 1 {
+                problems.push(format!("payment {}: {} {kind} events", p.id, count(&url, kind)));
+            }
+        }
+        // What the payment's own transfers did to the sender.
+        let reference = p.id.to_string();
+        let sender_net: i128 = transfers
+            .iter()
+            .filter(|t| t.reference.as_deref() == Some(reference.as_str()))
+            .map(|t| {
+                let a = i128::from(t.amount);
+                match (
+                    t.debit_account.starts_with("wallet:"),
+                    t.credit_account.starts_with("wallet:"),
+                ) {
+                    (true, false) => -a,
+                    (false, true) => a,
+                    _ => 0,
+                }
+            })
+            .sum();
+        let expected = if p.state == OutgoingPaymentState::Completed {
+            *delivered.entry(p.receiver.clone()).or_default() += p.receive.value;
+            if p.sent == 0 {
+                problems.push(format!("completed payment {} sent nothing", p.id));
+            }
+            -i128::from(p.debit.value)
+        } else {
+            if p.sent != 0 {
+                problems.push(format!("payment {} ended {} with sentAmount {}", p.id, p.state, p.sent));
+            }
+            0
+        };
+        if sender_net != expected {
+            problems.push(format!(
+                "payment {} ({}) moved {sender_net} for its sender, expected {expected}",
+                p.id, p.state
+            ));
+        }
+    }
+    for (url, _) in &w.incoming {
+        let id = s.config.public_url.incoming_payment_id(url).unwrap();
+        let p = store.get_incoming_payment(id).await.unwrap().unwrap();
+        let expected = delivered.get(url).copied().unwrap_or(0);
+        if p.received_amount != expected {
+            problems.push(format!(
+                "incoming payment {id} received {} but payments delivered {expected}",
+                p.received_amount
+            ));
+        }
+        if count(url, "incoming_payment.created") != 1 {
+            problems.push(format!("incoming payment {id}: created events lost or doubled"));
+        }
+        let end = if p.completed {
+            "incoming_payment.completed"
+        } else {
+            "incoming_payment.expired"
+        };
+        if count(url, end) != 1 {
+            problems.push(format!("incoming payment {id}: {} {end} events", count(url, end)));
+        }
+    }
+    let completed = payments
+        .iter()
+        .filter(|p| p.state == OutgoingPaymentState::Completed)
+        .count();
+    (problems, completed)
+}
+
+/// Runs one seed; returns how many payments completed and how many faults
+/// were injected.
+async fn run_seed(seed: u64, backend: Backend) -> (usize, u64) {
+    let mut w = world(seed, backend).await;
+    let mut dice = Dice(seed ^ 0x5EED);
+    w.faults.set_rate(FAULT_RATE);
+    for _ in 0..STEPS {
+        step(&mut w, &mut dice).await;
+    }
+    let injected = w.faults.injected();
+    settle(&mut w).await;
+    let (problems, completed) = check(&w).await;
+    if std::env::var_os("OPD_SIM_VERBOSE").is_some() {
+        eprintln!("seed {seed}: {injected} faults\n{}", w.log.join("\n"));
+    }
+    assert!(
+        problems.is_empty(),
+        "seed {seed} on {backend:?} ({injected} faults injected): {problems:#?}\nsteps:\n{}\n\
+         replay: OPD_SIM_FIRST_SEED={seed} OPD_SIM_SEEDS=1 cargo test -p opd --test simulation",
+        w.log.join("\n")
+    );
+    (completed, injected)
+}
+
+fn var(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} must be a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// Runs the seeds `first + offset`, `first + offset + step`, ... below
+/// `first + count`, and checks the run as a whole did something.
+async fn run_seeds(backend: Backend, count: u64, offset: u64, step: u64) {
+    let first = var("OPD_SIM_FIRST_SEED", 1);
+    let (mut seed, mut runs, mut completed, mut faults) = (first + offset, 0usize, 0usize, 0u64);
+    while seed < first + count {
+        let (c, f) = run_seed(seed, backend).await;
+        (runs, completed, faults) = (runs + 1, completed + c, faults + f);
+        seed += step;
+    }
+    eprintln!("{backend:?}, {runs} seeds: {completed} payments completed, {faults} faults injected");
+    // A simulation where nothing is paid or nothing fails proves nothing.
+    if runs >= 50 {
+        assert!(completed >= runs / 2, "only {completed} payments completed in {runs} seeds");
+        assert!(faults >= runs as u64, "only {faults} faults injected in {runs} seeds");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn payments_end_exactly_once_under_faults_even_seeds() {
+    run_seeds(Backend::Sqlite, var("OPD_SIM_SEEDS", 2000), 0, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn payments_end_exactly_once_under_faults_odd_seeds() {
+    run_seeds(Backend::Sqlite, var("OPD_SIM_SEEDS", 2000), 1, 2).await;
+}
+
+/// PostgreSQL, where a commit can truly succeed while its answer is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn payments_end_exactly_once_under_faults_postgres() {
+    run_seeds(Backend::Postgres, var("OPD_SIM_PG_SEEDS", 200), 0, 1).await;
+}
