@@ -20,11 +20,21 @@ fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
         .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))
 }
 
+/// How long a statement waits for a connection before the database is
+/// reported unavailable.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Opens the database (applying or checking its migrations).
 pub async fn connect(options: &ConnectOptions) -> StoreResult<SqlStore> {
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(2))
-        .acquire_timeout(Duration::from_secs(30))
+        // While the database is down, sqlx keeps retrying a refused
+        // connection until this deadline: it is how long a request waits
+        // before it is answered 503 (with `Retry-After`). Long enough to
+        // ride out a restart's first seconds or a burst that takes every
+        // connection, short enough that clients are not held for the
+        // whole request timeout.
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         // No ping before each use of a pooled connection: sqlx already
         // tests each one when it goes back to the pool (and drops it if
         // broken), so a second test on the way out only added a round

@@ -11,6 +11,7 @@ mod connector;
 mod ilp;
 mod incoming_payments;
 mod limits;
+mod outage;
 mod outbound;
 mod payments;
 mod quotes;
