@@ -160,6 +160,14 @@ impl From<ServiceError> for ApiError {
                 tracing::error!(error = %m, "database unavailable");
                 ApiError::unavailable()
             }
+            S::StorageFull(m) => {
+                tracing::error!(error = %m, "the database's disk is full; writes are refused");
+                ApiError::new(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "insufficient_storage",
+                    "the server's storage is full; nothing of this request was saved",
+                )
+            }
             S::Internal(m) => {
                 tracing::error!(error = %m, "internal failure");
                 ApiError::internal()

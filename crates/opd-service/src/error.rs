@@ -55,6 +55,9 @@ pub enum ServiceError {
     /// The database could not be reached or timed out; try again later.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The database's disk is full: nothing of the request was saved.
+    #[error("storage full: {0}")]
+    StorageFull(String),
     /// A fault of this server (a store failure, corrupt data); the message
     /// is for the logs, never for the requester.
     #[error("internal error: {0}")]
@@ -71,6 +74,7 @@ impl From<StoreError> for ServiceError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(m) => ServiceError::Unavailable(m),
+            StoreError::Full(m) => ServiceError::StorageFull(m),
             other => ServiceError::Internal(other.to_string()),
         }
     }

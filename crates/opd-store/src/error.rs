@@ -9,6 +9,9 @@ pub enum StoreError {
     /// The database could not be reached or timed out.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The disk holding the database is full: nothing was saved.
+    #[error("the database's disk is full: {0}")]
+    Full(String),
     /// The database URL or setup is wrong; a startup error.
     #[error("{0}")]
     Config(String),
@@ -51,6 +54,9 @@ impl From<crate::sqlite::driver::Error> for StoreError {
         }
         if e.is_busy() {
             return StoreError::Unavailable(e.to_string());
+        }
+        if e.is_full() {
+            return StoreError::Full(e.to_string());
         }
         match e {
             E::ColumnNotFound(_) | E::Decode { .. } => StoreError::Corrupt(e.to_string()),

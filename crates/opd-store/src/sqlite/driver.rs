@@ -45,7 +45,7 @@ pub enum Error {
     #[error("the transaction has already ended")]
     TransactionEnded,
     #[error("{0}")]
-    GroupCommit(Arc<str>),
+    GroupCommit(GroupFailure),
     #[error("cannot start the checkpoint thread: {0}")]
     Thread(#[source] std::io::Error),
 }
@@ -58,11 +58,28 @@ impl Error {
                 || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
     }
 
+    /// The disk, or the file size the process may write, is full.
+    pub fn is_full(&self) -> bool {
+        match self {
+            Error::Sqlite(e) => is_full(e),
+            Error::GroupCommit(g) => g.full,
+            _ => false,
+        }
+    }
+
     /// The database stayed locked by another process past the busy timeout.
     pub fn is_busy(&self) -> bool {
         matches!(self, Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))
             if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
     }
+}
+
+/// Whether SQLite failed for lack of space: `SQLITE_FULL`, or a write the
+/// operating system cut short (`SQLITE_IOERR_WRITE`, which a file size limit
+/// gives).
+fn is_full(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == ErrorCode::DiskFull || f.extended_code == rusqlite::ffi::SQLITE_IOERR_WRITE)
 }
 
 /// A value a statement parameter can take.
@@ -466,7 +483,30 @@ const MAX_GROUP: usize = 32;
 const GROUP_WAIT: Duration = Duration::from_millis(5);
 
 /// The outcome of one group's commit: `None` while it is open.
-type GroupOutcome = Option<Result<(), Arc<str>>>;
+type GroupOutcome = Option<Result<(), GroupFailure>>;
+
+/// Why a commit group failed, shared by every member of the group.
+#[derive(Debug, Clone)]
+pub struct GroupFailure {
+    message: Arc<str>,
+    /// The disk (or the file size limit) was full.
+    full: bool,
+}
+
+impl GroupFailure {
+    fn new(message: impl Into<Arc<str>>) -> Self {
+        Self {
+            message: message.into(),
+            full: false,
+        }
+    }
+}
+
+impl std::fmt::Display for GroupFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 /// An open database transaction carrying the released transactions of
 /// several callers.
@@ -493,7 +533,7 @@ impl Writer {
             // SQLite rolled the group's transaction back on its own (an I/O
             // error, say): its released members must not read as committed.
             let _lost =
-                self.end_group(Err("the transaction was rolled back by the database".into()));
+                self.end_group(Err(GroupFailure::new("the transaction was rolled back by the database")));
         }
         if self.group.is_none() {
             self.conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -523,20 +563,23 @@ impl Writer {
 
     /// Commits the open group (or rolls it back if `outcome` is an error)
     /// and tells every member waiting for it.
-    fn end_group(&mut self, outcome: Result<(), Arc<str>>) -> Result<(), Arc<str>> {
+    fn end_group(&mut self, outcome: Result<(), GroupFailure>) -> Result<(), GroupFailure> {
         let Some(group) = self.group.take() else {
             return outcome;
         };
         let outcome = match outcome {
             Ok(()) if self.conn.is_autocommit() => {
-                Err(Arc::from("the transaction was rolled back by the database"))
+                Err(GroupFailure::new("the transaction was rolled back by the database"))
             }
             Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| {
-                let message: Arc<str> = Arc::from(format!("commit failed: {e}"));
+                let failure = GroupFailure {
+                    message: Arc::from(format!("commit failed: {e}")),
+                    full: is_full(&e),
+                };
                 if !self.conn.is_autocommit() {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
-                message
+                failure
             }),
             Err(e) => {
                 if !self.conn.is_autocommit() {
@@ -700,7 +743,7 @@ impl WritePool {
         let result = outcome.borrow().clone();
         match result {
             Some(r) => r.map_err(Error::GroupCommit),
-            None => Err(Error::GroupCommit(Arc::from(
+            None => Err(Error::GroupCommit(GroupFailure::new(
                 "the commit's outcome was lost",
             ))),
         }
@@ -733,7 +776,7 @@ pub struct TxConn {
 
 impl TxConn {
     /// Ends a group that nobody queued is going to carry on.
-    fn close_group_if_last(&self, writer: &mut Writer) -> Result<(), Arc<str>> {
+    fn close_group_if_last(&self, writer: &mut Writer) -> Result<(), GroupFailure> {
         if writer.group.is_some() && !self.pool.others_queued() {
             return writer.end_group(Ok(()));
         }
@@ -747,7 +790,7 @@ impl Drop for TxConn {
             // An early return or an error: nothing of it is kept.
             if let Err(e) = writer.rollback_member() {
                 tracing::error!(error = %e, "rolling back an abandoned SQLite transaction failed");
-                let _ = writer.end_group(Err(Arc::from(format!("rollback failed: {e}"))));
+                let _ = writer.end_group(Err(GroupFailure::new(format!("rollback failed: {e}"))));
             }
             if let Err(e) = self.close_group_if_last(&mut writer) {
                 tracing::error!(error = %e, "committing a SQLite transaction group failed");
