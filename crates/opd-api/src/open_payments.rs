@@ -137,6 +137,20 @@ fn denied(state: &AppState, e: opd_service::access::AccessError) -> ApiError {
     crate::auth::access_error(&state.services, e)
 }
 
+/// The per-client limit on creating resources (`--create-requests-per-minute`):
+/// 429 `too_many_requests` with `Retry-After` when the client is over it.
+fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
+    state.services.create_throttle.take(client).map_err(|wait| {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "this client creates resources too fast; try again later",
+        );
+        e.retry_after = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
+        e
+    })
+}
+
 async fn create_incoming_payment(
     State(state): State<AppState>,
     meta: RequestMeta,
@@ -161,6 +175,7 @@ async fn create_incoming_payment(
             &req.wallet_address,
         ))
         .map_err(|e| denied(&state, e))?;
+    creation_allowed(&state, &caller.client)?;
     let incoming_amount = req
         .incoming_amount
         .as_ref()
@@ -334,6 +349,7 @@ async fn create_quote(
     let caller = auth
         .require(need(AccessType::Quote, Action::Create, &req.wallet_address))
         .map_err(|e| denied(&state, e))?;
+    creation_allowed(&state, &caller.client)?;
     if req.method != "ilp" {
         return Err(ApiError::invalid_request(
             "method must be \"ilp\", the only payment method",
@@ -419,6 +435,7 @@ async fn create_outgoing_payment(
             &req.wallet_address,
         ))
         .map_err(|e| denied(&state, e))?;
+    creation_allowed(&state, &caller.client)?;
     let source = match (req.quote_id, req.incoming_payment, &req.debit_amount) {
         (Some(q), None, None) => PaymentSource::Quote(q),
         (None, Some(receiver), Some(d)) => PaymentSource::IncomingPayment {

@@ -72,6 +72,9 @@ pub struct ServiceConfig {
     /// Grant requests allowed per minute per client and per client address
     /// (each may also burst to this many at once); 0: no limit.
     pub grant_requests_per_minute: u32,
+    /// Incoming payments, quotes and outgoing payments one client may
+    /// create per minute (also the burst); 0: no limit.
+    pub create_requests_per_minute: u32,
     /// Interactive grants a client may have waiting for a decision at once.
     pub max_pending_interactions: u32,
     /// Incoming payments a client identified by a key alone may create per
@@ -152,6 +155,7 @@ impl ServiceConfig {
                 previous: None,
             },
             grant_requests_per_minute: 600,
+            create_requests_per_minute: 6000,
             max_pending_interactions: 100,
             key_only_incoming_per_hour: 100,
             pricing_cache_ttl: Duration::from_secs(2),
@@ -210,6 +214,8 @@ pub struct Services {
     pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
     /// Grant requests by client and by client address.
     pub grant_throttle: throttle::Throttle,
+    /// Resource creation by client.
+    pub create_throttle: throttle::Throttle,
     /// Failed consent-page passwords, by wallet address and by address.
     pub password_lockout: throttle::Lockout,
     /// Signalled when a payment becomes due (created or funded here), so an
@@ -275,6 +281,10 @@ impl Services {
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
         let signature_policy = config.signature_policy.clone();
         let cache_ttl = config.cache_ttl;
+        let create_throttle = throttle::Throttle::new(
+            config.create_requests_per_minute,
+            config.create_requests_per_minute,
+        );
         let grant_throttle = throttle::Throttle::new(
             config.grant_requests_per_minute,
             config.grant_requests_per_minute,
@@ -309,6 +319,7 @@ impl Services {
             routing_cache: cache::TtlCache::new(cache_ttl, 1),
             receiver_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             grant_throttle,
+            create_throttle,
             password_lockout: throttle::Lockout::new(3),
             payments_due: tokio::sync::Notify::new(),
             stream_secret,

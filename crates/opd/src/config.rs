@@ -132,6 +132,9 @@ pub struct ServeArgs {
     /// Grant requests allowed per minute per client and per client address (also the burst); 0: no limit [default: 600].
     #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE")]
     pub grant_requests_per_minute: Option<u32>,
+    /// Incoming payments, quotes and outgoing payments one client may create per minute (also the burst), per node; 0: no limit [default: 6000].
+    #[arg(long, env = "OPD_CREATE_REQUESTS_PER_MINUTE")]
+    pub create_requests_per_minute: Option<u32>,
     /// Interactive grants one client may have waiting for a decision at once [default: 100].
     #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS")]
     pub max_pending_interactions: Option<u32>,
@@ -211,6 +214,7 @@ pub struct FileConfig {
     pub secrets_key_file: Option<PathBuf>,
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: Option<u32>,
+    pub create_requests_per_minute: Option<u32>,
     pub max_pending_interactions: Option<u32>,
     pub retention_days: Option<u64>,
     pub header_timeout_secs: Option<u64>,
@@ -290,6 +294,7 @@ pub struct Settings {
     pub secrets_key_file: Option<PathBuf>,
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: u32,
+    pub create_requests_per_minute: u32,
     pub max_pending_interactions: u32,
     pub retention_days: u64,
     pub header_timeout_secs: u64,
@@ -416,6 +421,10 @@ impl Settings {
                 .grant_requests_per_minute
                 .or(file.grant_requests_per_minute)
                 .unwrap_or(600),
+            create_requests_per_minute: serve
+                .create_requests_per_minute
+                .or(file.create_requests_per_minute)
+                .unwrap_or(6000),
             max_pending_interactions: serve
                 .max_pending_interactions
                 .or(file.max_pending_interactions)

@@ -72,6 +72,7 @@ impl Dice {
 
 struct World {
     services: Services,
+    sql: Arc<opd_store::SqlStore>,
     clock: ManualClock,
     faults: Arc<Faults>,
     usd: Asset,
@@ -104,7 +105,8 @@ async fn world(seed: u64, backend: Backend) -> World {
     };
     let faults = Arc::new(Faults::seeded(seed));
     store.inject_faults(faults.clone());
-    let store: Arc<dyn Store> = Arc::new(store);
+    let sql = Arc::new(store);
+    let store: Arc<dyn Store> = sql.clone();
     let clock = ManualClock::new(Timestamp::parse_rfc3339("2026-11-01T00:00:00Z").unwrap());
     let public = PublicUrl::parse(BASE).unwrap();
     let mut config = ServiceConfig::new(
@@ -112,6 +114,10 @@ async fn world(seed: u64, backend: Backend) -> World {
         format!("{BASE}/auth"),
         opd_ilp::IlpAddress::new("test.sim").unwrap(),
     );
+    // Caches expire by the machine's clock: kept for the whole run, so a
+    // seed replays the same statements, and so the same faults, every time.
+    config.cache_ttl = std::time::Duration::from_secs(3600);
+    config.pricing_cache_ttl = std::time::Duration::from_secs(3600);
     let usd = Asset::parse("USD", 2).unwrap();
     let eur = Asset::parse("EUR", 2).unwrap();
     config.rates.insert(
@@ -140,6 +146,7 @@ async fn world(seed: u64, backend: Backend) -> World {
         .unwrap();
     World {
         services,
+        sql,
         clock,
         faults,
         usd,
@@ -293,11 +300,24 @@ async fn settle(w: &mut World) {
     w.faults.set_rate(0);
     for _ in 0..3 {
         w.clock.advance_millis(worker::LEASE_MS + 1);
-        while worker::run_once(&w.services).await.unwrap() != worker::Step::Idle {}
+        run_until_idle(w).await;
     }
     w.clock.advance_millis(400 * 24 * 3600 * 1000);
-    while worker::run_once(&w.services).await.unwrap() != worker::Step::Idle {}
+    run_until_idle(w).await;
     while worker::expire_incoming_once(&w.services).await.unwrap() > 0 {}
+}
+
+/// Runs the payment worker until nothing is due. Each step first waits for
+/// the rollbacks of transactions a fault cut short (PostgreSQL): a payment
+/// row they still lock is passed over, as a real worker passes over it
+/// until its next poll.
+async fn run_until_idle(w: &World) {
+    loop {
+        w.sql.connections_returned().await;
+        if worker::run_once(&w.services).await.unwrap() == worker::Step::Idle {
+            return;
+        }
+    }
 }
 
 /// The outcome of one seed: the problems found (none when exact), and how

@@ -195,3 +195,27 @@ async fn a_key_only_client_has_an_hourly_quota_of_incoming_payments() {
     let r = create(token().await, bob.clone(), 4).await;
     assert_eq!(r.status, reqwest::StatusCode::CREATED, "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_client_creating_too_fast_gets_429_with_retry_after() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.create_requests_per_minute = 3).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let url = app.url("incoming-payments");
+    let body = serde_json::json!({ "walletAddress": bob });
+    for _ in 0..3 {
+        let (status, _, v) = app.signed(reqwest::Method::POST, &url, Some(&body)).await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{v}");
+    }
+    let (status, headers, v) = app.signed(reqwest::Method::POST, &url, Some(&body)).await;
+    assert_eq!(status, reqwest::StatusCode::TOO_MANY_REQUESTS, "{v}");
+    assert_eq!(v["error"]["code"], "too_many_requests");
+    let wait: u64 = headers[reqwest::header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&wait), "Retry-After: {wait}");
+    // Reads are not limited.
+    let (status, v) = app.get(&format!("{url}?wallet-address={bob}")).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{v}");
+}
