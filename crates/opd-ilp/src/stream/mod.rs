@@ -25,6 +25,7 @@
 
 pub mod frame;
 pub mod receiver;
+pub mod sender;
 
 pub use frame::{Frame, FrameType, StreamErrorCode};
 

@@ -1,0 +1,445 @@
+//! The pure part of a STREAM sender (issue 13): the exact arithmetic of
+//! quoting and sending, and the reading of a receiver's answers. The I/O
+//! side (sending Prepares through a peer, persisting progress) lives in
+//! `opd-service`.
+//!
+//! It follows `@interledger/pay` (see `../shared/research/ilp.md` §1.5):
+//!
+//! 1. **Probe** with unfulfillable Prepares (a random condition) of
+//!    10¹², 10¹¹, … 1: each authentic STREAM reply says how much arrived,
+//!    which bounds the path's rate to `[received/sent, (received+1)/sent)`
+//!    ([`RateBounds`]); an F08 with data gives the path's maximum packet
+//!    amount ([`MaxPacket`]).
+//! 2. **Quote** against a minimum rate, the external rate less slippage
+//!    ([`min_rate`]); a probed rate below it fails the quote.
+//! 3. **Send** fulfillable packets within the maximum, each asking the
+//!    receiver (STREAM `prepareAmount`) for at least the amount at the
+//!    minimum rate ([`min_delivery`]).
+//!
+//! A receiver answers a probe with a Reject carrying its encrypted STREAM
+//! reply: F99 (RFC 29, `stream-receiver` up to 0.3.3-alpha.3, opd) or F05
+//! (`stream-receiver` 0.3.3-alpha.4, current Rafiki). Both count when the
+//! reply decrypts and answers this request ([`read_answer`]).
+//!
+//! Rates are exact fractions of u64 numbers, compared by cross
+//! multiplication in u128: no floating point anywhere.
+
+use std::cmp::Ordering;
+
+use crate::error_code::ErrorCode;
+use crate::packet::{AmountTooLarge, Fulfill, PacketType, Reject};
+use crate::stream::{Frame, StreamPacket};
+
+/// An exact non-negative fraction `num / den` (`den > 0`).
+#[derive(Debug, Clone, Copy)]
+pub struct Ratio {
+    num: u128,
+    den: u128,
+}
+
+impl Ratio {
+    /// `num / den`; `None` when `den` is zero.
+    pub fn new(num: u128, den: u128) -> Option<Self> {
+        (den > 0).then_some(Self { num, den })
+    }
+
+    /// The numerator.
+    pub fn num(self) -> u128 {
+        self.num
+    }
+
+    /// The denominator.
+    pub fn den(self) -> u128 {
+        self.den
+    }
+
+    /// `floor(amount × self)`, or `None` past u64.
+    pub fn floor_mul(self, amount: u64) -> Option<u64> {
+        let product = u128::from(amount).checked_mul(self.num)?;
+        u64::try_from(product / self.den).ok()
+    }
+
+    /// `ceil(amount × self)`, or `None` past u64.
+    pub fn ceil_mul(self, amount: u64) -> Option<u64> {
+        let product = u128::from(amount).checked_mul(self.num)?;
+        u64::try_from(product.div_ceil(self.den)).ok()
+    }
+
+    /// `ceil(amount / self)`, or `None` for a zero rate or past u64.
+    pub fn ceil_div(self, amount: u64) -> Option<u64> {
+        if self.num == 0 {
+            return None;
+        }
+        let product = u128::from(amount).checked_mul(self.den)?;
+        u64::try_from(product.div_ceil(self.num)).ok()
+    }
+}
+
+impl PartialEq for Ratio {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ratio {}
+
+impl PartialOrd for Ratio {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ratio {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Every ratio the sender builds has u64-sized parts, so the
+        // products fit; saturation keeps any other input ordered sanely.
+        let left = self.num.saturating_mul(other.den);
+        let right = other.num.saturating_mul(self.den);
+        left.cmp(&right)
+    }
+}
+
+/// What the probes so far say about the path's exchange rate, as
+/// destination units per source unit: at least `low`, below `high`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateBounds {
+    /// The rate is at least this.
+    pub low: Ratio,
+    /// The rate is below this.
+    pub high: Ratio,
+}
+
+impl RateBounds {
+    /// The bounds one answer gives: `received` arrived of `sent`.
+    pub fn from_probe(sent: u64, received: u64) -> Option<Self> {
+        let sent = u128::from(sent);
+        Some(Self {
+            low: Ratio::new(u128::from(received), sent)?,
+            high: Ratio::new(u128::from(received) + 1, sent)?,
+        })
+    }
+
+    /// Narrows the bounds with another answer. Answers that contradict the
+    /// bounds (the rate moved) replace them, as `@interledger/pay` does.
+    pub fn narrow(self, sent: u64, received: u64) -> Self {
+        let Some(new) = Self::from_probe(sent, received) else {
+            return self;
+        };
+        let low = self.low.max(new.low);
+        let high = self.high.min(new.high);
+        if low < high {
+            Self { low, high }
+        } else {
+            new
+        }
+    }
+}
+
+/// What is known of the largest packet the path carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxPacket {
+    /// No hop refused a packet as too large.
+    Unknown,
+    /// A hop said exactly how much it takes (F08 with data).
+    Precise(u64),
+    /// A packet of one more than this was refused without details.
+    Imprecise(u64),
+}
+
+impl MaxPacket {
+    /// The largest amount worth sending now.
+    pub fn limit(self) -> u64 {
+        match self {
+            Self::Unknown => u64::MAX,
+            Self::Precise(m) | Self::Imprecise(m) => m,
+        }
+    }
+
+    /// Learns from an F08 to a packet of `sent` source units. With data,
+    /// the hop's maximum in its own units is scaled back to source units:
+    /// `floor(max × sent / received)`.
+    pub fn learn(self, sent: u64, too_large: Option<&AmountTooLarge>) -> Self {
+        let learned = match too_large {
+            Some(d) if d.received_amount > 0 => {
+                let scaled = u128::from(d.maximum_amount) * u128::from(sent)
+                    / u128::from(d.received_amount);
+                Self::Precise(u64::try_from(scaled).unwrap_or(u64::MAX))
+            }
+            _ => Self::Imprecise(sent.saturating_sub(1)),
+        };
+        if learned.limit() < self.limit() {
+            learned
+        } else {
+            self
+        }
+    }
+}
+
+/// The probe amounts, largest first, within the maximum packet amount.
+pub fn probe_amounts(max: MaxPacket) -> impl Iterator<Item = u64> {
+    (0..=12u32)
+        .rev()
+        .map(|e| 10u64.pow(e))
+        .filter(move |a| *a <= max.limit())
+}
+
+/// The least rate the sender accepts, in destination units per source
+/// unit: `external × (1 − slippage) × 10^(dst_scale − src_scale)`, where
+/// `external` is the price ratio of the two assets as an exact fraction
+/// and `slippage_basis_points` is out of 10 000. `None` past u128.
+pub fn min_rate(
+    external: Ratio,
+    slippage_basis_points: u16,
+    src_scale: u8,
+    dst_scale: u8,
+) -> Option<Ratio> {
+    let keep = 10_000u128.checked_sub(u128::from(slippage_basis_points))?;
+    let mut num = external.num.checked_mul(keep)?;
+    let mut den = external.den.checked_mul(10_000)?;
+    if dst_scale >= src_scale {
+        num = num.checked_mul(10u128.checked_pow(u32::from(dst_scale - src_scale))?)?;
+    } else {
+        den = den.checked_mul(10u128.checked_pow(u32::from(src_scale - dst_scale))?)?;
+    }
+    let g = gcd(num, den);
+    Ratio::new(num / g.max(1), den / g.max(1))
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The least a packet of `amount` source units must deliver at `rate`:
+/// `ceil(amount × rate)`; the receiver refuses less (F99), so the sender
+/// never pays for a worse rate than it quoted.
+pub fn min_delivery(amount: u64, rate: Ratio) -> Option<u64> {
+    rate.ceil_mul(amount)
+}
+
+/// Why a quote cannot be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuoteError {
+    /// The probed rate is below the minimum.
+    #[error("the path's exchange rate is below the minimum acceptable rate")]
+    InsufficientExchangeRate,
+    /// Nothing would arrive.
+    #[error("the amount is too small to deliver anything at the minimum rate")]
+    AmountTooSmall,
+    /// An amount would not fit in a u64.
+    #[error("an amount computation exceeds 64 bits")]
+    Overflow,
+}
+
+/// The amounts of a quote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotedAmounts {
+    /// Most the sender sends.
+    pub max_source: u64,
+    /// Least the receiver gets.
+    pub min_delivery: u64,
+}
+
+/// Checks the probed rate against the minimum.
+pub fn check_rate(probed: RateBounds, minimum: Ratio) -> Result<(), QuoteError> {
+    if probed.low < minimum {
+        Err(QuoteError::InsufficientExchangeRate)
+    } else {
+        Ok(())
+    }
+}
+
+/// A fixed-send quote: send exactly `amount`; the receiver gets at least
+/// `floor(amount × minimum)` (rounding per packet can cost up to one unit
+/// in every packet, which the probed rate must cover: see [`check_rate`]).
+pub fn fixed_send(amount: u64, minimum: Ratio) -> Result<QuotedAmounts, QuoteError> {
+    let min_delivery = minimum.floor_mul(amount).ok_or(QuoteError::Overflow)?;
+    if min_delivery == 0 {
+        return Err(QuoteError::AmountTooSmall);
+    }
+    Ok(QuotedAmounts {
+        max_source: amount,
+        min_delivery,
+    })
+}
+
+/// A fixed-delivery quote: the receiver gets `amount`; the sender sends at
+/// most `ceil(amount / minimum)`.
+pub fn fixed_delivery(amount: u64, minimum: Ratio) -> Result<QuotedAmounts, QuoteError> {
+    if amount == 0 {
+        return Err(QuoteError::AmountTooSmall);
+    }
+    let max_source = minimum
+        .ceil_div(amount)
+        .ok_or(QuoteError::InsufficientExchangeRate)?;
+    Ok(QuotedAmounts {
+        max_source,
+        min_delivery: amount,
+    })
+}
+
+/// What a receiver's answer to one request says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The packet was fulfilled; `received` arrived (from the authentic
+    /// reply, or the request's minimum when the reply is missing).
+    Fulfilled {
+        /// What arrived, in the receiver's units.
+        received: u64,
+        /// The reply's frames.
+        frames: Vec<Frame>,
+    },
+    /// The receiver saw the packet and refused it (a probe's answer, or
+    /// less than the minimum arrived): F99 or F05 with an authentic reply.
+    Refused {
+        /// F99 or F05.
+        code: ErrorCode,
+        /// What arrived, in the receiver's units.
+        received: u64,
+        /// The reply's frames (asset details, a close).
+        frames: Vec<Frame>,
+    },
+    /// A hop said the packet was too large (F08).
+    TooLarge(Option<AmountTooLarge>),
+    /// A temporary error (T..): try again later.
+    Temporary(ErrorCode),
+    /// A final or relative error without an authentic reply.
+    Failed(ErrorCode),
+}
+
+/// Reads the answer to the request numbered `sequence` on a connection
+/// with `shared_secret`. A reply that does not decrypt, or answers another
+/// request, is ignored: only the receiver can make an authentic one.
+pub fn read_answer(
+    shared_secret: &[u8; 32],
+    sequence: u64,
+    request_minimum: u64,
+    answer: Result<&Fulfill, &Reject>,
+) -> Answer {
+    let authentic = |data: &[u8], expected: PacketType| {
+        StreamPacket::decrypt_and_decode(shared_secret, data)
+            .ok()
+            .filter(|p| p.sequence == sequence && p.ilp_packet_type == expected)
+    };
+    match answer {
+        Ok(fulfill) => match authentic(&fulfill.data, PacketType::Fulfill) {
+            Some(reply) => Answer::Fulfilled {
+                received: reply.prepare_amount,
+                frames: reply.frames,
+            },
+            None => Answer::Fulfilled {
+                received: request_minimum,
+                frames: Vec::new(),
+            },
+        },
+        Err(reject) => {
+            let code = reject.code;
+            if code == ErrorCode::F08_AMOUNT_TOO_LARGE {
+                return Answer::TooLarge(AmountTooLarge::decode(&reject.data).ok());
+            }
+            let receiver_code =
+                code == ErrorCode::F99_APPLICATION_ERROR || code == ErrorCode::F05_WRONG_CONDITION;
+            match (receiver_code, authentic(&reject.data, PacketType::Reject)) {
+                (true, Some(reply)) => Answer::Refused {
+                    code,
+                    received: reply.prepare_amount,
+                    frames: reply.frames,
+                },
+                _ if code.class() == crate::error_code::ErrorClass::Temporary => {
+                    Answer::Temporary(code)
+                }
+                _ => Answer::Failed(code),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(num: u128, den: u128) -> Ratio {
+        Ratio::new(num, den).unwrap()
+    }
+
+    #[test]
+    fn ratios_compare_and_round_exactly() {
+        assert_eq!(r(1, 3), r(2, 6));
+        assert!(r(1, 3) < r(334, 1000));
+        assert_eq!(r(9, 10).floor_mul(1001), Some(900));
+        assert_eq!(r(9, 10).ceil_mul(1001), Some(901));
+        assert_eq!(r(9, 10).ceil_div(900), Some(1000));
+        assert_eq!(r(9, 10).ceil_div(901), Some(1002));
+        assert_eq!(r(0, 1).ceil_div(1), None);
+        assert_eq!(r(2, 1).ceil_mul(u64::MAX), None);
+        assert!(Ratio::new(1, 0).is_none());
+    }
+
+    #[test]
+    fn probes_narrow_the_rate_and_moves_reset_it() {
+        // A path at 0.9 with rounding down: 10^12 -> 9 * 10^11, 10 -> 9.
+        let b = RateBounds::from_probe(1_000_000_000_000, 900_000_000_000).unwrap();
+        let b = b.narrow(10, 9);
+        assert_eq!(b.low, r(9, 10));
+        assert_eq!(b.high, r(900_000_000_001, 1_000_000_000_000));
+        // The rate moved to 0.8: the old bounds go.
+        let moved = b.narrow(100, 80);
+        assert_eq!(moved.low, r(8, 10));
+        assert_eq!(moved.high, r(81, 100));
+    }
+
+    #[test]
+    fn max_packet_is_learned_from_f08() {
+        let m = MaxPacket::Unknown.learn(
+            1_000,
+            Some(&AmountTooLarge {
+                received_amount: 900,
+                maximum_amount: 450,
+            }),
+        );
+        assert_eq!(m, MaxPacket::Precise(500));
+        assert_eq!(m.learn(10_000, None), MaxPacket::Precise(500));
+        assert_eq!(m.learn(300, None), MaxPacket::Imprecise(299));
+        assert_eq!(
+            probe_amounts(MaxPacket::Precise(500)).collect::<Vec<_>>(),
+            vec![100, 10, 1]
+        );
+        assert_eq!(probe_amounts(MaxPacket::Unknown).count(), 13);
+    }
+
+    #[test]
+    fn minimum_rates_and_quotes_are_exact() {
+        // USD (scale 2) to EUR (scale 2) at 0.9 with 1 % slippage: 0.891.
+        let min = min_rate(r(9, 10), 100, 2, 2).unwrap();
+        assert_eq!(min, r(891, 1000));
+        // Scale 2 to scale 9 multiplies by 10^7.
+        assert_eq!(min_rate(r(1, 1), 0, 2, 9).unwrap(), r(10_000_000, 1));
+        assert_eq!(min_rate(r(1, 1), 0, 9, 2).unwrap(), r(1, 10_000_000));
+        assert_eq!(
+            fixed_send(1000, min),
+            Ok(QuotedAmounts {
+                max_source: 1000,
+                min_delivery: 891
+            })
+        );
+        assert_eq!(fixed_send(1, min), Err(QuoteError::AmountTooSmall));
+        assert_eq!(
+            fixed_delivery(891, min),
+            Ok(QuotedAmounts {
+                max_source: 1000,
+                min_delivery: 891
+            })
+        );
+        assert_eq!(fixed_delivery(892, min).unwrap().max_source, 1002);
+        assert_eq!(min_delivery(112, min), Some(100));
+        let probed = RateBounds::from_probe(1000, 890).unwrap();
+        assert_eq!(
+            check_rate(probed, min),
+            Err(QuoteError::InsufficientExchangeRate)
+        );
+        let probed = RateBounds::from_probe(1000, 900).unwrap();
+        assert_eq!(check_rate(probed, min), Ok(()));
+    }
+}
