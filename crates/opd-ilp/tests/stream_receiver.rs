@@ -192,3 +192,126 @@ fn pay_probe_and_close() {
     };
     assert_eq!(r.code, ErrorCode::F02_UNREACHABLE);
 }
+
+/// A path between sender and receiver: converts at 9/10 (rounding down)
+/// and refuses packets over 500 source units with F08 and data, as a
+/// connector does. Returns the receiver's answer.
+fn through_path(secret: &StreamSecret, prepare: &Prepare, iv: u8) -> Packet {
+    if prepare.amount > 500 {
+        let data = opd_ilp::AmountTooLarge {
+            received_amount: prepare.amount,
+            maximum_amount: 500,
+        };
+        return Packet::Reject(Reject {
+            code: ErrorCode::F08_AMOUNT_TOO_LARGE,
+            triggered_by: Some("test.connector".parse().unwrap()),
+            message: String::new(),
+            data: data.encode().to_vec(),
+        });
+    }
+    let mut converted = prepare.clone();
+    converted.amount = prepare.amount * 9 / 10;
+    Packet::decode(&receive(secret, &converted.encode(), [iv; 12])).unwrap()
+}
+
+#[test]
+fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
+    use opd_ilp::stream::sender::{
+        fixed_delivery, min_delivery, min_rate, probe_amounts, read_answer, Answer, MaxPacket,
+        RateBounds, Ratio,
+    };
+    let secret = StreamSecret::from_bytes([5; 32]);
+    let creds = generate_credentials(&secret, &server(), TAG, Some(("EUR", 2)), [7; 12]).unwrap();
+    let shared = creds.shared_secret;
+    let answer_of = |packet: Packet, sequence: u64, minimum: u64| match packet {
+        Packet::Fulfill(f) => read_answer(&shared, sequence, minimum, Ok(&f)),
+        Packet::Reject(r) => read_answer(&shared, sequence, minimum, Err(&r)),
+        Packet::Prepare(_) => panic!("a Prepare is no answer"),
+    };
+
+    // Probing: the largest amounts hit the path's maximum first.
+    let mut max = MaxPacket::Unknown;
+    let mut bounds: Option<RateBounds> = None;
+    let mut sequence = 0;
+    let mut asset = None;
+    let amounts: Vec<u64> = probe_amounts(max).collect();
+    for amount in amounts {
+        if amount > max.limit() {
+            continue;
+        }
+        sequence += 1;
+        let request = StreamPacket {
+            sequence,
+            ilp_packet_type: PacketType::Prepare,
+            prepare_amount: 0,
+            frames: vec![Frame::ConnectionNewAddress {
+                source_account: String::new(),
+            }],
+        };
+        let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, true);
+        match answer_of(through_path(&secret, &prepare, 1), sequence, 0) {
+            Answer::TooLarge(data) => max = max.learn(amount, data.as_ref()),
+            Answer::Refused { received, frames, .. } => {
+                bounds = Some(match bounds {
+                    None => RateBounds::from_probe(amount, received).unwrap(),
+                    Some(b) => b.narrow(amount, received),
+                });
+                asset = asset.or(frames.into_iter().find_map(|f| match f {
+                    Frame::ConnectionAssetDetails {
+                        source_asset_code,
+                        source_asset_scale,
+                    } => Some((source_asset_code, source_asset_scale)),
+                    _ => None,
+                }));
+            }
+            other => panic!("probe of {amount}: {other:?}"),
+        }
+    }
+    assert_eq!(max, MaxPacket::Precise(500));
+    assert_eq!(asset, Some(("EUR".to_owned(), 2)));
+    let bounds = bounds.unwrap();
+    assert_eq!(bounds.low, Ratio::new(9, 10).unwrap());
+
+    // Quote 1000 EUR cents to deliver at 0.9 less 1 %.
+    let minimum = min_rate(Ratio::new(9, 10).unwrap(), 100, 2, 2).unwrap();
+    opd_ilp::stream::sender::check_rate(bounds, minimum).unwrap();
+    let quote = fixed_delivery(1000, minimum).unwrap();
+    assert_eq!(quote.max_source, 1123);
+
+    // Pay in packets within the maximum, sized by the probed rate (so the
+    // last one does not overshoot) and each asking for at least the
+    // minimum rate, until the receiver has what was quoted.
+    let (mut sent, mut delivered) = (0u64, 0u64);
+    while delivered < quote.min_delivery {
+        let left_to_deliver = quote.min_delivery - delivered;
+        let amount = bounds
+            .low
+            .ceil_div(left_to_deliver)
+            .unwrap()
+            .min(max.limit())
+            .min(quote.max_source - sent);
+        let minimum_here = min_delivery(amount, minimum).unwrap();
+        sequence += 1;
+        let request = StreamPacket {
+            sequence,
+            ilp_packet_type: PacketType::Prepare,
+            prepare_amount: minimum_here,
+            frames: vec![Frame::StreamMoney {
+                stream_id: 1,
+                shares: 1,
+            }],
+        };
+        let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, false);
+        match answer_of(through_path(&secret, &prepare, 2), sequence, minimum_here) {
+            Answer::Fulfilled { received, .. } => {
+                assert!(received >= minimum_here);
+                sent += amount;
+                delivered += received;
+            }
+            other => panic!("packet of {amount}: {other:?}"),
+        }
+    }
+    assert!(delivered >= quote.min_delivery);
+    assert!(sent <= quote.max_source, "{sent} > {}", quote.max_source);
+    assert_eq!((sent, delivered), (1112, 1000));
+}

@@ -14,7 +14,9 @@
 //!    ([`min_rate`]); a probed rate below it fails the quote.
 //! 3. **Send** fulfillable packets within the maximum, each asking the
 //!    receiver (STREAM `prepareAmount`) for at least the amount at the
-//!    minimum rate ([`min_delivery`]).
+//!    minimum rate ([`min_delivery`]). Packets are sized by the probed rate
+//!    (its low bound), so the last one delivers what is left and no more:
+//!    a receiver with an `incomingAmount` refuses the excess.
 //!
 //! A receiver answers a probe with a Reject carrying its encrypted STREAM
 //! reply: F99 (RFC 29, `stream-receiver` up to 0.3.3-alpha.3, opd) or F05
