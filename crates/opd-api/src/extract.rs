@@ -94,15 +94,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
     }
 }
 
-/// Rejects JSON `null` where a value is optional but must have a type when
-/// present: `#[serde(default, deserialize_with = "non_null")]`.
-pub fn non_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
-}
+pub use opd_core::requests::non_null;
 
 /// The single path parameter of a route, with bad encodings as a JSON 404
 /// (the resource cannot exist).

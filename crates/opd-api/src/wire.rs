@@ -11,7 +11,9 @@ use opd_service::incoming_payments::IlpMethod;
 use opd_service::PublicUrl;
 use serde::{Deserialize, Serialize};
 
-use crate::extract::non_null;
+pub use opd_core::requests::{
+    CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
+};
 
 /// `GET /{wallet address}`.
 #[derive(Debug, Serialize)]
@@ -200,31 +202,7 @@ impl<T> ListWire<T> {
     }
 }
 
-/// `POST /incoming-payments`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateIncomingPaymentRequest {
-    pub wallet_address: String,
-    #[serde(default, deserialize_with = "non_null")]
-    pub incoming_amount: Option<AmountWire>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub expires_at: Option<String>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub metadata: Option<Metadata>,
-}
 
-/// `POST /quotes` (all three variants).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateQuoteRequest {
-    pub wallet_address: String,
-    pub receiver: String,
-    pub method: String,
-    #[serde(default, deserialize_with = "non_null")]
-    pub debit_amount: Option<AmountWire>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub receive_amount: Option<AmountWire>,
-}
 
 /// Parses a wire amount, naming the field in the error.
 pub fn parse_amount(field: &str, wire: &AmountWire) -> Result<Amount, crate::error::ApiError> {
@@ -281,20 +259,6 @@ impl OutgoingPaymentWire {
     }
 }
 
-/// `POST /outgoing-payments` (both variants).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateOutgoingPaymentRequest {
-    pub wallet_address: String,
-    #[serde(default, deserialize_with = "non_null")]
-    pub quote_id: Option<String>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub incoming_payment: Option<String>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub debit_amount: Option<AmountWire>,
-    #[serde(default, deserialize_with = "non_null")]
-    pub metadata: Option<Metadata>,
-}
 
 /// `GET /outgoing-payment-grant`: both keys always present, `null` when
 /// nothing was spent.

@@ -10,6 +10,7 @@ pub mod outgoing_payment;
 pub mod pagination;
 pub mod peer;
 pub mod quote;
+pub mod requests;
 pub mod time;
 pub mod wallet_address;
 pub mod webhook;
