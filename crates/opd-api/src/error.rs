@@ -101,6 +101,11 @@ impl From<ServiceError> for ApiError {
             S::NoExchangeRate { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, "no_exchange_rate", e.to_string())
             }
+            S::InsufficientExchangeRate => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "insufficient_exchange_rate",
+                e.to_string(),
+            ),
             S::RatesUnavailable(_) => {
                 tracing::warn!(error = %e, "exchange rates unavailable");
                 let mut e = ApiError::new(

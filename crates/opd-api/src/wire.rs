@@ -202,8 +202,6 @@ impl<T> ListWire<T> {
     }
 }
 
-
-
 /// Parses a wire amount, naming the field in the error.
 pub fn parse_amount(field: &str, wire: &AmountWire) -> Result<Amount, crate::error::ApiError> {
     Amount::try_from(wire).map_err(|e| {
@@ -258,7 +256,6 @@ impl OutgoingPaymentWire {
         }
     }
 }
-
 
 /// `GET /outgoing-payment-grant`: both keys always present, `null` when
 /// nothing was spent.

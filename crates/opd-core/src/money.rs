@@ -277,6 +277,34 @@ impl Rate {
         self.exponent + i32::from(to) - i32::from(from)
     }
 
+    /// This rate less `basis_points` out of 10 000 (a slippage allowance),
+    /// exact when the result has at most 19 significant digits, else
+    /// rounded down in its last digit (never above the exact value).
+    /// `None` when nothing would remain.
+    pub fn less_basis_points(&self, basis_points: u16) -> Option<Rate> {
+        let keep = 10_000u128.checked_sub(u128::from(basis_points))?;
+        let mut mantissa = u128::from(self.mantissa) * keep;
+        let mut exponent = self.exponent - 4;
+        while mantissa > u128::from(MAX_RATE_MANTISSA) || (mantissa != 0 && mantissa % 10 == 0) {
+            mantissa /= 10;
+            exponent += 1;
+        }
+        let mantissa = u64::try_from(mantissa).ok().filter(|m| *m > 0)?;
+        Some(Rate { mantissa, exponent })
+    }
+
+    /// Minor units of scale `to` per minor unit of scale `from`, as an exact
+    /// fraction `(numerator, denominator)`; `None` past u128.
+    pub fn as_fraction(&self, from: AssetScale, to: AssetScale) -> Option<(u128, u128)> {
+        let p = self.power(from, to);
+        let m = u128::from(self.mantissa);
+        if p >= 0 {
+            Some((m.checked_mul(pow10(p.unsigned_abs())?)?, 1))
+        } else {
+            Some((m, pow10(p.unsigned_abs())?))
+        }
+    }
+
     /// What `value` minor units of an asset of scale `from` deliver in minor
     /// units of an asset of scale `to`: rounded down (the receiver never gets
     /// more than the rate allows).
@@ -558,5 +586,23 @@ mod tests {
             let _ = Rate::parse(&s);
             let _ = AssetCode::parse(&s);
         }
+    }
+
+    #[test]
+    fn slippage_and_fractions_are_exact() {
+        let r = Rate::parse("0.9").unwrap();
+        assert_eq!(
+            r.less_basis_points(100),
+            Some(Rate::parse("0.891").unwrap())
+        );
+        assert_eq!(r.less_basis_points(0), Some(r));
+        assert_eq!(r.less_basis_points(10_000), None);
+        assert_eq!(r.as_fraction(2, 2), Some((9, 10)));
+        assert_eq!(r.as_fraction(2, 9), Some((9_000_000, 1)));
+        assert_eq!(r.as_fraction(9, 2), Some((9, 100_000_000)));
+        // 19 significant digits less 1 %: rounded down in the last digit.
+        let long = Rate::parse("1.234567890123456789").unwrap();
+        let less = long.less_basis_points(100).unwrap();
+        assert_eq!(less, Rate::parse("1.222222211222222221").unwrap());
     }
 }

@@ -251,7 +251,9 @@ fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
         let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, true);
         match answer_of(through_path(&secret, &prepare, 1), sequence, 0) {
             Answer::TooLarge(data) => max = max.learn(amount, data.as_ref()),
-            Answer::Refused { received, frames, .. } => {
+            Answer::Refused {
+                received, frames, ..
+            } => {
                 bounds = Some(match bounds {
                     None => RateBounds::from_probe(amount, received).unwrap(),
                     Some(b) => b.narrow(amount, received),

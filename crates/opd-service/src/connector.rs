@@ -50,11 +50,22 @@ pub async fn route(
     destination: &str,
     from: &Peer,
 ) -> Result<Option<Peer>, ServiceError> {
+    route_except(services, destination, Some(from.id)).await
+}
+
+/// The peer reaching `destination` by the longest matching route, with an
+/// outgoing endpoint, other than `except` (the peer a packet came from;
+/// `None` for packets this server sends).
+pub async fn route_except(
+    services: &Services,
+    destination: &str,
+    except: Option<opd_core::PeerId>,
+) -> Result<Option<Peer>, ServiceError> {
     let all = peers(services).await?;
     let mut best: Option<(&Peer, usize)> = None;
     for peer in all
         .iter()
-        .filter(|p| p.id != from.id && p.outgoing.is_some())
+        .filter(|p| Some(p.id) != except && p.outgoing.is_some())
     {
         for prefix in &peer.routes {
             let matches = destination == prefix
@@ -219,7 +230,7 @@ async fn settle_rejected(
 
 /// POSTs a Prepare to the peer's ILP-over-HTTP endpoint; the answer's
 /// bytes, or why there are none.
-async fn send(
+pub(crate) async fn send(
     services: &Services,
     peer: &Peer,
     body: Vec<u8>,

@@ -25,6 +25,10 @@ pub enum ServiceError {
     /// No exchange rate is known between the two assets.
     #[error("no exchange rate from {from} to {to}")]
     NoExchangeRate { from: String, to: String },
+    /// The path to a receiver on another server converts at a worse rate
+    /// than the configured rate less the slippage allowance.
+    #[error("the exchange rate to the receiver is below the minimum acceptable rate")]
+    InsufficientExchangeRate,
     /// The rates service did not answer usefully.
     #[error("exchange rates are unavailable: {0}")]
     RatesUnavailable(String),

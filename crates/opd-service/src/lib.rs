@@ -8,6 +8,7 @@ pub mod connector;
 mod error;
 pub mod grants;
 pub mod ilp;
+pub mod ilp_sender;
 pub mod incoming_payments;
 pub mod ledger;
 pub mod outbound;
@@ -15,6 +16,7 @@ pub mod outgoing_payments;
 pub mod peers;
 pub mod pricing;
 pub mod quotes;
+pub mod remote_receivers;
 pub mod replay_memory;
 pub mod replay_store;
 pub mod replays;
@@ -58,6 +60,9 @@ pub struct ServiceConfig {
     /// Exchange rates from the configuration file (base -> counter -> rate);
     /// the admin API's rates take precedence.
     pub rates: HashMap<AssetCode, HashMap<AssetCode, Rate>>,
+    /// How far (in basis points) the rate of an Interledger path to another
+    /// server may fall below the configured rate for a quote to be made.
+    pub slippage_basis_points: u16,
     /// Where to fetch rates not set explicitly: `GET url?base=USD`.
     pub rates_url: Option<String>,
     /// How long fetched rates are reused.
@@ -143,6 +148,7 @@ impl ServiceConfig {
             incoming_payment_max_expiry: Duration::from_secs(365 * 24 * 3600),
             fees: HashMap::new(),
             rates: HashMap::new(),
+            slippage_basis_points: 100,
             rates_url: None,
             rates_cache_ttl: Duration::from_secs(15),
             rates_timeout: Duration::from_secs(5),
@@ -222,6 +228,16 @@ pub struct Services {
     /// idle payment worker starts on it at once instead of at its next poll.
     pub payments_due: tokio::sync::Notify,
     stream_secret: StreamSecret,
+    identity: tokio::sync::OnceCell<Arc<ServerIdentity>>,
+}
+
+/// Who this server is when it acts as a client of other Open Payments
+/// servers: its wallet address (`/.well-known/pay`) and the key published
+/// there.
+pub struct ServerIdentity {
+    /// The wallet address URL given as the GNAP `client`.
+    pub client_url: String,
+    pub key: opd_httpsig::SigningKey,
 }
 
 impl std::fmt::Debug for Services {
@@ -246,6 +262,20 @@ impl Services {
             self.wallet_cache.insert(id, w.clone());
         }
         Ok(found)
+    }
+
+    /// The server's identity as a client, created on first use.
+    pub async fn server_identity(&self) -> Result<Arc<ServerIdentity>, ServiceError> {
+        self.identity
+            .get_or_try_init(|| async {
+                let (wallet, seed) = wallet_addresses::ensure_server_identity(self).await?;
+                Ok::<_, ServiceError>(Arc::new(ServerIdentity {
+                    client_url: self.config.public_url.wallet_address(&wallet.path),
+                    key: opd_httpsig::SigningKey::from_bytes(&seed),
+                }))
+            })
+            .await
+            .cloned()
     }
 
     /// A quote by id, from the cache when this node stored or read it.
@@ -323,6 +353,7 @@ impl Services {
             password_lockout: throttle::Lockout::new(3),
             payments_due: tokio::sync::Notify::new(),
             stream_secret,
+            identity: tokio::sync::OnceCell::new(),
         })
     }
 }

@@ -8,7 +8,10 @@ use opd_core::quote::{self, Pricing, Quote, QuoteCalcError, QuoteTarget, Receive
 use opd_core::wallet_address::WalletAddress;
 use opd_core::{Amount, QuoteId, Timestamp};
 
-use crate::{wallet_addresses, ServiceError, Services};
+use opd_ilp::stream::sender::{check_rate, Ratio};
+
+use crate::remote_receivers::{self, RemoteReceiver};
+use crate::{ilp_sender, wallet_addresses, ServiceError, Services};
 
 /// A validated create request.
 #[derive(Debug, Clone)]
@@ -78,20 +81,93 @@ pub async fn resolve_local_receiver(
     Ok(payment)
 }
 
+/// What a quote needs of its receiver, on this server or another.
+struct ReceiverFacts {
+    asset: opd_core::Asset,
+    incoming_amount: Option<u64>,
+    received_amount: u64,
+    expires_at: Option<Timestamp>,
+    /// Set for a receiver on another server.
+    remote: Option<RemoteReceiver>,
+}
+
+/// Resolves a receiver URL: one of our incoming payments, or one on
+/// another Open Payments server (see [`remote_receivers`]).
+async fn resolve_receiver(services: &Services, url: &str) -> Result<ReceiverFacts, ServiceError> {
+    if is_receiver_url(url) && !services.config.public_url.is_ours(url) {
+        let remote = remote_receivers::resolve(services, url).await?;
+        if !remote.is_active(services.clock.now()) {
+            return Err(ServiceError::InvalidReceiver(
+                "the incoming payment is completed or expired".into(),
+            ));
+        }
+        return Ok(ReceiverFacts {
+            asset: remote.asset.clone(),
+            incoming_amount: remote.incoming_amount,
+            received_amount: remote.received_amount,
+            expires_at: remote.expires_at,
+            remote: Some(remote),
+        });
+    }
+    let local = resolve_local_receiver(services, url).await?;
+    Ok(ReceiverFacts {
+        asset: local.asset,
+        incoming_amount: local.incoming_amount,
+        received_amount: local.received_amount,
+        expires_at: Some(local.expires_at),
+        remote: None,
+    })
+}
+
+/// The rate a quote to a receiver on another server is made at: the
+/// configured rate less the slippage allowance, once probing shows the
+/// Interledger path converts at least that well. Quoting at the minimum
+/// means the receiver gets at least the quoted amount however the path's
+/// rate moves within the allowance.
+async fn path_rate(
+    services: &Services,
+    source: &opd_core::Asset,
+    remote: &RemoteReceiver,
+    configured: opd_core::Rate,
+) -> Result<opd_core::Rate, ServiceError> {
+    let minimum = configured
+        .less_basis_points(services.config.slippage_basis_points)
+        .ok_or(ServiceError::InsufficientExchangeRate)?;
+    let probe = ilp_sender::probe(services, source, remote).await?;
+    if let Some((code, scale)) = &probe.receiver_asset {
+        if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {
+            return Err(ServiceError::InvalidReceiver(
+                "the receiver's Interledger asset differs from its incoming payment's".into(),
+            ));
+        }
+    }
+    let (num, den) = minimum
+        .as_fraction(source.scale, remote.asset.scale)
+        .ok_or(ServiceError::AmountOverflow)?;
+    let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
+    check_rate(probe.rate, minimum_ratio).map_err(|_| ServiceError::InsufficientExchangeRate)?;
+    Ok(minimum)
+}
+
 /// Creates a quote.
 pub async fn create(
     services: &Services,
     input: NewQuote,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
     let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
-    let receiver = resolve_local_receiver(services, &input.receiver).await?;
+    let receiver = resolve_receiver(services, &input.receiver).await?;
     let store = services.store.as_ref();
+    let configured = services
+        .pricing
+        .rate(store, &wallet.asset, &receiver.asset)
+        .await?;
+    let rate = match &receiver.remote {
+        None => configured,
+        Some(remote) => path_rate(services, &wallet.asset, remote, configured).await?,
+    };
     let pricing = Pricing {
         fee: services.pricing.fee(store, &wallet.asset).await?,
-        rate: services
-            .pricing
-            .rate(store, &wallet.asset, &receiver.asset)
-            .await?,
+        rate,
     };
     let terms = ReceiverTerms {
         asset: receiver.asset.clone(),
@@ -111,7 +187,10 @@ pub async fn create(
         })?;
     let now = services.clock.now();
     let lifespan = i64::try_from(services.config.quote_lifespan.as_millis()).unwrap_or(i64::MAX);
-    let expires_at: Timestamp = now.plus_millis(lifespan).min(receiver.expires_at);
+    let mut expires_at: Timestamp = now.plus_millis(lifespan);
+    if let Some(t) = receiver.expires_at {
+        expires_at = expires_at.min(t);
+    }
     let quote = Quote {
         id: QuoteId::new(now, services.random.as_ref()),
         wallet_address_id: wallet.id,

@@ -136,6 +136,34 @@ pub async fn server_signing_seed(
     secret(store, random, key, SERVER_SIGNING_KEY).await
 }
 
+/// Stores `plain` as setting `name`, sealed (credentials opd keeps for
+/// itself, such as access tokens of other servers' grants).
+pub async fn put_sealed(
+    store: &dyn Store,
+    random: &dyn Random,
+    key: &SecretsKey,
+    name: &str,
+    plain: &[u8],
+) -> Result<(), ServiceError> {
+    Ok(store
+        .set_setting(name, &seal(&key.current, name, plain, random))
+        .await?)
+}
+
+/// Opens setting `name` stored by [`put_sealed`]; `None` when it is absent,
+/// cleared, or sealed under a key this node does not have.
+pub async fn get_sealed(
+    store: &dyn Store,
+    key: &SecretsKey,
+    name: &str,
+) -> Result<Option<Vec<u8>>, ServiceError> {
+    let Some(stored) = store.get_setting(name).await? else {
+        return Ok(None);
+    };
+    Ok(open(&key.current, name, &stored)
+        .or_else(|| key.previous.and_then(|k| open(&k, name, &stored))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

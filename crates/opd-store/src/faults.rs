@@ -75,7 +75,7 @@ impl Faults {
     /// Whether the next draw is a fault.
     fn hit(&self) -> bool {
         let one_in = self.one_in.load(Ordering::SeqCst);
-        if one_in == 0 || self.next() % u64::from(one_in) != 0 {
+        if one_in == 0 || !self.next().is_multiple_of(u64::from(one_in)) {
             return false;
         }
         self.injected.fetch_add(1, Ordering::SeqCst);
@@ -95,7 +95,7 @@ impl Faults {
     pub(crate) fn at_commit(&self) -> AtCommit {
         if !self.hit() {
             AtCommit::Commit
-        } else if self.next() % 2 == 0 {
+        } else if self.next().is_multiple_of(2) {
             AtCommit::FailBefore
         } else {
             AtCommit::FailAfter

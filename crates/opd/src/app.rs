@@ -195,6 +195,7 @@ fn service_config(
     config.retention = Duration::from_secs(settings.retention_days.saturating_mul(24 * 3600));
     config.grant_requests_per_minute = settings.grant_requests_per_minute;
     config.create_requests_per_minute = settings.create_requests_per_minute;
+    config.slippage_basis_points = settings.slippage_basis_points;
     config.max_pending_interactions = settings.max_pending_interactions;
     config.key_only_incoming_per_hour = settings.key_only_incoming_per_hour;
     // What the operator configured by URL is trusted to be reached, even

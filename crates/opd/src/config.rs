@@ -135,6 +135,9 @@ pub struct ServeArgs {
     /// Incoming payments, quotes and outgoing payments one client may create per minute (also the burst), per node; 0: no limit [default: 6000].
     #[arg(long, env = "OPD_CREATE_REQUESTS_PER_MINUTE")]
     pub create_requests_per_minute: Option<u32>,
+    /// How far, in basis points, the exchange rate of an Interledger path to another server may fall below the configured rate for a quote [default: 100, i.e. 1 %].
+    #[arg(long, env = "OPD_SLIPPAGE_BASIS_POINTS", value_parser = clap::value_parser!(u16).range(0..10000))]
+    pub slippage_basis_points: Option<u16>,
     /// Interactive grants one client may have waiting for a decision at once [default: 100].
     #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS")]
     pub max_pending_interactions: Option<u32>,
@@ -215,6 +218,7 @@ pub struct FileConfig {
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: Option<u32>,
     pub create_requests_per_minute: Option<u32>,
+    pub slippage_basis_points: Option<u16>,
     pub max_pending_interactions: Option<u32>,
     pub retention_days: Option<u64>,
     pub header_timeout_secs: Option<u64>,
@@ -295,6 +299,7 @@ pub struct Settings {
     pub secrets_key_previous_file: Option<PathBuf>,
     pub grant_requests_per_minute: u32,
     pub create_requests_per_minute: u32,
+    pub slippage_basis_points: u16,
     pub max_pending_interactions: u32,
     pub retention_days: u64,
     pub header_timeout_secs: u64,
@@ -425,6 +430,10 @@ impl Settings {
                 .create_requests_per_minute
                 .or(file.create_requests_per_minute)
                 .unwrap_or(6000),
+            slippage_basis_points: serve
+                .slippage_basis_points
+                .or(file.slippage_basis_points)
+                .unwrap_or(100),
             max_pending_interactions: serve
                 .max_pending_interactions
                 .or(file.max_pending_interactions)

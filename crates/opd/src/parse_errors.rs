@@ -72,9 +72,9 @@ fn rewrite(head: &[u8]) -> Option<Vec<u8>> {
         h.split_once(':')
             .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name))
     };
-    let empty = headers
-        .iter()
-        .any(|h| named(h, "content-length") && h.split_once(':').is_some_and(|(_, v)| v.trim() == "0"));
+    let empty = headers.iter().any(|h| {
+        named(h, "content-length") && h.split_once(':').is_some_and(|(_, v)| v.trim() == "0")
+    });
     if !empty || headers.iter().any(|h| named(h, "content-type")) {
         return None;
     }
@@ -98,7 +98,8 @@ impl<S: AsyncWrite + Unpin> JsonParseErrors<S> {
     /// Writes what is left of a rewritten answer.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.written < self.pending.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
+            let n =
+                ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
@@ -168,7 +169,8 @@ mod tests {
 
     #[test]
     fn canned_errors_become_json() {
-        let head = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        let head =
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
         let out = String::from_utf8(rewrite(head).unwrap()).unwrap();
         assert!(out.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"));
         assert!(out.contains("content-type: application/json\r\n"));

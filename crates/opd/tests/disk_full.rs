@@ -133,12 +133,13 @@ async fn a_full_disk_refuses_writes_clearly_and_corrupts_nothing() {
     let mut refused = Vec::new();
     let mut next = 1u64;
     while refused.len() < 20 && next < 20_000 {
-        let batch: Vec<(String, u64)> = (next..next + 8).map(|i| (format!("{i:0>150}"), i)).collect();
+        let batch: Vec<(String, u64)> = (next..next + 8)
+            .map(|i| (format!("{i:0>150}"), i))
+            .collect();
         next += 8;
-        let answers = futures_util::future::join_all(
-            batch.iter().map(|(key, i)| server.deposit(key, *i)),
-        )
-        .await;
+        let answers =
+            futures_util::future::join_all(batch.iter().map(|(key, i)| server.deposit(key, *i)))
+                .await;
         for ((key, i), (status, v)) in batch.into_iter().zip(answers) {
             match status {
                 StatusCode::CREATED => acknowledged += i,
@@ -167,7 +168,11 @@ async fn a_full_disk_refuses_writes_clearly_and_corrupts_nothing() {
     assert_eq!(server.balance().await, acknowledged);
     for (key, amount) in &refused {
         let (status, v) = server.deposit(key, *amount).await;
-        assert_eq!(status, StatusCode::CREATED, "{key} was saved after all: {v}");
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{key} was saved after all: {v}"
+        );
         acknowledged += amount;
     }
     assert_eq!(server.balance().await, acknowledged);

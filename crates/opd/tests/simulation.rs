@@ -23,6 +23,8 @@
 //! and the steps, and replays exactly with `OPD_SIM_FIRST_SEED=<seed>
 //! OPD_SIM_SEEDS=1`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -122,7 +124,10 @@ async fn world(seed: u64, backend: Backend) -> World {
     let eur = Asset::parse("EUR", 2).unwrap();
     config.rates.insert(
         AssetCode::parse("USD").unwrap(),
-        HashMap::from([(AssetCode::parse("EUR").unwrap(), Rate::parse("0.9").unwrap())]),
+        HashMap::from([(
+            AssetCode::parse("EUR").unwrap(),
+            Rate::parse("0.9").unwrap(),
+        )]),
     );
     config
         .fees
@@ -180,7 +185,11 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 _ => Some(Amount::new(100 + dice.below(4_000), asset.clone())),
             };
             let expires_at = match dice.below(3) {
-                0 => Some(w.clock.now().plus_millis(60_000 + dice.below(600_000) as i64)),
+                0 => Some(
+                    w.clock
+                        .now()
+                        .plus_millis(60_000 + dice.below(600_000) as i64),
+                ),
                 _ => None,
             };
             let input = NewIncomingPayment {
@@ -382,7 +391,11 @@ async fn check(w: &World) -> (Vec<String>, usize) {
         };
         for kind in ["outgoing_payment.created", ended] {
             if count(&url, kind) != 1 {
-                problems.push(format!("payment {}: {} {kind} events", p.id, count(&url, kind)));
+                problems.push(format!(
+                    "payment {}: {} {kind} events",
+                    p.id,
+                    count(&url, kind)
+                ));
             }
         }
         // What the payment's own transfers did to the sender.
@@ -410,7 +423,10 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             -i128::from(p.debit.value)
         } else {
             if p.sent != 0 {
-                problems.push(format!("payment {} ended {} with sentAmount {}", p.id, p.state, p.sent));
+                problems.push(format!(
+                    "payment {} ended {} with sentAmount {}",
+                    p.id, p.state, p.sent
+                ));
             }
             0
         };
@@ -432,7 +448,9 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             ));
         }
         if count(url, "incoming_payment.created") != 1 {
-            problems.push(format!("incoming payment {id}: created events lost or doubled"));
+            problems.push(format!(
+                "incoming payment {id}: created events lost or doubled"
+            ));
         }
         let end = if p.completed {
             "incoming_payment.completed"
@@ -440,7 +458,10 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             "incoming_payment.expired"
         };
         if count(url, end) != 1 {
-            problems.push(format!("incoming payment {id}: {} {end} events", count(url, end)));
+            problems.push(format!(
+                "incoming payment {id}: {} {end} events",
+                count(url, end)
+            ));
         }
     }
     let completed = payments
@@ -494,11 +515,19 @@ async fn run_seeds(backend: Backend, count: u64, offset: u64, step: u64) {
         (runs, completed, faults) = (runs + 1, completed + c, faults + f);
         seed += step;
     }
-    eprintln!("{backend:?}, {runs} seeds: {completed} payments completed, {faults} faults injected");
+    eprintln!(
+        "{backend:?}, {runs} seeds: {completed} payments completed, {faults} faults injected"
+    );
     // A simulation where nothing is paid or nothing fails proves nothing.
     if runs >= 50 {
-        assert!(completed >= runs / 2, "only {completed} payments completed in {runs} seeds");
-        assert!(faults >= runs as u64, "only {faults} faults injected in {runs} seeds");
+        assert!(
+            completed >= runs / 2,
+            "only {completed} payments completed in {runs} seeds"
+        );
+        assert!(
+            faults >= runs as u64,
+            "only {faults} faults injected in {runs} seeds"
+        );
     }
 }
 

@@ -163,8 +163,8 @@ impl MaxPacket {
     pub fn learn(self, sent: u64, too_large: Option<&AmountTooLarge>) -> Self {
         let learned = match too_large {
             Some(d) if d.received_amount > 0 => {
-                let scaled = u128::from(d.maximum_amount) * u128::from(sent)
-                    / u128::from(d.received_amount);
+                let scaled =
+                    u128::from(d.maximum_amount) * u128::from(sent) / u128::from(d.received_amount);
                 Self::Precise(u64::try_from(scaled).unwrap_or(u64::MAX))
             }
             _ => Self::Imprecise(sent.saturating_sub(1)),

@@ -532,8 +532,9 @@ impl Writer {
         if self.group.is_some() && self.conn.is_autocommit() {
             // SQLite rolled the group's transaction back on its own (an I/O
             // error, say): its released members must not read as committed.
-            let _lost =
-                self.end_group(Err(GroupFailure::new("the transaction was rolled back by the database")));
+            let _lost = self.end_group(Err(GroupFailure::new(
+                "the transaction was rolled back by the database",
+            )));
         }
         if self.group.is_none() {
             self.conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -568,9 +569,9 @@ impl Writer {
             return outcome;
         };
         let outcome = match outcome {
-            Ok(()) if self.conn.is_autocommit() => {
-                Err(GroupFailure::new("the transaction was rolled back by the database"))
-            }
+            Ok(()) if self.conn.is_autocommit() => Err(GroupFailure::new(
+                "the transaction was rolled back by the database",
+            )),
             Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| {
                 let failure = GroupFailure {
                     message: Arc::from(format!("commit failed: {e}")),

@@ -51,7 +51,8 @@ fn json_answer(raw: &[u8]) -> (u16, serde_json::Value) {
         .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
     let (head, body) = text.split_once("\r\n\r\n").expect("a head");
     assert!(
-        head.to_ascii_lowercase().contains("content-type: application/json"),
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
         "{head}"
     );
     (status, serde_json::from_str(body).expect("a JSON body"))
@@ -60,7 +61,10 @@ fn json_answer(raw: &[u8]) -> (u16, serde_json::Value) {
 #[tokio::test]
 async fn requests_hyper_cannot_parse_get_json_errors_on_every_listener() {
     let app = app().await;
-    let huge = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(600_000));
+    let huge = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(600_000)
+    );
     let cases: [(&[u8], u16, &str); 3] = [
         (b"GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, "bad_request"),
         (b"\x01\x02 nonsense\r\n\r\n", 400, "bad_request"),
@@ -72,7 +76,11 @@ async fn requests_hyper_cannot_parse_get_json_errors_on_every_listener() {
             // The server may answer before it has read all of a huge head.
             let _ = stream.write_all(request).await;
             let (got, body) = json_answer(&until_closed(&mut stream).await);
-            assert_eq!((got, body["error"]["code"].as_str()), (status, Some(code)), "{url}");
+            assert_eq!(
+                (got, body["error"]["code"].as_str()),
+                (status, Some(code)),
+                "{url}"
+            );
         }
     }
 }

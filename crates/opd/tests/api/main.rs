@@ -15,6 +15,7 @@ mod outage;
 mod outbound;
 mod payments;
 mod quotes;
+mod remote;
 mod replays;
 mod retention;
 mod sdk;

@@ -121,7 +121,10 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     };
     for _ in 0..20 {
         let (key, amount) = next(&sent);
-        assert_eq!(deposit(&http, &app, &key, amount).await.0, StatusCode::CREATED);
+        assert_eq!(
+            deposit(&http, &app, &key, amount).await.0,
+            StatusCode::CREATED
+        );
     }
 
     cluster.pause();
@@ -129,7 +132,9 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     // connection that raced the stop) or a 503 that says to come back.
     let batch: Vec<(String, u64)> = (0..30).map(|_| next(&sent)).collect();
     let answers = futures_util::future::join_all(
-        batch.iter().map(|(key, amount)| deposit(&http, &app, key, *amount)),
+        batch
+            .iter()
+            .map(|(key, amount)| deposit(&http, &app, key, *amount)),
     )
     .await;
     let mut unavailable = 0;
@@ -146,9 +151,7 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     }
     assert!(unavailable >= 25, "only {unavailable} of 30 answered 503");
     // The Open Payments listener too, for what needs the database.
-    let (status, body) = app
-        .get_public(&format!("{}/nobody", app.base))
-        .await;
+    let (status, body) = app.get_public(&format!("{}/nobody", app.base)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "service_unavailable");
 
@@ -163,7 +166,10 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(recovered, "opd did not serve again within 30 s of the database's return");
+    assert!(
+        recovered,
+        "opd did not serve again within 30 s of the database's return"
+    );
 
     // Every deposit, retried with its key, counts exactly once.
     let all = sent.lock().unwrap().clone();
@@ -179,7 +185,11 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
         .admin(Method::GET, "/wallet-addresses/alice/balance", None)
         .await;
     assert_eq!(status, StatusCode::OK, "{balance}");
-    assert_eq!(balance["balance"]["value"], expected.to_string(), "{balance}");
+    assert_eq!(
+        balance["balance"]["value"],
+        expected.to_string(),
+        "{balance}"
+    );
     let (status, check) = app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!(status, StatusCode::OK, "{check}");
     assert_eq!(check["balanced"], true, "{check}");

@@ -1,0 +1,206 @@
+//! Sending over Interledger to receivers on other servers: the I/O side of
+//! `opd_ilp::stream::sender`. Packets go to the peer whose route matches
+//! the receiver's ILP address, converted from the sender's asset to the
+//! peer's at this server's rates (rounded down, as the connector does).
+//!
+//! [`probe`] learns the path before a quote: unfulfillable packets of
+//! 10¹² down to 1 source units, all in flight at once, whose answers give
+//! the exchange rate from the sender's units to the receiver's, the
+//! largest packet the path carries and the receiver's asset.
+
+use std::time::Duration;
+
+use opd_core::peer::Peer;
+use opd_core::Asset;
+use opd_ilp::packet::{Packet, Prepare};
+use opd_ilp::stream::sender::{self, Answer, MaxPacket, RateBounds};
+use opd_ilp::{Frame, PacketType, StreamPacket};
+
+use crate::remote_receivers::RemoteReceiver;
+use crate::{connector, ServiceError, Services};
+
+/// How long a probe may take.
+const PROBE_TTL_MS: i64 = 10_000;
+
+/// What probing found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathProbe {
+    /// Receiver units per sender unit, end to end.
+    pub rate: RateBounds,
+    /// The largest packet the path carries, in sender units.
+    pub max_packet: MaxPacket,
+    /// The receiver's asset as its STREAM receiver states it, if it did.
+    pub receiver_asset: Option<(String, u8)>,
+}
+
+/// The peer packets to `destination` go to.
+pub async fn next_peer(services: &Services, destination: &str) -> Result<Peer, ServiceError> {
+    connector::route_except(services, destination, None)
+        .await?
+        .ok_or_else(|| ServiceError::InvalidReceiver("no Interledger route to the receiver".into()))
+}
+
+/// `amount` of `from` in the peer's asset, rounded down.
+async fn to_peer_units(
+    services: &Services,
+    from: &Asset,
+    peer: &Peer,
+    amount: u64,
+) -> Result<Option<u64>, ServiceError> {
+    if *from == peer.asset {
+        return Ok(Some(amount));
+    }
+    let rate = services
+        .pricing
+        .rate(services.store.as_ref(), from, &peer.asset)
+        .await?;
+    Ok(rate
+        .convert_floor(amount, from.scale, peer.asset.scale)
+        .ok())
+}
+
+/// A STREAM request in a Prepare to `receiver`; `fulfillable` makes its
+/// condition the one the receiver can fulfill, else a random one.
+pub(crate) fn stream_prepare(
+    services: &Services,
+    receiver: &RemoteReceiver,
+    amount: u64,
+    request: &StreamPacket,
+    fulfillable: bool,
+    ttl_ms: i64,
+) -> Result<Prepare, ServiceError> {
+    let mut iv = [0u8; 12];
+    services.random.fill(&mut iv);
+    let data = request
+        .encrypt_with(&receiver.shared_secret, iv)
+        .map_err(|e| ServiceError::Internal(format!("STREAM request: {e}")))?;
+    let execution_condition = if fulfillable {
+        opd_ilp::condition_for(&receiver.shared_secret, &data)
+    } else {
+        let mut c = [0u8; 32];
+        services.random.fill(&mut c);
+        c
+    };
+    let expires_at =
+        opd_ilp::Timestamp::from_unix_millis(services.clock.now().unix_millis() + ttl_ms)
+            .ok_or_else(|| ServiceError::Internal("packet expiry out of range".into()))?;
+    Ok(Prepare {
+        amount,
+        expires_at,
+        execution_condition,
+        destination: receiver.ilp_address.clone(),
+        data,
+    })
+}
+
+/// Sends a Prepare to `peer`; its answer (a transport failure is a T01
+/// from this server, as the connector reports it).
+pub(crate) async fn send(
+    services: &Services,
+    peer: &Peer,
+    prepare: &Prepare,
+    wait: Duration,
+) -> Result<Result<opd_ilp::packet::Fulfill, opd_ilp::packet::Reject>, ServiceError> {
+    let unreachable = |message: String| {
+        Err(opd_ilp::packet::Reject {
+            code: opd_ilp::ErrorCode::T01_PEER_UNREACHABLE,
+            triggered_by: Some(services.config.ilp_address.clone()),
+            message,
+            data: Vec::new(),
+        })
+    };
+    Ok(
+        match connector::send(services, peer, prepare.encode(), wait).await {
+            Ok(bytes) => match Packet::decode(&bytes) {
+                Ok(Packet::Fulfill(f)) => Ok(f),
+                Ok(Packet::Reject(r)) => Err(r),
+                _ => unreachable("the peer answered something that is no ILP reply".into()),
+            },
+            Err(e) => unreachable(e),
+        },
+    )
+}
+
+/// Probes the path from `source` (the sender's asset) to `receiver`.
+pub async fn probe(
+    services: &Services,
+    source: &Asset,
+    receiver: &RemoteReceiver,
+) -> Result<PathProbe, ServiceError> {
+    let peer = next_peer(services, receiver.ilp_address.as_str()).await?;
+    let amounts: Vec<u64> = sender::probe_amounts(MaxPacket::Unknown).collect();
+    let mut probes = Vec::new();
+    for (i, amount) in amounts.iter().enumerate() {
+        let sequence = i as u64 + 1;
+        let Some(units) = to_peer_units(services, source, &peer, *amount).await? else {
+            continue;
+        };
+        let request = StreamPacket {
+            sequence,
+            ilp_packet_type: PacketType::Prepare,
+            prepare_amount: 0,
+            frames: vec![Frame::ConnectionNewAddress {
+                source_account: String::new(),
+            }],
+        };
+        let prepare = stream_prepare(services, receiver, units, &request, false, PROBE_TTL_MS)?;
+        probes.push((sequence, *amount, prepare));
+    }
+    let wait = Duration::from_millis(PROBE_TTL_MS as u64);
+    let answers = futures_util::future::join_all(
+        probes
+            .iter()
+            .map(|(_, _, prepare)| send(services, &peer, prepare, wait)),
+    )
+    .await;
+    let mut found = PathProbe {
+        rate: RateBounds::from_probe(1, 0)
+            .ok_or_else(|| ServiceError::Internal("bounds".into()))?,
+        max_packet: MaxPacket::Unknown,
+        receiver_asset: None,
+    };
+    let mut answered = false;
+    let mut failure = None;
+    for ((sequence, amount, _), answer) in probes.iter().zip(answers) {
+        let answer = answer?;
+        let read = sender::read_answer(&receiver.shared_secret, *sequence, 0, answer.as_ref());
+        match read {
+            Answer::Refused {
+                received, frames, ..
+            }
+            | Answer::Fulfilled { received, frames } => {
+                // Only the largest packets tell the rate precisely; the
+                // bounds of every answer are combined.
+                found.rate = if answered {
+                    found.rate.narrow(*amount, received)
+                } else {
+                    RateBounds::from_probe(*amount, received)
+                        .ok_or_else(|| ServiceError::Internal("bounds".into()))?
+                };
+                answered = true;
+                for f in frames {
+                    if let Frame::ConnectionAssetDetails {
+                        source_asset_code,
+                        source_asset_scale,
+                    } = f
+                    {
+                        found.receiver_asset = Some((source_asset_code, source_asset_scale));
+                    }
+                }
+            }
+            Answer::TooLarge(data) => {
+                found.max_packet = found.max_packet.learn(*amount, data.as_ref())
+            }
+            Answer::Temporary(code) | Answer::Failed(code) => {
+                failure.get_or_insert(code);
+            }
+        }
+    }
+    if !answered {
+        let code = failure.map(|c| c.as_str().to_owned()).unwrap_or_default();
+        return Err(ServiceError::InvalidReceiver(format!(
+            "the receiver could not be reached over Interledger ({code})"
+        )));
+    }
+    Ok(found)
+}

@@ -1,0 +1,203 @@
+//! Receivers on other Open Payments servers: two opd servers, A in USD and
+//! B in EUR, peered over ILP-over-HTTP through their admin APIs. A quotes
+//! an incoming payment of bob@B: it resolves the receiver as an Open
+//! Payments client (a grant at B's authorization server, then the signed
+//! GET), probes the Interledger path to learn its rate, and quotes at the
+//! configured rate less the slippage allowance.
+
+use opd_testkit::app::{Db, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+
+struct Pair {
+    a: TestApp,
+    b: TestApp,
+}
+
+async fn node(address: &str) -> TestApp {
+    let address = address.to_owned();
+    TestApp::spawn_with(Db::Sqlite, move |s| s.ilp_address = address).await
+}
+
+async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
+    let (s, v) = app.admin(method, path, Some(&body)).await;
+    assert!(s.is_success(), "{path}: {s} {v}");
+    v
+}
+
+async fn set_rate(app: &TestApp, rate: &str) {
+    admin_ok(
+        app,
+        Method::PUT,
+        "/rates/USD",
+        json!({ "rates": { "EUR": rate } }),
+    )
+    .await;
+}
+
+/// A (USD) and B (EUR), peered in USD: A sends to B everything under
+/// `test.b`; B credits what A sends from A's liquidity at B.
+async fn pair() -> Pair {
+    let (a, b) = (node("test.a").await, node("test.b").await);
+    let usd = json!({ "code": "USD", "scale": 2 });
+    admin_ok(
+        &a,
+        Method::POST,
+        "/peers",
+        json!({ "name": "b", "staticIlpAddress": "test.b", "asset": usd, "routes": ["test.b"],
+                "http": { "outgoing": { "endpoint": b.ilp, "authToken": "a-to-b" },
+                          "incoming": { "authTokens": ["b-to-a"] } } }),
+    )
+    .await;
+    let a_at_b = admin_ok(
+        &b,
+        Method::POST,
+        "/peers",
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd, "routes": ["test.a"],
+                "http": { "outgoing": { "endpoint": a.ilp, "authToken": "b-to-a" },
+                          "incoming": { "authTokens": ["a-to-b"] } } }),
+    )
+    .await;
+    let id = a_at_b["id"].as_str().unwrap();
+    admin_ok(
+        &b,
+        Method::POST,
+        &format!("/peers/{id}/deposits"),
+        json!({ "amount": "1000000", "idempotencyKey": "a-liquidity" }),
+    )
+    .await;
+    set_rate(&a, "0.9").await;
+    set_rate(&b, "0.9").await;
+    Pair { a, b }
+}
+
+async fn incoming_at_b(b: &TestApp, value: &str) -> String {
+    let bob = b.create_wallet("bob", "EUR", 2).await;
+    let (s, ip) = b
+        .post(
+            &b.url("incoming-payments"),
+            &json!({ "walletAddress": bob, "incomingAmount": amount(value, "EUR", 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    ip["id"].as_str().unwrap().to_owned()
+}
+
+async fn quote(a: &TestApp, alice: &str, receiver: &str, target: Value) -> (StatusCode, Value) {
+    let mut body = json!({ "walletAddress": alice, "receiver": receiver, "method": "ilp" });
+    for (k, v) in target.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    a.post(&a.url("quotes"), &body).await
+}
+
+#[tokio::test]
+async fn a_quote_to_another_servers_receiver_probes_the_path() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+
+    // Fixed delivery: 1000 EUR cents at 0.9 less 1 % (0.891) cost
+    // ceil(1000 / 0.891) = 1123 USD cents.
+    let (s, q) = quote(
+        &a,
+        &alice,
+        &receiver,
+        json!({ "receiveAmount": amount("1000", "EUR", 2) }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(q["receiveAmount"], amount("1000", "EUR", 2));
+    assert_eq!(q["debitAmount"], amount("1123", "USD", 2));
+    assert_eq!(q["receiver"], receiver);
+
+    // Fixed send: 500 USD cents deliver at least floor(500 × 0.891) = 445.
+    let (s, q) = quote(
+        &a,
+        &alice,
+        &receiver,
+        json!({ "debitAmount": amount("500", "USD", 2) }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(q["receiveAmount"], amount("445", "EUR", 2));
+
+    // The grant at B is kept (sealed) and reused: another quote asks for
+    // no new one.
+    let store = a.services().store.clone();
+    let (_, public) = a.get_public(&receiver).await;
+    let setting = format!("remote_grant:{}", public["authServer"].as_str().unwrap());
+    let kept = store
+        .get_setting(&setting)
+        .await
+        .unwrap()
+        .expect("grant kept");
+    assert!(!kept.contains("GNAP") && kept.starts_with("v1:"));
+    let (s, q) = quote(&a, &alice, &receiver, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(q["receiveAmount"], amount("1000", "EUR", 2));
+    assert_eq!(
+        store.get_setting(&setting).await.unwrap(),
+        Some(kept.clone())
+    );
+
+    // A token B no longer accepts is replaced by a new grant, once.
+    let services = a.services();
+    let bogus = json!({ "value": "revoked-token", "manage": format!("{}/token/x", b.auth), "expires_at": null });
+    opd_service::secrets::put_sealed(
+        store.as_ref(),
+        services.random.as_ref(),
+        &services.config.secrets_key,
+        &setting,
+        bogus.to_string().as_bytes(),
+    )
+    .await
+    .unwrap();
+    let (s, q) = quote(&a, &alice, &receiver, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    let renewed = store.get_setting(&setting).await.unwrap().unwrap();
+    assert_ne!(renewed, kept);
+}
+
+#[tokio::test]
+async fn a_path_converting_below_the_slippage_allowance_is_refused() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    // B now converts at 0.85: under 0.9 less 1 %.
+    set_rate(&b, "0.85").await;
+    let (s, q) = quote(
+        &a,
+        &alice,
+        &receiver,
+        json!({ "debitAmount": amount("500", "USD", 2) }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    assert_eq!(q["error"]["code"], "insufficient_exchange_rate");
+}
+
+#[tokio::test]
+async fn unreachable_unknown_and_completed_receivers_are_invalid() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    let target = json!({ "debitAmount": amount("500", "USD", 2) });
+    let invalid = |(s, q): (StatusCode, Value)| {
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+        assert_eq!(q["error"]["code"], "invalid_receiver");
+        assert_eq!(q["error"]["description"], "invalid receiver");
+    };
+    // Nobody listens there.
+    let nowhere = "http://127.0.0.1:9/incoming-payments/0190a1b2-0000-7000-8000-000000000000";
+    invalid(quote(&a, &alice, nowhere, target.clone()).await);
+    // B does not know this one.
+    let unknown = b.url("incoming-payments/0190a1b2-0000-7000-8000-000000000000");
+    invalid(quote(&a, &alice, &unknown, target.clone()).await);
+    // Completed at B.
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (s, v) = b.post(&format!("{receiver}/complete"), &json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    invalid(quote(&a, &alice, &receiver, target).await);
+}
