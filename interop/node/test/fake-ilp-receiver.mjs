@@ -31,6 +31,9 @@ import { StreamServer } from '@interledger/stream-receiver'
  *   closedTags       payment tags that no longer accept money (an expired
  *                    incoming payment): their Prepares get `closedCode`
  *   closedCode       default F02
+ *   StreamServerClass  the stream-receiver's StreamServer to use (default
+ *                    0.3.3-alpha.3's, which answers probes F99; 0.3.3-alpha.4's
+ *                    answers F05)
  * Returns { endpoint, server, credentials(paymentTag), received(paymentTag), requests, close() }.
  */
 export async function startFakeIlpReceiver({
@@ -41,12 +44,15 @@ export async function startFakeIlpReceiver({
   maxPacketAmount,
   liquidity,
   closedTags = new Set(),
-  closedCode = IlpError.F02_UNREACHABLE
+  closedCode = IlpError.F02_UNREACHABLE,
+  StreamServerClass = StreamServer
 } = {}) {
   let remaining = liquidity === undefined ? undefined : BigInt(liquidity)
-  const stream = new StreamServer({ serverSecret: crypto.randomBytes(32), serverAddress })
+  const stream = new StreamServerClass({ serverSecret: crypto.randomBytes(32), serverAddress })
   const received = new Map()
   const requests = []
+  // The code of every Reject the STREAM receiver itself sent.
+  const rejectCodes = []
 
   const reject = (code, message, data = Buffer.alloc(0)) =>
     serializeIlpReject({ code, message, triggeredBy: serverAddress, data })
@@ -82,6 +88,7 @@ export async function startFakeIlpReceiver({
       reply.setTotalReceived(total.toString())
       return serializeIlpFulfill(reply.accept())
     }
+    if (reply.code) rejectCodes.push(reply.code)
     return serializeIlpReply(reply)
   }
 
@@ -120,6 +127,7 @@ export async function startFakeIlpReceiver({
     endpoint: `http://127.0.0.1:${port}/ilp`,
     server,
     requests,
+    rejectCodes,
     /** STREAM credentials of one payment (its tag), in the receiver's asset. */
     credentials: (paymentTag) => stream.generateCredentials({ paymentTag, asset }),
     /** What has been fulfilled for one payment tag. */

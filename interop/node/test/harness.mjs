@@ -501,14 +501,14 @@ function installRecorder(world) {
 // ---------------------------------------------------------------------------
 // The world: a server with alice, bob and the client wallet address shop.
 
-export async function startWorld({ ilp = false, webhooks = false } = {}) {
+export async function startWorld({ ilp = false, webhooks = false, extraArgs = [] } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
   const hooks = webhooks ? await startWebhookReceiver() : undefined
   let opd
   try {
     opd = await startOpd({
       ilp,
-      extraArgs: hooks ? [`--webhook-url=${hooks.url}`, `--webhook-secret=${hooks.secret}`] : []
+      extraArgs: [...(hooks ? [`--webhook-url=${hooks.url}`, `--webhook-secret=${hooks.secret}`] : []), ...extraArgs]
     })
   } catch (err) {
     await hooks?.close()
