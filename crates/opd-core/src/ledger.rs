@@ -117,6 +117,9 @@ pub enum TransferKind {
     Forward,
     /// From a hold back to the peer, the forwarded packet not fulfilled.
     Void,
+    /// From an outgoing payment to the peer that carried one of its ILP
+    /// packets, fulfilled.
+    Packet,
 }
 
 impl TransferKind {
@@ -133,6 +136,7 @@ impl TransferKind {
             Self::Hold => "hold",
             Self::Forward => "forward",
             Self::Void => "void",
+            Self::Packet => "packet",
         }
     }
 
@@ -149,6 +153,7 @@ impl TransferKind {
             Self::Hold,
             Self::Forward,
             Self::Void,
+            Self::Packet,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

@@ -85,6 +85,9 @@ pub struct OutgoingPayment {
     pub receive: Amount,
     /// What was sent towards the receiver, in the debit asset.
     pub sent: u64,
+    /// What reached the receiver, in its asset, for a payment sent over
+    /// Interledger (packet by packet); 0 for one paid on this server.
+    pub delivered: u64,
     pub state: OutgoingPaymentState,
     /// Why it failed, for failed and cancelled payments.
     pub error: Option<String>,

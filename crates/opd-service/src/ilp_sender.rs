@@ -41,7 +41,7 @@ pub async fn next_peer(services: &Services, destination: &str) -> Result<Peer, S
 }
 
 /// `amount` of `from` in the peer's asset, rounded down.
-async fn to_peer_units(
+pub(crate) async fn to_peer_units(
     services: &Services,
     from: &Asset,
     peer: &Peer,

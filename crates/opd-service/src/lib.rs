@@ -16,6 +16,7 @@ pub mod outgoing_payments;
 pub mod peers;
 pub mod pricing;
 pub mod quotes;
+pub mod remote_payments;
 pub mod remote_receivers;
 pub mod replay_memory;
 pub mod replay_store;

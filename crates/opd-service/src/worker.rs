@@ -61,7 +61,8 @@ async fn end(
     Ok(services.store.fail_outgoing_payment(&failure).await?)
 }
 
-async fn fail(
+/// Fails a payment for `reason`, its money (what it did not send) back.
+pub(crate) async fn fail_payment(
     services: &Services,
     p: &OutgoingPayment,
     reason: String,
@@ -89,10 +90,13 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         return Ok(Step::Idle);
     };
     let Some(quote) = services.quote_by_id(p.quote_id).await? else {
-        return fail(services, &p, "the payment's quote is missing".into()).await;
+        return fail_payment(services, &p, "the payment's quote is missing".into()).await;
     };
+    if !services.config.public_url.is_ours(&p.receiver) {
+        return crate::remote_payments::step(services, &p, &quote).await;
+    }
     if quote.is_expired(now) {
-        return fail(
+        return fail_payment(
             services,
             &p,
             "the quote expired before the payment was sent".into(),
@@ -100,18 +104,18 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         .await;
     }
     let Some(incoming_id) = services.config.public_url.incoming_payment_id(&p.receiver) else {
-        return fail(
+        return fail_payment(
             services,
             &p,
-            "receivers on other Open Payments servers are not supported yet".into(),
+            "the receiver is not an incoming payment".into(),
         )
         .await;
     };
     let Some(receiver) = services.store.get_incoming_payment(incoming_id).await? else {
-        return fail(services, &p, "the receiver does not exist".into()).await;
+        return fail_payment(services, &p, "the receiver does not exist".into()).await;
     };
     if receiver.completed || receiver.is_expired(now) {
-        return fail(
+        return fail_payment(
             services,
             &p,
             "the receiver no longer accepts payments".into(),
@@ -119,10 +123,10 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         .await;
     }
     if receiver.asset != p.receive.asset {
-        return fail(services, &p, "the receiver's asset changed".into()).await;
+        return fail_payment(services, &p, "the receiver's asset changed".into()).await;
     }
     if receiver.remaining().is_some_and(|r| r < p.receive.value) {
-        return fail(
+        return fail_payment(
             services,
             &p,
             "the receiver can no longer accept the quoted amount".into(),
@@ -130,7 +134,7 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         .await;
     }
     let Some(received) = receiver.received_amount.checked_add(p.receive.value) else {
-        return fail(services, &p, "the receiver's total would overflow".into()).await;
+        return fail_payment(services, &p, "the receiver's total would overflow".into()).await;
     };
     let completes = receiver.incoming_amount.is_some_and(|i| received >= i);
     let wallet = services.wallet_by_id(p.wallet_address_id).await?;
@@ -204,7 +208,7 @@ async fn fail_next_unfunded(services: &Services) -> Result<Option<Step>, Service
         return Ok(None);
     };
     let reason = "the payment was not funded before its quote expired";
-    Ok(Some(fail(services, &p, reason.into()).await?))
+    Ok(Some(fail_payment(services, &p, reason.into()).await?))
 }
 
 /// Announces incoming payments that expired unfinished; returns how many.

@@ -10,6 +10,7 @@ mod incoming;
 mod ledger;
 mod outbox;
 mod outgoing;
+mod packets;
 mod pages;
 mod peers;
 pub mod postgres;
@@ -37,6 +38,7 @@ pub use incoming::IncomingPaymentStore;
 pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::OutgoingPaymentStore;
+pub use packets::{PacketStore, PaymentPacket};
 pub use peers::{IlpCredit, IlpReceive, LiquidityEvents, PeerStore, ReceiveEvents};
 pub use quotes::QuoteStore;
 pub use replays::{ReplayStore, StoredRequest};
@@ -62,6 +64,7 @@ pub trait Store:
     + ReplayStore
     + PeerStore
     + HoldStore
+    + PacketStore
     + RetentionStore
     + Send
     + Sync
@@ -162,6 +165,7 @@ impl SqlStore {
             ledger::STATEMENTS,
             peers::STATEMENTS,
             holds::STATEMENTS,
+            packets::STATEMENTS,
             retention::STATEMENTS,
             spending::STATEMENTS,
             outgoing::STATEMENTS,

@@ -89,7 +89,8 @@ pub(crate) const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(debit_asset_scale AS BIGINT) AS debit_asset_scale, \
     CAST(receive_value AS TEXT) AS receive_value, receive_asset_code, \
     CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, \
-    CAST(sent_value AS TEXT) AS sent_value, state, error, metadata, client, grant_id, \
+    CAST(sent_value AS TEXT) AS sent_value, \
+    CAST(delivered_value AS TEXT) AS delivered_value, state, error, metadata, client, grant_id, \
     grant_interval_start, attempts, next_attempt_at, created_at, updated_at";
 
 static PAYMENT_BY_ID: Stmt = Stmt::new(&[
@@ -135,6 +136,7 @@ pub(crate) fn payment_from_row(row: &impl Columns) -> StoreResult<OutgoingPaymen
         debit: amount("debit_value", "debit_asset_code", "debit_asset_scale")?,
         receive: amount("receive_value", "receive_asset_code", "receive_asset_scale")?,
         sent: rows::u64_from_text(&row.text("sent_value")?, "sent")?,
+        delivered: rows::u64_from_text(&row.text("delivered_value")?, "delivered")?,
         state: OutgoingPaymentState::parse(&row.text("state")?)
             .ok_or_else(|| corrupt("payment state"))?,
         error: row.opt_text("error")?,

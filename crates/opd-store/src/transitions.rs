@@ -34,6 +34,11 @@ static CREDIT_RECEIVER: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
      WHERE id = ?::uuid AND received_amount = ?::numeric AND completed = ?",
 ]);
+static PAYMENT_IN: Stmt = Stmt::new(&[
+    "SELECT ",
+    PAYMENT_COLUMNS,
+    " FROM outgoing_payments WHERE id = ?::uuid",
+]);
 static END_PAYMENT: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET state = ?, error = ?, updated_at = ? \
      WHERE id = ?::uuid AND state IN ('funding', 'sending') RETURNING ",
@@ -51,6 +56,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &CREDIT_RECEIVER,
     &END_PAYMENT,
     &START_SENDING,
+    &PAYMENT_IN,
 ];
 
 /// Counts a new payment against its grant's limits in the interval;
@@ -209,6 +215,12 @@ impl SqlStore {
             return Ok(false);
         };
         let p = payment_from_row(&row)?;
+        // Packets in flight take money from the payment when fulfilled: it
+        // ends only once they are settled (see `packets`).
+        if crate::packets::has_pending(&mut tx, &p.id.to_string()).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         // The ledger accounts before the grant's spending row: the order a
         // create locks them in, so a failure and a create under one grant
         // cannot deadlock.
@@ -301,7 +313,16 @@ async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> Sto
 /// Gives back what an ended payment still holds: to the wallet address,
 /// or to the outside world for payments the operator funded from
 /// elsewhere.
-async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) -> StoreResult<()> {
+/// A payment as this transaction sees it.
+pub(crate) async fn payment_in(tx: &mut Tx<'_>, id: &str) -> StoreResult<Option<OutgoingPayment>> {
+    tx.fetch_opt(&PAYMENT_IN, params![id])
+        .await?
+        .as_ref()
+        .map(payment_from_row)
+        .transpose()
+}
+
+pub(crate) async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) -> StoreResult<()> {
     let payment = p.id.to_string();
     let asset = &p.debit.asset;
     let held = AccountRef::new(AccountKind::Outgoing, &payment, asset);

@@ -672,6 +672,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         debit: q.debit_amount.clone(),
         receive: q.receive_amount.clone(),
         sent: 0,
+        delivered: 0,
         state: OutgoingPaymentState::Sending,
         error: None,
         metadata: None,

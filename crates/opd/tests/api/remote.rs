@@ -201,3 +201,117 @@ async fn unreachable_unknown_and_completed_receivers_are_invalid() {
     assert_eq!(s, StatusCode::OK, "{v}");
     invalid(quote(&a, &alice, &receiver, target).await);
 }
+
+async fn balance(app: &TestApp, path: &str) -> String {
+    let (s, v) = app
+        .admin(
+            Method::GET,
+            &format!("/wallet-addresses/{path}/balance"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v["balance"]["value"].as_str().unwrap().to_owned()
+}
+
+/// The balance of the peer named `name` at `app`.
+async fn peer_balance(app: &TestApp, name: &str) -> u64 {
+    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
+    let id = peers["peers"]
+        .as_array()
+        .or(peers.as_array())
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, v) = app
+        .admin(Method::GET, &format!("/peers/{id}/balance"), None)
+        .await;
+    v["balance"].as_str().unwrap().parse().unwrap()
+}
+
+async fn balanced(app: &TestApp) {
+    let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");
+}
+
+/// alice@A creates an outgoing payment from `quote`; returns it with the
+/// payer and its token.
+async fn pay_quote(
+    a: &TestApp,
+    alice: &str,
+    quote: &Value,
+) -> (Value, opd_testkit::client::SigningClient, String) {
+    let payer = a.signing_client("payer", 41).await;
+    let token = a.outgoing_token(&payer, alice, Value::Null).await;
+    let r = payer
+        .send(
+            Method::POST,
+            &a.url("outgoing-payments"),
+            Some(&token),
+            Some(&json!({ "walletAddress": alice, "quoteId": quote["id"] })),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    (r.body, payer, token)
+}
+
+#[tokio::test]
+async fn alice_at_a_pays_bob_at_b_over_interledger() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (s, q) = quote(&a, &alice, &receiver, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(q["debitAmount"], amount("1123", "USD", 2));
+
+    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    assert_eq!(created["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(balance(&a, "alice").await, "8877", "funded at creation");
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Completed(_)]),
+        "{steps:?}"
+    );
+
+    // B's incoming payment has exactly the quoted amount, and completed.
+    let (_, got) = b.get(&receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    assert_eq!(got["completed"], true);
+    // A's payment: sent what 1000 EUR cents cost at B's rate (0.9, rounded
+    // down per packet), at most the quoted debit; the rest back to alice.
+    let id = created["id"].as_str().unwrap();
+    let r = payer.send(Method::GET, id, Some(&token), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["failed"], false);
+    let sent: u64 = r.body["sentAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1112..=1123).contains(&sent), "sent {sent}");
+    assert_eq!(balance(&a, "alice").await, (10_000 - sent).to_string());
+    // Each fulfilled packet moved its amount to the peer that carried it,
+    // at A, and out of A's liquidity at B.
+    assert_eq!(peer_balance(&a, "b").await, sent);
+    assert_eq!(peer_balance(&b, "a").await, 1_000_000 - sent);
+    let events = a
+        .services()
+        .store
+        .due_webhook_events(opd_core::Timestamp::from_unix_millis(i64::MAX / 2), 100)
+        .await
+        .unwrap();
+    let completed: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind.as_str() == "outgoing_payment.completed")
+        .collect();
+    assert_eq!(completed.len(), 1, "{events:?}");
+    assert!(completed[0].data.contains(&format!("\"value\":\"{sent}\"")));
+    balanced(&a).await;
+    balanced(&b).await;
+    assert!(a.run_workers().await.is_empty(), "sent exactly once");
+}

@@ -1,0 +1,341 @@
+//! Sending an outgoing payment to a receiver on another server, as STREAM
+//! packets through the peer that routes to it. One worker step
+//! ([`step`]) sends packets until the receiver has the quoted amount, a
+//! temporary error asks for a pause, or the payment must fail:
+//!
+//! - the receiver is read again (through Open Payments) at every step, so
+//!   the step knows what it still expects: what was already delivered is
+//!   never sent again, and a receiver completed meanwhile ends the payment;
+//! - the path is probed again for its rate and largest packet; a rate
+//!   below the quote's (`receiveAmount` / `debitAmount` less fees) fails
+//!   the payment, since the quote's promise can no longer be kept;
+//! - each packet is recorded before it goes and settled once when its
+//!   answer comes (`opd_store::PacketStore`): sized by the probed rate so
+//!   the last one does not overshoot, within the path's largest packet and
+//!   the quote's budget, asking the receiver (STREAM `prepareAmount`) for at
+//!   least its amount at the quote's rate;
+//! - a temporary reject (T..) pauses the payment, retried with a doubling
+//!   delay (0.5 s up to 30 s) until its quote expires; a final one fails
+//!   it; either way what was not sent goes back to the sender;
+//! - the receiver gets exactly the quoted `receiveAmount` (or what it still
+//!   expects, if less); the sender is debited the fee and what was sent,
+//!   never more than the quoted `debitAmount`, and gets the rest back.
+//!
+//! Packets are sent one at a time. A packet a crash left pending is voided
+//! once expired (its delivery, if it happened, is seen in the receiver's
+//! total and not sent again; the peer's account then lacks that packet
+//! until the operator settles with the peer: see `docs/ilp.md`).
+
+use opd_core::outgoing_payment::OutgoingPayment;
+use opd_core::quote::Quote;
+use opd_core::webhook::EventKind;
+use opd_ilp::stream::sender::{self, Answer, Ratio};
+use opd_ilp::{Frame, PacketType, StreamPacket};
+use opd_store::PaymentPacket;
+
+use crate::ilp_sender::{self, PathProbe};
+use crate::remote_receivers::{self, RemoteReceiver};
+use crate::webhooks::{event, payment_event_data};
+use crate::worker::Step;
+use crate::{ServiceError, Services};
+
+/// How long a packet may take.
+const PACKET_TTL_MS: i64 = 10_000;
+/// Most packets one step sends before it lets other payments go.
+const PACKETS_PER_STEP: usize = 200;
+/// Most times a packet the receiver found too large is made smaller.
+const MAX_SHRINKS: u32 = 8;
+
+/// The delay before the `attempts`-th retry: 0.5 s doubling to 30 s.
+fn backoff_ms(attempts: i64) -> i64 {
+    let exp = u32::try_from(attempts.clamp(1, 7) - 1).unwrap_or(0);
+    (500i64 << exp).min(30_000)
+}
+
+async fn pause(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
+    let at = services.clock.now().plus_millis(backoff_ms(p.attempts));
+    services.store.release_outgoing_payment(p.id, at).await?;
+    Ok(Step::Retry(p.id))
+}
+
+async fn fail(
+    services: &Services,
+    p: &OutgoingPayment,
+    reason: String,
+) -> Result<Step, ServiceError> {
+    crate::worker::fail_payment(services, p, reason).await
+}
+
+/// Completes the payment: the fee taken, the rest of what was not sent
+/// given back, `outgoing_payment.completed` recorded.
+async fn complete(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+) -> Result<Step, ServiceError> {
+    let Some(now_p) = services.store.get_outgoing_payment(p.id).await? else {
+        return Err(ServiceError::NotFound("outgoing payment"));
+    };
+    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
+    let done = now_p.completed(now_p.sent);
+    let events = match &wallet {
+        Some(w) => vec![event(
+            services,
+            EventKind::OutgoingPaymentCompleted,
+            payment_event_data(services, &done, w),
+        )],
+        None => Vec::new(),
+    };
+    let at = services.clock.now();
+    if services
+        .store
+        .complete_sent_payment(p.id, quote.fee, at, &events)
+        .await?
+    {
+        Ok(Step::Completed(p.id))
+    } else {
+        pause(services, p).await
+    }
+}
+
+/// Voids the packets a crash left pending once they expired; `false` while
+/// one may still be answered.
+async fn settle_leftovers(services: &Services, p: &OutgoingPayment) -> Result<bool, ServiceError> {
+    let now = services.clock.now();
+    for packet in services.store.pending_packets(p.id).await? {
+        if packet.expires_at > now {
+            return Ok(false);
+        }
+        services.store.packet_rejected(&packet.id, now).await?;
+    }
+    Ok(true)
+}
+
+/// The quote's rate: receiver units per sender unit it promised.
+fn quoted_rate(quote: &Quote) -> Option<Ratio> {
+    Ratio::new(
+        u128::from(quote.receive_amount.value),
+        u128::from(quote.debit_minus_fees),
+    )
+}
+
+/// One step of sending `p` (see the module documentation).
+pub async fn step(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+) -> Result<Step, ServiceError> {
+    if !settle_leftovers(services, p).await? {
+        return pause(services, p).await;
+    }
+    // Leftovers may have changed the totals.
+    let p = services
+        .store
+        .get_outgoing_payment(p.id)
+        .await?
+        .ok_or(ServiceError::NotFound("outgoing payment"))?;
+    if quote.is_expired(services.clock.now()) {
+        let reason = "the quote expired before the payment was sent";
+        return fail(services, &p, reason.into()).await;
+    }
+    let receiver = match remote_receivers::resolve(services, &p.receiver).await {
+        Ok(r) => r,
+        Err(ServiceError::InvalidReceiver(reason)) => {
+            tracing::info!(payment = %p.id, reason, "the receiver could not be read; retrying");
+            return pause(services, &p).await;
+        }
+        Err(e) => return Err(e),
+    };
+    let target = quote.receive_amount.value;
+    let mut left = target.saturating_sub(p.delivered);
+    if let Some(remaining) = receiver.remaining() {
+        left = left.min(remaining);
+    }
+    if left == 0 {
+        return complete(services, &p, quote).await;
+    }
+    if !receiver.is_active(services.clock.now()) {
+        return fail(
+            services,
+            &p,
+            "the receiver no longer accepts payments".into(),
+        )
+        .await;
+    }
+    let Some(rate) = quoted_rate(quote) else {
+        return fail(services, &p, "the quote has no rate".into()).await;
+    };
+    let probe = match ilp_sender::probe(services, &p.debit.asset, &receiver).await {
+        Ok(probe) => probe,
+        Err(ServiceError::InvalidReceiver(reason)) => {
+            tracing::info!(payment = %p.id, reason, "probing failed; retrying");
+            return pause(services, &p).await;
+        }
+        Err(e) => return Err(e),
+    };
+    if probe.rate.low < rate {
+        return fail(
+            services,
+            &p,
+            "the exchange rate to the receiver fell below the quoted rate".into(),
+        )
+        .await;
+    }
+    send_packets(services, &p, quote, &receiver, probe, rate, left).await
+}
+
+/// What one packet's answer means for the step.
+enum Outcome {
+    /// `delivered` arrived.
+    Delivered(u64),
+    /// Try a smaller packet.
+    Smaller,
+    /// Pause the payment.
+    Pause,
+    /// Fail it, for this reason.
+    Fail(String),
+}
+
+async fn send_packets(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    receiver: &RemoteReceiver,
+    mut probe: PathProbe,
+    rate: Ratio,
+    mut left: u64,
+) -> Result<Step, ServiceError> {
+    let peer = ilp_sender::next_peer(services, receiver.ilp_address.as_str()).await?;
+    let mut budget = quote.debit_minus_fees.saturating_sub(p.sent);
+    let mut cap = u64::MAX;
+    let mut shrinks = 0;
+    let mut sequence = 100u64;
+    for _ in 0..PACKETS_PER_STEP {
+        if left == 0 {
+            return complete(services, p, quote).await;
+        }
+        let amount = probe
+            .rate
+            .low
+            .ceil_div(left)
+            .unwrap_or(u64::MAX)
+            .min(probe.max_packet.limit())
+            .min(budget)
+            .min(cap);
+        if amount == 0 {
+            return fail(
+                services,
+                p,
+                "the quoted amount cannot be delivered within the quoted debit".into(),
+            )
+            .await;
+        }
+        let min_delivery = sender::min_delivery(amount, rate)
+            .unwrap_or(u64::MAX)
+            .min(left);
+        let Some(peer_amount) =
+            ilp_sender::to_peer_units(services, &p.debit.asset, &peer, amount).await?
+        else {
+            return fail(services, p, "the packet amount cannot be converted".into()).await;
+        };
+        sequence += 1;
+        let request = StreamPacket {
+            sequence,
+            ilp_packet_type: PacketType::Prepare,
+            prepare_amount: min_delivery,
+            frames: vec![Frame::StreamMoney {
+                stream_id: 1,
+                shares: 1,
+            }],
+        };
+        let prepare = ilp_sender::stream_prepare(
+            services,
+            receiver,
+            peer_amount,
+            &request,
+            true,
+            PACKET_TTL_MS,
+        )?;
+        let now = services.clock.now();
+        let packet = PaymentPacket {
+            id: opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string(),
+            payment: p.id,
+            peer: peer.id,
+            source_asset: p.debit.asset.clone(),
+            source_amount: amount,
+            peer_asset: peer.asset.clone(),
+            peer_amount,
+            min_delivery,
+            expires_at: now.plus_millis(PACKET_TTL_MS),
+            created_at: now,
+        };
+        if !services.store.packet_sending(&packet).await? {
+            // Ended meanwhile (cancelled by the operator).
+            return Ok(Step::Idle);
+        }
+        let wait = std::time::Duration::from_millis(PACKET_TTL_MS as u64);
+        let answer = ilp_sender::send(services, &peer, &prepare, wait).await?;
+        let read = sender::read_answer(
+            &receiver.shared_secret,
+            sequence,
+            min_delivery,
+            answer.as_ref(),
+        );
+        let outcome = match read {
+            Answer::Fulfilled { received, .. } => Outcome::Delivered(received),
+            Answer::Refused { received, .. } if received >= min_delivery => {
+                // Enough arrived, yet the receiver refused: more than it
+                // still takes. A smaller packet, a few times.
+                cap = amount.saturating_sub(1);
+                shrinks += 1;
+                if shrinks > MAX_SHRINKS {
+                    Outcome::Fail("the receiver refuses what is left to deliver".into())
+                } else {
+                    Outcome::Smaller
+                }
+            }
+            Answer::Refused { .. } => {
+                Outcome::Fail("the exchange rate to the receiver fell below the quoted rate".into())
+            }
+            Answer::TooLarge(data) => {
+                probe.max_packet = probe.max_packet.learn(amount, data.as_ref());
+                Outcome::Smaller
+            }
+            Answer::Temporary(_) => Outcome::Pause,
+            Answer::Failed(code) => {
+                Outcome::Fail(format!("the packet was rejected with {}", code.as_str()))
+            }
+        };
+        let at = services.clock.now();
+        match outcome {
+            Outcome::Delivered(delivered) => {
+                services
+                    .store
+                    .packet_fulfilled(&packet, delivered, at)
+                    .await?;
+                left = left.saturating_sub(delivered);
+                budget = budget.saturating_sub(amount);
+            }
+            Outcome::Smaller => {
+                services.store.packet_rejected(&packet.id, at).await?;
+            }
+            Outcome::Pause => {
+                services.store.packet_rejected(&packet.id, at).await?;
+                return pause(services, p).await;
+            }
+            Outcome::Fail(reason) => {
+                services.store.packet_rejected(&packet.id, at).await?;
+                return fail(services, p, reason).await;
+            }
+        }
+    }
+    if left == 0 {
+        return complete(services, p, quote).await;
+    }
+    // Other payments get their turn; this one is due again at once.
+    services
+        .store
+        .release_outgoing_payment(p.id, services.clock.now())
+        .await?;
+    Ok(Step::Retry(p.id))
+}
