@@ -16,7 +16,7 @@ use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::stream::sender::{self, Answer, MaxPacket, RateBounds};
 use opd_ilp::{Frame, PacketType, StreamPacket};
 
-use crate::remote_receivers::RemoteReceiver;
+use crate::remote_receivers::IlpDestination;
 use crate::{connector, ServiceError, Services};
 
 /// How long a probe may take.
@@ -63,7 +63,7 @@ pub(crate) async fn to_peer_units(
 /// condition the one the receiver can fulfill, else a random one.
 pub(crate) fn stream_prepare(
     services: &Services,
-    receiver: &RemoteReceiver,
+    receiver: &IlpDestination,
     amount: u64,
     request: &StreamPacket,
     fulfillable: bool,
@@ -88,7 +88,7 @@ pub(crate) fn stream_prepare(
         amount,
         expires_at,
         execution_condition,
-        destination: receiver.ilp_address.clone(),
+        destination: receiver.address.clone(),
         data,
     })
 }
@@ -125,9 +125,9 @@ pub(crate) async fn send(
 pub async fn probe(
     services: &Services,
     source: &Asset,
-    receiver: &RemoteReceiver,
+    receiver: &IlpDestination,
 ) -> Result<PathProbe, ServiceError> {
-    let peer = next_peer(services, receiver.ilp_address.as_str()).await?;
+    let peer = next_peer(services, receiver.address.as_str()).await?;
     let amounts: Vec<u64> = sender::probe_amounts(MaxPacket::Unknown).collect();
     let mut probes = Vec::new();
     for (i, amount) in amounts.iter().enumerate() {

@@ -133,7 +133,10 @@ async fn path_rate(
     let minimum = configured
         .less_basis_points(services.config.slippage_basis_points)
         .ok_or(ServiceError::InsufficientExchangeRate)?;
-    let probe = ilp_sender::probe(services, source, remote).await?;
+    let destination = remote.ilp.as_ref().ok_or_else(|| {
+        ServiceError::InvalidReceiver("the receiver offers no ilp payment method".into())
+    })?;
+    let probe = ilp_sender::probe(services, source, destination).await?;
     if let Some((code, scale)) = &probe.receiver_asset {
         if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {
             return Err(ServiceError::InvalidReceiver(

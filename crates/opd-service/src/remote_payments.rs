@@ -34,7 +34,7 @@ use opd_ilp::{Frame, PacketType, StreamPacket};
 use opd_store::PaymentPacket;
 
 use crate::ilp_sender::{self, PathProbe};
-use crate::remote_receivers::{self, RemoteReceiver};
+use crate::remote_receivers::{self, IlpDestination};
 use crate::webhooks::{event, payment_event_data};
 use crate::worker::Step;
 use crate::{ServiceError, Services};
@@ -165,7 +165,15 @@ pub async fn step(
     let Some(rate) = quoted_rate(quote) else {
         return fail(services, &p, "the quote has no rate".into()).await;
     };
-    let probe = match ilp_sender::probe(services, &p.debit.asset, &receiver).await {
+    let Some(destination) = receiver.ilp.as_ref() else {
+        return fail(
+            services,
+            &p,
+            "the receiver offers no ilp payment method".into(),
+        )
+        .await;
+    };
+    let probe = match ilp_sender::probe(services, &p.debit.asset, destination).await {
         Ok(probe) => probe,
         Err(ServiceError::InvalidReceiver(reason)) => {
             tracing::info!(payment = %p.id, reason, "probing failed; retrying");
@@ -181,7 +189,7 @@ pub async fn step(
         )
         .await;
     }
-    send_packets(services, &p, quote, &receiver, probe, rate, left).await
+    send_packets(services, &p, quote, destination, probe, rate, left).await
 }
 
 /// What one packet's answer means for the step.
@@ -200,12 +208,12 @@ async fn send_packets(
     services: &Services,
     p: &OutgoingPayment,
     quote: &Quote,
-    receiver: &RemoteReceiver,
+    receiver: &IlpDestination,
     mut probe: PathProbe,
     rate: Ratio,
     mut left: u64,
 ) -> Result<Step, ServiceError> {
-    let peer = ilp_sender::next_peer(services, receiver.ilp_address.as_str()).await?;
+    let peer = ilp_sender::next_peer(services, receiver.address.as_str()).await?;
     let mut budget = quote.debit_minus_fees.saturating_sub(p.sent);
     let mut cap = u64::MAX;
     let mut shrinks = 0;

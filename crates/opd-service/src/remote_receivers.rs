@@ -49,9 +49,24 @@ pub struct RemoteReceiver {
     pub received_amount: u64,
     pub completed: bool,
     pub expires_at: Option<Timestamp>,
-    /// Where to send ILP packets, and the STREAM secret.
-    pub ilp_address: IlpAddress,
+    /// Where to send ILP packets; `None` when it offers no `ilp` method
+    /// (a completed or expired incoming payment shows none).
+    pub ilp: Option<IlpDestination>,
+}
+
+/// An incoming payment's ILP address and STREAM secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IlpDestination {
+    pub address: IlpAddress,
     pub shared_secret: [u8; 32],
+}
+
+impl std::fmt::Debug for IlpDestination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IlpDestination")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for RemoteReceiver {
@@ -62,15 +77,15 @@ impl std::fmt::Debug for RemoteReceiver {
             .field("incoming_amount", &self.incoming_amount)
             .field("received_amount", &self.received_amount)
             .field("completed", &self.completed)
-            .field("ilp_address", &self.ilp_address)
-            .finish_non_exhaustive()
+            .field("ilp", &self.ilp)
+            .finish()
     }
 }
 
 impl RemoteReceiver {
     /// Whether it still takes payments at `now`.
     pub fn is_active(&self, now: Timestamp) -> bool {
-        !self.completed && self.expires_at.is_none_or(|t| now < t)
+        !self.completed && self.expires_at.is_none_or(|t| now < t) && self.ilp.is_some()
     }
 
     /// What it still expects, if it has an `incomingAmount`.
@@ -197,21 +212,21 @@ fn parse(url: &str, bytes: &[u8]) -> Result<RemoteReceiver, ServiceError> {
         .map(Timestamp::parse_rfc3339)
         .transpose()
         .map_err(|_| invalid("the receiver's expiresAt is not a date"))?;
-    let ilp = doc
-        .methods
-        .iter()
-        .find(|m| m.kind == "ilp")
-        .ok_or_else(|| invalid("the receiver offers no ilp payment method"))?;
-    let ilp_address = ilp
-        .ilp_address
-        .as_deref()
-        .and_then(|a| IlpAddress::new(a).ok())
-        .ok_or_else(|| invalid("the receiver's ilpAddress is missing or invalid"))?;
-    let shared_secret = ilp
-        .shared_secret
-        .as_deref()
-        .and_then(decode_secret)
-        .ok_or_else(|| invalid("the receiver's sharedSecret is missing or invalid"))?;
+    let ilp = match doc.methods.iter().find(|m| m.kind == "ilp") {
+        None => None,
+        Some(m) => Some(IlpDestination {
+            address: m
+                .ilp_address
+                .as_deref()
+                .and_then(|a| IlpAddress::new(a).ok())
+                .ok_or_else(|| invalid("the receiver's ilpAddress is missing or invalid"))?,
+            shared_secret: m
+                .shared_secret
+                .as_deref()
+                .and_then(decode_secret)
+                .ok_or_else(|| invalid("the receiver's sharedSecret is missing or invalid"))?,
+        }),
+    };
     Ok(RemoteReceiver {
         url: url.to_owned(),
         asset: received.asset,
@@ -219,8 +234,7 @@ fn parse(url: &str, bytes: &[u8]) -> Result<RemoteReceiver, ServiceError> {
         received_amount: received.value,
         completed: doc.completed,
         expires_at,
-        ilp_address,
-        shared_secret,
+        ilp,
     })
 }
 
@@ -440,16 +454,23 @@ mod tests {
             (r.incoming_amount, r.received_amount, r.remaining()),
             (Some(1000), 250, Some(750))
         );
-        assert_eq!(r.shared_secret, [7u8; 32]);
-        assert_eq!(r.ilp_address.as_str(), "test.b.x");
+        let ilp = r.ilp.clone().unwrap();
+        assert_eq!(ilp.shared_secret, [7u8; 32]);
+        assert_eq!(ilp.address.as_str(), "test.b.x");
         assert!(r.is_active(Timestamp::parse_rfc3339("2029-01-01T00:00:00Z").unwrap()));
         assert!(!r.is_active(Timestamp::parse_rfc3339("2030-01-01T00:00:00Z").unwrap()));
     }
 
     #[test]
-    fn refuses_receivers_without_usable_ilp_details() {
+    fn refuses_receivers_with_broken_ilp_details() {
+        let doc = serde_json::json!({
+            "receivedAmount": {"value": "0", "assetCode": "EUR", "assetScale": 2},
+            "completed": true,
+            "methods": []
+        });
+        let done = parse("u", doc.to_string().as_bytes()).unwrap();
+        assert!(done.ilp.is_none() && !done.is_active(Timestamp::from_unix_millis(0)));
         for methods in [
-            serde_json::json!([]),
             serde_json::json!([{"type": "ilp", "ilpAddress": "test.b.x", "sharedSecret": "short"}]),
             serde_json::json!([{"type": "ilp", "ilpAddress": "not an address", "sharedSecret": "x"}]),
         ] {

@@ -16,9 +16,9 @@ struct Pair {
     b: TestApp,
 }
 
-async fn node(address: &str) -> TestApp {
+async fn node(db: Db, address: &str) -> TestApp {
     let address = address.to_owned();
-    TestApp::spawn_with(Db::Sqlite, move |s| s.ilp_address = address).await
+    TestApp::spawn_with(db, move |s| s.ilp_address = address).await
 }
 
 async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
@@ -40,7 +40,30 @@ async fn set_rate(app: &TestApp, rate: &str) {
 /// A (USD) and B (EUR), peered in USD: A sends to B everything under
 /// `test.b`; B credits what A sends from A's liquidity at B.
 async fn pair() -> Pair {
-    let (a, b) = (node("test.a").await, node("test.b").await);
+    pair_with(1_000_000, None).await
+}
+
+/// [`pair`] with both servers on `db`.
+async fn pair_on(db: Db) -> Pair {
+    pair_of(
+        node(db, "test.a").await,
+        node(db, "test.b").await,
+        1_000_000,
+        None,
+    )
+    .await
+}
+
+/// [`pair`], with A's liquidity at B and the largest packet B takes from A.
+async fn pair_with(liquidity: u64, max_packet: Option<u64>) -> Pair {
+    let (a, b) = (
+        node(Db::Sqlite, "test.a").await,
+        node(Db::Sqlite, "test.b").await,
+    );
+    pair_of(a, b, liquidity, max_packet).await
+}
+
+async fn pair_of(a: TestApp, b: TestApp, liquidity: u64, max_packet: Option<u64>) -> Pair {
     let usd = json!({ "code": "USD", "scale": 2 });
     admin_ok(
         &a,
@@ -51,21 +74,19 @@ async fn pair() -> Pair {
                           "incoming": { "authTokens": ["b-to-a"] } } }),
     )
     .await;
-    let a_at_b = admin_ok(
-        &b,
-        Method::POST,
-        "/peers",
-        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd, "routes": ["test.a"],
-                "http": { "outgoing": { "endpoint": a.ilp, "authToken": "b-to-a" },
-                          "incoming": { "authTokens": ["a-to-b"] } } }),
-    )
-    .await;
+    let mut a_at_b = json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd, "routes": ["test.a"],
+            "http": { "outgoing": { "endpoint": a.ilp, "authToken": "b-to-a" },
+                      "incoming": { "authTokens": ["a-to-b"] } } });
+    if let Some(max) = max_packet {
+        a_at_b["maxPacketAmount"] = json!(max.to_string());
+    }
+    let a_at_b = admin_ok(&b, Method::POST, "/peers", a_at_b).await;
     let id = a_at_b["id"].as_str().unwrap();
     admin_ok(
         &b,
         Method::POST,
         &format!("/peers/{id}/deposits"),
-        json!({ "amount": "1000000", "idempotencyKey": "a-liquidity" }),
+        json!({ "amount": liquidity.to_string(), "idempotencyKey": "a-liquidity" }),
     )
     .await;
     set_rate(&a, "0.9").await;
@@ -261,7 +282,16 @@ async fn pay_quote(
 
 #[tokio::test]
 async fn alice_at_a_pays_bob_at_b_over_interledger() {
-    let Pair { a, b } = pair().await;
+    alice_pays_bob_across_servers(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn alice_at_a_pays_bob_at_b_over_interledger_on_postgres() {
+    alice_pays_bob_across_servers(Db::Postgres).await;
+}
+
+async fn alice_pays_bob_across_servers(db: Db) {
+    let Pair { a, b } = pair_on(db).await;
     let alice = a.create_wallet("alice", "USD", 2).await;
     a.deposit("alice", 10_000).await;
     let receiver = incoming_at_b(&b, "1000").await;
@@ -314,4 +344,156 @@ async fn alice_at_a_pays_bob_at_b_over_interledger() {
     balanced(&a).await;
     balanced(&b).await;
     assert!(a.run_workers().await.is_empty(), "sent exactly once");
+}
+
+/// What alice's payment reads as at A.
+async fn payment(payer: &opd_testkit::client::SigningClient, token: &str, id: &str) -> Value {
+    let r = payer.send(Method::GET, id, Some(token), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body
+}
+
+#[tokio::test]
+async fn a_peer_out_of_liquidity_pauses_the_payment_until_it_is_funded() {
+    // B takes packets of at most 300 from A, and holds 500 of A's money.
+    let Pair { a, b } = pair_with(500, Some(300)).await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
+    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    let id = created["id"].as_str().unwrap();
+    // Packets of 300 go until B answers T04: the payment pauses, part sent.
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Retry(_)]),
+        "{steps:?}"
+    );
+    let paused = payment(&payer, &token, id).await;
+    assert_eq!(paused["failed"], false);
+    let sent: u64 = paused["sentAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        sent > 0 && sent <= 500,
+        "sent {sent} before the liquidity ran out"
+    );
+    let (_, got) = b.get(&receiver).await;
+    assert_eq!(got["completed"], false);
+
+    // The operator at B adds liquidity; A retries after its delay and the
+    // payment completes with exactly the quoted delivery.
+    let (_, peers) = b.admin(Method::GET, "/peers", None).await;
+    let a_at_b = peers["peers"].as_array().or(peers.as_array()).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    admin_ok(
+        &b,
+        Method::POST,
+        &format!("/peers/{a_at_b}/deposits"),
+        json!({ "amount": "100000", "idempotencyKey": "more" }),
+    )
+    .await;
+    a.clock.advance_millis(1_000);
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Completed(_)]),
+        "{steps:?}"
+    );
+    let (_, got) = b.get(&receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    let done = payment(&payer, &token, id).await;
+    let sent: u64 = done["sentAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(balance(&a, "alice").await, (10_000 - sent).to_string());
+    balanced(&a).await;
+    balanced(&b).await;
+}
+
+#[tokio::test]
+async fn a_rate_moved_beyond_the_quote_fails_the_payment_with_the_money_back() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
+    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    set_rate(&b, "0.85").await;
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
+        "{steps:?}"
+    );
+    let failed = payment(&payer, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(failed["failed"], true);
+    assert_eq!(failed["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(balance(&a, "alice").await, "10000");
+    balanced(&a).await;
+}
+
+#[tokio::test]
+async fn a_receiver_completed_meanwhile_fails_the_payment_with_the_money_back() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
+    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    let (s, v) = b.post(&format!("{receiver}/complete"), &json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
+        "{steps:?}"
+    );
+    let failed = payment(&payer, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(failed["failed"], true);
+    assert_eq!(balance(&a, "alice").await, "10000");
+    balanced(&a).await;
+}
+
+#[tokio::test]
+async fn an_unreachable_peer_pauses_then_fails_at_the_quotes_expiry_with_the_money_back() {
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
+    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    // A's route to B now leads nowhere.
+    let (_, peers) = a.admin(Method::GET, "/peers", None).await;
+    let b_at_a = peers["peers"].as_array().or(peers.as_array()).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    admin_ok(
+        &a,
+        Method::PATCH,
+        &format!("/peers/{b_at_a}"),
+        json!({ "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "a-to-b" } } }),
+    )
+    .await;
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Retry(_)]),
+        "{steps:?}"
+    );
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(payment(&payer, &token, id).await["failed"], false);
+    // Past the quote's expiry (5 minutes), it fails; nothing was sent.
+    a.clock.advance_millis(301_000);
+    let steps = a.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
+        "{steps:?}"
+    );
+    assert_eq!(payment(&payer, &token, id).await["failed"], true);
+    assert_eq!(balance(&a, "alice").await, "10000");
+    balanced(&a).await;
 }
