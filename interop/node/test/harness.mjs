@@ -163,8 +163,9 @@ export const rawFetch = globalThis.fetch.bind(globalThis)
  *              whenever the binary has the flag, so no test run binds the
  *              default port.
  *   extraArgs  more arguments for `opd serve`
+ *   ilpAddress its --ilp-address when ilp is on (default OPD_ILP_ADDRESS)
  */
-export async function startOpd({ ilp = false, extraArgs = [] } = {}) {
+export async function startOpd({ ilp = false, extraArgs = [], ilpAddress = OPD_ILP_ADDRESS } = {}) {
   const bin = opdBin()
   const hasIlpListen = opdServeHasFlag('--ilp-listen')
   if (ilp && !hasIlpListen) {
@@ -193,7 +194,7 @@ export async function startOpd({ ilp = false, extraArgs = [] } = {}) {
     `--database-url=sqlite://${dataDir}/opd.sqlite?mode=rwc`
   ]
   if (hasIlpListen) args.push(`--ilp-listen=127.0.0.1:${p4}`)
-  if (ilp) args.push(`--ilp-address=${OPD_ILP_ADDRESS}`)
+  if (ilp) args.push(`--ilp-address=${ilpAddress}`)
   args.push(...extraArgs)
   const env = { ...process.env, OPD_LOG: 'warn' }
   // Settings of the machine must not leak into the server under test.
@@ -228,7 +229,7 @@ export async function startOpd({ ilp = false, extraArgs = [] } = {}) {
     adminUrl,
     /** The ILP-over-HTTP endpoint (any path is accepted), when opd has one. */
     ilpUrl,
-    ilpAddress: ilp ? OPD_ILP_ADDRESS : undefined,
+    ilpAddress: ilp ? ilpAddress : undefined,
     dataDir,
     child,
     output: () => output,
@@ -501,13 +502,14 @@ function installRecorder(world) {
 // ---------------------------------------------------------------------------
 // The world: a server with alice, bob and the client wallet address shop.
 
-export async function startWorld({ ilp = false, webhooks = false, extraArgs = [] } = {}) {
+export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
   const hooks = webhooks ? await startWebhookReceiver() : undefined
   let opd
   try {
     opd = await startOpd({
       ilp,
+      ilpAddress,
       extraArgs: [...(hooks ? [`--webhook-url=${hooks.url}`, `--webhook-secret=${hooks.secret}`] : []), ...extraArgs]
     })
   } catch (err) {
