@@ -24,7 +24,7 @@
 //! Packets are sent one at a time. A packet a crash left pending is voided
 //! once expired (its delivery, if it happened, is seen in the receiver's
 //! total and not sent again; the peer's account then lacks that packet
-//! until the operator settles with the peer: see `docs/ilp.md`).
+//! until the operator settles with the peer: see the README's "Sending").
 
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;

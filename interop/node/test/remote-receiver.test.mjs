@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test'
 import { StreamServer as StreamServerF05 } from 'stream-receiver-f05'
 
 import { startFakeIlpReceiver } from './fake-ilp-receiver.mjs'
-import { adminOk, nonInteractiveGrant, once, usd, useWorld } from './harness.mjs'
+import { adminOk, interactiveGrant, nonInteractiveGrant, once, poll, usd, useWorld } from './harness.mjs'
 
 const eur = (value) => ({ value: String(value), assetCode: 'EUR', assetScale: 2 })
 
@@ -140,6 +140,29 @@ for (const [label, StreamServerClass, probeCode] of [
       assert.ok(probes.length >= 10, `only ${probes.length} probes reached the receiver`)
       assert.ok(receiver.rejectCodes.length >= 10, `rejects: ${receiver.rejectCodes}`)
       assert.ok(receiver.rejectCodes.every((c) => c === probeCode), `rejects: ${receiver.rejectCodes}`)
+    })
+
+    it('pays the receiver: it gets exactly the quoted amount', async () => {
+      const ip = front.incomingPayment()
+      const tag = ip.split('/').pop()
+      const quote = await createQuote({ receiver: ip, receiveAmount: eur(1000) })
+      const alice = await w.client.walletAddress.get({ url: w.urls.alice })
+      const { grant } = await interactiveGrant(w, alice.authServer, [
+        { type: 'outgoing-payment', actions: ['create', 'read'], identifier: alice.id, limits: { debitAmount: usd(5000) } }
+      ])
+      const token = grant.access_token.value
+      const created = await w.client.outgoingPayment.create(
+        { url: alice.resourceServer, accessToken: token },
+        { walletAddress: alice.id, quoteId: quote.id }
+      )
+      const settled = await poll(
+        () => w.client.outgoingPayment.get({ url: created.id, accessToken: token }),
+        (p) => p.failed || BigInt(p.sentAmount.value) > 0n,
+        { timeoutMs: 20_000 }
+      )
+      assert.equal(settled.failed, false, JSON.stringify(settled))
+      assert.equal(receiver.received(tag), 1000n)
+      assert.ok(BigInt(settled.sentAmount.value) <= 1123n, JSON.stringify(settled))
     })
 
     it('quotes fixed send at the minimum rate', async () => {
