@@ -25,6 +25,17 @@ enum Scenario {
     /// ILP Prepares of 1 unit to one incoming payment, over ILP-over-HTTP
     /// from a peer (each a fresh STREAM packet, fulfilled).
     IlpReceive,
+    /// Payments to incoming payments on a second opd server, peered over
+    /// ILP-over-HTTP: incoming payment at B, quote and outgoing payment at
+    /// A (which resolves and probes the receiver), sent as STREAM packets.
+    PayRemote,
+}
+
+impl Scenario {
+    /// Whether it makes payments (and measures their completion).
+    fn pays(self) -> bool {
+        matches!(self, Scenario::Pay | Scenario::PayRemote)
+    }
 }
 
 /// Load generator for opd.
@@ -157,6 +168,7 @@ impl Server {
     async fn start(
         database_url: Option<&str>,
         public: Option<(&str, &str)>,
+        extra: &[String],
     ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let (op, auth, admin, ilp) = (free_port()?, free_port()?, free_port()?, free_port()?);
@@ -184,6 +196,7 @@ impl Server {
             "--create-requests-per-minute=0".into(),
         ];
         let mut args = args;
+        args.extend(extra.iter().cloned());
         if let Some((op_url, auth_url)) = public {
             args.push(format!("--public-url={op_url}"));
             args.push(format!("--auth-public-url={auth_url}"));
@@ -304,6 +317,8 @@ struct Setup {
     outgoing_payment: String,
     /// For `ilp-receive`: where and what to send.
     ilp: Option<IlpTarget>,
+    /// For `pay-remote`: the second server's setup (its bob receives).
+    remote: Option<Box<Setup>>,
 }
 
 /// A peer's view of one incoming payment: the endpoint, the peer's token,
@@ -368,6 +383,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
         bob,
         outgoing_payment: String::new(),
         ilp: None,
+        remote: None,
     };
     let (op, _) = pay_once(&s, 0).await?;
     s.outgoing_payment = op;
@@ -430,14 +446,16 @@ async fn post(s: &Setup, n: u64, path: &str, token: &str, body: Value) -> anyhow
 async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
     let amount =
         json!({ "value": (100 + n % 1000).to_string(), "assetCode": "USD", "assetScale": 2 });
+    // The receiver: bob here, or bob on the second server.
+    let at = s.remote.as_deref().unwrap_or(s);
     let ip = post(
-        s,
+        at,
         n,
         "incoming-payments",
-        &s.ip_token,
+        &at.ip_token,
         // A distinct body per payment: identical signed POSTs within one
         // second would be answered with the first response (no new work).
-        json!({ "walletAddress": s.bob, "incomingAmount": amount, "metadata": { "n": n } }),
+        json!({ "walletAddress": at.bob, "incomingAmount": amount, "metadata": { "n": n } }),
     )
     .await?;
     let q = post(
@@ -457,6 +475,49 @@ async fn pay_once(s: &Setup, n: u64) -> anyhow::Result<(String, u64)> {
     )
     .await?;
     Ok((p["id"].as_str().unwrap_or_default().to_owned(), 3))
+}
+
+/// The `opd serve` arguments a scenario needs besides the bench's own.
+fn server_args(scenario: Scenario, ilp_address: &str) -> Vec<String> {
+    match scenario {
+        // The two servers reach each other on loopback.
+        Scenario::PayRemote => vec![
+            format!("--ilp-address={ilp_address}"),
+            "--outbound-allow=127.0.0.1".into(),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Peers `a` and `b` both ways (USD/2), `b` holding ample liquidity for
+/// `a`.
+async fn peer_servers(a: &Server, b: &Server) -> anyhow::Result<()> {
+    let usd = json!({ "code": "USD", "scale": 2 });
+    a.admin(
+        Method::POST,
+        "/peers",
+        json!({ "name": "b", "staticIlpAddress": "test.b", "asset": usd, "routes": ["test.b"],
+                "http": { "outgoing": { "endpoint": b.ilp, "authToken": "bench-a-to-b" },
+                          "incoming": { "authTokens": ["bench-b-to-a"] } } }),
+    )
+    .await?;
+    let a_at_b = b
+        .admin(
+            Method::POST,
+            "/peers",
+            json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd, "routes": ["test.a"],
+                    "http": { "outgoing": { "endpoint": a.ilp, "authToken": "bench-b-to-a" },
+                              "incoming": { "authTokens": ["bench-a-to-b"] } } }),
+        )
+        .await?;
+    let id = a_at_b["id"].as_str().unwrap_or_default();
+    b.admin(
+        Method::POST,
+        &format!("/peers/{id}/deposits"),
+        json!({ "amount": "9000000000000000000", "idempotencyKey": "bench-liquidity" }),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Every node's SQL round trips so far, added up.
@@ -570,7 +631,7 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
             Some(json!({ "walletAddress": s.bob, "metadata": { "n": n } })),
         ),
         // `pay` runs its own loop (see `run`).
-        Scenario::Pay => return Ok(false),
+        Scenario::Pay | Scenario::PayRemote => return Ok(false),
         Scenario::IlpReceive => return ilp_packet(s, n).await,
     };
     let r = s.send(n, method, &url, token, body.as_ref()).await?;
@@ -704,7 +765,12 @@ async fn run(args: Args) -> anyhow::Result<Report> {
                 "sqlite"
             };
             (
-                Server::start(args.database_url.as_deref(), None).await?,
+                Server::start(
+                    args.database_url.as_deref(),
+                    None,
+                    &server_args(args.scenario, "test.a"),
+                )
+                .await?,
                 backend.to_owned(),
             )
         }
@@ -720,10 +786,34 @@ async fn run(args: Args) -> anyhow::Result<Report> {
             bail!("--nodes needs a PostgreSQL --database-url");
         };
         for _ in 1..args.nodes {
-            others.push(Server::start(Some(url), Some((&server.base, &server.auth))).await?);
+            others.push(
+                Server::start(
+                    Some(url),
+                    Some((&server.base, &server.auth)),
+                    &server_args(args.scenario, "test.a"),
+                )
+                .await?,
+            );
         }
     }
-    let mut setup = setup(&server).await?;
+    // `pay-remote`: a second server, peered, whose bob receives.
+    let second = match args.scenario {
+        Scenario::PayRemote => {
+            let b = Server::start(None, None, &server_args(args.scenario, "test.b")).await?;
+            peer_servers(&server, &b).await?;
+            Some(b)
+        }
+        _ => None,
+    };
+    let mut setup = match &second {
+        Some(b) => {
+            let remote = setup(b).await?;
+            let mut s = setup(&server).await?;
+            s.remote = Some(Box::new(remote));
+            s
+        }
+        None => setup(&server).await?,
+    };
     setup.nodes.extend(others.iter().map(|o| o.base.clone()));
     if args.scenario == Scenario::IlpReceive {
         setup.ilp = Some(ilp_setup(&server, &setup).await?);
@@ -767,7 +857,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
             while !stop.load(Ordering::Relaxed) {
                 let n = counter.fetch_add(1, Ordering::Relaxed);
                 let t0 = Instant::now();
-                if scenario == Scenario::Pay {
+                if scenario.pays() {
                     match pay_once(&setup, n).await {
                         Ok((payment, made)) => {
                             requests.fetch_add(made, Ordering::Relaxed);
@@ -839,7 +929,9 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         _ => None,
     };
     let latency = percentiles(latencies.lock().map(|l| l.clone()).unwrap_or_default());
-    let completion = (args.scenario == Scenario::Pay)
+    let completion = args
+        .scenario
+        .pays()
         .then(|| percentiles(completions.lock().map(|c| c.clone()).unwrap_or_default()));
     Ok(Report {
         scenario: args.scenario,
@@ -849,14 +941,14 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         requests,
         non_2xx: failures.load(Ordering::Relaxed),
         requests_per_second: requests as f64 / elapsed,
-        payments_per_second: (args.scenario == Scenario::Pay).then(|| payments as f64 / elapsed),
+        payments_per_second: args.scenario.pays().then(|| payments as f64 / elapsed),
         latency_ms: latency,
         completion_ms: completion,
         server_cpu_us_per_request: cpu_per_request,
         nodes: args.nodes,
         sql_round_trips_per_request: trips.filter(|_| requests > 0).map(|t| t / requests as f64),
         sql_round_trips_per_payment: trips
-            .filter(|_| args.scenario == Scenario::Pay && payments > 0)
+            .filter(|_| args.scenario.pays() && payments > 0)
             .map(|t| t / payments as f64),
         round_trip_profile: profile,
         server_peak_rss_mb: all
