@@ -9,6 +9,8 @@ use opd_testkit::app::{Db, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use opd_service::worker::Step;
+
 use crate::amount;
 
 struct Pair {
@@ -235,19 +237,17 @@ async fn balance(app: &TestApp, path: &str) -> String {
     v["balance"]["value"].as_str().unwrap().to_owned()
 }
 
+/// The id of the peer named `name` at `app`.
+async fn peer_id(app: &TestApp, name: &str) -> String {
+    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
+    let all = peers["peers"].as_array().or(peers.as_array()).unwrap();
+    let peer = all.iter().find(|p| p["name"] == name).unwrap();
+    peer["id"].as_str().unwrap().to_owned()
+}
+
 /// The balance of the peer named `name` at `app`.
 async fn peer_balance(app: &TestApp, name: &str) -> u64 {
-    let (_, peers) = app.admin(Method::GET, "/peers", None).await;
-    let id = peers["peers"]
-        .as_array()
-        .or(peers.as_array())
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = peer_id(app, name).await;
     let (_, v) = app
         .admin(Method::GET, &format!("/peers/{id}/balance"), None)
         .await;
@@ -259,25 +259,79 @@ async fn balanced(app: &TestApp) {
     assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");
 }
 
-/// alice@A creates an outgoing payment from `quote`; returns it with the
-/// payer and its token.
-async fn pay_quote(
-    a: &TestApp,
-    alice: &str,
-    quote: &Value,
-) -> (Value, opd_testkit::client::SigningClient, String) {
+/// alice@A (10 000 USD cents) paying bob@B's incoming payment of 1000 EUR
+/// cents: the quote made, the outgoing payment created, nothing sent yet.
+struct Paying {
+    a: TestApp,
+    b: TestApp,
+    receiver: String,
+    id: String,
+    payer: opd_testkit::client::SigningClient,
+    token: String,
+}
+
+async fn paying(Pair { a, b }: Pair) -> Paying {
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (s, q) = quote(&a, &alice, &receiver, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(q["debitAmount"], amount("1123", "USD", 2));
     let payer = a.signing_client("payer", 41).await;
-    let token = a.outgoing_token(&payer, alice, Value::Null).await;
+    let token = a.outgoing_token(&payer, &alice, Value::Null).await;
     let r = payer
         .send(
             Method::POST,
             &a.url("outgoing-payments"),
             Some(&token),
-            Some(&json!({ "walletAddress": alice, "quoteId": quote["id"] })),
+            Some(&json!({ "walletAddress": alice, "quoteId": q["id"] })),
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    (r.body, payer, token)
+    assert_eq!(r.body["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(balance(&a, "alice").await, "8877", "funded at creation");
+    Paying {
+        a,
+        b,
+        receiver,
+        id: r.body["id"].as_str().unwrap().to_owned(),
+        payer,
+        token,
+    }
+}
+
+impl Paying {
+    /// The payment as alice's client reads it at A.
+    async fn read(&self) -> Value {
+        let r = self
+            .payer
+            .send(Method::GET, &self.id, Some(&self.token), None)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
+    /// Its `sentAmount` value.
+    async fn sent(&self) -> u64 {
+        let p = self.read().await;
+        p["sentAmount"]["value"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Runs A's worker until nothing is due; the one step it took.
+    async fn step(&self) -> Step {
+        let steps = self.a.run_workers().await;
+        match steps.as_slice() {
+            [one] => one.clone(),
+            other => panic!("expected one step: {other:?}"),
+        }
+    }
+
+    /// It failed and alice has all her money back.
+    async fn failed_with_money_back(&self) {
+        assert_eq!(self.read().await["failed"], true);
+        assert_eq!(balance(&self.a, "alice").await, "10000");
+        balanced(&self.a).await;
+    }
 }
 
 #[tokio::test]
@@ -291,209 +345,110 @@ async fn alice_at_a_pays_bob_at_b_over_interledger_on_postgres() {
 }
 
 async fn alice_pays_bob_across_servers(db: Db) {
-    let Pair { a, b } = pair_on(db).await;
-    let alice = a.create_wallet("alice", "USD", 2).await;
-    a.deposit("alice", 10_000).await;
-    let receiver = incoming_at_b(&b, "1000").await;
-    let (s, q) = quote(&a, &alice, &receiver, json!({})).await;
-    assert_eq!(s, StatusCode::CREATED, "{q}");
-    assert_eq!(q["debitAmount"], amount("1123", "USD", 2));
-
-    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
-    assert_eq!(created["sentAmount"], amount("0", "USD", 2));
-    assert_eq!(balance(&a, "alice").await, "8877", "funded at creation");
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Completed(_)]),
-        "{steps:?}"
-    );
-
+    let w = paying(pair_on(db).await).await;
+    assert!(matches!(w.step().await, Step::Completed(_)));
     // B's incoming payment has exactly the quoted amount, and completed.
-    let (_, got) = b.get(&receiver).await;
+    let (_, got) = w.b.get(&w.receiver).await;
     assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
     assert_eq!(got["completed"], true);
     // A's payment: sent what 1000 EUR cents cost at B's rate (0.9, rounded
     // down per packet), at most the quoted debit; the rest back to alice.
-    let id = created["id"].as_str().unwrap();
-    let r = payer.send(Method::GET, id, Some(&token), None).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!(r.body["failed"], false);
-    let sent: u64 = r.body["sentAmount"]["value"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    assert_eq!(w.read().await["failed"], false);
+    let sent = w.sent().await;
     assert!((1112..=1123).contains(&sent), "sent {sent}");
-    assert_eq!(balance(&a, "alice").await, (10_000 - sent).to_string());
+    assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
     // Each fulfilled packet moved its amount to the peer that carried it,
     // at A, and out of A's liquidity at B.
-    assert_eq!(peer_balance(&a, "b").await, sent);
-    assert_eq!(peer_balance(&b, "a").await, 1_000_000 - sent);
-    let events = a
-        .services()
-        .store
-        .due_webhook_events(opd_core::Timestamp::from_unix_millis(i64::MAX / 2), 100)
-        .await
-        .unwrap();
+    assert_eq!(peer_balance(&w.a, "b").await, sent);
+    assert_eq!(peer_balance(&w.b, "a").await, 1_000_000 - sent);
+    let events =
+        w.a.services()
+            .store
+            .due_webhook_events(opd_core::Timestamp::from_unix_millis(i64::MAX / 2), 100)
+            .await
+            .unwrap();
     let completed: Vec<_> = events
         .iter()
         .filter(|e| e.kind.as_str() == "outgoing_payment.completed")
         .collect();
     assert_eq!(completed.len(), 1, "{events:?}");
     assert!(completed[0].data.contains(&format!("\"value\":\"{sent}\"")));
-    balanced(&a).await;
-    balanced(&b).await;
-    assert!(a.run_workers().await.is_empty(), "sent exactly once");
-}
-
-/// What alice's payment reads as at A.
-async fn payment(payer: &opd_testkit::client::SigningClient, token: &str, id: &str) -> Value {
-    let r = payer.send(Method::GET, id, Some(token), None).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body
+    balanced(&w.a).await;
+    balanced(&w.b).await;
+    assert!(w.a.run_workers().await.is_empty(), "sent exactly once");
 }
 
 #[tokio::test]
 async fn a_peer_out_of_liquidity_pauses_the_payment_until_it_is_funded() {
     // B takes packets of at most 300 from A, and holds 500 of A's money.
-    let Pair { a, b } = pair_with(500, Some(300)).await;
-    let alice = a.create_wallet("alice", "USD", 2).await;
-    a.deposit("alice", 10_000).await;
-    let receiver = incoming_at_b(&b, "1000").await;
-    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
-    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
-    let id = created["id"].as_str().unwrap();
+    let w = paying(pair_with(500, Some(300)).await).await;
     // Packets of 300 go until B answers T04: the payment pauses, part sent.
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Retry(_)]),
-        "{steps:?}"
-    );
-    let paused = payment(&payer, &token, id).await;
-    assert_eq!(paused["failed"], false);
-    let sent: u64 = paused["sentAmount"]["value"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    assert!(matches!(w.step().await, Step::Retry(_)));
+    assert_eq!(w.read().await["failed"], false);
+    let sent = w.sent().await;
     assert!(
         sent > 0 && sent <= 500,
         "sent {sent} before the liquidity ran out"
     );
-    let (_, got) = b.get(&receiver).await;
+    let (_, got) = w.b.get(&w.receiver).await;
     assert_eq!(got["completed"], false);
 
     // The operator at B adds liquidity; A retries after its delay and the
     // payment completes with exactly the quoted delivery.
-    let (_, peers) = b.admin(Method::GET, "/peers", None).await;
-    let a_at_b = peers["peers"].as_array().or(peers.as_array()).unwrap()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let a_at_b = peer_id(&w.b, "a").await;
     admin_ok(
-        &b,
+        &w.b,
         Method::POST,
         &format!("/peers/{a_at_b}/deposits"),
         json!({ "amount": "100000", "idempotencyKey": "more" }),
     )
     .await;
-    a.clock.advance_millis(1_000);
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Completed(_)]),
-        "{steps:?}"
-    );
-    let (_, got) = b.get(&receiver).await;
+    w.a.clock.advance_millis(1_000);
+    assert!(matches!(w.step().await, Step::Completed(_)));
+    let (_, got) = w.b.get(&w.receiver).await;
     assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
-    let done = payment(&payer, &token, id).await;
-    let sent: u64 = done["sentAmount"]["value"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(balance(&a, "alice").await, (10_000 - sent).to_string());
-    balanced(&a).await;
-    balanced(&b).await;
+    let sent = w.sent().await;
+    assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
+    balanced(&w.a).await;
+    balanced(&w.b).await;
 }
 
 #[tokio::test]
 async fn a_rate_moved_beyond_the_quote_fails_the_payment_with_the_money_back() {
-    let Pair { a, b } = pair().await;
-    let alice = a.create_wallet("alice", "USD", 2).await;
-    a.deposit("alice", 10_000).await;
-    let receiver = incoming_at_b(&b, "1000").await;
-    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
-    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
-    set_rate(&b, "0.85").await;
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
-        "{steps:?}"
-    );
-    let failed = payment(&payer, &token, created["id"].as_str().unwrap()).await;
-    assert_eq!(failed["failed"], true);
-    assert_eq!(failed["sentAmount"], amount("0", "USD", 2));
-    assert_eq!(balance(&a, "alice").await, "10000");
-    balanced(&a).await;
+    let w = paying(pair().await).await;
+    set_rate(&w.b, "0.85").await;
+    assert!(matches!(w.step().await, Step::Failed(..)));
+    assert_eq!(w.sent().await, 0);
+    w.failed_with_money_back().await;
 }
 
 #[tokio::test]
 async fn a_receiver_completed_meanwhile_fails_the_payment_with_the_money_back() {
-    let Pair { a, b } = pair().await;
-    let alice = a.create_wallet("alice", "USD", 2).await;
-    a.deposit("alice", 10_000).await;
-    let receiver = incoming_at_b(&b, "1000").await;
-    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
-    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
-    let (s, v) = b.post(&format!("{receiver}/complete"), &json!({})).await;
+    let w = paying(pair().await).await;
+    let (s, v) =
+        w.b.post(&format!("{}/complete", w.receiver), &json!({}))
+            .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
-        "{steps:?}"
-    );
-    let failed = payment(&payer, &token, created["id"].as_str().unwrap()).await;
-    assert_eq!(failed["failed"], true);
-    assert_eq!(balance(&a, "alice").await, "10000");
-    balanced(&a).await;
+    assert!(matches!(w.step().await, Step::Failed(..)));
+    w.failed_with_money_back().await;
 }
 
 #[tokio::test]
 async fn an_unreachable_peer_pauses_then_fails_at_the_quotes_expiry_with_the_money_back() {
-    let Pair { a, b } = pair().await;
-    let alice = a.create_wallet("alice", "USD", 2).await;
-    a.deposit("alice", 10_000).await;
-    let receiver = incoming_at_b(&b, "1000").await;
-    let (_, q) = quote(&a, &alice, &receiver, json!({})).await;
-    let (created, payer, token) = pay_quote(&a, &alice, &q).await;
+    let w = paying(pair().await).await;
     // A's route to B now leads nowhere.
-    let (_, peers) = a.admin(Method::GET, "/peers", None).await;
-    let b_at_a = peers["peers"].as_array().or(peers.as_array()).unwrap()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let b_at_a = peer_id(&w.a, "b").await;
     admin_ok(
-        &a,
+        &w.a,
         Method::PATCH,
         &format!("/peers/{b_at_a}"),
         json!({ "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "a-to-b" } } }),
     )
     .await;
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Retry(_)]),
-        "{steps:?}"
-    );
-    let id = created["id"].as_str().unwrap();
-    assert_eq!(payment(&payer, &token, id).await["failed"], false);
+    assert!(matches!(w.step().await, Step::Retry(_)));
+    assert_eq!(w.read().await["failed"], false);
     // Past the quote's expiry (5 minutes), it fails; nothing was sent.
-    a.clock.advance_millis(301_000);
-    let steps = a.run_workers().await;
-    assert!(
-        matches!(steps.as_slice(), [opd_service::worker::Step::Failed(..)]),
-        "{steps:?}"
-    );
-    assert_eq!(payment(&payer, &token, id).await["failed"], true);
-    assert_eq!(balance(&a, "alice").await, "10000");
-    balanced(&a).await;
+    w.a.clock.advance_millis(301_000);
+    assert!(matches!(w.step().await, Step::Failed(..)));
+    w.failed_with_money_back().await;
 }
