@@ -88,6 +88,9 @@ pub struct OutgoingPayment {
     /// What reached the receiver, in its asset, for a payment sent over
     /// Interledger (packet by packet); 0 for one paid on this server.
     pub delivered: u64,
+    /// For a payment sent over Interledger: what the receiver had received
+    /// before its first packet (set once, when sending starts).
+    pub receiver_baseline: Option<u64>,
     pub state: OutgoingPaymentState,
     /// Why it failed, for failed and cancelled payments.
     pub error: Option<String>,

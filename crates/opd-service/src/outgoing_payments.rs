@@ -194,6 +194,7 @@ pub async fn create(
         receive: quote.receive_amount.clone(),
         sent: 0,
         delivered: 0,
+        receiver_baseline: None,
         state: if services.config.external_funding {
             OutgoingPaymentState::Funding
         } else {

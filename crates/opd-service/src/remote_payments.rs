@@ -21,10 +21,10 @@
 //!   expects, if less); the sender is debited the fee and what was sent,
 //!   never more than the quoted `debitAmount`, and gets the rest back.
 //!
-//! Packets are sent one at a time. A packet a crash left pending is voided
-//! once expired (its delivery, if it happened, is seen in the receiver's
-//! total and not sent again; the peer's account then lacks that packet
-//! until the operator settles with the peer: see the README's "Sending").
+//! Packets are sent one at a time. A packet a crash left pending is settled
+//! once expired from what the receiver reports it received (see
+//! [`settle_leftovers`]): exact when the payment is the receiver's only
+//! payer, as for an invoice.
 
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
@@ -34,7 +34,7 @@ use opd_ilp::{Frame, PacketType, StreamPacket};
 use opd_store::PaymentPacket;
 
 use crate::ilp_sender::{self, PathProbe};
-use crate::remote_receivers::{self, IlpDestination};
+use crate::remote_receivers::{self, IlpDestination, RemoteReceiver};
 use crate::webhooks::{event, payment_event_data};
 use crate::worker::Step;
 use crate::{ServiceError, Services};
@@ -98,15 +98,38 @@ async fn complete(
     }
 }
 
-/// Voids the packets a crash left pending once they expired; `false` while
-/// one may still be answered.
-async fn settle_leftovers(services: &Services, p: &OutgoingPayment) -> Result<bool, ServiceError> {
+/// Settles the packets a crash left pending, once they expired, from what
+/// the receiver reports: what it received beyond its total before the
+/// payment's first packet and what the payment recorded was delivered by
+/// packets fulfilled just before the crash, which are posted (oldest
+/// first, each counted at its minimum delivery) while that evidence lasts;
+/// the others are voided. `false` while one may still be answered.
+async fn settle_leftovers(
+    services: &Services,
+    p: &OutgoingPayment,
+    receiver: &RemoteReceiver,
+) -> Result<bool, ServiceError> {
     let now = services.clock.now();
-    for packet in services.store.pending_packets(p.id).await? {
-        if packet.expires_at > now {
-            return Ok(false);
+    let pending = services.store.pending_packets(p.id).await?;
+    if pending.iter().any(|packet| packet.expires_at > now) {
+        return Ok(false);
+    }
+    let mut unrecorded = p.receiver_baseline.map_or(0, |base| {
+        receiver
+            .received_amount
+            .saturating_sub(base)
+            .saturating_sub(p.delivered)
+    });
+    for packet in pending {
+        if packet.min_delivery > 0 && unrecorded >= packet.min_delivery {
+            unrecorded -= packet.min_delivery;
+            services
+                .store
+                .packet_fulfilled(&packet, packet.min_delivery, now)
+                .await?;
+        } else {
+            services.store.packet_rejected(&packet.id, now).await?;
         }
-        services.store.packet_rejected(&packet.id, now).await?;
     }
     Ok(true)
 }
@@ -125,7 +148,21 @@ pub async fn step(
     p: &OutgoingPayment,
     quote: &Quote,
 ) -> Result<Step, ServiceError> {
-    if !settle_leftovers(services, p).await? {
+    let receiver = match remote_receivers::resolve(services, &p.receiver).await {
+        Ok(r) => r,
+        Err(ServiceError::InvalidReceiver(reason)) => {
+            tracing::info!(payment = %p.id, reason, "the receiver could not be read; retrying");
+            if quote.is_expired(services.clock.now())
+                && services.store.pending_packets(p.id).await?.is_empty()
+            {
+                let reason = "the quote expired before the payment was sent";
+                return fail(services, p, reason.into()).await;
+            }
+            return pause(services, p).await;
+        }
+        Err(e) => return Err(e),
+    };
+    if !settle_leftovers(services, p, &receiver).await? {
         return pause(services, p).await;
     }
     // Leftovers may have changed the totals.
@@ -134,18 +171,12 @@ pub async fn step(
         .get_outgoing_payment(p.id)
         .await?
         .ok_or(ServiceError::NotFound("outgoing payment"))?;
-    if quote.is_expired(services.clock.now()) {
-        let reason = "the quote expired before the payment was sent";
-        return fail(services, &p, reason.into()).await;
+    if p.receiver_baseline.is_none() {
+        services
+            .store
+            .set_receiver_baseline(p.id, receiver.received_amount)
+            .await?;
     }
-    let receiver = match remote_receivers::resolve(services, &p.receiver).await {
-        Ok(r) => r,
-        Err(ServiceError::InvalidReceiver(reason)) => {
-            tracing::info!(payment = %p.id, reason, "the receiver could not be read; retrying");
-            return pause(services, &p).await;
-        }
-        Err(e) => return Err(e),
-    };
     let target = quote.receive_amount.value;
     let mut left = target.saturating_sub(p.delivered);
     if let Some(remaining) = receiver.remaining() {
@@ -153,6 +184,10 @@ pub async fn step(
     }
     if left == 0 {
         return complete(services, &p, quote).await;
+    }
+    if quote.is_expired(services.clock.now()) {
+        let reason = "the quote expired before the payment was sent";
+        return fail(services, &p, reason.into()).await;
     }
     if !receiver.is_active(services.clock.now()) {
         return fail(

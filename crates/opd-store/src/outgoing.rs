@@ -90,7 +90,8 @@ pub(crate) const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(receive_value AS TEXT) AS receive_value, receive_asset_code, \
     CAST(receive_asset_scale AS BIGINT) AS receive_asset_scale, \
     CAST(sent_value AS TEXT) AS sent_value, \
-    CAST(delivered_value AS TEXT) AS delivered_value, state, error, metadata, client, grant_id, \
+    CAST(delivered_value AS TEXT) AS delivered_value, \
+    CAST(receiver_baseline AS TEXT) AS receiver_baseline, state, error, metadata, client, grant_id, \
     grant_interval_start, attempts, next_attempt_at, created_at, updated_at";
 
 static PAYMENT_BY_ID: Stmt = Stmt::new(&[
@@ -137,6 +138,10 @@ pub(crate) fn payment_from_row(row: &impl Columns) -> StoreResult<OutgoingPaymen
         receive: amount("receive_value", "receive_asset_code", "receive_asset_scale")?,
         sent: rows::u64_from_text(&row.text("sent_value")?, "sent")?,
         delivered: rows::u64_from_text(&row.text("delivered_value")?, "delivered")?,
+        receiver_baseline: row
+            .opt_text("receiver_baseline")?
+            .map(|v| rows::u64_from_text(&v, "receiver baseline"))
+            .transpose()?,
         state: OutgoingPaymentState::parse(&row.text("state")?)
             .ok_or_else(|| corrupt("payment state"))?,
         error: row.opt_text("error")?,

@@ -55,6 +55,13 @@ pub trait PacketStore: Send + Sync {
     async fn packet_rejected(&self, id: &str, at: Timestamp) -> StoreResult<bool>;
     /// A payment's pending packets, oldest first.
     async fn pending_packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PaymentPacket>>;
+    /// Records what the receiver had received before the payment's first
+    /// packet; kept if one is recorded already.
+    async fn set_receiver_baseline(
+        &self,
+        payment: OutgoingPaymentId,
+        received: u64,
+    ) -> StoreResult<()>;
     /// Completes a payment sent in packets: its fee goes to the fee account,
     /// what it did not send back to where it came from, and `events` are
     /// recorded. `false` when it was not `sending`, or has packets pending.
@@ -100,6 +107,10 @@ static PENDING_PACKETS: Stmt = Stmt::new(&[
 static ANY_PENDING: Stmt = Stmt::new(&[
     "SELECT id FROM payment_packets WHERE payment_id = ? AND state = 'pending' LIMIT 1",
 ]);
+static SET_BASELINE: Stmt = Stmt::new(&[
+    "UPDATE outgoing_payments SET receiver_baseline = ?::numeric \
+     WHERE id = ?::uuid AND receiver_baseline IS NULL",
+]);
 static COMPLETE_SENT: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET state = 'completed', updated_at = ? \
      WHERE id = ?::uuid AND state = 'sending'",
@@ -113,6 +124,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &PENDING_PACKETS,
     &ANY_PENDING,
     &COMPLETE_SENT,
+    &SET_BASELINE,
 ];
 
 fn packet_from_row(r: &impl Columns) -> StoreResult<PaymentPacket> {
@@ -252,6 +264,19 @@ impl PacketStore for SqlStore {
             .read(&PENDING_PACKETS, params![payment.to_string()])
             .await?;
         rows.iter().map(packet_from_row).collect()
+    }
+
+    async fn set_receiver_baseline(
+        &self,
+        payment: OutgoingPaymentId,
+        received: u64,
+    ) -> StoreResult<()> {
+        self.payments_cache.invalidate(payment);
+        self.db
+            .write(&SET_BASELINE, params![num(received), payment.to_string()])
+            .await?;
+        self.payments_cache.invalidate(payment);
+        Ok(())
     }
 
     async fn complete_sent_payment(

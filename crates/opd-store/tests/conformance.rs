@@ -673,6 +673,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         receive: q.receive_amount.clone(),
         sent: 0,
         delivered: 0,
+        receiver_baseline: None,
         state: OutgoingPaymentState::Sending,
         error: None,
         metadata: None,

@@ -5,6 +5,8 @@
 -- when rejected. A packet a crash leaves pending is settled by the worker
 -- from what the receiver reports it received.
 ALTER TABLE outgoing_payments ADD COLUMN delivered_value TEXT NOT NULL DEFAULT '0';
+-- What the receiver had received before the payment's first packet.
+ALTER TABLE outgoing_payments ADD COLUMN receiver_baseline TEXT;
 CREATE TABLE payment_packets (
     id TEXT PRIMARY KEY NOT NULL,
     payment_id TEXT NOT NULL,

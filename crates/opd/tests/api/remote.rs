@@ -452,3 +452,63 @@ async fn an_unreachable_peer_pauses_then_fails_at_the_quotes_expiry_with_the_mon
     assert!(matches!(w.step().await, Step::Failed(..)));
     w.failed_with_money_back().await;
 }
+
+#[tokio::test]
+async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
+    use base64::Engine as _;
+    use opd_core::Clock as _;
+    let w = paying(pair().await).await;
+    // A first step that cannot reach B's ILP side: the receiver's total
+    // before the payment is recorded, nothing is sent.
+    let b_at_a = peer_id(&w.a, "b").await;
+    let route = |endpoint: &str| json!({ "http": { "outgoing": { "endpoint": endpoint, "authToken": "a-to-b" } } });
+    let path = format!("/peers/{b_at_a}");
+    admin_ok(&w.a, Method::PATCH, &path, route("http://127.0.0.1:9/ilp")).await;
+    assert!(matches!(w.step().await, Step::Retry(_)));
+    admin_ok(&w.a, Method::PATCH, &path, route(&w.b.ilp)).await;
+
+    // A crash right after a packet of 300 USD cents was fulfilled: B has
+    // its 270 EUR cents; A has only the packet's pending record.
+    let (_, ip) = w.b.get(&w.receiver).await;
+    let to = ip["methods"][0]["ilpAddress"].as_str().unwrap();
+    let secret: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(ip["methods"][0]["sharedSecret"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let body = crate::ilp::prepare_expiring(&w.b, to, &secret, (300, 270), true, 30_000);
+    let answer = crate::ilp::send_packet_as(&w.b, "a-to-b", body).await;
+    assert!(
+        matches!(answer, opd_ilp::packet::Packet::Fulfill(_)),
+        "{answer:?}"
+    );
+    let usd = opd_core::Asset::parse("USD", 2).unwrap();
+    let now = w.a.clock.now();
+    let packet = opd_store::PaymentPacket {
+        id: "fulfilled-before-the-crash".into(),
+        payment: opd_core::OutgoingPaymentId::parse(w.id.rsplit('/').next().unwrap()).unwrap(),
+        peer: opd_core::PeerId::parse(&b_at_a).unwrap(),
+        source_asset: usd.clone(),
+        source_amount: 300,
+        peer_asset: usd,
+        peer_amount: 300,
+        min_delivery: 270,
+        expires_at: now.plus_millis(-1),
+        created_at: now.plus_millis(-10_000),
+    };
+    assert!(w.a.services().store.packet_sending(&packet).await.unwrap());
+
+    // The next step posts that packet from B's report and sends only the
+    // rest: B gets exactly 1000, and A's books count the packet once.
+    w.a.clock.advance_millis(1_000);
+    assert!(matches!(w.step().await, Step::Completed(_)));
+    let (_, got) = w.b.get(&w.receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    let sent = w.sent().await;
+    assert!((1112..=1123).contains(&sent), "sent {sent}");
+    assert_eq!(peer_balance(&w.a, "b").await, sent);
+    assert_eq!(peer_balance(&w.b, "a").await, 1_000_000 - sent);
+    assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
+    balanced(&w.a).await;
+    balanced(&w.b).await;
+}
