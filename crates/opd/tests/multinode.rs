@@ -102,18 +102,42 @@ impl Node {
         (node, public)
     }
 
-    async fn ready(&self) {
+    /// Waits until the node answers; `false` if it exited first (a port
+    /// picked free was taken by another process meanwhile).
+    async fn ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         let http = reqwest::Client::new();
         loop {
             if let Ok(r) = http.get(format!("{}/healthz", self.op)).send().await {
                 if r.status() == StatusCode::OK {
-                    return;
+                    return true;
+                }
+            }
+            if let Some(c) = self.child.as_mut() {
+                if c.try_wait().ok().flatten().is_some() {
+                    self.child = None;
+                    return false;
                 }
             }
             assert!(Instant::now() < deadline, "opd did not become ready");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Starts a node and waits until it answers, on other ports if the
+    /// first ones were taken meanwhile.
+    async fn start_ready(
+        database_url: &str,
+        public: Option<&Public>,
+        webhook: &str,
+    ) -> (Self, Public) {
+        for _ in 0..3 {
+            let (mut node, shared) = Node::start(database_url, public, webhook);
+            if node.ready().await {
+                return (node, shared);
+            }
+        }
+        panic!("opd exited at start three times");
     }
 
     fn kill(&mut self) {
@@ -154,13 +178,11 @@ impl Cluster {
     async fn start() -> Self {
         let database_url = opd_testkit::pg::fresh_schema_url().await;
         let (hook, hooks) = hook_receiver().await;
-        let (first, public) = Node::start(&database_url, None, &hook);
         // The first node migrates; the others start once it is up.
-        first.ready().await;
+        let (first, public) = Node::start_ready(&database_url, None, &hook).await;
         let mut nodes = vec![first];
         for _ in 0..2 {
-            let (n, _) = Node::start(&database_url, Some(&public), &hook);
-            n.ready().await;
+            let (n, _) = Node::start_ready(&database_url, Some(&public), &hook).await;
             nodes.push(n);
         }
         Self {
