@@ -512,3 +512,64 @@ async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
     balanced(&w.a).await;
     balanced(&w.b).await;
 }
+
+/// The grant A keeps for `setting`, opened.
+async fn kept_grant(a: &TestApp, setting: &str) -> Value {
+    let services = a.services();
+    let bytes = opd_service::secrets::get_sealed(
+        services.store.as_ref(),
+        &services.config.secrets_key,
+        setting,
+    )
+    .await
+    .unwrap()
+    .expect("a grant kept");
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// B's record of an access token.
+async fn token_at(b: &TestApp, token: &Value) -> opd_store::AccessTokenRecord {
+    use sha2::Digest as _;
+    let digest = opd_core::hex::lower(&sha2::Sha256::digest(token.as_str().unwrap().as_bytes()));
+    b.services()
+        .store
+        .get_access_token(&digest)
+        .await
+        .unwrap()
+        .expect("B knows the token")
+}
+
+#[tokio::test]
+async fn a_grant_token_about_to_expire_is_rotated_and_kept() {
+    let b = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.ilp_address = "test.b".into();
+        s.access_token_ttl_secs = 60;
+    })
+    .await;
+    let Pair { a, b } = pair_of(node(Db::Sqlite, "test.a").await, b, 1_000_000, None).await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let target = json!({ "debitAmount": amount("500", "USD", 2) });
+    let (s, q) = quote(&a, &alice, &receiver, target.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    let (_, public) = a.get_public(&receiver).await;
+    let setting = format!("remote_grant:{}", public["authServer"].as_str().unwrap());
+    let first = kept_grant(&a, &setting).await;
+
+    // 40 s later the token has 20 s left: A rotates it at B before use.
+    a.clock.advance_millis(40_000);
+    let (s, q) = quote(&a, &alice, &receiver, target.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    let rotated = kept_grant(&a, &setting).await;
+    assert_ne!(rotated["value"], first["value"], "a new token kept");
+    let (old, new) = (
+        token_at(&b, &first["value"]).await,
+        token_at(&b, &rotated["value"]).await,
+    );
+    assert_eq!(old.grant_id, new.grant_id, "rotated, not a new grant");
+
+    // The rotated token is good for another minute: reused as it is.
+    let (s, q) = quote(&a, &alice, &receiver, target).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    assert_eq!(kept_grant(&a, &setting).await, rotated);
+}
