@@ -21,7 +21,7 @@
 //!   expects, if less); the sender is debited the fee and what was sent,
 //!   never more than the quoted `debitAmount`, and gets the rest back.
 //!
-//! Packets are sent one at a time. A packet a crash left pending is settled
+//! Packets go in rounds of up to four at once. A packet a crash left pending is settled
 //! once expired from what the receiver reports it received (see
 //! [`settle_leftovers`]): exact when the payment is the receiver's only
 //! payer, as for an invoice.
@@ -41,6 +41,8 @@ use crate::{ServiceError, Services};
 
 /// How long a packet may take.
 const PACKET_TTL_MS: i64 = 10_000;
+/// Packets of one payment in flight at once.
+const PACKETS_IN_FLIGHT: usize = 4;
 /// Most packets one step sends before it lets other payments go.
 const PACKETS_PER_STEP: usize = 200;
 /// Most times a packet the receiver found too large is made smaller.
@@ -239,99 +241,113 @@ enum Outcome {
     Fail(String),
 }
 
-async fn send_packets(
-    services: &Services,
-    p: &OutgoingPayment,
-    quote: &Quote,
-    receiver: &IlpDestination,
-    mut probe: PathProbe,
+/// One packet of a round: its record, its Prepare and its STREAM sequence.
+struct Planned {
+    packet: PaymentPacket,
+    prepare: opd_ilp::packet::Prepare,
+    sequence: u64,
+}
+
+/// The sending state of one step.
+struct Sending<'a> {
+    services: &'a Services,
+    p: &'a OutgoingPayment,
+    receiver: &'a IlpDestination,
+    peer: opd_core::peer::Peer,
+    probe: PathProbe,
     rate: Ratio,
-    mut left: u64,
-) -> Result<Step, ServiceError> {
-    let peer = ilp_sender::next_peer(services, receiver.address.as_str()).await?;
-    let mut budget = quote.debit_minus_fees.saturating_sub(p.sent);
-    let mut cap = u64::MAX;
-    let mut shrinks = 0;
-    let mut sequence = 100u64;
-    for _ in 0..PACKETS_PER_STEP {
-        if left == 0 {
-            return complete(services, p, quote).await;
+    /// What the receiver still expects, and what may still be sent.
+    left: u64,
+    budget: u64,
+    /// The largest packet the receiver took lately (after it refused more
+    /// than it still expects).
+    cap: u64,
+    shrinks: u32,
+    sequence: u64,
+}
+
+impl Sending<'_> {
+    /// The packets of the next round: up to [`PACKETS_IN_FLIGHT`], each
+    /// within the path's largest packet, together expected (at the probed
+    /// rate's low bound) to deliver what is left and no more.
+    async fn plan(&mut self) -> Result<Vec<Planned>, ServiceError> {
+        let (mut left, mut budget) = (self.left, self.budget);
+        let mut round = Vec::new();
+        while left > 0 && round.len() < PACKETS_IN_FLIGHT {
+            let finishing = self.probe.rate.low.ceil_div(left).unwrap_or(u64::MAX);
+            let amount = finishing
+                .min(self.probe.max_packet.limit())
+                .min(budget)
+                .min(self.cap);
+            // The packet that finishes goes alone: sized by the rate's low
+            // bound, it may deliver a unit more than planned, which the
+            // receiver may refuse; full packets beside it cannot overshoot.
+            if amount == 0 || (amount == finishing && !round.is_empty()) {
+                break;
+            }
+            let min_delivery = sender::min_delivery(amount, self.rate)
+                .unwrap_or(u64::MAX)
+                .min(left);
+            let Some(peer_amount) =
+                ilp_sender::to_peer_units(self.services, &self.p.debit.asset, &self.peer, amount)
+                    .await?
+            else {
+                break;
+            };
+            self.sequence += 1;
+            let request = StreamPacket {
+                sequence: self.sequence,
+                ilp_packet_type: PacketType::Prepare,
+                prepare_amount: min_delivery,
+                frames: vec![Frame::StreamMoney {
+                    stream_id: 1,
+                    shares: 1,
+                }],
+            };
+            let prepare = ilp_sender::stream_prepare(
+                self.services,
+                self.receiver,
+                peer_amount,
+                &request,
+                true,
+                PACKET_TTL_MS,
+            )?;
+            let now = self.services.clock.now();
+            let packet = PaymentPacket {
+                id: opd_core::ids::new_uuid_v7(now, self.services.random.as_ref()).to_string(),
+                payment: self.p.id,
+                peer: self.peer.id,
+                source_asset: self.p.debit.asset.clone(),
+                source_amount: amount,
+                peer_asset: self.peer.asset.clone(),
+                peer_amount,
+                min_delivery,
+                expires_at: now.plus_millis(PACKET_TTL_MS),
+                created_at: now,
+            };
+            let expected = self.probe.rate.low.floor_mul(amount).unwrap_or(left);
+            left = left.saturating_sub(expected.max(1));
+            budget -= amount;
+            round.push(Planned {
+                packet,
+                prepare,
+                sequence: self.sequence,
+            });
         }
-        let amount = probe
-            .rate
-            .low
-            .ceil_div(left)
-            .unwrap_or(u64::MAX)
-            .min(probe.max_packet.limit())
-            .min(budget)
-            .min(cap);
-        if amount == 0 {
-            return fail(
-                services,
-                p,
-                "the quoted amount cannot be delivered within the quoted debit".into(),
-            )
-            .await;
-        }
-        let min_delivery = sender::min_delivery(amount, rate)
-            .unwrap_or(u64::MAX)
-            .min(left);
-        let Some(peer_amount) =
-            ilp_sender::to_peer_units(services, &p.debit.asset, &peer, amount).await?
-        else {
-            return fail(services, p, "the packet amount cannot be converted".into()).await;
-        };
-        sequence += 1;
-        let request = StreamPacket {
-            sequence,
-            ilp_packet_type: PacketType::Prepare,
-            prepare_amount: min_delivery,
-            frames: vec![Frame::StreamMoney {
-                stream_id: 1,
-                shares: 1,
-            }],
-        };
-        let prepare = ilp_sender::stream_prepare(
-            services,
-            receiver,
-            peer_amount,
-            &request,
-            true,
-            PACKET_TTL_MS,
-        )?;
-        let now = services.clock.now();
-        let packet = PaymentPacket {
-            id: opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string(),
-            payment: p.id,
-            peer: peer.id,
-            source_asset: p.debit.asset.clone(),
-            source_amount: amount,
-            peer_asset: peer.asset.clone(),
-            peer_amount,
-            min_delivery,
-            expires_at: now.plus_millis(PACKET_TTL_MS),
-            created_at: now,
-        };
-        if !services.store.packet_sending(&packet).await? {
-            // Ended meanwhile (cancelled by the operator).
-            return Ok(Step::Idle);
-        }
-        let wait = std::time::Duration::from_millis(PACKET_TTL_MS as u64);
-        let answer = ilp_sender::send(services, &peer, &prepare, wait).await?;
-        let read = sender::read_answer(
-            &receiver.shared_secret,
-            sequence,
-            min_delivery,
-            answer.as_ref(),
-        );
-        let outcome = match read {
+        Ok(round)
+    }
+
+    /// What one answer means.
+    fn outcome(&mut self, planned: &Planned, answer: Answer) -> Outcome {
+        let amount = planned.packet.source_amount;
+        match answer {
             Answer::Fulfilled { received, .. } => Outcome::Delivered(received),
-            Answer::Refused { received, .. } if received >= min_delivery => {
+            Answer::Refused { received, .. } if received >= planned.packet.min_delivery => {
                 // Enough arrived, yet the receiver refused: more than it
-                // still takes. A smaller packet, a few times.
-                cap = amount.saturating_sub(1);
-                shrinks += 1;
-                if shrinks > MAX_SHRINKS {
+                // still takes. Smaller packets, a few times.
+                self.cap = self.cap.min(amount.saturating_sub(1));
+                self.shrinks += 1;
+                if self.shrinks > MAX_SHRINKS {
                     Outcome::Fail("the receiver refuses what is left to deliver".into())
                 } else {
                     Outcome::Smaller
@@ -341,38 +357,112 @@ async fn send_packets(
                 Outcome::Fail("the exchange rate to the receiver fell below the quoted rate".into())
             }
             Answer::TooLarge(data) => {
-                probe.max_packet = probe.max_packet.learn(amount, data.as_ref());
+                self.probe.max_packet = self.probe.max_packet.learn(amount, data.as_ref());
                 Outcome::Smaller
             }
             Answer::Temporary(_) => Outcome::Pause,
             Answer::Failed(code) => {
                 Outcome::Fail(format!("the packet was rejected with {}", code.as_str()))
             }
-        };
-        let at = services.clock.now();
-        match outcome {
-            Outcome::Delivered(delivered) => {
-                services
-                    .store
-                    .packet_fulfilled(&packet, delivered, at)
-                    .await?;
-                left = left.saturating_sub(delivered);
-                budget = budget.saturating_sub(amount);
-            }
-            Outcome::Smaller => {
-                services.store.packet_rejected(&packet.id, at).await?;
-            }
-            Outcome::Pause => {
-                services.store.packet_rejected(&packet.id, at).await?;
-                return pause(services, p).await;
-            }
-            Outcome::Fail(reason) => {
-                services.store.packet_rejected(&packet.id, at).await?;
-                return fail(services, p, reason).await;
-            }
         }
     }
-    if left == 0 {
+}
+
+/// Sends rounds of packets until the receiver has what it expects, or the
+/// step must end (see the module documentation).
+async fn send_packets(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    receiver: &IlpDestination,
+    probe: PathProbe,
+    rate: Ratio,
+    left: u64,
+) -> Result<Step, ServiceError> {
+    let mut s = Sending {
+        services,
+        p,
+        receiver,
+        peer: ilp_sender::next_peer(services, receiver.address.as_str()).await?,
+        probe,
+        rate,
+        left,
+        budget: quote.debit_minus_fees.saturating_sub(p.sent),
+        cap: u64::MAX,
+        shrinks: 0,
+        sequence: 100,
+    };
+    let mut sent = 0;
+    while s.left > 0 && sent < PACKETS_PER_STEP {
+        let round = s.plan().await?;
+        if round.is_empty() {
+            let reason = "the quoted amount cannot be delivered within the quoted debit";
+            return fail(services, p, reason.into()).await;
+        }
+        for planned in &round {
+            if !services.store.packet_sending(&planned.packet).await? {
+                // Ended meanwhile (cancelled by the operator); what was
+                // recorded is settled as its answers come.
+                return Ok(Step::Idle);
+            }
+        }
+        sent += round.len();
+        let wait = std::time::Duration::from_millis(PACKET_TTL_MS as u64);
+        let answers = futures_util::future::join_all(
+            round
+                .iter()
+                .map(|planned| ilp_sender::send(services, &s.peer, &planned.prepare, wait)),
+        )
+        .await;
+        // Every packet of the round is settled before the step decides.
+        let mut end = None;
+        for (planned, answer) in round.iter().zip(answers) {
+            let answer = answer?;
+            let read = sender::read_answer(
+                &receiver.shared_secret,
+                planned.sequence,
+                planned.packet.min_delivery,
+                answer.as_ref(),
+            );
+            let at = services.clock.now();
+            match s.outcome(planned, read) {
+                Outcome::Delivered(delivered) => {
+                    services
+                        .store
+                        .packet_fulfilled(&planned.packet, delivered, at)
+                        .await?;
+                    s.left = s.left.saturating_sub(delivered);
+                    s.budget = s.budget.saturating_sub(planned.packet.source_amount);
+                }
+                Outcome::Smaller => {
+                    services
+                        .store
+                        .packet_rejected(&planned.packet.id, at)
+                        .await?;
+                }
+                Outcome::Pause => {
+                    services
+                        .store
+                        .packet_rejected(&planned.packet.id, at)
+                        .await?;
+                    end.get_or_insert(Outcome::Pause);
+                }
+                Outcome::Fail(reason) => {
+                    services
+                        .store
+                        .packet_rejected(&planned.packet.id, at)
+                        .await?;
+                    end = Some(Outcome::Fail(reason));
+                }
+            }
+        }
+        match end {
+            Some(Outcome::Fail(reason)) => return fail(services, p, reason).await,
+            Some(_) => return pause(services, p).await,
+            None => {}
+        }
+    }
+    if s.left == 0 {
         return complete(services, p, quote).await;
     }
     // Other payments get their turn; this one is due again at once.
