@@ -225,13 +225,11 @@ impl SqlStore {
         // create locks them in, so a failure and a create under one grant
         // cannot deadlock.
         refund(&mut tx, &p, f.at).await?;
-        if let (Some(g), Some(start)) = (p.grant_id.as_deref(), p.grant_interval_start) {
-            if let Some(s) = spending::read(&mut tx, g, start).await? {
-                let debit = s.debit.saturating_sub(p.debit.value);
-                let receive = s.receive.saturating_sub(p.receive.value);
-                spending::write(&mut tx, g, start, debit, receive, f.at).await?;
-            }
-        }
+        // The grant no longer counts what was not sent (all of it, unless
+        // packets of a payment to another server went out first).
+        let unsent = p.debit.value.saturating_sub(p.sent);
+        let undelivered = p.receive.value.saturating_sub(p.delivered);
+        release_spending(&mut tx, &p, unsent, undelivered, f.at).await?;
         insert_events(&mut tx, &f.events).await?;
         tx.commit().await?;
         Ok(true)
@@ -313,6 +311,25 @@ async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> Sto
 /// Gives back what an ended payment still holds: to the wallet address,
 /// or to the outside world for payments the operator funded from
 /// elsewhere.
+/// Takes `debit` and `receive` off what the payment's grant counts as
+/// spent in its interval (money the payment gave back).
+pub(crate) async fn release_spending(
+    tx: &mut Tx<'_>,
+    p: &OutgoingPayment,
+    debit: u64,
+    receive: u64,
+    at: Timestamp,
+) -> StoreResult<()> {
+    if let (Some(g), Some(start)) = (p.grant_id.as_deref(), p.grant_interval_start) {
+        if let Some(s) = spending::read(tx, g, start).await? {
+            let d = s.debit.saturating_sub(debit);
+            let r = s.receive.saturating_sub(receive);
+            spending::write(tx, g, start, d, r, at).await?;
+        }
+    }
+    Ok(())
+}
+
 /// A payment as this transaction sees it.
 pub(crate) async fn payment_in(tx: &mut Tx<'_>, id: &str) -> StoreResult<Option<OutgoingPayment>> {
     tx.fetch_opt(&PAYMENT_IN, params![id])

@@ -357,6 +357,21 @@ async fn alice_pays_bob_across_servers(db: Db) {
     let sent = w.sent().await;
     assert!((1112..=1123).contains(&sent), "sent {sent}");
     assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
+    // The grant counts what alice paid (no fee here), not the quoted debit.
+    let spent = w
+        .payer
+        .send(
+            Method::GET,
+            &w.a.url("outgoing-payment-grant"),
+            Some(&w.token),
+            None,
+        )
+        .await;
+    assert_eq!(spent.status, StatusCode::OK, "{}", spent.body);
+    assert_eq!(
+        spent.body["spentDebitAmount"],
+        amount(&sent.to_string(), "USD", 2)
+    );
     // Each fulfilled packet moved its amount to the peer that carried it,
     // at A, and out of A's liquidity at B.
     assert_eq!(peer_balance(&w.a, "b").await, sent);
