@@ -70,14 +70,6 @@ const RACE_REASONS: &[&str] = &[
 /// fail as a rule (the old test passed with every payment failed).
 const MAX_FAILED_PERCENT: usize = 5;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 // ---------------------------------------------------------------------------
 // Nodes
 
@@ -124,7 +116,11 @@ impl Cluster {
     fn new(name: &str, database_url: String, size: usize, hooks: Arc<Hooks>) -> Self {
         let nodes: Vec<Node> = (0..size)
             .map(|_| {
-                let ports = (free_port(), free_port(), free_port());
+                let ports = (
+                    opd_testkit::free_port(),
+                    opd_testkit::free_port(),
+                    opd_testkit::free_port(),
+                );
                 Node {
                     child: None,
                     ports,

@@ -22,14 +22,6 @@ const ADMIN_TOKEN: &str = "disk-full-admin-token-0123456789abcdef";
 /// The largest file opd may write, in bytes.
 const FILE_LIMIT: u64 = 700_000;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Server {
     child: Child,
     admin: String,
@@ -44,7 +36,11 @@ impl Drop for Server {
 
 /// Starts opd on the data directory, with the file size limit when asked.
 async fn start(dir: &Path, limited: bool) -> Server {
-    let (op, auth, admin) = (free_port(), free_port(), free_port());
+    let (op, auth, admin) = (
+        opd_testkit::free_port(),
+        opd_testkit::free_port(),
+        opd_testkit::free_port(),
+    );
     let opd = env!("CARGO_BIN_EXE_opd");
     let args = format!(
         "serve --listen=127.0.0.1:{op} --auth-listen=127.0.0.1:{auth} \

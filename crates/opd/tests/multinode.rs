@@ -27,14 +27,6 @@ use serde_json::{json, Value};
 
 const ADMIN_TOKEN: &str = "multinode-admin-token-0123456789";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// One `opd serve` process of the cluster.
 struct Node {
     child: Option<Child>,
@@ -55,7 +47,11 @@ struct Public {
 impl Node {
     fn start(database_url: &str, public: Option<&Public>, webhook: &str) -> (Self, Public) {
         let dir = tempfile::tempdir().unwrap();
-        let (op, auth, admin) = (free_port(), free_port(), free_port());
+        let (op, auth, admin) = (
+            opd_testkit::free_port(),
+            opd_testkit::free_port(),
+            opd_testkit::free_port(),
+        );
         let own = Public {
             op: format!("http://127.0.0.1:{op}"),
             auth: format!("http://127.0.0.1:{auth}"),
