@@ -240,14 +240,7 @@ fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
             continue;
         }
         sequence += 1;
-        let request = StreamPacket {
-            sequence,
-            ilp_packet_type: PacketType::Prepare,
-            prepare_amount: 0,
-            frames: vec![Frame::ConnectionNewAddress {
-                source_account: String::new(),
-            }],
-        };
+        let request = opd_ilp::stream::sender::probe_request(sequence);
         let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, true);
         match answer_of(through_path(&secret, &prepare, 1), sequence, 0) {
             Answer::TooLarge(data) => max = max.learn(amount, data.as_ref()),
@@ -294,15 +287,7 @@ fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
             .min(quote.max_source - sent);
         let minimum_here = min_delivery(amount, minimum).unwrap();
         sequence += 1;
-        let request = StreamPacket {
-            sequence,
-            ilp_packet_type: PacketType::Prepare,
-            prepare_amount: minimum_here,
-            frames: vec![Frame::StreamMoney {
-                stream_id: 1,
-                shares: 1,
-            }],
-        };
+        let request = opd_ilp::stream::sender::money_request(sequence, minimum_here);
         let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, false);
         match answer_of(through_path(&secret, &prepare, 2), sequence, minimum_here) {
             Answer::Fulfilled { received, .. } => {

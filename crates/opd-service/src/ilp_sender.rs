@@ -14,7 +14,7 @@ use opd_core::peer::Peer;
 use opd_core::Asset;
 use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::stream::sender::{self, Answer, MaxPacket, RateBounds};
-use opd_ilp::{Frame, PacketType, StreamPacket};
+use opd_ilp::{Frame, StreamPacket};
 
 use crate::remote_receivers::IlpDestination;
 use crate::{connector, ServiceError, Services};
@@ -135,14 +135,7 @@ pub async fn probe(
         let Some(units) = to_peer_units(services, source, &peer, *amount).await? else {
             continue;
         };
-        let request = StreamPacket {
-            sequence,
-            ilp_packet_type: PacketType::Prepare,
-            prepare_amount: 0,
-            frames: vec![Frame::ConnectionNewAddress {
-                source_account: String::new(),
-            }],
-        };
+        let request = sender::probe_request(sequence);
         let prepare = stream_prepare(services, receiver, units, &request, false, PROBE_TTL_MS)?;
         probes.push((sequence, *amount, prepare));
     }

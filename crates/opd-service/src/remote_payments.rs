@@ -30,7 +30,6 @@ use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
 use opd_core::webhook::EventKind;
 use opd_ilp::stream::sender::{self, Answer, Ratio};
-use opd_ilp::{Frame, PacketType, StreamPacket};
 use opd_store::PaymentPacket;
 
 use crate::ilp_sender::{self, PathProbe};
@@ -295,15 +294,7 @@ impl Sending<'_> {
                 break;
             };
             self.sequence += 1;
-            let request = StreamPacket {
-                sequence: self.sequence,
-                ilp_packet_type: PacketType::Prepare,
-                prepare_amount: min_delivery,
-                frames: vec![Frame::StreamMoney {
-                    stream_id: 1,
-                    shares: 1,
-                }],
-            };
+            let request = sender::money_request(self.sequence, min_delivery);
             let prepare = ilp_sender::stream_prepare(
                 self.services,
                 self.receiver,

@@ -177,6 +177,33 @@ impl MaxPacket {
     }
 }
 
+/// A probe's STREAM request: nothing asked of the receiver, and a
+/// ConnectionNewAddress so that it states its asset.
+pub fn probe_request(sequence: u64) -> StreamPacket {
+    StreamPacket {
+        sequence,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: 0,
+        frames: vec![Frame::ConnectionNewAddress {
+            source_account: String::new(),
+        }],
+    }
+}
+
+/// A payment packet's STREAM request: money on stream 1, at least
+/// `min_delivery` to arrive.
+pub fn money_request(sequence: u64, min_delivery: u64) -> StreamPacket {
+    StreamPacket {
+        sequence,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: min_delivery,
+        frames: vec![Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }],
+    }
+}
+
 /// The probe amounts, largest first, within the maximum packet amount.
 pub fn probe_amounts(max: MaxPacket) -> impl Iterator<Item = u64> {
     (0..=12u32)
