@@ -122,13 +122,17 @@ async fn settle_leftovers(
             .saturating_sub(p.delivered)
     });
     for packet in pending {
+        // Rare (a process died with the packet in flight) and worth an
+        // operator's eye: the receiver's word settled it.
         if packet.min_delivery > 0 && unrecorded >= packet.min_delivery {
             unrecorded -= packet.min_delivery;
+            tracing::warn!(payment = %p.id, packet = %packet.id, "a packet left pending by a crash was delivered: posted");
             services
                 .store
                 .packet_fulfilled(&packet, packet.min_delivery, now)
                 .await?;
         } else {
+            tracing::warn!(payment = %p.id, packet = %packet.id, "a packet left pending by a crash was not delivered: voided");
             services.store.packet_rejected(&packet.id, now).await?;
         }
     }

@@ -2,7 +2,10 @@
 //! random moments while clients create payments and the servers' workers
 //! send them and deliver webhooks, then restarted, again and again; on one
 //! node (SQLite and PostgreSQL) and on several nodes sharing one PostgreSQL
-//! database. At the end:
+//! database. A second server, B, is never killed: it is peered with the
+//! killed nodes over ILP-over-HTTP, and some of the payments go to its
+//! incoming payments over Interledger, in packets small enough that kills
+//! land between a packet's Fulfill and its record. At the end:
 //!
 //! * every payment is completed or failed, and every failure carries a
 //!   reason a crash (or the test's own deliberate race) can explain, and
@@ -10,12 +13,16 @@
 //! * every incoming payment received exactly what completed payments to it
 //!   delivered, and every wallet address's balance is its deposits minus
 //!   what its completed payments debited (failed ones are refunded);
+//! * every incoming payment at B received exactly what the payments to it
+//!   delivered by A's own record, a completed one exactly its quoted
+//!   amount; each side's peer account moved exactly that; a payment to B
+//!   debited what it sent, the rest of its quoted debit refunded;
 //! * every webhook event the payments imply arrived, each event id exactly
 //!   once, except that a node killed between the receiver's answer and its
 //!   own record of the delivery may have it delivered again after the kill;
 //! * any HTTP status the test does not expect, any connection error from a
 //!   node that is up, and any panic in a load task fail the test;
-//! * `opd check` finds the ledger balanced.
+//! * `opd check` finds both servers' ledgers balanced.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
@@ -46,6 +53,17 @@ const LOAD_TASKS: u64 = 3;
 /// makes failed payments (and their refunds) part of every run, so the
 /// balance checks cover refunds too.
 const RACE_EVERY: u64 = 8;
+
+/// Every `REMOTE_EVERY`-th payment (not raced) goes to an incoming payment
+/// at server B, over Interledger.
+const REMOTE_EVERY: u64 = 3;
+
+/// The largest packet B takes from A: a payment to B (1.00 to 1.49 USD)
+/// goes in several packets and several rounds, so kills land mid-payment.
+const REMOTE_MAX_PACKET: u64 = 30;
+
+/// A's liquidity at B, in cents: more than the test can spend.
+const REMOTE_LIQUIDITY: u64 = 100_000_000;
 
 /// Why a payment that the test did not race may fail. The only one a crash
 /// can explain: a payment claimed by a worker that was killed waits out its
@@ -90,7 +108,8 @@ struct NodeState {
 /// One `opd serve` process slot of a cluster (restarted in place).
 struct Node {
     child: Option<Child>,
-    ports: (u16, u16, u16),
+    /// Open Payments, authorization, admin, ILP-over-HTTP.
+    ports: (u16, u16, u16, u16),
     dir: tempfile::TempDir,
     state: Arc<NodeState>,
 }
@@ -117,6 +136,7 @@ impl Cluster {
         let nodes: Vec<Node> = (0..size)
             .map(|_| {
                 let ports = (
+                    opd_testkit::free_port(),
                     opd_testkit::free_port(),
                     opd_testkit::free_port(),
                     opd_testkit::free_port(),
@@ -153,14 +173,16 @@ impl Cluster {
         let node = &mut self.nodes[i];
         assert!(node.child.is_none(), "node {i} is running");
         let incarnation = node.state.incarnation.load(Ordering::SeqCst) + 1;
-        let (op, auth, admin) = node.ports;
+        let (op, auth, admin, ilp) = node.ports;
         let args = vec![
             "serve".to_owned(),
             format!("--listen=127.0.0.1:{op}"),
             format!("--auth-listen=127.0.0.1:{auth}"),
             format!("--admin-listen=127.0.0.1:{admin}"),
-            // Any free port: the test sends no ILP packets.
-            "--ilp-listen=127.0.0.1:0".to_owned(),
+            format!("--ilp-listen=127.0.0.1:{ilp}"),
+            "--ilp-address=test.a".to_owned(),
+            // B, the other server, is on this machine.
+            "--outbound-allow=127.0.0.1".to_owned(),
             format!("--public-url={}", self.public),
             format!("--auth-public-url={}", self.auth_public),
             format!("--admin-token={ADMIN_TOKEN}"),
@@ -184,7 +206,10 @@ impl Cluster {
                 )
                 .env("OPD_LOG", "warn")
                 .stdout(Stdio::null())
-                .stderr(log_file(&self.name, i, incarnation))
+                .stderr(log_file(
+                    &self.name,
+                    &format!("{}-node-{i}-{incarnation}", self.name),
+                ))
                 .spawn()
                 .expect("start opd"),
         );
@@ -227,28 +252,172 @@ impl Cluster {
     }
 
     async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
-        let mut req = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.nodes[0].state.admin))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
+        admin_at(&self.nodes[0].state.admin, method, path, body).await
     }
 
     async fn create_wallet(&self, path: &str) -> String {
-        let (s, v) = self
-            .admin(
-                Method::POST,
-                "/wallet-addresses",
-                Some(&json!({ "path": path, "assetCode": "USD", "assetScale": 2 })),
-            )
-            .await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        v["url"].as_str().unwrap().to_owned()
+        create_wallet_at(&self.nodes[0].state.admin, path).await
     }
+}
+
+/// A request to the admin API at `admin`.
+async fn admin_at(
+    admin: &str,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (StatusCode, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{admin}{path}"))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A USD wallet address at the server whose admin API is `admin`.
+async fn create_wallet_at(admin: &str, path: &str) -> String {
+    let (s, v) = admin_at(
+        admin,
+        Method::POST,
+        "/wallet-addresses",
+        Some(&json!({ "path": path, "assetCode": "USD", "assetScale": 2 })),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    v["url"].as_str().unwrap().to_owned()
+}
+
+/// The admin API's answer to `method path`, which must succeed.
+async fn admin_ok(admin: &str, method: Method, path: &str, body: Value) -> Value {
+    let (s, v) = admin_at(admin, method, path, Some(&body)).await;
+    assert!(s.is_success(), "{path}: {s} {v}");
+    v
+}
+
+// ---------------------------------------------------------------------------
+// Server B
+
+/// The other server: one `opd serve` on SQLite, never killed, serving
+/// incoming payments of `dave` that the cluster's payments pay over
+/// Interledger.
+struct Remote {
+    child: Child,
+    /// Its data directory, removed when B is dropped.
+    _dir: tempfile::TempDir,
+    base: String,
+    auth: String,
+    admin: String,
+    ilp: String,
+}
+
+impl Remote {
+    async fn start(test: &str) -> Self {
+        let ports = [(); 4].map(|()| opd_testkit::free_port());
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args([
+                "serve".to_owned(),
+                format!("--listen=127.0.0.1:{}", ports[0]),
+                format!("--auth-listen=127.0.0.1:{}", ports[1]),
+                format!("--admin-listen=127.0.0.1:{}", ports[2]),
+                format!("--ilp-listen=127.0.0.1:{}", ports[3]),
+                "--ilp-address=test.b".to_owned(),
+                "--outbound-allow=127.0.0.1".to_owned(),
+                format!("--admin-token={ADMIN_TOKEN}"),
+                format!("--data-dir={}", dir.path().display()),
+            ])
+            .current_dir(dir.path())
+            .env_remove("OPD_CONFIG")
+            .env("OPD_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log_file(test, &format!("{test}-b")))
+            .spawn()
+            .expect("start opd B");
+        let remote = Self {
+            child,
+            _dir: dir,
+            base: format!("http://127.0.0.1:{}", ports[0]),
+            auth: format!("http://127.0.0.1:{}", ports[1]),
+            admin: format!("http://127.0.0.1:{}", ports[2]),
+            ilp: format!("http://127.0.0.1:{}/ilp", ports[3]),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !reqwest::get(format!("{}/healthz", remote.base))
+            .await
+            .is_ok_and(|r| r.status() == StatusCode::OK)
+        {
+            assert!(Instant::now() < deadline, "B did not become ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        remote
+    }
+
+    /// Peers B with the cluster both ways (USD), routes `test.b` to B at
+    /// the cluster, limits A's packets at B and funds A's liquidity at B.
+    async fn peer_with(&self, cluster: &Cluster) {
+        let usd = json!({ "code": "USD", "scale": 2 });
+        let a_ilp = format!("http://127.0.0.1:{}/ilp", cluster.nodes[0].ports.3);
+        admin_ok(
+            &cluster.nodes[0].state.admin,
+            Method::POST,
+            "/peers",
+            json!({ "name": "b", "staticIlpAddress": "test.b", "asset": usd, "routes": ["test.b"],
+                    "http": { "outgoing": { "endpoint": self.ilp, "authToken": "a-to-b" },
+                              "incoming": { "authTokens": ["b-to-a"] } } }),
+        )
+        .await;
+        let a = admin_ok(
+            &self.admin,
+            Method::POST,
+            "/peers",
+            json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd, "routes": ["test.a"],
+                    "maxPacketAmount": REMOTE_MAX_PACKET.to_string(),
+                    "http": { "outgoing": { "endpoint": a_ilp, "authToken": "b-to-a" },
+                              "incoming": { "authTokens": ["a-to-b"] } } }),
+        )
+        .await;
+        let id = a["id"].as_str().unwrap();
+        admin_ok(
+            &self.admin,
+            Method::POST,
+            &format!("/peers/{id}/deposits"),
+            json!({ "amount": REMOTE_LIQUIDITY.to_string(), "idempotencyKey": "a-liquidity" }),
+        )
+        .await;
+    }
+
+    /// The balance of the peer named `name` at the server whose admin API
+    /// is `admin`.
+    async fn peer_balance(admin: &str, name: &str) -> u64 {
+        let (s, peers) = admin_at(admin, Method::GET, "/peers", None).await;
+        assert_eq!(s, StatusCode::OK, "{peers}");
+        let all = peers["peers"].as_array().or(peers.as_array()).unwrap();
+        let peer = all.iter().find(|p| p["name"] == name).unwrap();
+        let id = peer["id"].as_str().unwrap();
+        let (s, v) = admin_at(admin, Method::GET, &format!("/peers/{id}/balance"), None).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v["balance"].as_str().unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the load needs to create incoming payments at B.
+struct AtB {
+    /// B's Open Payments listener.
+    base: String,
+    client: SigningClient,
+    token: String,
+    dave: String,
 }
 
 impl Drop for Cluster {
@@ -263,18 +432,39 @@ impl Drop for Cluster {
     }
 }
 
-/// Where a node's log goes: `$OPD_CRASH_LOG_DIR/<test>-node-<i>-<incarnation>.log`
-/// when that is set (the server-side cause of a failure, say a database
-/// error behind a 500, is only in the logs), else nowhere.
-fn log_file(test: &str, node: usize, incarnation: u64) -> Stdio {
-    match std::env::var_os("OPD_CRASH_LOG_DIR") {
-        Some(dir) => std::fs::File::create(
-            std::path::Path::new(&dir).join(format!("{test}-node-{node}-{incarnation}.log")),
-        )
+/// Where the logs of a test's processes go: `$OPD_CRASH_LOG_DIR` when that
+/// is set (the server-side cause of a failure, say a database error behind
+/// a 500, is only in the logs), else a directory of the test's own that
+/// the test removes when it passes.
+fn log_dir(test: &str) -> std::path::PathBuf {
+    let dir = match std::env::var_os("OPD_CRASH_LOG_DIR") {
+        Some(dir) => dir.into(),
+        None => std::env::temp_dir().join(format!("opd-crash-{}-{test}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).expect("log directory");
+    dir
+}
+
+/// A process's log file, `<name>.log` in the test's log directory. Nodes
+/// are named `<test>-node-<i>-<incarnation>`, server B `<test>-b`.
+fn log_file(test: &str, name: &str) -> Stdio {
+    std::fs::File::create(log_dir(test).join(format!("{name}.log")))
         .expect("log file")
-        .into(),
-        None => Stdio::null(),
+        .into()
+}
+
+/// How many lines of the test's node logs contain `needle`.
+fn count_in_node_logs(test: &str, needle: &str) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(log_dir(test)).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(&format!("{test}-node-")) {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            n += text.lines().filter(|l| l.contains(needle)).count();
+        }
     }
+    n
 }
 
 // ---------------------------------------------------------------------------
@@ -415,6 +605,7 @@ struct Load {
     ip_token: String,
     senders: Vec<Sender>,
     bob: String,
+    b: AtB,
     /// Incoming payments the load completed itself (see `RACE_EVERY`).
     raced: Mutex<HashSet<String>>,
     /// Outgoing payments created (answered 201), to pace the kills.
@@ -521,8 +712,23 @@ impl Load {
         let sender = &self.senders[usize::try_from(n).unwrap() % self.senders.len()];
         let amount =
             json!({ "value": (100 + n % 50).to_string(), "assetCode": "USD", "assetScale": 2 });
-        let ip = self
-            .expect(
+        let race = n.is_multiple_of(RACE_EVERY);
+        let ip = if !race && n % REMOTE_EVERY == 1 {
+            // B is never killed: its answer is always there.
+            let r = self
+                .b
+                .client
+                .send(
+                    Method::POST,
+                    &format!("{}/incoming-payments", self.b.base),
+                    Some(&self.b.token),
+                    Some(&json!({ "walletAddress": self.b.dave, "incomingAmount": amount, "metadata": { "n": n } })),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::CREATED, "at B: {}", r.body);
+            r.body
+        } else {
+            self.expect(
                 rng,
                 Method::POST,
                 &format!("{}/incoming-payments", self.public),
@@ -533,7 +739,8 @@ impl Load {
                 Some(&json!({ "walletAddress": self.bob, "incomingAmount": amount, "metadata": { "n": n } })),
                 StatusCode::CREATED,
             )
-            .await?;
+            .await?
+        };
         let ip = ip["id"].as_str().unwrap().to_owned();
         let q = self
             .expect(
@@ -555,7 +762,7 @@ impl Load {
         )
         .await?;
         self.created.fetch_add(1, Ordering::SeqCst);
-        if n.is_multiple_of(RACE_EVERY) {
+        if race {
             // Recorded before the request: the completion may take effect
             // even if the answer is lost to a kill.
             self.raced.lock().unwrap().insert(ip.clone());
@@ -598,6 +805,36 @@ impl Load {
                 return out;
             }
             cursor = page["pagination"]["endCursor"].as_str().map(str::to_owned);
+        }
+    }
+}
+
+impl AtB {
+    /// Every incoming payment of dave at B.
+    async fn all_incoming(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut url = format!(
+                "{}/incoming-payments?wallet-address={}&first=100",
+                self.base,
+                urlencode(&self.dave)
+            );
+            if let Some(c) = &cursor {
+                url.push_str(&format!("&cursor={c}"));
+            }
+            let page = self
+                .client
+                .send(Method::GET, &url, Some(&self.token), None)
+                .await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+            out.extend(page.body["result"].as_array().unwrap().iter().cloned());
+            if page.body["pagination"]["hasNextPage"] != true {
+                return out;
+            }
+            cursor = page.body["pagination"]["endCursor"]
+                .as_str()
+                .map(str::to_owned);
         }
     }
 }
@@ -659,6 +896,8 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     for i in 0..nodes {
         cluster.start(i).await;
     }
+    let remote = Remote::start(name).await;
+    remote.peer_with(&cluster).await;
 
     // Setup (before any kill): two senders, a receiver, a client.
     let alice = cluster.create_wallet("alice").await;
@@ -701,6 +940,27 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         ]),
     )
     .await;
+    // At B: dave, whom the remote payments pay, and a client creating his
+    // incoming payments.
+    let dave = create_wallet_at(&remote.admin, "dave").await;
+    let shop = SigningClient::new(
+        &create_wallet_at(&remote.admin, "shop").await,
+        "shop-key",
+        52,
+    );
+    admin_ok(
+        &remote.admin,
+        Method::POST,
+        "/wallet-addresses/shop/keys",
+        json!({ "jwk": serde_json::to_value(shop.jwk()).unwrap() }),
+    )
+    .await;
+    let b_token = grant_token_at(
+        &remote.auth,
+        &shop,
+        json!([{ "type": "incoming-payment", "actions": ["create", "read", "list"] }]),
+    )
+    .await;
     let mut senders = Vec::new();
     for url in [&alice, &carol] {
         let token = outgoing_token_at(&cluster.auth_public, &payer, url, Value::Null).await;
@@ -721,6 +981,12 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         ip_token,
         senders,
         bob,
+        b: AtB {
+            base: remote.base.clone(),
+            client: shop,
+            token: b_token,
+            dave,
+        },
         raced: Mutex::default(),
         created: AtomicU64::new(0),
         stop: AtomicBool::new(false),
@@ -850,9 +1116,23 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
 
     // Each incoming payment received exactly what completed payments to it
     // delivered: nothing twice, nothing lost. A failed payment sent nothing.
+    // A payment to B may send less than its quoted debit (the rest is
+    // refunded), and a failed one may have sent part.
+    let is_remote = |p: &Value| p["receiver"].as_str().unwrap().starts_with(&remote.base);
     let mut delivered: HashMap<String, u64> = HashMap::new();
     let mut debited: HashMap<String, u64> = HashMap::new();
     for p in &payments {
+        let sent = value_of(&p["sentAmount"]);
+        *debited
+            .entry(p["walletAddress"].as_str().unwrap().to_owned())
+            .or_default() += sent;
+        if is_remote(p) {
+            assert!(
+                sent <= value_of(&p["debitAmount"]),
+                "sent within the debit: {p}"
+            );
+            continue;
+        }
         if p["failed"] == true {
             assert_eq!(p["sentAmount"]["value"], "0", "a failed payment: {p}");
             continue;
@@ -864,9 +1144,6 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         *delivered
             .entry(p["receiver"].as_str().unwrap().to_owned())
             .or_default() += value_of(&p["receiveAmount"]);
-        *debited
-            .entry(p["walletAddress"].as_str().unwrap().to_owned())
-            .or_default() += value_of(&p["debitAmount"]);
     }
     for ip in &incoming {
         let id = ip["id"].as_str().unwrap();
@@ -877,8 +1154,8 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         );
     }
 
-    // Every wallet address holds its deposits minus what its completed
-    // payments debited; failed payments gave everything back. (Money
+    // Every wallet address holds its deposits minus what its payments
+    // debited; failed payments gave back what they had not sent. (Money
     // received stays on the incoming payments' accounts.)
     for (path, deposited) in &deposits {
         let (s, v) = cluster
@@ -896,14 +1173,78 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         assert_eq!(
             value_of(&v["balance"]),
             deposited - spent,
-            "balance of {path}: deposited {deposited}, completed payments debited {spent}"
+            "balance of {path}: deposited {deposited}, payments debited {spent}"
         );
     }
+
+    // Over Interledger: what A sent went to its peer account for B, and
+    // what B's incoming payments received came out of A's liquidity at B
+    // (one currency, rate 1).
+    let remote_payments: Vec<&Value> = payments.iter().filter(|p| is_remote(p)).collect();
+    let remote_incoming = load.b.all_incoming().await;
+    let sent_to_b: u64 = remote_payments
+        .iter()
+        .map(|p| value_of(&p["sentAmount"]))
+        .sum();
+    let received_at_b: u64 = remote_incoming
+        .iter()
+        .map(|ip| value_of(&ip["receivedAmount"]))
+        .sum();
+    eprintln!(
+        "  {} payments to B ({} failed), {sent_to_b} sent, {received_at_b} received; \
+         packets left in flight by kills: {} delivered, {} not",
+        remote_payments.len(),
+        remote_payments
+            .iter()
+            .filter(|p| p["failed"] == true)
+            .count(),
+        count_in_node_logs(name, "left pending by a crash was delivered"),
+        count_in_node_logs(name, "left pending by a crash was not delivered"),
+    );
+    assert!(
+        remote_payments.iter().any(|p| p["failed"] == false),
+        "payments to B completed"
+    );
+    assert_eq!(
+        Remote::peer_balance(&cluster.nodes[0].state.admin, "b").await,
+        sent_to_b,
+        "A's account for B holds what A's payments sent"
+    );
+    assert_eq!(
+        Remote::peer_balance(&remote.admin, "a").await,
+        REMOTE_LIQUIDITY - received_at_b,
+        "A's liquidity at B lost what B's incoming payments received"
+    );
+    assert_eq!(sent_to_b, received_at_b, "one currency: sent is received");
 
     assert_webhooks(&hooks, &expected_events);
     cluster.kill_all();
 
-    assert_failure_reasons(&cluster.database_url, &payments, &raced).await;
+    let records = records(&cluster.database_url, &payments).await;
+    assert_failure_reasons(&records, &payments, &raced);
+
+    // Each incoming payment at B received exactly what A recorded its
+    // payments to it delivered (after every kill, the worker settled what
+    // was in flight from what B reported), a completed payment exactly its
+    // quoted amount.
+    let mut delivered_to_b: HashMap<&str, u64> = HashMap::new();
+    for p in &remote_payments {
+        let record = &records[p["id"].as_str().unwrap()];
+        if p["failed"] == false {
+            assert_eq!(record.delivered, value_of(&p["receiveAmount"]), "{p}");
+        }
+        *delivered_to_b
+            .entry(p["receiver"].as_str().unwrap())
+            .or_default() += record.delivered;
+    }
+    for ip in &remote_incoming {
+        let id = ip["id"].as_str().unwrap();
+        assert_eq!(
+            value_of(&ip["receivedAmount"]),
+            delivered_to_b.get(id).copied().unwrap_or(0),
+            "incoming payment {id} at B"
+        );
+    }
 
     // The ledger adds up, checked by the operator's command.
     let out = Command::new(env!("CARGO_BIN_EXE_opd"))
@@ -919,6 +1260,16 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("ledger balanced"));
+    let (s, v) = admin_at(&remote.admin, Method::GET, "/ledger/check", None).await;
+    assert_eq!(
+        (s, &v["balanced"]),
+        (StatusCode::OK, &json!(true)),
+        "B: {v}"
+    );
+    drop(remote);
+    if std::env::var_os("OPD_CRASH_LOG_DIR").is_none() {
+        let _ = std::fs::remove_dir_all(log_dir(name));
+    }
 }
 
 /// Webhooks: exactly the events the payments imply, one event id per
@@ -981,14 +1332,34 @@ fn assert_webhooks(hooks: &Hooks, expected: &BTreeSet<(String, String)>) {
     );
 }
 
-/// Why payments failed: the reason the worker recorded, which must be one
-/// the test can explain; and the failures the test did not provoke stay
-/// under `MAX_FAILED_PERCENT`. The reason is not in the API, so it is read
-/// from the database (once the servers are gone).
-async fn assert_failure_reasons(database_url: &str, payments: &[Value], raced: &HashSet<String>) {
+/// Every payment as the database holds it, by its URL, read once the
+/// servers are gone (why a payment failed and what it delivered are not
+/// in the API).
+async fn records(
+    database_url: &str,
+    payments: &[Value],
+) -> HashMap<String, opd_core::outgoing_payment::OutgoingPayment> {
     let store = opd_store::connect(&opd_store::ConnectOptions::new(database_url.to_owned()))
         .await
         .unwrap();
+    let mut out = HashMap::new();
+    for p in payments {
+        let url = p["id"].as_str().unwrap();
+        let id = opd_core::OutgoingPaymentId::parse(url.rsplit('/').next().unwrap()).unwrap();
+        let record = store.get_outgoing_payment(id).await.unwrap().unwrap();
+        out.insert(url.to_owned(), record);
+    }
+    out
+}
+
+/// Why payments failed: the reason the worker recorded, which must be one
+/// the test can explain; and the failures the test did not provoke stay
+/// under `MAX_FAILED_PERCENT`.
+fn assert_failure_reasons(
+    records: &HashMap<String, opd_core::outgoing_payment::OutgoingPayment>,
+    payments: &[Value],
+    raced: &HashSet<String>,
+) {
     let mut plain = (0usize, 0usize); // (payments, failed)
     for p in payments {
         let is_raced = raced.contains(p["receiver"].as_str().unwrap());
@@ -999,9 +1370,7 @@ async fn assert_failure_reasons(database_url: &str, payments: &[Value], raced: &
             continue;
         }
         let url = p["id"].as_str().unwrap();
-        let id = opd_core::OutgoingPaymentId::parse(url.rsplit('/').next().unwrap()).unwrap();
-        let record = store.get_outgoing_payment(id).await.unwrap().unwrap();
-        let reason = record.error.unwrap_or_default();
+        let reason = records[url].error.clone().unwrap_or_default();
         let allowed = if is_raced {
             RACE_REASONS
         } else {
@@ -1021,5 +1390,4 @@ async fn assert_failure_reasons(database_url: &str, payments: &[Value], raced: &
         plain.1,
         plain.0
     );
-    drop(store);
 }
