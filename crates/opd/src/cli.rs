@@ -33,6 +33,8 @@ pub enum Command {
     /// Manage Interledger peers and their liquidity through a running server's admin API.
     #[command(subcommand)]
     Peer(PeerCommand),
+    /// Open Payments from the terminal, against any Open Payments server: pay, keys, grants, incoming payments, quotes, outgoing payments.
+    Client(opd_client::cli::ClientArgs),
 }
 
 #[derive(Debug, Subcommand)]

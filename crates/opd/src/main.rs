@@ -51,6 +51,15 @@ async fn main() -> anyhow::Result<()> {
         ),
         Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
         Command::Peer(cmd) => print(AdminClient::new(&cli.common, &file)?.peer(cmd).await?),
+        Command::Client(args) => {
+            // A person reads this: the error's chain on one line, without
+            // the backtrace anyhow would add.
+            if let Err(e) = opd_client::cli::run(args).await {
+                eprintln!("error: {e:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -62,7 +71,6 @@ fn print(value: serde_json::Value) -> anyhow::Result<()> {
 }
 
 async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
-    let demo = settings.demo;
     let running = opd::app::start(settings, Arc::new(SystemClock), Arc::new(OsRandom)).await?;
     tracing::info!(
         open_payments = %running.public_url,
@@ -79,12 +87,31 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
             running.admin_token
         );
     }
-    if demo {
-        for (path, _) in opd::demo::DEMO_WALLETS {
-            println!("demo wallet address: {}/{path}", running.public_url);
-        }
+    if let Some(demo) = &running.demo {
+        print_demo(demo, &running.public_url);
     }
     running.serve_until(shutdown_signal()).await
+}
+
+/// The demo's wallet addresses, passwords and the next commands.
+fn print_demo(demo: &opd::demo::Demo, public_url: &str) {
+    println!("demo: wallet addresses {public_url}/alice (100.00 USD) and {public_url}/bob;");
+    for (path, password) in &demo.passwords {
+        println!("demo: {path}'s password on the consent page: {password}");
+    }
+    let profile = if demo.profile == std::path::Path::new(opd_client::profile::DEFAULT_PROFILE) {
+        String::new()
+    } else {
+        format!(" --profile {}", demo.profile.display())
+    };
+    println!("demo: pay bob 12.34 USD from alice (open the page it prints, approve with alice's password):");
+    println!(
+        "  cargo run --release -- client{profile} pay {public_url}/bob --from {public_url}/alice --amount 12.34"
+    );
+    println!("demo: then see bob's incoming payments:");
+    println!(
+        "  cargo run --release -- client{profile} incoming-payment list --wallet-address {public_url}/bob"
+    );
 }
 
 async fn shutdown_signal() {

@@ -1,0 +1,689 @@
+//! `opd client ...`: the command line. Each command reads the client
+//! profile, does its requests and prints the result for people (amounts
+//! with decimals and asset) or, with `--json`, the servers' JSON for
+//! scripts. A server's refusal is shown with its status, code and
+//! description, and the command exits non-zero.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::amount::{parse_decimal, Amount};
+use crate::gnap;
+use crate::http::Client;
+use crate::pay::{self, Payment, Progress};
+use crate::profile::{self, Profile};
+use crate::render;
+use crate::resources::{self, WalletAddress};
+
+/// `opd client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The client profile (wallet address, key id, private key) [default: opd-data/client.json, the demo's].
+    #[arg(long, env = "OPD_CLIENT_PROFILE", global = true)]
+    pub profile: Option<PathBuf>,
+    /// Print the servers' JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: ClientCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Pay someone: RECEIVER is a wallet address or an incoming payment URL.
+    Pay(PayArgs),
+    /// The client's keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Read a wallet address document.
+    #[command(name = "wallet-address")]
+    WalletAddress { url: String },
+    /// Request a grant (with the owner's consent in a browser when the server asks for it).
+    Grant(GrantArgs),
+    /// Rotate or revoke an access token.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Incoming payments (receiving money).
+    #[command(subcommand, name = "incoming-payment")]
+    IncomingPayment(IncomingCommand),
+    /// Quotes.
+    #[command(subcommand)]
+    Quote(QuoteCommand),
+    /// Outgoing payments (sending money).
+    #[command(subcommand, name = "outgoing-payment")]
+    OutgoingPayment(OutgoingCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct PayArgs {
+    /// A wallet address (an incoming payment is made on it) or an incoming payment URL.
+    pub receiver: String,
+    /// The wallet address paying.
+    #[arg(long)]
+    pub from: String,
+    /// What the receiver gets, in its asset, such as 12.34.
+    #[arg(long, conflicts_with = "debit_amount")]
+    pub amount: Option<String>,
+    /// What the sender pays (fees included), in its asset, such as 12.34.
+    #[arg(long)]
+    pub debit_amount: Option<String>,
+    /// How long to wait for the consent, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub consent_wait_secs: u64,
+    /// How long to follow the payment once sent, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Make a new key and a profile for WALLET_ADDRESS; prints the public key to register there.
+    Generate {
+        #[arg(long)]
+        wallet_address: String,
+        #[arg(long, default_value = "key-1")]
+        key_id: String,
+    },
+    /// Print the profile's public key (a JWK).
+    Show,
+}
+
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    /// The wallet address whose authorization server is asked.
+    #[arg(long)]
+    pub wallet_address: String,
+    /// incoming-payment, quote or outgoing-payment.
+    #[arg(long = "type")]
+    pub kind: String,
+    /// Comma-separated actions, such as create,read.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub actions: Vec<String>,
+    /// Limit the grant to this wallet address (`identifier`) [default: none; outgoing payments: --wallet-address].
+    #[arg(long)]
+    pub identifier: Option<String>,
+    /// Outgoing payments: the most that may be debited, such as 25.00.
+    #[arg(long)]
+    pub debit_amount: Option<String>,
+    /// Outgoing payments: repeat the limit per interval, such as R/2026-11-01T00:00:00Z/P1M.
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// How long to wait for the consent, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub consent_wait_secs: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Exchange a token for a new one.
+    Rotate {
+        /// The token's management URL.
+        #[arg(long)]
+        manage: String,
+        #[arg(long)]
+        token: String,
+    },
+    /// Revoke a token.
+    Revoke {
+        #[arg(long)]
+        manage: String,
+        #[arg(long)]
+        token: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncomingCommand {
+    /// Create an incoming payment on a wallet address.
+    Create {
+        #[arg(long)]
+        wallet_address: String,
+        /// What it should receive, such as 12.34 [default: any amount].
+        #[arg(long)]
+        amount: Option<String>,
+        /// Seconds until it expires [default: the server's].
+        #[arg(long)]
+        expires_in_secs: Option<u64>,
+        /// Metadata as JSON, such as '{"description":"invoice 42"}'.
+        #[arg(long)]
+        metadata: Option<String>,
+        /// An access token [default: a new grant].
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Read an incoming payment.
+    Get {
+        url: String,
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// List a wallet address's incoming payments.
+    List {
+        #[arg(long)]
+        wallet_address: String,
+        /// One page of this many [default: all].
+        #[arg(long)]
+        first: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Complete an incoming payment: it accepts no more money.
+    Complete {
+        url: String,
+        #[arg(long)]
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuoteCommand {
+    /// Quote a payment from a wallet address to a receiver (an incoming payment URL).
+    Create {
+        #[arg(long)]
+        wallet_address: String,
+        #[arg(long)]
+        receiver: String,
+        /// Fixed send: what is debited, such as 12.34.
+        #[arg(long, conflicts_with = "receive_amount")]
+        debit_amount: Option<String>,
+        /// Fixed delivery: what the receiver gets, in its asset.
+        #[arg(long)]
+        receive_amount: Option<String>,
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Read a quote.
+    Get {
+        url: String,
+        /// The wallet address it was made for.
+        #[arg(long)]
+        wallet_address: String,
+        #[arg(long)]
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutgoingCommand {
+    /// Send a quoted payment (asks the owner's consent unless --token is given).
+    Create {
+        #[arg(long)]
+        wallet_address: String,
+        /// The quote URL.
+        #[arg(long)]
+        quote: String,
+        #[arg(long)]
+        token: Option<String>,
+        #[arg(long, default_value_t = 600)]
+        consent_wait_secs: u64,
+    },
+    /// Read an outgoing payment.
+    Get {
+        url: String,
+        #[arg(long)]
+        wallet_address: String,
+        /// A token with read access (from `grant` or `outgoing-payment create --json`).
+        #[arg(long)]
+        token: String,
+    },
+    /// List a wallet address's outgoing payments.
+    List {
+        #[arg(long)]
+        wallet_address: String,
+        #[arg(long)]
+        token: String,
+        #[arg(long)]
+        first: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+}
+
+/// Runs one `opd client` command.
+pub async fn run(args: ClientArgs) -> anyhow::Result<()> {
+    let path = profile::path_or_default(args.profile.as_deref());
+    if let ClientCommand::Keys(KeysCommand::Generate {
+        wallet_address,
+        key_id,
+    }) = &args.command
+    {
+        let p = Profile::generate(wallet_address, key_id);
+        p.save_new(&path)?;
+        let jwk = serde_json::to_value(p.jwk())?;
+        if args.json {
+            println!("{}", json!({ "profile": path, "jwk": jwk }));
+        } else {
+            println!("Profile written to {}.", path.display());
+            println!("Register this public key at {wallet_address}:");
+            println!("{jwk}");
+            println!("(on an opd server: opd key add --wallet-address <path> --jwk '{jwk}')");
+        }
+        return Ok(());
+    }
+    let client = Client::new(Profile::load(&path)?)?;
+    let out = Output { json: args.json };
+    match args.command {
+        ClientCommand::Keys(KeysCommand::Generate { .. }) => Ok(()),
+        ClientCommand::Keys(KeysCommand::Show) => {
+            out.value(&serde_json::to_value(client.profile.jwk())?, |v| {
+                format!("{v}\n")
+            });
+            Ok(())
+        }
+        ClientCommand::WalletAddress { url } => {
+            out.resource(&client.get_public(&url).await?);
+            Ok(())
+        }
+        ClientCommand::Pay(a) => pay_command(&client, a, &out).await,
+        ClientCommand::Grant(a) => grant_command(&client, a, &out).await,
+        ClientCommand::Token(cmd) => token_command(&client, cmd, &out).await,
+        ClientCommand::IncomingPayment(cmd) => incoming_command(&client, cmd, &out).await,
+        ClientCommand::Quote(cmd) => quote_command(&client, cmd, &out).await,
+        ClientCommand::OutgoingPayment(cmd) => outgoing_command(&client, cmd, &out).await,
+    }
+}
+
+/// Where results go: stdout, as text or JSON. Progress goes to stderr.
+struct Output {
+    json: bool,
+}
+
+impl Output {
+    fn value(&self, v: &Value, text: impl FnOnce(&Value) -> String) {
+        let s = if self.json { format!("{v}\n") } else { text(v) };
+        print!("{s}");
+        let _ = std::io::stdout().flush();
+    }
+
+    fn resource(&self, v: &Value) {
+        self.value(v, render::resource);
+    }
+
+    fn list(&self, items: Vec<Value>, what: &str) {
+        self.value(&Value::Array(items), |v| {
+            render::list(v.as_array().map_or(&[][..], Vec::as_slice), what)
+        });
+    }
+
+    fn consent_prompt(url: &str) {
+        eprintln!("Open this page to approve (the wallet owner logs in there):\n\n  {url}\n\nWaiting for the approval...");
+    }
+}
+
+/// The progress of `pay` on stderr: a line per step, the sent amount
+/// rewritten in place on a terminal (a line per change otherwise).
+struct Stderr {
+    terminal: bool,
+    /// A progress line is being rewritten (end it before the next line).
+    open_line: bool,
+}
+
+impl Stderr {
+    fn end_line(&mut self) {
+        if std::mem::take(&mut self.open_line) {
+            eprintln!();
+        }
+    }
+}
+
+impl Drop for Stderr {
+    fn drop(&mut self) {
+        self.end_line();
+    }
+}
+
+impl Progress for Stderr {
+    fn step(&mut self, line: &str) {
+        self.end_line();
+        eprintln!("{line}");
+    }
+    fn consent(&mut self, url: &str) {
+        self.end_line();
+        Output::consent_prompt(url);
+    }
+    fn sent(&mut self, sent: &Amount, of: &Amount) {
+        if self.terminal {
+            eprint!("\r  sent {sent} of {of}   ");
+            self.open_line = true;
+        } else {
+            eprintln!("  sent {sent} of {of}");
+        }
+    }
+}
+
+async fn pay_command(client: &Client, a: PayArgs, out: &Output) -> anyhow::Result<()> {
+    let payment = Payment {
+        receiver: a.receiver,
+        from: a.from,
+        amount: a.amount,
+        debit_amount: a.debit_amount,
+        consent_wait: Duration::from_secs(a.consent_wait_secs),
+        timeout: Duration::from_secs(a.timeout_secs),
+    };
+    let mut progress = Stderr {
+        terminal: std::io::stderr().is_terminal(),
+        open_line: false,
+    };
+    let paid = pay::pay(client, &payment, &mut progress).await;
+    drop(progress);
+    let paid = paid?;
+    out.value(&paid.to_json(), |_| {
+        let received = Amount::from_json(&paid.incoming_payment["receivedAmount"]);
+        let sent = Amount::from_json(&paid.outgoing_payment["sentAmount"]);
+        let mut s = String::from("Paid.\n");
+        if let (Some(r), Some(sd)) = (received, sent) {
+            s.push_str(&format!("  the receiver has {r}; {sd} sent\n"));
+        }
+        s.push_str(&format!(
+            "  incoming payment  {}\n  outgoing payment  {}\n",
+            paid.incoming_payment["id"]
+                .as_str()
+                .unwrap_or(&payment.receiver),
+            paid.outgoing_payment["id"].as_str().unwrap_or("?")
+        ));
+        s
+    });
+    Ok(())
+}
+
+async fn grant_command(client: &Client, a: GrantArgs, out: &Output) -> anyhow::Result<()> {
+    let wallet = resources::wallet_address(client, &a.wallet_address).await?;
+    let mut item = json!({ "type": a.kind, "actions": a.actions });
+    let identifier = a
+        .identifier
+        .or_else(|| (a.kind == "outgoing-payment").then(|| wallet.id.clone()));
+    if let Some(id) = identifier {
+        item["identifier"] = json!(id);
+    }
+    let mut limits = serde_json::Map::new();
+    if let Some(text) = &a.debit_amount {
+        limits.insert(
+            "debitAmount".into(),
+            wallet
+                .amount(parse_decimal(text, wallet.asset_scale)?)
+                .to_json(),
+        );
+    }
+    if let Some(interval) = a.interval {
+        limits.insert("interval".into(), json!(interval));
+    }
+    if !limits.is_empty() {
+        item["limits"] = Value::Object(limits);
+    }
+    let token = gnap::request_with_consent(
+        client,
+        &wallet.auth_server,
+        json!([item]),
+        Duration::from_secs(a.consent_wait_secs),
+        Output::consent_prompt,
+    )
+    .await?;
+    out.value(&token.to_json(), |_| token_text(&token));
+    Ok(())
+}
+
+fn token_text(t: &gnap::Token) -> String {
+    let mut s = format!("Access token  {}\n  manage        {}\n", t.value, t.manage);
+    if let Some(e) = t.expires_in {
+        s.push_str(&format!("  expires in    {e} s\n"));
+    }
+    s
+}
+
+async fn token_command(client: &Client, cmd: TokenCommand, out: &Output) -> anyhow::Result<()> {
+    match cmd {
+        TokenCommand::Rotate { manage, token } => {
+            let t = gnap::rotate(client, &manage, &token).await?;
+            out.value(&t.to_json(), |_| token_text(&t));
+        }
+        TokenCommand::Revoke { manage, token } => {
+            gnap::revoke(client, &manage, &token).await?;
+            out.value(&json!({ "revoked": true }), |_| "Revoked.\n".into());
+        }
+    }
+    Ok(())
+}
+
+/// The given token, or a new non-interactive one for `wallet`'s incoming
+/// payments.
+async fn incoming_token(
+    client: &Client,
+    wallet: &WalletAddress,
+    given: Option<String>,
+) -> anyhow::Result<String> {
+    Ok(match given {
+        Some(t) => t,
+        None => resources::incoming_token(client, wallet).await?.value,
+    })
+}
+
+/// The token for one incoming payment known by URL: the given one, or a
+/// grant at the authorization server its public view names.
+async fn token_for_incoming(
+    client: &Client,
+    url: &str,
+    given: Option<String>,
+) -> anyhow::Result<String> {
+    if let Some(t) = given {
+        return Ok(t);
+    }
+    let public = client.get_public(url).await?;
+    let auth = public["authServer"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("{url} names no authorization server: {public}"))?;
+    Ok(resources::incoming_token_at(client, auth).await?.value)
+}
+
+async fn incoming_command(
+    client: &Client,
+    cmd: IncomingCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    match cmd {
+        IncomingCommand::Create {
+            wallet_address,
+            amount,
+            expires_in_secs,
+            metadata,
+            token,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let token = incoming_token(client, &wallet, token).await?;
+            let mut body = json!({ "walletAddress": wallet.id });
+            if let Some(text) = amount {
+                body["incomingAmount"] = wallet
+                    .amount(parse_decimal(&text, wallet.asset_scale)?)
+                    .to_json();
+            }
+            if let Some(secs) = expires_in_secs {
+                let at = time::OffsetDateTime::now_utc() + Duration::from_secs(secs);
+                body["expiresAt"] =
+                    json!(at.format(&time::format_description::well_known::Rfc3339)?);
+            }
+            if let Some(m) = metadata {
+                body["metadata"] = serde_json::from_str(&m)
+                    .map_err(|e| anyhow::anyhow!("--metadata is not JSON: {e}"))?;
+            }
+            let ip = client
+                .signed(
+                    Method::POST,
+                    &wallet.collection("incoming-payments"),
+                    Some(&token),
+                    Some(&body),
+                )
+                .await?;
+            out.resource(&ip);
+        }
+        IncomingCommand::Get { url, token } => {
+            let token = token_for_incoming(client, &url, token).await?;
+            out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
+        }
+        IncomingCommand::List {
+            wallet_address,
+            first,
+            cursor,
+            token,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let token = incoming_token(client, &wallet, token).await?;
+            let items = resources::list(
+                client,
+                &wallet,
+                "incoming-payments",
+                &token,
+                first,
+                cursor.as_deref(),
+            )
+            .await?;
+            out.list(items, "incoming payments");
+        }
+        IncomingCommand::Complete { url, token } => {
+            let token = token_for_incoming(client, &url, token).await?;
+            let done = client
+                .signed(Method::POST, &format!("{url}/complete"), Some(&token), None)
+                .await?;
+            out.resource(&done);
+        }
+    }
+    Ok(())
+}
+
+async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyhow::Result<()> {
+    match cmd {
+        QuoteCommand::Create {
+            wallet_address,
+            receiver,
+            debit_amount,
+            receive_amount,
+            token,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let token = match token {
+                Some(t) => t,
+                None => resources::quote_token(client, &wallet).await?.value,
+            };
+            let mut body =
+                json!({ "walletAddress": wallet.id, "receiver": receiver, "method": "ilp" });
+            if let Some(text) = debit_amount {
+                body["debitAmount"] = wallet
+                    .amount(parse_decimal(&text, wallet.asset_scale)?)
+                    .to_json();
+            }
+            if let Some(text) = receive_amount {
+                // The receiver's asset, from its public view.
+                let public = client.get_public(&receiver).await?;
+                let asset = Amount::from_json(&public["receivedAmount"])
+                    .ok_or_else(|| anyhow::anyhow!("{receiver} shows no asset: {public}"))?;
+                let value = parse_decimal(&text, asset.asset_scale)?;
+                body["receiveAmount"] = Amount { value, ..asset }.to_json();
+            }
+            let q = client
+                .signed(
+                    Method::POST,
+                    &wallet.collection("quotes"),
+                    Some(&token),
+                    Some(&body),
+                )
+                .await?;
+            out.resource(&q);
+        }
+        QuoteCommand::Get {
+            url,
+            wallet_address,
+            token,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let token = match token {
+                Some(t) => t,
+                None => resources::quote_token(client, &wallet).await?.value,
+            };
+            out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
+        }
+    }
+    Ok(())
+}
+
+async fn outgoing_command(
+    client: &Client,
+    cmd: OutgoingCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    match cmd {
+        OutgoingCommand::Create {
+            wallet_address,
+            quote,
+            token,
+            consent_wait_secs,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let (token, granted) = match token {
+                Some(t) => (t, None),
+                None => {
+                    // Consent for exactly this quote: its debit, its receiver.
+                    let quote_token = resources::quote_token(client, &wallet).await?;
+                    let q = client
+                        .signed(Method::GET, &quote, Some(&quote_token.value), None)
+                        .await?;
+                    let limits =
+                        json!({ "debitAmount": q["debitAmount"], "receiver": q["receiver"] });
+                    let t = resources::outgoing_token(
+                        client,
+                        &wallet,
+                        Some(limits),
+                        Duration::from_secs(consent_wait_secs),
+                        Output::consent_prompt,
+                    )
+                    .await?;
+                    (t.value.clone(), Some(t))
+                }
+            };
+            let payment = client
+                .signed(
+                    Method::POST,
+                    &wallet.collection("outgoing-payments"),
+                    Some(&token),
+                    Some(&json!({ "walletAddress": wallet.id, "quoteId": quote })),
+                )
+                .await?;
+            // A script needs the token to read the payment later.
+            let mut shown = payment.clone();
+            if let Some(t) = granted {
+                shown["accessToken"] = t.to_json();
+            }
+            out.value(&shown, |_| render::resource(&payment));
+        }
+        OutgoingCommand::Get {
+            url,
+            wallet_address: _,
+            token,
+        } => {
+            out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
+        }
+        OutgoingCommand::List {
+            wallet_address,
+            token,
+            first,
+            cursor,
+        } => {
+            let wallet = resources::wallet_address(client, &wallet_address).await?;
+            let items = resources::list(
+                client,
+                &wallet,
+                "outgoing-payments",
+                &token,
+                first,
+                cursor.as_deref(),
+            )
+            .await?;
+            out.list(items, "outgoing payments");
+        }
+    }
+    Ok(())
+}

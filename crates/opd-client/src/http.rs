@@ -1,0 +1,225 @@
+//! Requests to Open Payments servers: signed exactly like the official
+//! Node client (`opd_httpsig::sign_request`), JSON in and out, and a
+//! server's error answer kept whole (status, code, description) so the
+//! user sees what the server said.
+
+use std::time::Duration;
+
+use opd_httpsig::sign_request;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::profile::Profile;
+
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What went wrong talking to a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with an error.
+    #[error("{method} {url}: {status} {code}: {description}")]
+    Server {
+        method: Method,
+        url: String,
+        status: StatusCode,
+        code: String,
+        description: String,
+    },
+    /// No answer: refused, timed out, not HTTP.
+    #[error("{method} {url}: {reason}")]
+    Transport {
+        method: Method,
+        url: String,
+        reason: String,
+    },
+    /// An answer this client cannot use.
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+impl ClientError {
+    /// The server's status, when it answered.
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            Self::Server { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A client identity and an HTTP client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub profile: Profile,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(profile: Profile) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .user_agent(concat!("opd-client/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { profile, http })
+    }
+
+    /// An unsigned `GET` (wallet address documents, public incoming
+    /// payment views).
+    pub async fn get_public(&self, url: &str) -> Result<Value, ClientError> {
+        self.exchange(Method::GET, url, HeaderMap::new(), None)
+            .await
+    }
+
+    /// A signed request, with `Authorization: GNAP <token>` when a token is
+    /// given and `body` sent as compact JSON.
+    pub async fn signed(
+        &self,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Value, ClientError> {
+        let unexpected = |e: &dyn std::fmt::Display| ClientError::Unexpected(e.to_string());
+        let bytes = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| unexpected(&e))?;
+        let mut headers = HeaderMap::new();
+        if let Some(t) = token {
+            let value = HeaderValue::from_str(&format!("GNAP {t}")).map_err(|e| unexpected(&e))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        let created = time::OffsetDateTime::now_utc().unix_timestamp();
+        let signed = sign_request(
+            &method,
+            url,
+            &headers,
+            bytes.as_deref(),
+            self.profile.key(),
+            &self.profile.key_id,
+            u64::try_from(created).unwrap_or_default(),
+        )
+        .map_err(|e| unexpected(&e))?;
+        for (name, value) in signed.pairs() {
+            let value = HeaderValue::from_str(value).map_err(|e| unexpected(&e))?;
+            headers.insert(HeaderName::from_static(name), value);
+        }
+        self.exchange(method, url, headers, bytes).await
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        url: &str,
+        mut headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Value, ClientError> {
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let mut req = self.http.request(method.clone(), url).headers(headers);
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let transport = |e: reqwest::Error| ClientError::Transport {
+            method: method.clone(),
+            url: url.to_owned(),
+            reason: describe_transport(&e),
+        };
+        let resp = req.send().await.map_err(transport)?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(transport)?;
+        let json: Option<Value> = serde_json::from_str(&text).ok();
+        if status.is_success() {
+            return match json {
+                Some(v) => Ok(v),
+                None if text.trim().is_empty() => Ok(Value::Null),
+                None => Err(ClientError::Unexpected(format!(
+                    "{method} {url}: {status} with a body that is not JSON"
+                ))),
+            };
+        }
+        let (code, description) = json
+            .as_ref()
+            .map(error_of)
+            .unwrap_or_else(|| (status_code_name(status), short(&text)));
+        Err(ClientError::Server {
+            method,
+            url: url.to_owned(),
+            status,
+            code,
+            description,
+        })
+    }
+}
+
+/// `(code, description)` of an error body in any of the shapes servers
+/// use: `{"error":{"code","description"}}` (opd, GNAP),
+/// `{"error":"code","error_description"}`, `{"message"}`.
+fn error_of(body: &Value) -> (String, String) {
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let e = &body["error"];
+    let code = text(&e["code"])
+        .or_else(|| text(e))
+        .or_else(|| text(&body["code"]))
+        .unwrap_or_else(|| "error".into());
+    let description = text(&e["description"])
+        .or_else(|| text(&body["error_description"]))
+        .or_else(|| text(&body["message"]))
+        .unwrap_or_default();
+    (code, description)
+}
+
+fn status_code_name(status: StatusCode) -> String {
+    status
+        .canonical_reason()
+        .unwrap_or("error")
+        .to_lowercase()
+        .replace(' ', "_")
+}
+
+fn short(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+fn describe_transport(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "no answer in time".into()
+    } else if e.is_connect() {
+        "cannot connect".into()
+    } else {
+        // The chain holds the cause (refused, reset, DNS).
+        let mut out = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            out.push_str(": ");
+            out.push_str(&s.to_string());
+            source = s.source();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_every_error_shape() {
+        assert_eq!(
+            error_of(
+                &json!({ "error": { "code": "invalid_receiver", "description": "invalid receiver" } })
+            ),
+            ("invalid_receiver".into(), "invalid receiver".into())
+        );
+        assert_eq!(
+            error_of(&json!({ "error": "invalid_client", "error_description": "unknown key" })),
+            ("invalid_client".into(), "unknown key".into())
+        );
+        assert_eq!(
+            error_of(&json!({ "message": "Not Found" })),
+            ("error".into(), "Not Found".into())
+        );
+    }
+}

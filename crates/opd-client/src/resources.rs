@@ -1,0 +1,177 @@
+//! Open Payments resources as a client reaches them: wallet address
+//! documents, and the grants each kind of request needs (incoming payments
+//! and quotes without interaction, outgoing payments with the user's
+//! consent).
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::amount::Amount;
+use crate::gnap::{self, Token};
+use crate::http::{Client, ClientError};
+
+/// What the incoming-payment grants ask for: everything a payee's client
+/// does with its incoming payments. Not `list-all`: servers (the reference
+/// one and opd) want the owner's consent for listing other clients'.
+pub const INCOMING_ACTIONS: [&str; 5] = ["create", "read", "read-all", "list", "complete"];
+
+/// A wallet address document.
+#[derive(Debug, Clone)]
+pub struct WalletAddress {
+    pub id: String,
+    pub public_name: Option<String>,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub auth_server: String,
+    pub resource_server: String,
+}
+
+impl WalletAddress {
+    fn from_json(v: &Value) -> Option<Self> {
+        Some(Self {
+            id: v["id"].as_str()?.to_owned(),
+            public_name: v["publicName"].as_str().map(str::to_owned),
+            asset_code: v["assetCode"].as_str()?.to_owned(),
+            asset_scale: u8::try_from(v["assetScale"].as_u64()?).ok()?,
+            auth_server: v["authServer"].as_str()?.to_owned(),
+            resource_server: v["resourceServer"].as_str()?.to_owned(),
+        })
+    }
+
+    /// `value` minor units of this wallet address's asset.
+    pub fn amount(&self, value: u64) -> Amount {
+        Amount {
+            value,
+            asset_code: self.asset_code.clone(),
+            asset_scale: self.asset_scale,
+        }
+    }
+
+    /// `{resourceServer}/{collection}`.
+    pub fn collection(&self, collection: &str) -> String {
+        format!(
+            "{}/{collection}",
+            self.resource_server.trim_end_matches('/')
+        )
+    }
+
+    /// The name to show: its public name, else its URL.
+    pub fn name(&self) -> &str {
+        self.public_name.as_deref().unwrap_or(&self.id)
+    }
+}
+
+/// Reads a wallet address document.
+pub async fn wallet_address(client: &Client, url: &str) -> anyhow::Result<WalletAddress> {
+    let v = client.get_public(url).await?;
+    WalletAddress::from_json(&v)
+        .ok_or_else(|| anyhow::anyhow!("{url} is not a wallet address: {v}"))
+}
+
+/// What a receiver URL names.
+#[derive(Debug, Clone)]
+pub enum Receiver {
+    /// A wallet address: an incoming payment is made on it first.
+    WalletAddress(WalletAddress),
+    /// An incoming payment, with its public view (`receivedAmount`,
+    /// `incomingAmount`, `authServer`).
+    IncomingPayment { url: String, public: Value },
+}
+
+/// Tells a wallet address from an incoming payment by its public document
+/// (only a wallet address names a `resourceServer`).
+pub async fn receiver(client: &Client, url: &str) -> anyhow::Result<Receiver> {
+    let v = client.get_public(url).await?;
+    if let Some(w) = WalletAddress::from_json(&v) {
+        return Ok(Receiver::WalletAddress(w));
+    }
+    if v.get("authServer").is_some() {
+        return Ok(Receiver::IncomingPayment {
+            url: url.to_owned(),
+            public: v,
+        });
+    }
+    anyhow::bail!("{url} is neither a wallet address nor an incoming payment")
+}
+
+/// A token for `wallet`'s incoming payments (no interaction).
+pub async fn incoming_token(client: &Client, wallet: &WalletAddress) -> Result<Token, ClientError> {
+    gnap::request(
+        client,
+        &wallet.auth_server,
+        json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS, "identifier": wallet.id }]),
+    )
+    .await
+}
+
+/// A token for incoming payments at `auth_server` when only an incoming
+/// payment's URL is known (its public view names the server).
+pub async fn incoming_token_at(client: &Client, auth_server: &str) -> Result<Token, ClientError> {
+    gnap::request(
+        client,
+        auth_server,
+        json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS }]),
+    )
+    .await
+}
+
+/// A token for quotes of `wallet` (no interaction).
+pub async fn quote_token(client: &Client, wallet: &WalletAddress) -> Result<Token, ClientError> {
+    gnap::request(
+        client,
+        &wallet.auth_server,
+        json!([{ "type": "quote", "actions": ["create", "read", "read-all"], "identifier": wallet.id }]),
+    )
+    .await
+}
+
+/// A token to create and read outgoing payments of `wallet`, within
+/// `limits` when given, once its owner consents in a browser.
+pub async fn outgoing_token(
+    client: &Client,
+    wallet: &WalletAddress,
+    limits: Option<Value>,
+    wait: Duration,
+    show: impl FnOnce(&str),
+) -> anyhow::Result<Token> {
+    let mut item = json!({ "type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": wallet.id });
+    if let Some(l) = limits {
+        item["limits"] = l;
+    }
+    gnap::request_with_consent(client, &wallet.auth_server, json!([item]), wait, show).await
+}
+
+/// Every item of a list endpoint, following `pagination.endCursor`, or
+/// one page when `first` is given.
+pub async fn list(
+    client: &Client,
+    wallet: &WalletAddress,
+    collection: &str,
+    token: &str,
+    first: Option<u32>,
+    cursor: Option<&str>,
+) -> Result<Vec<Value>, ClientError> {
+    let mut out = Vec::new();
+    let mut cursor = cursor.map(str::to_owned);
+    loop {
+        let mut url = url::Url::parse(&wallet.collection(collection))
+            .map_err(|e| ClientError::Unexpected(e.to_string()))?;
+        url.query_pairs_mut()
+            .append_pair("wallet-address", &wallet.id)
+            .append_pair("first", &first.unwrap_or(100).to_string());
+        if let Some(c) = &cursor {
+            url.query_pairs_mut().append_pair("cursor", c);
+        }
+        let page = client
+            .signed(Method::GET, url.as_str(), Some(token), None)
+            .await?;
+        out.extend(page["result"].as_array().into_iter().flatten().cloned());
+        let next = page["pagination"]["endCursor"].as_str();
+        if first.is_some() || page["pagination"]["hasNextPage"] != true || next.is_none() {
+            return Ok(out);
+        }
+        cursor = next.map(str::to_owned);
+    }
+}
