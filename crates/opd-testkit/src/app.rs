@@ -382,3 +382,28 @@ async fn into_parts(resp: reqwest::Response) -> (StatusCode, reqwest::header::He
     }
     (status, headers, value)
 }
+
+/// Plays the wallet owner deciding an interactive grant whose consent URL
+/// (`{auth}/interact/{id}/{nonce}`) a client printed: the decision goes
+/// through the identity-provider API, then the browser follows the finish
+/// redirect to the client's finish URI, whose answer is returned.
+pub async fn decide_interaction(redirect: &str, approve: bool) -> reqwest::Response {
+    let (auth, rest) = redirect
+        .split_once("/interact/")
+        .expect("a consent URL");
+    let (id, nonce) = rest.split_once('/').expect("id/nonce");
+    let decision = if approve { "accept" } else { "reject" };
+    let decided = reqwest::Client::new()
+        .post(format!("{auth}/idp/interactions/{id}/{nonce}/{decision}"))
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .expect("idp");
+    assert_eq!(decided.status(), StatusCode::ACCEPTED);
+    let browser = reqwest::Client::new();
+    browser
+        .get(format!("{auth}/interact/{id}/{nonce}/finish"))
+        .send()
+        .await
+        .expect("finish redirect")
+}

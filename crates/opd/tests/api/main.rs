@@ -7,6 +7,7 @@
 mod access;
 mod admin;
 mod auth;
+mod client;
 mod connector;
 mod ilp;
 mod incoming_payments;

@@ -13,9 +13,9 @@ use opd_service::worker::Step;
 
 use crate::amount;
 
-struct Pair {
-    a: TestApp,
-    b: TestApp,
+pub(crate) struct Pair {
+    pub(crate) a: TestApp,
+    pub(crate) b: TestApp,
 }
 
 async fn node(db: Db, address: &str) -> TestApp {
@@ -23,7 +23,7 @@ async fn node(db: Db, address: &str) -> TestApp {
     TestApp::spawn_with(db, move |s| s.ilp_address = address).await
 }
 
-async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
+pub(crate) async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
     let (s, v) = app.admin(method, path, Some(&body)).await;
     assert!(s.is_success(), "{path}: {s} {v}");
     v
@@ -65,7 +65,12 @@ async fn pair_with(liquidity: u64, max_packet: Option<u64>) -> Pair {
     pair_of(a, b, liquidity, max_packet).await
 }
 
-async fn pair_of(a: TestApp, b: TestApp, liquidity: u64, max_packet: Option<u64>) -> Pair {
+pub(crate) async fn pair_of(
+    a: TestApp,
+    b: TestApp,
+    liquidity: u64,
+    max_packet: Option<u64>,
+) -> Pair {
     let usd = json!({ "code": "USD", "scale": 2 });
     admin_ok(
         &a,
@@ -225,7 +230,7 @@ async fn unreachable_unknown_and_completed_receivers_are_invalid() {
     invalid(quote(&a, &alice, &receiver, target).await);
 }
 
-async fn balance(app: &TestApp, path: &str) -> String {
+pub(crate) async fn balance(app: &TestApp, path: &str) -> String {
     let (s, v) = app
         .admin(
             Method::GET,
@@ -254,7 +259,7 @@ async fn peer_balance(app: &TestApp, name: &str) -> u64 {
     v["balance"].as_str().unwrap().parse().unwrap()
 }
 
-async fn balanced(app: &TestApp) {
+pub(crate) async fn balanced(app: &TestApp) {
     let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");
 }

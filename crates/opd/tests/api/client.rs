@@ -1,0 +1,348 @@
+//! `opd client` against real servers: the payment command end to end
+//! (to a receiver on another opd server over Interledger, and on the same
+//! server with a fixed debit), a refused consent, and the command line
+//! itself (human and JSON output, exit codes, the server's errors shown).
+//! Consent is given through the identity-provider API and the browser's
+//! finish redirect to the client's loopback port (the consent page itself
+//! has its own browser tests).
+
+use std::process::Output;
+
+use opd_client::http::Client;
+use opd_client::pay::{self, Payment, Progress};
+use opd_client::profile::Profile;
+use opd_testkit::app::{decide_interaction, Db, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+use crate::remote::{admin_ok, balance, balanced, pair_of, Pair};
+
+/// Records the steps and answers the consent page as the owner would.
+struct Owner {
+    approve: bool,
+    lines: Vec<String>,
+    decided: Option<tokio::task::JoinHandle<StatusCode>>,
+}
+
+impl Owner {
+    fn new(approve: bool) -> Self {
+        Self {
+            approve,
+            lines: Vec::new(),
+            decided: None,
+        }
+    }
+}
+
+impl Progress for Owner {
+    fn step(&mut self, line: &str) {
+        self.lines.push(line.to_owned());
+    }
+    fn consent(&mut self, url: &str) {
+        let (url, approve) = (url.to_owned(), self.approve);
+        self.decided = Some(tokio::spawn(async move {
+            decide_interaction(&url, approve).await.status()
+        }));
+    }
+    fn sent(&mut self, sent: &opd_client::amount::Amount, of: &opd_client::amount::Amount) {
+        self.lines.push(format!("sent {sent} of {of}"));
+    }
+}
+
+/// A server with its workers running (the client waits for them), on
+/// the ILP address `address`.
+async fn node(address: &str) -> TestApp {
+    let address = address.to_owned();
+    TestApp::spawn_with(Db::Sqlite, move |s| {
+        s.ilp_address = address;
+        s.workers = true;
+    })
+    .await
+}
+
+/// The client `shop` at `app` (its key registered there) and alice with
+/// 100.00 USD and an owner password.
+async fn shop_and_alice(app: &TestApp) -> (Client, String) {
+    let shop = app.signing_client("shop", 61).await;
+    let profile = Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone());
+    let alice = app.create_wallet("alice", "USD", 2).await;
+    app.deposit("alice", 10_000).await;
+    admin_ok(
+        app,
+        Method::PUT,
+        "/wallet-addresses/alice/owner-password",
+        json!({ "password": "alice-password" }),
+    )
+    .await;
+    (Client::new(profile).unwrap(), alice)
+}
+
+fn payment(receiver: &str, from: &str) -> Payment {
+    Payment {
+        receiver: receiver.to_owned(),
+        from: from.to_owned(),
+        amount: None,
+        debit_amount: None,
+        consent_wait: std::time::Duration::from_secs(30),
+        timeout: std::time::Duration::from_secs(60),
+    }
+}
+
+#[tokio::test]
+async fn opd_client_pays_a_wallet_address_on_another_server() {
+    let Pair { a, b } = pair_of(node("test.a").await, node("test.b").await, 1_000_000, None).await;
+    let (client, alice) = shop_and_alice(&a).await;
+    let bob = b.create_wallet("bob", "EUR", 2).await;
+
+    let mut owner = Owner::new(true);
+    let p = Payment {
+        amount: Some("10.00".into()),
+        ..payment(&bob, &alice)
+    };
+    let paid = pay::pay(&client, &p, &mut owner).await.unwrap();
+    assert_eq!(owner.decided.take().unwrap().await.unwrap(), StatusCode::OK);
+
+    // bob@B got exactly 10.00 EUR, on an incoming payment now completed.
+    let ip = &paid.incoming_payment;
+    assert!(ip["id"].as_str().unwrap().starts_with(&b.base), "{ip}");
+    assert_eq!(ip["receivedAmount"], amount("1000", "EUR", 2));
+    assert_eq!(ip["completed"], true);
+    // alice paid what was sent (at most the quoted debit), not more.
+    assert_eq!(paid.quote["receiveAmount"], amount("1000", "EUR", 2));
+    let out = &paid.outgoing_payment;
+    assert_eq!(out["failed"], false);
+    let sent: u64 = out["sentAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let debit: u64 = paid.quote["debitAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sent > 0 && sent <= debit, "sent {sent} of {debit}");
+    // The sender's side completes (fee taken, the rest refunded) just
+    // after the receiver has the money.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while balance(&a, "alice").await != (10_000 - sent).to_string() {
+        assert!(std::time::Instant::now() < deadline, "alice refunded");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    balanced(&a).await;
+    balanced(&b).await;
+    // The progress a person sees (alice has no public name here).
+    assert!(
+        owner.lines.contains(&format!(
+            "Quoted: {alice} pays 11.23 USD, the receiver gets 10.00 EUR."
+        )),
+        "{:?}",
+        owner.lines
+    );
+    assert!(owner.lines.iter().any(|l| l.starts_with("sent ")));
+}
+
+#[tokio::test]
+async fn opd_client_pays_an_incoming_payment_a_fixed_debit() {
+    let app = node("test.opd").await;
+    let (client, alice) = shop_and_alice(&app).await;
+    app.create_wallet("bob", "USD", 2).await;
+    // An incoming payment without an amount, made by someone else.
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": app.url("bob") }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let receiver = ip["id"].as_str().unwrap();
+
+    let mut owner = Owner::new(true);
+    let p = Payment {
+        debit_amount: Some("5".into()),
+        ..payment(receiver, &alice)
+    };
+    let paid = pay::pay(&client, &p, &mut owner).await.unwrap();
+    // Without a token for it, the client shows its public view.
+    assert_eq!(
+        paid.incoming_payment["receivedAmount"],
+        amount("500", "USD", 2)
+    );
+    assert_eq!(paid.outgoing_payment["sentAmount"], amount("500", "USD", 2));
+    assert_eq!(balance(&app, "alice").await, "9500");
+}
+
+#[tokio::test]
+async fn a_refused_consent_sends_nothing() {
+    let app = node("test.opd").await;
+    let (client, alice) = shop_and_alice(&app).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let mut owner = Owner::new(false);
+    let p = Payment {
+        amount: Some("1.00".into()),
+        ..payment(&bob, &alice)
+    };
+    let e = pay::pay(&client, &p, &mut owner).await.unwrap_err();
+    assert!(
+        e.to_string().contains("not approved (grant_rejected)"),
+        "{e:#}"
+    );
+    assert_eq!(owner.decided.take().unwrap().await.unwrap(), StatusCode::OK);
+    assert_eq!(balance(&app, "alice").await, "10000");
+}
+
+/// Runs `opd client --profile <profile> <args>` (off the runtime, which
+/// serves the requests).
+async fn opd_client(profile: &std::path::Path, args: &[&str]) -> Output {
+    let mut all = vec![
+        "client".to_owned(),
+        format!("--profile={}", profile.display()),
+    ];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(&all)
+            .env_remove("OPD_CLIENT_PROFILE")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
+    let app = node("test.opd").await;
+    let shop = app.signing_client("shop", 62).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("client.json");
+    Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone())
+        .save_new(&profile)
+        .unwrap();
+
+    // JSON for scripts: the server's resource.
+    let created = stdout(
+        &opd_client(
+            &profile,
+            &[
+                "--json",
+                "incoming-payment",
+                "create",
+                "--wallet-address",
+                &bob,
+                "--amount",
+                "1.5",
+            ],
+        )
+        .await,
+    );
+    let ip: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(ip["incomingAmount"], amount("150", "USD", 2));
+    let id = ip["id"].as_str().unwrap();
+
+    // Text for people: decimals and asset, never minor units.
+    let shown = stdout(&opd_client(&profile, &["incoming-payment", "get", id]).await);
+    assert!(
+        shown.starts_with(&format!("Incoming payment  {id}\n")),
+        "{shown}"
+    );
+    assert!(shown.contains("  amount          1.50 USD\n"), "{shown}");
+    assert!(shown.contains("  completed       no\n"), "{shown}");
+    let done = stdout(&opd_client(&profile, &["incoming-payment", "complete", id]).await);
+    assert!(done.contains("  completed       yes\n"), "{done}");
+    let listed = stdout(
+        &opd_client(
+            &profile,
+            &["incoming-payment", "list", "--wallet-address", &bob],
+        )
+        .await,
+    );
+    assert!(listed.contains(id), "{listed}");
+
+    // The server's refusal, with its status, code and description; exit 1.
+    let unknown = opd_client(
+        &profile,
+        &[
+            "incoming-payment",
+            "create",
+            "--wallet-address",
+            &app.url("nobody"),
+        ],
+    )
+    .await;
+    assert_eq!(unknown.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(err.starts_with("error: GET "), "{err}");
+    assert!(err.contains("404"), "{err}");
+    assert!(!err.contains("backtrace"), "{err}");
+    // And its own refusals, before any request.
+    let precise = opd_client(
+        &profile,
+        &[
+            "incoming-payment",
+            "create",
+            "--wallet-address",
+            &bob,
+            "--amount",
+            "1.234",
+        ],
+    )
+    .await;
+    assert_eq!(precise.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&precise.stderr).contains("more decimals than the asset allows")
+    );
+}
+
+#[tokio::test]
+async fn keys_generate_writes_a_profile_once_and_shows_its_public_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("me.json");
+    let made = stdout(
+        &opd_client(
+            &profile,
+            &[
+                "--json",
+                "keys",
+                "generate",
+                "--wallet-address",
+                "https://wallet.example/me",
+                "--key-id",
+                "me-1",
+            ],
+        )
+        .await,
+    );
+    let made: Value = serde_json::from_str(&made).unwrap();
+    assert_eq!(made["jwk"]["kid"], "me-1");
+    assert_eq!(made["jwk"]["kty"], "OKP");
+    let shown: Value = serde_json::from_str(&stdout(
+        &opd_client(&profile, &["--json", "keys", "show"]).await,
+    ))
+    .unwrap();
+    assert_eq!(shown, made["jwk"]);
+    // A key is never overwritten.
+    let again = opd_client(
+        &profile,
+        &[
+            "keys",
+            "generate",
+            "--wallet-address",
+            "https://wallet.example/me",
+        ],
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(1));
+}
