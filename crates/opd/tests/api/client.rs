@@ -271,6 +271,63 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     );
     assert!(listed.contains(id), "{listed}");
 
+    // Grants and tokens: a grant, rotated, then revoked.
+    let granted: Value = serde_json::from_str(&stdout(
+        &opd_client(
+            &profile,
+            &[
+                "--json",
+                "grant",
+                "--wallet-address",
+                &bob,
+                "--type",
+                "incoming-payment",
+                "--actions",
+                "create,read",
+            ],
+        )
+        .await,
+    ))
+    .unwrap();
+    let (manage, token) = (
+        granted["manage"].as_str().unwrap(),
+        granted["value"].as_str().unwrap(),
+    );
+    let rotated: Value = serde_json::from_str(&stdout(
+        &opd_client(
+            &profile,
+            &[
+                "--json", "token", "rotate", "--manage", manage, "--token", token,
+            ],
+        )
+        .await,
+    ))
+    .unwrap();
+    let new_token = rotated["value"].as_str().unwrap();
+    assert_ne!(new_token, token);
+    let revoked = stdout(
+        &opd_client(
+            &profile,
+            &[
+                "token",
+                "revoke",
+                "--manage",
+                rotated["manage"].as_str().unwrap(),
+                "--token",
+                new_token,
+            ],
+        )
+        .await,
+    );
+    assert_eq!(revoked, "Revoked.\n");
+    let refused = opd_client(
+        &profile,
+        &["incoming-payment", "get", id, "--token", new_token],
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
+
     // The server's refusal, with its status, code and description; exit 1.
     let unknown = opd_client(
         &profile,
