@@ -511,14 +511,7 @@ async fn incoming_command(
                 body["metadata"] = serde_json::from_str(&m)
                     .map_err(|e| anyhow::anyhow!("--metadata is not JSON: {e}"))?;
             }
-            let ip = client
-                .signed(
-                    Method::POST,
-                    &wallet.collection("incoming-payments"),
-                    Some(&token),
-                    Some(&body),
-                )
-                .await?;
+            let ip = resources::create(client, &wallet, "incoming-payments", &token, &body).await?;
             out.resource(&ip);
         }
         IncomingCommand::Get { url, token } => {
@@ -584,14 +577,7 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
                 let value = parse_decimal(&text, asset.asset_scale)?;
                 body["receiveAmount"] = Amount { value, ..asset }.to_json();
             }
-            let q = client
-                .signed(
-                    Method::POST,
-                    &wallet.collection("quotes"),
-                    Some(&token),
-                    Some(&body),
-                )
-                .await?;
+            let q = resources::create(client, &wallet, "quotes", &token, &body).await?;
             out.resource(&q);
         }
         QuoteCommand::Get {
@@ -644,14 +630,9 @@ async fn outgoing_command(
                     (t.value.clone(), Some(t))
                 }
             };
-            let payment = client
-                .signed(
-                    Method::POST,
-                    &wallet.collection("outgoing-payments"),
-                    Some(&token),
-                    Some(&json!({ "walletAddress": wallet.id, "quoteId": quote })),
-                )
-                .await?;
+            let body = json!({ "walletAddress": wallet.id, "quoteId": quote });
+            let payment =
+                resources::create(client, &wallet, "outgoing-payments", &token, &body).await?;
             // A script needs the token to read the payment later.
             let mut shown = payment.clone();
             if let Some(t) = granted {

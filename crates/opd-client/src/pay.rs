@@ -99,14 +99,7 @@ pub async fn pay(
         }
         .to_json();
     }
-    let quote = client
-        .signed(
-            Method::POST,
-            &sender.collection("quotes"),
-            Some(&quote_token.value),
-            Some(&body),
-        )
-        .await?;
+    let quote = resources::create(client, &sender, "quotes", &quote_token.value, &body).await?;
     let debit = amount_in(&quote, "debitAmount")?;
     let receive = amount_in(&quote, "receiveAmount")?;
     progress.step(&format!(
@@ -121,14 +114,9 @@ pub async fn pay(
     .await?;
     progress.step("Approved.");
 
-    let created = client
-        .signed(
-            Method::POST,
-            &sender.collection("outgoing-payments"),
-            Some(&token.value),
-            Some(&json!({ "walletAddress": sender.id, "quoteId": quote["id"] })),
-        )
-        .await?;
+    let body = json!({ "walletAddress": sender.id, "quoteId": quote["id"] });
+    let created =
+        resources::create(client, &sender, "outgoing-payments", &token.value, &body).await?;
     let id = created["id"]
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("the outgoing payment has no id: {created}"))?
@@ -169,14 +157,8 @@ async fn incoming_payment(
             if let (Some(text), None) = (&p.amount, &p.debit_amount) {
                 body["incomingAmount"] = w.amount(parse_decimal(text, w.asset_scale)?).to_json();
             }
-            let ip = client
-                .signed(
-                    Method::POST,
-                    &w.collection("incoming-payments"),
-                    Some(&token.value),
-                    Some(&body),
-                )
-                .await?;
+            let ip =
+                resources::create(client, &w, "incoming-payments", &token.value, &body).await?;
             let url = ip["id"]
                 .as_str()
                 .ok_or_else(|| anyhow::anyhow!("the incoming payment has no id: {ip}"))?

@@ -143,6 +143,25 @@ pub async fn outgoing_token(
     gnap::request_with_consent(client, &wallet.auth_server, json!([item]), wait, show).await
 }
 
+/// Creates a resource in `wallet`'s `collection` (`incoming-payments`,
+/// `quotes`, `outgoing-payments`): the server's answer.
+pub async fn create(
+    client: &Client,
+    wallet: &WalletAddress,
+    collection: &str,
+    token: &str,
+    body: &Value,
+) -> Result<Value, ClientError> {
+    client
+        .signed(
+            Method::POST,
+            &wallet.collection(collection),
+            Some(token),
+            Some(body),
+        )
+        .await
+}
+
 /// Every item of a list endpoint, following `pagination.endCursor`, or
 /// one page when `first` is given.
 pub async fn list(

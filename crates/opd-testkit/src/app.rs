@@ -247,15 +247,7 @@ impl TestApp {
         path: &str,
         body: Option<&Value>,
     ) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.admin))
-            .bearer_auth(&self.admin_token);
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        let (s, _, v) = into_parts(req.send().await.expect("admin request")).await;
-        (s, v)
+        admin_at(&self.admin, &self.admin_token, method, path, body).await
     }
 
     /// Creates a wallet address through the admin API; returns its URL.
@@ -364,6 +356,25 @@ pub async fn grant_token_at(auth: &str, client: &SigningClient, access: Value) -
         .to_owned()
 }
 
+/// A request to the admin API at `admin` (its base URL) with `token`:
+/// status and JSON body (`Null` when empty).
+pub async fn admin_at(
+    admin: &str,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (StatusCode, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{admin}{path}"))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let (s, _, v) = into_parts(req.send().await.expect("admin request")).await;
+    (s, v)
+}
+
 async fn into_parts(resp: reqwest::Response) -> (StatusCode, reqwest::header::HeaderMap, Value) {
     let status = resp.status();
     let headers = resp.headers().clone();
@@ -388,9 +399,7 @@ async fn into_parts(resp: reqwest::Response) -> (StatusCode, reqwest::header::He
 /// through the identity-provider API, then the browser follows the finish
 /// redirect to the client's finish URI, whose answer is returned.
 pub async fn decide_interaction(redirect: &str, approve: bool) -> reqwest::Response {
-    let (auth, rest) = redirect
-        .split_once("/interact/")
-        .expect("a consent URL");
+    let (auth, rest) = redirect.split_once("/interact/").expect("a consent URL");
     let (id, nonce) = rest.split_once('/').expect("id/nonce");
     let decision = if approve { "accept" } else { "reject" };
     let decided = reqwest::Client::new()

@@ -267,15 +267,7 @@ async fn admin_at(
     path: &str,
     body: Option<&Value>,
 ) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{admin}{path}"))
-        .bearer_auth(ADMIN_TOKEN);
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
+    opd_testkit::app::admin_at(admin, ADMIN_TOKEN, method, path, body).await
 }
 
 /// A USD wallet address at the server whose admin API is `admin`.

@@ -144,15 +144,7 @@ impl Node {
     }
 
     async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
-        let mut req = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.admin))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
+        opd_testkit::app::admin_at(&self.admin, ADMIN_TOKEN, method, path, body).await
     }
 }
 
