@@ -16,8 +16,8 @@
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
 use axum::extract::{ConnectInfo, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use opd_gnap::{ClientIdent, GnapError, GrantRequest, RotateTokenResponse, ValidatedGrantRequest};
@@ -28,8 +28,10 @@ use serde_json::json;
 use subtle::ConstantTimeEq;
 
 use crate::auth::{AuthRequestMeta, RequestMeta};
+use crate::consent::{self, after_decision, error_page};
 use crate::error::ApiError;
 use crate::extract::{parse_json, PathParam, PathParams2, RawBody};
+use crate::pages;
 use crate::AppState;
 
 /// The authorization server routes.
@@ -42,8 +44,9 @@ pub fn auth_router(state: AppState) -> Router {
         .route("/interact/{id}/{nonce}/finish", get(finish_interaction))
         .route(
             "/consent/{id}/{nonce}",
-            get(consent_page).post(consent_decision),
+            get(consent::consent_page).post(consent::consent_decision),
         )
+        .route(pages::AUTH_CSS, get(pages::stylesheet))
         .route("/idp/interactions/{id}/{nonce}", get(idp_details))
         .route(
             "/idp/interactions/{id}/{nonce}/{decision}",
@@ -235,46 +238,6 @@ async fn revoke_token(
 
 // The interaction, in the user's browser.
 
-fn html_escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            '\'' => "&#39;".to_owned(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
-         <title>{t}</title><style>body{{font-family:sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}\
-         li{{margin:.3em 0}}button{{font-size:1em;padding:.4em 1em;margin-right:1em}}</style></head>\
-         <body><h1>{t}</h1>{body}</body></html>",
-        t = html_escape(title)
-    );
-    let mut response = (status, Html(html)).into_response();
-    response
-        .headers_mut()
-        .insert("x-frame-options", HeaderValue::from_static("DENY"));
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-fn error_page(e: &GnapError) -> Response {
-    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
-    page(
-        status,
-        "This request cannot be completed",
-        &format!("<p>{}</p>", html_escape(&e.description)),
-    )
-}
-
 /// `uri` with the pairs appended to its query.
 fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     let sep = if uri.contains('?') { '&' } else { '?' };
@@ -292,47 +255,6 @@ fn client_name(i: &Interaction) -> String {
         ClientIdent::WalletAddress(w) => w.clone(),
         ClientIdent::Jwk(j) => format!("a client with key {}", j.kid),
     }
-}
-
-/// The client as the consent page shows it (HTML): the host it is served
-/// from, never a user-info part (`https://my-bank.example@attacker/` is
-/// `attacker`), with the `publicName` it gives itself, marked when that
-/// name does not appear in the host.
-async fn client_html(services: &Services, i: &Interaction) -> String {
-    let url = match &i.grant.client {
-        ClientIdent::WalletAddress(w) => w,
-        ClientIdent::Jwk(j) => {
-            return format!("<b>A client with key {}</b>", html_escape(&j.kid));
-        }
-    };
-    let host = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_else(|| "an unknown host".into());
-    let Some(name) = grants::client_public_name(services, url).await else {
-        return format!("<b>{}</b>", html_escape(&host));
-    };
-    let letters = |s: &str| -> String {
-        s.chars()
-            .filter(char::is_ascii_alphanumeric)
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    };
-    let matches = !letters(&name).is_empty() && letters(&host).contains(&letters(&name));
-    let warning = if matches {
-        String::new()
-    } else {
-        format!(
-            " <span class=\"warn\">(the name is chosen by the client: make sure you expect \
-             <b>{}</b>)</span>",
-            html_escape(&host)
-        )
-    };
-    format!(
-        "<b>{}</b> at <b>{}</b>{warning}",
-        html_escape(&name),
-        html_escape(&host)
-    )
 }
 
 async fn start_interaction(
@@ -374,182 +296,6 @@ async fn start_interaction(
             Redirect::to(&with_query(consent, &pairs)).into_response()
         }
         None => Redirect::to(&format!("/consent/{id}/{nonce}")).into_response(),
-    }
-}
-
-fn describe_access(i: &Interaction) -> String {
-    let mut out = String::from("<ul>");
-    for item in &i.grant.access {
-        let actions: Vec<&str> = item.actions.iter().map(|a| a.as_str()).collect();
-        out.push_str(&format!(
-            "<li><b>{}</b>: {}",
-            html_escape(item.kind.as_str()),
-            html_escape(&actions.join(", "))
-        ));
-        if let Some(l) = &item.limits {
-            if let Some(a) = &l.debit_amount {
-                out.push_str(&format!(
-                    "; up to {} (minor units) of {} sent",
-                    a.value,
-                    html_escape(&a.asset.to_string())
-                ));
-            }
-            if let Some(a) = &l.receive_amount {
-                out.push_str(&format!(
-                    "; up to {} (minor units) of {} received",
-                    a.value,
-                    html_escape(&a.asset.to_string())
-                ));
-            }
-            if let Some(r) = &l.receiver {
-                out.push_str(&format!("; only to {}", html_escape(r)));
-            }
-            if let Some(iv) = &l.interval {
-                out.push_str(&format!("; per interval {}", html_escape(iv.as_str())));
-            }
-        }
-        out.push_str("</li>");
-    }
-    out.push_str("</ul>");
-    out
-}
-
-async fn consent_form(
-    services: &Services,
-    i: &Interaction,
-    id: &str,
-    nonce: &str,
-    error: Option<&str>,
-) -> String {
-    let client = client_html(services, i).await;
-    let wallet = services.config.public_url.wallet_address(&i.wallet.path);
-    let error = error
-        .map(|e| format!("<p style=\"color:#b00\">{}</p>", html_escape(e)))
-        .unwrap_or_default();
-    format!(
-        "<p>{client} asks for access to your wallet address <b>{wallet}</b>:</p>{access}{error}\
-         <form method=\"post\" action=\"/consent/{id}/{nonce}\">\
-         <p><label>Password of {wallet}<br><input type=\"password\" name=\"password\" autocomplete=\"current-password\" required></label></p>\
-         <p><button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
-         <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button></p></form>",
-        wallet = html_escape(&wallet),
-        access = describe_access(i),
-        id = html_escape(id),
-        nonce = html_escape(nonce),
-    )
-}
-
-async fn consent_page(
-    State(state): State<AppState>,
-    PathParams2(id, nonce): PathParams2,
-) -> Response {
-    let services = &state.services;
-    let interaction = match grants::open_interaction(services, &id, &nonce).await {
-        Ok(i) => i,
-        Err(e) => return error_page(&e),
-    };
-    if let Err(e) = grants::interaction_is_open(services, &interaction) {
-        return error_page(&e);
-    }
-    page(
-        StatusCode::OK,
-        "Grant access?",
-        &consent_form(services, &interaction, &id, &nonce, None).await,
-    )
-}
-
-/// After the decision: to the client's finish URI, or a page saying the
-/// client will pick the result up (when it polls).
-fn after_decision(services: &Services, i: &Interaction) -> Response {
-    match grants::finish_redirect(services, i) {
-        Some(url) => Redirect::to(&url).into_response(),
-        None => page(
-            StatusCode::ACCEPTED,
-            "Done",
-            "<p>You can return to the application.</p>",
-        ),
-    }
-}
-
-async fn consent_decision(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
-    PathParams2(id, nonce): PathParams2,
-    RawBody(body): RawBody,
-) -> Response {
-    let services = &state.services;
-    let interaction = match grants::open_interaction(services, &id, &nonce).await {
-        Ok(i) => i,
-        Err(e) => return error_page(&e),
-    };
-    let mut password = String::new();
-    let mut decision = String::new();
-    for (k, v) in url::form_urlencoded::parse(&body) {
-        match k.as_ref() {
-            "password" => password = v.into_owned(),
-            "decision" => decision = v.into_owned(),
-            _ => {}
-        }
-    }
-    if let Err(e) = grants::interaction_is_open(services, &interaction) {
-        return error_page(&e);
-    }
-    // Guessing is slowed per wallet address and per address: after three
-    // wrong passwords each further one doubles the wait.
-    let keys = [
-        format!("wallet:{}", interaction.wallet.id),
-        format!("ip:{}", peer.ip()),
-    ];
-    let locked = keys
-        .iter()
-        .filter_map(|k| services.password_lockout.check(k).err())
-        .max();
-    if let Some(wait) = locked {
-        let secs = wait.as_secs().max(1);
-        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
-        let form = consent_form(services, &interaction, &id, &nonce, Some(&message)).await;
-        let mut response = page(StatusCode::TOO_MANY_REQUESTS, "Grant access?", &form);
-        if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
-            response
-                .headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, v);
-        }
-        return response;
-    }
-    match grants::check_owner_password(services, interaction.wallet.id, &password).await {
-        Ok(true) => keys
-            .iter()
-            .for_each(|k| services.password_lockout.succeeded(k)),
-        Ok(false) => {
-            keys.iter()
-                .for_each(|k| services.password_lockout.failed(k));
-            let form =
-                consent_form(services, &interaction, &id, &nonce, Some("Wrong password.")).await;
-            return page(StatusCode::UNAUTHORIZED, "Grant access?", &form);
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "password check failed");
-            return page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Error",
-                "<p>Please try again later.</p>",
-            );
-        }
-    }
-    let approve = match decision.as_str() {
-        "approve" => true,
-        "reject" => false,
-        _ => {
-            return page(
-                StatusCode::BAD_REQUEST,
-                "Grant access?",
-                "<p>Choose Approve or Reject.</p>",
-            )
-        }
-    };
-    match grants::decide_interaction(services, &interaction, approve).await {
-        Ok(decided) => after_decision(services, &decided),
-        Err(e) => error_page(&e),
     }
 }
 

@@ -5,11 +5,15 @@ mod admin_peers;
 pub mod auth;
 pub mod auth_server;
 pub mod auto_peering;
+mod consent;
+mod csrf;
+pub mod display;
 mod drain;
 pub mod error;
 pub mod extract;
 pub mod ilp;
 pub mod open_payments;
+mod pages;
 mod replays;
 pub mod wire;
 

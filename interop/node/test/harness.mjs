@@ -612,6 +612,8 @@ export async function approveInBrowser(redirectUrl, { password = OWNER_PASSWORD,
   const consentUrl = new URL(start.headers.get('location'), redirectUrl).href
   const page = await rawFetch(consentUrl, { redirect: 'manual' })
   const html = await page.text()
+  // The form's token is bound to this cookie, as a browser keeps it.
+  const cookie = (page.headers.get('set-cookie') || '').split(';')[0]
   steps.push({ url: consentUrl, status: page.status })
   if (page.status !== 200) throw new Error(`GET consent page ${consentUrl} answered ${page.status}: ${html.slice(0, 500)}`)
   if (!/text\/html/.test(page.headers.get('content-type') || '')) {
@@ -624,14 +626,15 @@ export async function approveInBrowser(redirectUrl, { password = OWNER_PASSWORD,
   if (!action) throw new Error(`the consent form has no action: ${form[0]}`)
   if (!method || method[1].toLowerCase() !== 'post') throw new Error(`the consent form is not method="post": ${form[0]}`)
   const actionUrl = new URL(action[1].replace(/&amp;/g, '&'), consentUrl).href
-  for (const field of ['password', 'decision']) {
+  for (const field of ['password', 'decision', 'csrf']) {
     if (!new RegExp(`name="${field}"`).test(html)) throw new Error(`the consent form has no ${field} field`)
   }
+  const csrf = html.match(/name="csrf" value="([^"]*)"/)?.[1] ?? ''
   const post = await rawFetch(actionUrl, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ password, decision }).toString()
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    body: new URLSearchParams({ csrf, password, decision }).toString()
   })
   const postBody = await post.text()
   const location = post.headers.get('location')

@@ -151,16 +151,32 @@ async fn consent_in_browser(
     let page_url = format!("{}{}", w.app.auth, location(&start));
     let page = w.browser.get(&page_url).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
+    // The form token is bound to this cookie, as a browser keeps it.
+    let cookie = page
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned());
     let html = page.text().await.unwrap();
     // The client is shown by its host (it has no public name).
     assert!(
-        html.contains("<b>127.0.0.1</b> asks")
-            && html.contains("outgoing-payment")
+        html.contains("<span class=\"client-name\">127.0.0.1</span> asks")
+            && html.contains("Send up to $10.00 every month, from 1 January 2026")
+            && html.contains("Read the payments it sends")
             && html.contains("<form"),
         "{html}"
     );
-    let action = html
-        .split("action=\"")
+    let attribute = |name: &str| {
+        html.split(&format!("{name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let action = attribute("action");
+    let token = html
+        .split("name=\"csrf\" value=\"")
         .nth(1)
         .unwrap()
         .split('"')
@@ -168,16 +184,18 @@ async fn consent_in_browser(
         .unwrap()
         .to_owned();
     let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &token)
         .append_pair("password", password)
         .append_pair("decision", decision)
         .finish();
-    w.browser
+    let mut post = w
+        .browser
         .post(format!("{}{action}", w.app.auth))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap()
+        .header("content-type", "application/x-www-form-urlencoded");
+    if let Some(c) = cookie {
+        post = post.header(reqwest::header::COOKIE, c);
+    }
+    post.body(form).send().await.unwrap()
 }
 
 async fn introspect(app: &TestApp, token: &str) -> Value {
@@ -780,6 +798,56 @@ async fn password_guessing_on_the_consent_page_is_slowed_down() {
 }
 
 #[tokio::test]
+async fn a_consent_form_without_its_token_decides_nothing() {
+    let w = world(Db::Sqlite).await;
+    let grant = ask(&w, &outgoing_grant(&w, Some(FINISH), "n")).await;
+    let redirect = grant["interact"]["redirect"].as_str().unwrap();
+    let start = w.browser.get(redirect).send().await.unwrap();
+    let action = format!("{}{}", w.app.auth, location(&start));
+    let page = w.browser.get(&action).send().await.unwrap();
+    let set_cookie = page.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    let token = "A".repeat(43);
+    // No token, a forged token, a token without its cookie: each refused.
+    for (body, cookie) in [
+        (
+            format!("password={PASSWORD}&decision=approve"),
+            Some(&cookie),
+        ),
+        (
+            format!("csrf={token}&password={PASSWORD}&decision=approve"),
+            Some(&cookie),
+        ),
+        (
+            format!("csrf={token}&password={PASSWORD}&decision=approve"),
+            None,
+        ),
+    ] {
+        let mut post = w
+            .browser
+            .post(&action)
+            .header("content-type", "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            post = post.header(reqwest::header::COOKIE, c);
+        }
+        let r = post.body(body).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+        let html = r.text().await.unwrap();
+        assert!(html.contains("Nothing was decided"), "{html}");
+    }
+    // The interaction is still open: the real form still works.
+    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
 async fn grant_floods_are_refused_with_429() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
         s.grant_requests_per_minute = 6;
@@ -873,9 +941,13 @@ async fn the_consent_page_shows_the_client_host_and_marks_a_name_it_does_not_mat
     // The name, escaped, with the host it is really at, and a warning:
     // "My Bank" does not appear in "127.0.0.1".
     assert!(
-        html.contains("<b>My &lt;Bank&gt;</b> at <b>127.0.0.1</b>"),
+        html.contains("<span class=\"client-name\">My &#60;Bank&#62;</span> asks")
+            && html.contains("It runs at <strong class=\"url\">127.0.0.1</strong>"),
         "{html}"
     );
-    assert!(html.contains("the name is chosen by the client"), "{html}");
+    assert!(
+        html.contains("is chosen by the application itself"),
+        "{html}"
+    );
     assert!(!html.contains("My <Bank>"), "{html}");
 }

@@ -1,0 +1,401 @@
+//! The built-in consent page, `/consent/{id}/{nonce}` on the authorization
+//! listener: who asks, for what in plain words (amounts with their asset,
+//! intervals in words), and a form with the owner's password to approve
+//! or reject.
+//!
+//! The form carries a token bound to the interaction and to a cookie of the
+//! browser (see [`crate::csrf`]): a POST without it decides nothing. Wrong
+//! passwords are slowed per wallet address and per client address
+//! (`services.password_lockout`).
+
+use askama::Template;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use opd_gnap::{AccessItem, AccessType, Action, ClientIdent, OutgoingLimits};
+use opd_service::grants::{self, Interaction};
+use opd_service::Services;
+
+use crate::extract::{PathParams2, RawBody};
+use crate::pages::{self, AUTH_CSS};
+use crate::{csrf, display, AppState};
+
+/// The browser's cookie the form token is bound to.
+const COOKIE: &str = "opd_consent";
+const PURPOSE: &str = "consent";
+
+/// Who asks, as the page shows it.
+struct ClientView {
+    /// The `publicName` the client gives itself, or its host.
+    name: String,
+    /// Its wallet address URL.
+    url: Option<String>,
+    /// The host it is really served from, when the name does not say so.
+    unverified_host: Option<String>,
+}
+
+/// One thing the client may do, in words.
+struct Ask {
+    what: String,
+    details: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "consent.html")]
+struct ConsentPage<'a> {
+    page_title: &'a str,
+    css_href: &'a str,
+    client: ClientView,
+    wallet: String,
+    expires: Option<String>,
+    asks: Vec<Ask>,
+    error: Option<&'a str>,
+    action: String,
+    csrf: String,
+}
+
+/// The client as the page shows it: its `publicName` with its wallet
+/// address URL, and the host it is served from when the name does not
+/// appear in it (a name is the client's own claim). Never a user-info part
+/// of the URL (`https://my-bank.example@attacker/` is at `attacker`).
+async fn client_view(services: &Services, i: &Interaction) -> ClientView {
+    let url = match &i.grant.client {
+        ClientIdent::WalletAddress(w) => w,
+        ClientIdent::Jwk(j) => {
+            return ClientView {
+                name: format!("An application with key {}", j.kid),
+                url: None,
+                unverified_host: None,
+            };
+        }
+    };
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "an unknown host".into());
+    let Some(name) = grants::client_public_name(services, url).await else {
+        return ClientView {
+            name: host,
+            url: Some(url.clone()),
+            unverified_host: None,
+        };
+    };
+    let letters = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let matches = !letters(&name).is_empty() && letters(&host).contains(&letters(&name));
+    ClientView {
+        name,
+        url: Some(url.clone()),
+        unverified_host: (!matches).then_some(host),
+    }
+}
+
+fn has_any(item: &AccessItem, actions: &[Action]) -> bool {
+    actions.iter().any(|a| item.actions.contains(a))
+}
+
+/// "Send up to $25.00 every month, from 1 November 2026", and the other
+/// limits of an outgoing-payment grant as details.
+fn sending(limits: Option<&OutgoingLimits>) -> Ask {
+    let Some(l) = limits else {
+        return Ask {
+            what: "Send payments from your wallet address".into(),
+            details: vec!["No limit is set on the amount.".into()],
+        };
+    };
+    let period = l
+        .interval
+        .as_ref()
+        .map(|iv| display::interval(iv.as_str()))
+        .unwrap_or_else(|| "in total".into());
+    let what = if let Some(a) = &l.debit_amount {
+        format!(
+            "Send up to {} {period}",
+            display::amount(a.value, a.asset.code.as_str(), a.asset.scale)
+        )
+    } else if let Some(a) = &l.receive_amount {
+        format!(
+            "Send payments that deliver up to {} {period}",
+            display::amount(a.value, a.asset.code.as_str(), a.asset.scale)
+        )
+    } else if l.interval.is_some() {
+        format!("Send payments of any amount, {period}")
+    } else {
+        "Send payments from your wallet address".into()
+    };
+    let mut details = Vec::new();
+    if l.debit_amount.is_none() && l.receive_amount.is_none() {
+        details.push("No limit is set on the amount.".into());
+    }
+    if let Some(r) = &l.receiver {
+        details.push(format!("Only to {r}"));
+    }
+    Ask { what, details }
+}
+
+/// What one access item allows, in words.
+fn asks_of(item: &AccessItem) -> Vec<Ask> {
+    let plain = |what: &str| Ask {
+        what: what.to_owned(),
+        details: Vec::new(),
+    };
+    let mut out = Vec::new();
+    let own = [Action::Read, Action::List];
+    let all = [Action::ReadAll, Action::ListAll];
+    match item.kind {
+        AccessType::OutgoingPayment => {
+            if item.actions.contains(&Action::Create) {
+                out.push(sending(item.limits.as_ref()));
+            }
+            if has_any(item, &all) {
+                out.push(plain("Read every payment sent from your wallet address"));
+            } else if has_any(item, &own) {
+                out.push(plain("Read the payments it sends"));
+            }
+        }
+        AccessType::IncomingPayment => {
+            if item.actions.contains(&Action::Create) {
+                out.push(plain("Receive payments into your wallet address"));
+            }
+            if item.actions.contains(&Action::Complete) {
+                out.push(plain("Close requests for payment into your wallet address"));
+            }
+            if has_any(item, &all) {
+                out.push(plain("Read every payment into your wallet address"));
+            } else if has_any(item, &own) {
+                out.push(plain(
+                    "Read the payments into your wallet address it asked for",
+                ));
+            }
+        }
+        AccessType::Quote => {
+            if item.actions.contains(&Action::Create) {
+                out.push(plain("Get prices for payments from your wallet address"));
+            }
+            if has_any(item, &[Action::Read, Action::ReadAll]) {
+                out.push(plain("Read those prices"));
+            }
+        }
+    }
+    out
+}
+
+/// The page for the interaction, with `error` above the form.
+async fn page(
+    services: &Services,
+    i: &Interaction,
+    (id, nonce): (&str, &str),
+    cookie: &str,
+    status: StatusCode,
+    error: Option<&str>,
+) -> Response {
+    let client = client_view(services, i).await;
+    let view = ConsentPage {
+        page_title: "Grant access?",
+        css_href: AUTH_CSS,
+        client,
+        wallet: services.config.public_url.wallet_address(&i.wallet.path),
+        expires: i.grant.record.interaction_expires_at.map(display::date),
+        asks: i.grant.access.iter().flat_map(asks_of).collect(),
+        error,
+        action: format!("/consent/{id}/{nonce}"),
+        csrf: csrf::token(services, PURPOSE, id, cookie),
+    };
+    pages::render(status, &view)
+}
+
+pub(crate) fn error_page(e: &opd_gnap::GnapError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    pages::message(
+        status,
+        "This request cannot be completed",
+        &[&e.description],
+    )
+}
+
+/// The interaction if it exists and is open, or the page saying why not.
+async fn open(services: &Services, id: &str, nonce: &str) -> Result<Interaction, Response> {
+    let i = grants::open_interaction(services, id, nonce)
+        .await
+        .map_err(|e| error_page(&e))?;
+    grants::interaction_is_open(services, &i).map_err(|e| error_page(&e))?;
+    Ok(i)
+}
+
+fn secure(services: &Services) -> bool {
+    services.config.auth_server_url.starts_with("https://")
+}
+
+/// `GET /consent/{id}/{nonce}`.
+pub(crate) async fn consent_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    PathParams2(id, nonce): PathParams2,
+) -> Response {
+    let services = &state.services;
+    let interaction = match open(services, &id, &nonce).await {
+        Ok(i) => i,
+        Err(page) => return page,
+    };
+    let (cookie, fresh) = match csrf::cookie(&headers, COOKIE) {
+        Some(c) => (c, false),
+        None => (csrf::random_value(services), true),
+    };
+    let mut response = page(
+        services,
+        &interaction,
+        (&id, &nonce),
+        &cookie,
+        StatusCode::OK,
+        None,
+    )
+    .await;
+    if fresh {
+        // Lax, not Strict: the user arrives here by a redirect from the
+        // client's site, and the cookie must survive to the form's POST.
+        let value = csrf::set_cookie(COOKIE, &cookie, "/consent", "Lax", secure(services), None);
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    response
+}
+
+/// After the decision: to the client's finish URI, or a page saying the
+/// client will pick the result up (when it polls).
+pub(crate) fn after_decision(services: &Services, i: &Interaction) -> Response {
+    match grants::finish_redirect(services, i) {
+        Some(url) => Redirect::to(&url).into_response(),
+        None => pages::message(
+            StatusCode::ACCEPTED,
+            "Done",
+            &["You can return to the application."],
+        ),
+    }
+}
+
+struct Form {
+    password: String,
+    decision: String,
+    csrf: String,
+}
+
+fn parse_form(body: &[u8]) -> Form {
+    let mut form = Form {
+        password: String::new(),
+        decision: String::new(),
+        csrf: String::new(),
+    };
+    for (k, v) in url::form_urlencoded::parse(body) {
+        match k.as_ref() {
+            "password" => form.password = v.into_owned(),
+            "decision" => form.decision = v.into_owned(),
+            "csrf" => form.csrf = v.into_owned(),
+            _ => {}
+        }
+    }
+    form
+}
+
+/// `POST /consent/{id}/{nonce}`: the form token, then the password (slowed
+/// after wrong ones), then the decision.
+pub(crate) async fn consent_decision(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
+    PathParams2(id, nonce): PathParams2,
+    RawBody(body): RawBody,
+) -> Response {
+    let services = &state.services;
+    let interaction = match open(services, &id, &nonce).await {
+        Ok(i) => i,
+        Err(page) => return page,
+    };
+    let form = parse_form(&body);
+    let cookie = csrf::cookie(&headers, COOKIE);
+    let Some(cookie) = cookie.filter(|c| csrf::verify(services, PURPOSE, &id, Some(c), &form.csrf))
+    else {
+        return pages::message(
+            StatusCode::FORBIDDEN,
+            "This form has expired",
+            &[
+                "The answer was not sent from this consent page, or the page is too old. \
+                 Nothing was decided.",
+                "Open the consent page again from the application and decide there.",
+            ],
+        );
+    };
+    let here = (id.as_str(), nonce.as_str());
+    // Guessing is slowed per wallet address and per address: after three
+    // wrong passwords each further one doubles the wait.
+    let keys = [
+        format!("wallet:{}", interaction.wallet.id),
+        format!("ip:{}", peer.ip()),
+    ];
+    let locked = keys
+        .iter()
+        .filter_map(|k| services.password_lockout.check(k).err())
+        .max();
+    if let Some(wait) = locked {
+        let secs = wait.as_secs().max(1);
+        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
+        let status = StatusCode::TOO_MANY_REQUESTS;
+        let mut response = page(
+            services,
+            &interaction,
+            here,
+            &cookie,
+            status,
+            Some(&message),
+        )
+        .await;
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return response;
+    }
+    match grants::check_owner_password(services, interaction.wallet.id, &form.password).await {
+        Ok(true) => keys
+            .iter()
+            .for_each(|k| services.password_lockout.succeeded(k)),
+        Ok(false) => {
+            keys.iter()
+                .for_each(|k| services.password_lockout.failed(k));
+            let status = StatusCode::UNAUTHORIZED;
+            return page(
+                services,
+                &interaction,
+                here,
+                &cookie,
+                status,
+                Some("Wrong password."),
+            )
+            .await;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "password check failed");
+            return pages::message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong",
+                &["Please try again later."],
+            );
+        }
+    }
+    let approve = match form.decision.as_str() {
+        "approve" => true,
+        "reject" => false,
+        _ => {
+            let status = StatusCode::BAD_REQUEST;
+            let error = Some("Choose Approve or Reject.");
+            return page(services, &interaction, here, &cookie, status, error).await;
+        }
+    };
+    match grants::decide_interaction(services, &interaction, approve).await {
+        Ok(decided) => after_decision(services, &decided),
+        Err(e) => error_page(&e),
+    }
+}
