@@ -18,6 +18,8 @@
 //! - `POST /outgoing-payments/{id}/fund`: with external funding
 //! - `GET /ledger/check`: the ledger invariants
 //! - the Interledger peers (`crate::admin_peers`)
+//! - `GET /metrics`: Prometheus metrics (`crate::metrics`), the one route
+//!   without the token
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
 
@@ -99,7 +101,18 @@ pub fn admin_router(state: AdminState) -> Router {
         .with_state(state.clone());
     // The token is checked before routing: without it, every path (unknown
     // ones too) answers 401, so the API's shape is not revealed.
-    crate::with_common_layers(routes).layer(middleware::from_fn_with_state(state, require_token))
+    let protected = crate::with_common_layers(routes)
+        .layer(middleware::from_fn_with_state(state.clone(), require_token));
+    // `GET /metrics` alone needs no token, so Prometheus scrapes it as it
+    // scrapes any target: the listener is loopback-only unless the
+    // operator opens it (`--allow-remote-admin`).
+    Router::new()
+        .route(
+            "/metrics",
+            get(crate::metrics::scrape).fallback(crate::method_not_allowed_fallback),
+        )
+        .with_state(state.app)
+        .merge(protected)
 }
 
 async fn require_token(

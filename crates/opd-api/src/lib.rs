@@ -12,6 +12,7 @@ mod drain;
 pub mod error;
 pub mod extract;
 pub mod ilp;
+pub mod metrics;
 pub mod open_payments;
 mod pages;
 mod replays;

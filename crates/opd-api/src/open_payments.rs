@@ -36,6 +36,7 @@ pub fn open_payments_router(state: AppState) -> Router {
     let prefix = state.services.config.public_url.path_prefix().to_owned();
     let routes = Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route(
             "/incoming-payments",
             post(create_incoming_payment).get(list_incoming_payments),
@@ -68,14 +69,39 @@ pub fn open_payments_router(state: AppState) -> Router {
     crate::with_common_layers(router)
 }
 
-async fn healthz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
-    state
-        .services
-        .store
-        .ping()
-        .await
-        .map_err(opd_service::ServiceError::from)?;
-    Ok(Json(serde_json::json!({ "status": "ok" })))
+/// `GET /healthz`: the process is up and serving. Nothing else is asked,
+/// the database least of all: a liveness probe that failed with the
+/// database would have every node restarted for an outage no restart
+/// cures.
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// How long `/readyz` waits for the database (probes time out after 1 s
+/// by default; an answer within it says more than a probe timeout).
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(900);
+
+/// `GET /readyz`: the database answers and has every migration this binary
+/// needs; otherwise 503 (`service_unavailable` or `migrations_pending`),
+/// so a load balancer sends requests elsewhere meanwhile.
+async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
+    use opd_service::health::{readiness, NotReady};
+    match readiness(&state.services, READY_TIMEOUT).await {
+        Ok(()) => Ok(Json(serde_json::json!({ "status": "ready" }))),
+        Err(NotReady::DatabaseUnreachable) => Err(ApiError::unavailable()),
+        Err(NotReady::MigrationsPending { applied, latest }) => {
+            let applied = applied.map_or_else(|| "none".to_owned(), |v| v.to_string());
+            let mut e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "migrations_pending",
+                format!(
+                    "the database schema is behind this binary (latest migration applied: {applied}, needed: {latest}); run `opd migrate`"
+                ),
+            );
+            e.retry_after = Some(5);
+            Err(e)
+        }
+    }
 }
 
 /// `GET /{path}` and `GET /{path}/jwks.json`.

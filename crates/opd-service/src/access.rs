@@ -129,7 +129,14 @@ pub async fn verify_signature(
     client: &ClientIdent,
     slot: Option<&ReplaySlot>,
 ) -> Result<(), AccessError> {
-    let sig_err = |e: SigError| AccessError::Signature(e.to_string());
+    let sig_err = |e: SigError| {
+        crate::metrics::signature_failed(crate::metrics::signature_reason(&e));
+        AccessError::Signature(e.to_string())
+    };
+    let unknown_key = |description: String| {
+        crate::metrics::signature_failed("unknown_key");
+        AccessError::UnknownKey(description)
+    };
     let now = unix_now(services);
     let parsed = parse_signature(request, &services.signature_policy, now).map_err(sig_err)?;
     if parsed.used_compat_format() {
@@ -141,12 +148,12 @@ pub async fn verify_signature(
                 .client_keys
                 .key(services, wallet, parsed.keyid())
                 .await
-                .map_err(|e| AccessError::UnknownKey(e.to_string()))?;
+                .map_err(|e| unknown_key(e.to_string()))?;
             parsed.verify(&key).map_err(sig_err)?;
         }
         ClientIdent::Jwk(jwk) => {
             if jwk.kid != parsed.keyid() {
-                return Err(AccessError::UnknownKey(format!(
+                return Err(unknown_key(format!(
                     "key {:?} is not the client's key",
                     parsed.keyid()
                 )));

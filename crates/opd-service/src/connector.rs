@@ -248,12 +248,16 @@ pub(crate) async fn send(
         .body(body);
     // An ILP packet is at most ~33 KB; a larger answer is not one, and is
     // not read to its end.
-    let (_, bytes) = services
+    let started = std::time::Instant::now();
+    let answer = services
         .outbound
         .send(request, wait, MAX_ANSWER_BYTES)
         .await
-        .map_err(|e| e.to_string())?;
-    Ok(bytes)
+        .map(|(_, bytes)| bytes)
+        .map_err(|e| e.to_string());
+    crate::metrics::ilp_round_trip(started.elapsed().as_secs_f64());
+    crate::metrics::ilp_packet(crate::metrics::Direction::Outgoing, answer.as_deref().ok());
+    answer
 }
 
 /// Voids holds left pending past their expiry (a node died while

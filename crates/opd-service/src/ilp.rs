@@ -35,17 +35,18 @@ const ILDCP_DESTINATION: &str = "peer.config";
 
 /// Answers one ILP packet from `peer`: the bytes of a Fulfill or Reject.
 pub async fn handle_packet(services: &Services, peer: &Peer, bytes: &[u8]) -> Vec<u8> {
-    let prepare = match Prepare::decode(bytes) {
-        Ok(p) => p,
-        Err(e) => return reject(services, ErrorCode::F01_INVALID_PACKET, &e.to_string()),
+    let reply = match Prepare::decode(bytes) {
+        Ok(prepare) => match answer(services, peer, &prepare).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::error!(error = %e, peer = %peer.name, "could not process an ILP packet");
+                reject(services, ErrorCode::T00_INTERNAL_ERROR, "internal error")
+            }
+        },
+        Err(e) => reject(services, ErrorCode::F01_INVALID_PACKET, &e.to_string()),
     };
-    match answer(services, peer, &prepare).await {
-        Ok(reply) => reply,
-        Err(e) => {
-            tracing::error!(error = %e, peer = %peer.name, "could not process an ILP packet");
-            reject(services, ErrorCode::T00_INTERNAL_ERROR, "internal error")
-        }
-    }
+    crate::metrics::ilp_packet(crate::metrics::Direction::Incoming, Some(&reply));
+    reply
 }
 
 async fn answer(

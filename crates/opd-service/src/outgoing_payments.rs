@@ -221,6 +221,7 @@ pub async fn create(
         .await?
     {
         CreateOutgoing::Created { spent_before } => {
+            crate::metrics::payment_created(&record.debit);
             if record.state == OutgoingPaymentState::Sending {
                 services.payments_due.notify_one();
             }

@@ -93,6 +93,7 @@ async fn complete(
         .complete_sent_payment(p.id, quote.fee, at, &events)
         .await?
     {
+        crate::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
         Ok(Step::Completed(p.id))
     } else {
         pause(services, p).await

@@ -58,7 +58,11 @@ async fn end(
         at: services.clock.now(),
         events,
     };
-    Ok(services.store.fail_outgoing_payment(&failure).await?)
+    let ended = services.store.fail_outgoing_payment(&failure).await?;
+    if ended {
+        crate::metrics::payment_failed(&p.debit, state.as_str());
+    }
+    Ok(ended)
 }
 
 /// Fails a payment for `reason`, its money (what it did not send) back.
@@ -171,6 +175,12 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         events,
     };
     if services.store.deliver_locally(&delivery).await? {
+        crate::metrics::payment_completed(
+            &p.debit.asset,
+            quote.debit_minus_fees,
+            p.created_at,
+            delivery.at,
+        );
         Ok(Step::Completed(p.id))
     } else {
         // Another payment reached the receiver first: plan again at once

@@ -228,6 +228,43 @@ impl Db {
         }
     }
 
+    /// The connections of each pool, now.
+    pub(crate) fn pool_stats(&self) -> Vec<crate::PoolStats> {
+        match &self.pools {
+            Pools::Sqlite { writer, reader } => {
+                let (idle, used) = reader.stats();
+                let (busy, queued) = writer.stats();
+                vec![
+                    crate::PoolStats {
+                        name: "sqlite_read",
+                        idle: idle as u64,
+                        used: used as u64,
+                        max: None,
+                        pending: None,
+                    },
+                    crate::PoolStats {
+                        name: "sqlite_write",
+                        idle: u64::from(!busy),
+                        used: u64::from(busy),
+                        max: Some(1),
+                        pending: Some(queued as u64),
+                    },
+                ]
+            }
+            Pools::Postgres(pool) => {
+                let size = u64::from(pool.size());
+                let idle = pool.num_idle() as u64;
+                vec![crate::PoolStats {
+                    name: "postgres",
+                    idle,
+                    used: size.saturating_sub(idle),
+                    max: Some(u64::from(pool.options().get_max_connections())),
+                    pending: None,
+                }]
+            }
+        }
+    }
+
     /// Statements (and transaction begins and commits) sent so far.
     pub(crate) fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)

@@ -80,6 +80,13 @@ pub trait Store:
     /// Checks the database answers (for health checks).
     async fn ping(&self) -> StoreResult<()>;
 
+    /// Whether the database answers and its schema has every migration
+    /// this binary knows (`/readyz`). An error means it did not answer.
+    async fn readiness(&self) -> StoreResult<Readiness>;
+
+    /// The connections of each pool, now (for metrics; no I/O).
+    fn pool_stats(&self) -> Vec<PoolStats>;
+
     /// Tells every node sharing the database that `topic` changed, after
     /// the change committed (PostgreSQL `NOTIFY`; nothing on SQLite, which
     /// has one node).
@@ -190,6 +197,9 @@ impl SqlStore {
 }
 
 static PING: db::Stmt = db::Stmt::new(&["SELECT 1"]);
+/// The latest migration applied (sqlx's table, on both backends).
+static APPLIED_MIGRATION: db::Stmt =
+    db::Stmt::new(&["SELECT max(version) AS v FROM _sqlx_migrations WHERE success"]);
 
 #[async_trait]
 impl Store for SqlStore {
@@ -206,6 +216,31 @@ impl Store for SqlStore {
         Ok(())
     }
 
+    async fn readiness(&self) -> StoreResult<Readiness> {
+        let latest = match self.db.backend() {
+            Backend::Sqlite => sqlite::latest_migration(),
+            Backend::Postgres => postgres::latest_migration(),
+        };
+        let applied = match self.db.read(&APPLIED_MIGRATION, &[]).await {
+            Ok(rows) => match rows.first() {
+                Some(row) => rows::Columns::opt_int(row, "v")?,
+                None => None,
+            },
+            // The database answered, but has no migrations table: it was
+            // never migrated.
+            Err(StoreError::Database(_) | StoreError::Sqlite(_)) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(match applied {
+            Some(v) if v >= latest => Readiness::Ready,
+            _ => Readiness::MigrationsPending { applied, latest },
+        })
+    }
+
+    fn pool_stats(&self) -> Vec<PoolStats> {
+        self.db.pool_stats()
+    }
+
     async fn announce_change(&self, topic: &str) -> StoreResult<()> {
         self.announce(topic).await
     }
@@ -213,6 +248,32 @@ impl Store for SqlStore {
     async fn listen_changes(&self) -> StoreResult<Option<ChangeFeed>> {
         self.listen().await
     }
+}
+
+/// What [`Store::readiness`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    /// The schema lacks migrations this binary needs (`applied` is the
+    /// latest one applied, `None` when none is).
+    MigrationsPending {
+        applied: Option<i64>,
+        latest: i64,
+    },
+}
+
+/// The connections of one pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolStats {
+    /// `postgres`, `sqlite_read` or `sqlite_write`.
+    pub name: &'static str,
+    pub idle: u64,
+    pub used: u64,
+    /// The most connections it opens, where it has a bound (SQLite
+    /// readers open one per concurrent read, keeping `max_connections`).
+    pub max: Option<u64>,
+    /// Callers waiting for a connection, where the pool knows it.
+    pub pending: Option<u64>,
 }
 
 /// The storage backends.

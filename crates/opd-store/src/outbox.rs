@@ -37,6 +37,9 @@ pub trait OutboxStore: Send + Sync {
         next_attempt_at: Timestamp,
         error: Option<&str>,
     ) -> StoreResult<()>;
+    /// How many events are not delivered yet, counting at most `cap` (the
+    /// count walks the due index, so a bound keeps it cheap).
+    async fn webhook_backlog(&self, cap: i64) -> StoreResult<u64>;
 }
 
 const INSERT_EVENTS: &str = "INSERT INTO webhook_events (id, kind, data, attempts, \
@@ -65,7 +68,13 @@ static CLAIM_EVENTS: Stmt = Stmt::new(&[
      RETURNING id, kind, data, attempts, next_attempt_at, delivered_at, created_at",
 ]);
 
+static BACKLOG: Stmt = Stmt::new(&[
+    "SELECT count(*) AS n FROM (SELECT 1 FROM webhook_events WHERE delivered_at IS NULL LIMIT ?) \
+     AS undelivered",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &BACKLOG,
     &INSERT_EVENT,
     &INSERT_EVENTS_2,
     &INSERT_EVENTS_3,
@@ -161,5 +170,13 @@ impl OutboxStore for SqlStore {
             )
             .await?;
         Ok(())
+    }
+
+    async fn webhook_backlog(&self, cap: i64) -> StoreResult<u64> {
+        let rows = self.db.read(&BACKLOG, params![cap]).await?;
+        match rows.first() {
+            Some(row) => Ok(u64::try_from(row.int("n")?).unwrap_or(0)),
+            None => Ok(0),
+        }
     }
 }

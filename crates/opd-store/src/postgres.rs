@@ -15,6 +15,11 @@ use crate::{ConnectOptions, SqlStore, StoreError, StoreResult};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
+/// The latest migration this binary has.
+pub(crate) fn latest_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
     PgConnectOptions::from_str(url)
         .map_err(|e| StoreError::Config(format!("invalid PostgreSQL URL: {e}")))
@@ -66,7 +71,7 @@ pub async fn migrate_url(url: &str) -> StoreResult<()> {
 }
 
 async fn check_migrated(pool: &PgPool) -> StoreResult<()> {
-    let latest = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    let latest = latest_migration();
     let applied: Option<i64> =
         match sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
             .fetch_one(pool)

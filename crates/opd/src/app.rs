@@ -306,6 +306,9 @@ pub async fn start(
     if settings.database_is_default {
         create_private_file(&settings.data_dir.join("opd.sqlite"))?;
     }
+    // Once per process, whatever the number of servers it starts (see
+    // `opd_api::metrics`).
+    opd_api::metrics::install();
     let (admin_token, admin_token_generated) = admin_token(&settings, random.as_ref())?;
     let sealing_key = secrets_key(&settings, random.as_ref())?;
 
@@ -366,13 +369,18 @@ pub async fn start(
         .clone()
         .unwrap_or_else(|| format!("http://{ilp_addr}/ilp"));
     let mut listeners = vec![
-        (op_listener, open_payments_router(app.clone())),
-        (auth_listener, auth_router(app.clone())),
+        (
+            op_listener,
+            "open_payments",
+            open_payments_router(app.clone()),
+        ),
+        (auth_listener, "auth", auth_router(app.clone())),
         (
             admin_listener,
+            "admin",
             admin_router(AdminState::new(app.clone(), &admin_token)),
         ),
-        (ilp_listener, opd_api::ilp::ilp_router(app.clone())),
+        (ilp_listener, "ilp", opd_api::ilp::ilp_router(app.clone())),
     ];
     let mut auto_peering_addr = None;
     if let Some((listener, addr)) = auto_peering {
@@ -382,7 +390,11 @@ pub async fn start(
             name: "opd".into(),
             liquidity: settings.auto_peering_liquidity,
         };
-        listeners.push((listener, opd_api::auto_peering::auto_peering_router(state)));
+        listeners.push((
+            listener,
+            "auto_peering",
+            opd_api::auto_peering::auto_peering_router(state),
+        ));
         auto_peering_addr = Some(addr);
     }
     let public = crate::listener::Limits {
@@ -395,8 +407,13 @@ pub async fn start(
         max_connections: 256,
         ..public
     };
-    for (i, (listener, router)) in listeners.into_iter().enumerate() {
+    for (i, (listener, name, router)) in listeners.into_iter().enumerate() {
         let limits = if i == ADMIN_LISTENER { admin } else { public };
+        // Outermost, so every answer is measured with its final status.
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            opd_api::metrics::Listener(name),
+            opd_api::metrics::track,
+        ));
         let stop = shutdown.subscribe();
         tasks.spawn(crate::listener::serve(listener, router, limits, stop));
     }

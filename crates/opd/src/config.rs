@@ -10,6 +10,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Deserialize;
 
+use crate::logging::LogFormat;
+
 /// Settings shared by every subcommand.
 #[derive(Debug, Clone, Default, Args)]
 pub struct CommonArgs {
@@ -28,6 +30,9 @@ pub struct CommonArgs {
     /// Admin API bearer token [default: generated on first start into <data-dir>/admin-token].
     #[arg(long, env = "OPD_ADMIN_TOKEN", global = true, hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Log line format on standard error: text, or json (one object per line) [default: text].
+    #[arg(long, env = "OPD_LOG_FORMAT", global = true, value_enum)]
+    pub log_format: Option<LogFormat>,
 }
 
 /// Settings of `opd serve`.
@@ -187,6 +192,7 @@ pub struct FileConfig {
     pub public_url: Option<String>,
     pub auth_public_url: Option<String>,
     pub admin_token: Option<String>,
+    pub log_format: Option<LogFormat>,
     pub allow_remote_admin: Option<bool>,
     pub migrate: Option<bool>,
     pub demo: Option<bool>,
@@ -234,6 +240,13 @@ pub struct FileConfig {
 }
 
 impl FileConfig {
+    /// The log format: the flag (or `OPD_LOG_FORMAT`), else the file's,
+    /// else text. Resolved apart from [`Settings`], since logging starts
+    /// before them.
+    pub fn log_format(&self, common: &CommonArgs) -> LogFormat {
+        common.log_format.or(self.log_format).unwrap_or_default()
+    }
+
     /// Reads the file named, or `./opd.toml` when none is named and it
     /// exists. A named file that is missing is an error.
     pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {

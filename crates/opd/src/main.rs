@@ -12,8 +12,8 @@ use opd_core::{OsRandom, SystemClock};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let node = opd::logging::init();
     let file = FileConfig::load(cli.common.config.as_deref())?;
+    let node = opd::logging::init(file.log_format(&cli.common));
     match cli.command {
         Command::Serve(serve) => {
             run_serve(Settings::resolve(&cli.common, &serve, file), node).await

@@ -402,6 +402,8 @@ pub struct ReadPool {
     path: Arc<Path>,
     idle: Arc<Mutex<Vec<Connection>>>,
     keep: usize,
+    /// Connections running a read now (for metrics).
+    in_use: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ReadPool {
@@ -410,6 +412,7 @@ impl ReadPool {
             path: Arc::from(path),
             idle: Arc::new(Mutex::new(Vec::new())),
             keep: keep.max(1),
+            in_use: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         };
         // Fail at start, not on the first read, if the file cannot be read.
         let first = pool.connect()?;
@@ -447,6 +450,16 @@ impl ReadPool {
 }
 
 impl ReadPool {
+    /// Idle and busy connections, now.
+    pub fn stats(&self) -> (usize, usize) {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        (idle, self.in_use.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Compiles `sql` without running it (the store's statement test);
     /// SQLite compiles writes on a read-only connection too.
     pub async fn prepare(&self, sql: &str) -> Result<(), Error> {
@@ -467,7 +480,11 @@ impl Executor for &ReadPool {
     {
         async move {
             let conn = self.take()?;
+            self.in_use
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let result = work(&conn);
+            self.in_use
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             self.give_back(conn);
             result
         }
@@ -702,6 +719,14 @@ impl WritePool {
     async fn take(&self) -> tokio::sync::OwnedMutexGuard<Writer> {
         let _queued = Queued::new(&self.queued);
         self.writer.clone().lock_owned().await
+    }
+
+    /// Whether the writer is taken now, and how many callers wait for it.
+    pub fn stats(&self) -> (bool, usize) {
+        // Taking the lock for an instant is all a busy check costs; a
+        // writer arriving meanwhile queues for that instant.
+        let busy = self.writer.try_lock().is_err();
+        (busy, self.queued.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     fn others_queued(&self) -> bool {

@@ -19,6 +19,11 @@ use crate::{ConnectOptions, SqlStore, StoreError, StoreResult};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
+/// The latest migration this binary has.
+pub(crate) fn latest_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 /// Locks `<database>.opd-lock` so that no other opd process serves the same
 /// SQLite database.
 fn lock_exclusively(path: &str) -> StoreResult<std::fs::File> {

@@ -1,0 +1,356 @@
+//! What opd counts for its operators: the names of every metric, their
+//! labels, and the few helpers the use cases call when something happens
+//! (a payment created, completed or failed, a webhook attempted, an ILP
+//! packet answered, a signature refused). `docs/metrics.md` lists them all.
+//!
+//! Recording goes through the `metrics` facade, which costs an atomic load
+//! and nothing else while no recorder is installed (tools and unit tests);
+//! `opd serve` installs the Prometheus recorder once per process (see
+//! `opd_api::metrics`). Names follow the OpenTelemetry semantic conventions
+//! where one exists (`http.server.request.duration` is
+//! `http_server_request_duration_seconds`, `db.client.connection.count` is
+//! `db_client_connection_count`), and are `opd_*` otherwise.
+//!
+//! Labels are bounded: asset codes and scales (set by the operator on
+//! wallet addresses), event types, ILP codes (a class letter and two
+//! digits), signature failure reasons (a fixed list); never an id, a
+//! wallet address or a URL. Amounts are counters of minor units of the
+//! labelled asset: a value divided by 10^`asset_scale` is in the asset's
+//! major unit. Prometheus keeps samples as floats, exact up to 2^53.
+
+use std::time::Duration;
+
+use metrics::{counter, gauge, histogram, Label};
+use opd_core::{Amount, Asset, Timestamp};
+use opd_httpsig::SigError;
+
+use crate::Services;
+
+/// Request duration by listener, method, route template and status.
+pub const HTTP_REQUEST_DURATION: &str = "http_server_request_duration_seconds";
+/// Requests being served, by listener.
+pub const HTTP_ACTIVE_REQUESTS: &str = "http_server_active_requests";
+/// Outgoing payments created, by asset.
+pub const PAYMENTS_CREATED: &str = "opd_outgoing_payments_created_total";
+/// Sum of their `debitAmount`s, in minor units.
+pub const PAYMENTS_CREATED_AMOUNT: &str = "opd_outgoing_payments_created_amount_total";
+/// Outgoing payments completed, by asset.
+pub const PAYMENTS_COMPLETED: &str = "opd_outgoing_payments_completed_total";
+/// Sum of their `sentAmount`s (fees excluded), in minor units.
+pub const PAYMENTS_SENT_AMOUNT: &str = "opd_outgoing_payments_sent_amount_total";
+/// Outgoing payments that failed or were cancelled, by asset and state.
+pub const PAYMENTS_FAILED: &str = "opd_outgoing_payments_failed_total";
+/// Sum of their `debitAmount`s, in minor units.
+pub const PAYMENTS_FAILED_AMOUNT: &str = "opd_outgoing_payments_failed_amount_total";
+/// Time from creation to completion of an outgoing payment.
+pub const PAYMENT_DURATION: &str = "opd_outgoing_payment_duration_seconds";
+/// Webhook delivery attempts, by event type and result.
+pub const WEBHOOK_DELIVERIES: &str = "opd_webhook_deliveries_total";
+/// Webhook events not delivered yet (sampled at each scrape).
+pub const WEBHOOK_BACKLOG: &str = "opd_webhook_backlog";
+/// ILP packets answered (incoming) or sent (outgoing), by outcome and code.
+pub const ILP_PACKETS: &str = "opd_ilp_packets_total";
+/// How long a peer took to answer a packet this server sent.
+pub const ILP_PACKET_DURATION: &str = "opd_ilp_packet_duration_seconds";
+/// Request signatures refused, by reason.
+pub const SIGNATURE_FAILURES: &str = "opd_http_signature_failures_total";
+/// Database connections by pool and state (sampled at each scrape).
+pub const DB_CONNECTIONS: &str = "db_client_connection_count";
+/// The most connections a pool opens.
+pub const DB_CONNECTIONS_MAX: &str = "db_client_connection_max";
+/// Callers waiting for a connection (the SQLite writer's queue).
+pub const DB_PENDING_REQUESTS: &str = "db_client_connection_pending_requests";
+/// Always 1, labelled with the version.
+pub const BUILD_INFO: &str = "opd_build_info";
+
+/// Buckets of the request duration (OpenTelemetry's advice, in seconds).
+pub const HTTP_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+/// Buckets of payment completion times: a local payment takes
+/// milliseconds, one over Interledger up to its quote's life.
+pub const PAYMENT_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+/// Buckets of ILP round trips.
+pub const ILP_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The most webhook events the backlog gauge counts (the count walks an
+/// index; without a webhook URL events are never delivered and pile up).
+const BACKLOG_CAP: i64 = 100_000;
+
+/// How long a scrape waits for the webhook backlog count.
+const BACKLOG_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Sets the gauges read from the server's state rather than counted as
+/// things happen: its database pools and its webhook backlog.
+pub async fn sample(services: &Services) {
+    for pool in services.store.pool_stats() {
+        let name = pool.name;
+        for (state, n) in [("idle", pool.idle), ("used", pool.used)] {
+            gauge!(DB_CONNECTIONS, "db_client_connection_pool_name" => name, "db_client_connection_state" => state)
+                .set(n as f64);
+        }
+        if let Some(max) = pool.max {
+            gauge!(DB_CONNECTIONS_MAX, "db_client_connection_pool_name" => name).set(max as f64);
+        }
+        if let Some(pending) = pool.pending {
+            gauge!(DB_PENDING_REQUESTS, "db_client_connection_pool_name" => name)
+                .set(pending as f64);
+        }
+    }
+    // Without a webhook URL nothing is ever delivered: no backlog to watch.
+    if services.config.webhook_url.is_some() {
+        let count =
+            tokio::time::timeout(BACKLOG_TIMEOUT, services.store.webhook_backlog(BACKLOG_CAP))
+                .await;
+        match count {
+            Ok(Ok(n)) => gauge!(WEBHOOK_BACKLOG).set(n as f64),
+            // The gauge keeps its last value; the database's trouble shows
+            // in `/readyz` and in the request metrics.
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot count the webhook backlog"),
+            Err(_) => tracing::warn!("counting the webhook backlog timed out"),
+        }
+    }
+}
+
+/// Registers the help text of every metric (shown as `# HELP` lines).
+pub fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_histogram!(
+        HTTP_REQUEST_DURATION,
+        Unit::Seconds,
+        "Duration of HTTP server requests, by listener, method, route template and status."
+    );
+    describe_gauge!(
+        HTTP_ACTIVE_REQUESTS,
+        "HTTP server requests being served, by listener."
+    );
+    describe_counter!(
+        PAYMENTS_CREATED,
+        "Outgoing payments created, by debit asset."
+    );
+    describe_counter!(
+        PAYMENTS_CREATED_AMOUNT,
+        "Sum of created outgoing payments' debitAmount, in minor units of the asset (divide by 10^asset_scale)."
+    );
+    describe_counter!(
+        PAYMENTS_COMPLETED,
+        "Outgoing payments completed, by debit asset."
+    );
+    describe_counter!(
+        PAYMENTS_SENT_AMOUNT,
+        "Sum of completed outgoing payments' sentAmount (fees excluded), in minor units of the asset."
+    );
+    describe_counter!(
+        PAYMENTS_FAILED,
+        "Outgoing payments that failed or were cancelled (state), by debit asset."
+    );
+    describe_counter!(
+        PAYMENTS_FAILED_AMOUNT,
+        "Sum of failed or cancelled outgoing payments' debitAmount, in minor units of the asset."
+    );
+    describe_histogram!(
+        PAYMENT_DURATION,
+        Unit::Seconds,
+        "Time from an outgoing payment's creation to its completion, by debit asset."
+    );
+    describe_counter!(
+        WEBHOOK_DELIVERIES,
+        "Webhook delivery attempts, by event type and result (delivered, failed)."
+    );
+    describe_gauge!(
+        WEBHOOK_BACKLOG,
+        "Webhook events not delivered yet (sampled at each scrape, at most 100000)."
+    );
+    describe_counter!(
+        ILP_PACKETS,
+        "ILP Prepares answered (direction incoming) or sent to peers (outgoing), by outcome (fulfill, reject, unreachable) and reject code."
+    );
+    describe_histogram!(
+        ILP_PACKET_DURATION,
+        Unit::Seconds,
+        "Time a peer took to answer a Prepare this server sent."
+    );
+    describe_counter!(
+        SIGNATURE_FAILURES,
+        "HTTP message signatures refused (Open Payments and authorization listeners), by reason."
+    );
+    describe_gauge!(
+        DB_CONNECTIONS,
+        "Database connections, by pool and state (idle, used)."
+    );
+    describe_gauge!(
+        DB_CONNECTIONS_MAX,
+        "The most connections a database pool opens."
+    );
+    describe_gauge!(
+        DB_PENDING_REQUESTS,
+        "Callers waiting for a database connection (SQLite: for the single writer)."
+    );
+    describe_gauge!(BUILD_INFO, "Always 1; the version is a label.");
+}
+
+/// The labels of an asset.
+fn asset_labels(asset: &Asset) -> [Label; 2] {
+    [
+        Label::new("asset_code", asset.code.as_str().to_owned()),
+        Label::new("asset_scale", asset.scale.to_string()),
+    ]
+}
+
+/// An outgoing payment was created, debiting `debit`.
+pub fn payment_created(debit: &Amount) {
+    let labels = asset_labels(&debit.asset);
+    counter!(PAYMENTS_CREATED, labels.iter()).increment(1);
+    counter!(PAYMENTS_CREATED_AMOUNT, labels.iter()).increment(debit.value);
+}
+
+/// An outgoing payment created at `created` completed at `now`, having
+/// sent `sent` of `asset` (fees excluded).
+pub fn payment_completed(asset: &Asset, sent: u64, created: Timestamp, now: Timestamp) {
+    let labels = asset_labels(asset);
+    counter!(PAYMENTS_COMPLETED, labels.iter()).increment(1);
+    counter!(PAYMENTS_SENT_AMOUNT, labels.iter()).increment(sent);
+    let millis = now
+        .unix_millis()
+        .saturating_sub(created.unix_millis())
+        .max(0);
+    histogram!(PAYMENT_DURATION, labels.iter()).record(millis as f64 / 1000.0);
+}
+
+/// An outgoing payment debiting `debit` ended in `state` (`failed` or
+/// `cancelled`).
+pub fn payment_failed(debit: &Amount, state: &'static str) {
+    let [code, scale] = asset_labels(&debit.asset);
+    let labels = [code, scale, Label::from_static_parts("state", state)];
+    counter!(PAYMENTS_FAILED, labels.iter()).increment(1);
+    counter!(PAYMENTS_FAILED_AMOUNT, labels.iter()).increment(debit.value);
+}
+
+/// A webhook event of `event_type` was attempted.
+pub fn webhook_attempted(event_type: &'static str, delivered: bool) {
+    let result = if delivered { "delivered" } else { "failed" };
+    counter!(WEBHOOK_DELIVERIES, "event_type" => event_type, "result" => result).increment(1);
+}
+
+/// Which way an ILP packet went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A Prepare from a peer, answered here.
+    Incoming,
+    /// A Prepare this server sent to a peer (its own or forwarded).
+    Outgoing,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Incoming => "incoming",
+            Self::Outgoing => "outgoing",
+        }
+    }
+}
+
+/// ILP packet type bytes (RFC 27): what a reply is, read without decoding
+/// it.
+const FULFILL_TYPE: u8 = 13;
+const REJECT_TYPE: u8 = 14;
+
+/// The reject code of an encoded Reject, read in place: after the type
+/// byte comes the OER length of the contents, then the three code bytes.
+fn reject_code(reply: &[u8]) -> Option<opd_ilp::ErrorCode> {
+    let len_byte = *reply.get(1)?;
+    let start = if len_byte < 0x80 {
+        2
+    } else {
+        2 + usize::from(len_byte & 0x7f)
+    };
+    let code: [u8; 3] = reply.get(start..start + 3)?.try_into().ok()?;
+    opd_ilp::ErrorCode::from_bytes(code).ok()
+}
+
+/// An ILP exchange ended with `reply` (the encoded Fulfill or Reject), or
+/// with no reply at all (`None`: the peer was unreachable).
+pub fn ilp_packet(direction: Direction, reply: Option<&[u8]>) {
+    let (outcome, code) = match reply.and_then(|r| r.first()) {
+        Some(&FULFILL_TYPE) => ("fulfill", String::new()),
+        Some(&REJECT_TYPE) => (
+            "reject",
+            reply
+                .and_then(reject_code)
+                .map(|c| c.as_str().to_owned())
+                .unwrap_or_default(),
+        ),
+        Some(_) => ("invalid", String::new()),
+        None => ("unreachable", String::new()),
+    };
+    counter!(ILP_PACKETS, "direction" => direction.as_str(), "outcome" => outcome, "code" => code)
+        .increment(1);
+}
+
+/// A peer answered (or failed to) after `seconds`.
+pub fn ilp_round_trip(seconds: f64) {
+    histogram!(ILP_PACKET_DURATION, "direction" => Direction::Outgoing.as_str()).record(seconds);
+}
+
+/// A request signature was refused for `reason` (see
+/// [`signature_reason`]).
+pub fn signature_failed(reason: &'static str) {
+    counter!(SIGNATURE_FAILURES, "reason" => reason).increment(1);
+}
+
+/// The bounded reason label of a signature error.
+pub fn signature_reason(e: &SigError) -> &'static str {
+    match e {
+        SigError::MissingHeader(_) => "missing_header",
+        SigError::MalformedHeader { .. } | SigError::MissingSignatureLabel(_) => "malformed_header",
+        SigError::MissingComponent(_) | SigError::ComponentNotPresent(_) => "missing_component",
+        SigError::UnsupportedComponent(_) | SigError::InvalidTargetUri => "unsupported_component",
+        SigError::MissingKeyId | SigError::MissingCreated | SigError::InvalidCreated => {
+            "malformed_parameters"
+        }
+        SigError::Stale { .. } | SigError::Future { .. } | SigError::Expired { .. } => "not_fresh",
+        SigError::UnsupportedAlg(_) => "unsupported_algorithm",
+        SigError::DigestMismatch => "digest_mismatch",
+        SigError::BadSignature => "bad_signature",
+        SigError::UnknownKey(_) | SigError::InvalidKey(_) => "unknown_key",
+        SigError::Replayed => "replayed",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reject_codes_are_read_in_place() {
+        let reject = opd_ilp::packet::Reject {
+            code: opd_ilp::ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
+            triggered_by: None,
+            message: "x".repeat(300),
+            data: vec![1; 200],
+        }
+        .encode();
+        assert_eq!(
+            reject_code(&reject),
+            Some(opd_ilp::ErrorCode::T04_INSUFFICIENT_LIQUIDITY)
+        );
+        let short = opd_ilp::packet::Reject {
+            code: opd_ilp::ErrorCode::F99_APPLICATION_ERROR,
+            triggered_by: None,
+            message: String::new(),
+            data: Vec::new(),
+        }
+        .encode();
+        assert_eq!(
+            reject_code(&short),
+            Some(opd_ilp::ErrorCode::F99_APPLICATION_ERROR)
+        );
+        assert_eq!(reject_code(&[REJECT_TYPE]), None);
+        assert_eq!(reject_code(&[REJECT_TYPE, 0x85, 1]), None);
+    }
+}
