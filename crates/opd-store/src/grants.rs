@@ -102,7 +102,7 @@ pub trait GrantStore: Send + Sync {
     async fn pending_interactions(&self, client: &str, now: Timestamp) -> StoreResult<u64>;
 }
 
-const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, \
+pub(crate) const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, \
     client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, \
     interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, \
     client_nonce, CAST(wallet_address_id AS TEXT) AS wallet_address_id, last_continued_at, \

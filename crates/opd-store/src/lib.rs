@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod changes;
+mod dashboard;
 mod db;
 mod error;
 mod faults;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use changes::{ChangeFeed, Heard};
+pub use dashboard::{DashboardStore, OutboxEntry, PaymentFilter};
 pub use error::StoreError;
 pub use faults::Faults;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
@@ -66,6 +68,7 @@ pub trait Store:
     + HoldStore
     + PacketStore
     + RetentionStore
+    + DashboardStore
     + Send
     + Sync
     + 'static
@@ -180,6 +183,7 @@ impl SqlStore {
             outbox::STATEMENTS,
             replays::STATEMENTS,
             pages::STATEMENTS,
+            dashboard::STATEMENTS,
         ];
         let mut n = 0;
         for stmt in all.iter().chain(pg_only).flat_map(|s| s.iter()) {
