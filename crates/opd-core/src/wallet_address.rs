@@ -16,6 +16,7 @@ const RESERVED_FIRST_SEGMENTS: &[&str] = &[
     "quotes",
     "outgoing-payment-grant",
     "healthz",
+    "readyz",
     ".well-known",
     "jwks.json",
     "did.json",

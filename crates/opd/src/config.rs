@@ -525,6 +525,22 @@ mod tests {
     }
 
     #[test]
+    fn the_log_format_comes_from_the_flag_then_the_file() {
+        let file: FileConfig = toml::from_str(r#"log_format = "json""#).unwrap();
+        assert_eq!(file.log_format(&CommonArgs::default()), LogFormat::Json);
+        let flag = CommonArgs {
+            log_format: Some(LogFormat::Text),
+            ..CommonArgs::default()
+        };
+        assert_eq!(file.log_format(&flag), LogFormat::Text);
+        assert_eq!(
+            FileConfig::default().log_format(&CommonArgs::default()),
+            LogFormat::Text
+        );
+        assert!(toml::from_str::<FileConfig>(r#"log_format = "xml""#).is_err());
+    }
+
+    #[test]
     fn unknown_file_keys_are_rejected() {
         assert!(toml::from_str::<FileConfig>("lisen = \"127.0.0.1:1\"").is_err());
     }

@@ -12,6 +12,7 @@ mod connector;
 mod ilp;
 mod incoming_payments;
 mod limits;
+mod metrics;
 mod outage;
 mod outbound;
 mod payments;
@@ -56,7 +57,7 @@ pub fn assert_error(status: reqwest::StatusCode, body: &Value, want_status: u16,
 /// The Open Payments operation a request is, found from its method and
 /// URL: `base` is opd's public URL, `auth` its authorization server's.
 /// `None` for what no spec covers (admin API, consent pages, the
-/// identity-provider API, `/healthz`).
+/// identity-provider API, `/healthz`, `/readyz`).
 pub fn operation_of(
     base: &str,
     auth: &str,
@@ -93,7 +94,7 @@ pub fn operation_of(
         ("GET", ["outgoing-payment-grant"]) => "get-outgoing-payment-grant",
         ("POST", ["quotes"]) => "create-quote",
         ("GET", ["quotes", _]) => "get-quote",
-        ("GET", ["healthz"]) => return None,
+        ("GET", ["healthz" | "readyz"]) => return None,
         ("GET", [.., "jwks.json"]) => {
             return Some((Api::WalletAddressServer, "get-wallet-address-keys"))
         }

@@ -3,6 +3,7 @@
 //! `Retry-After` (never a hang, a panic or another error); when it comes
 //! back, the same opd process serves again without a restart, and the
 //! deposits retried with their idempotency keys add up exactly once.
+//! Meanwhile `/readyz` answers 503 at once and `/healthz` 200.
 //!
 //! The test runs its own PostgreSQL cluster (`scripts/pg-throwaway`), since
 //! it stops it: the shared test cluster stays up for the other tests.
@@ -154,6 +155,19 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     let (status, body) = app.get_public(&format!("{}/nobody", app.base)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "service_unavailable");
+    // Readiness says so within a probe's usual 1 s timeout (not after the
+    // pool's 5 s); liveness does not ask the database.
+    let asked = std::time::Instant::now();
+    let (status, body) = app.get_public(&app.url("readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "service_unavailable");
+    assert!(
+        asked.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        asked.elapsed()
+    );
+    let (status, body) = app.get_public(&app.url("healthz")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 
     cluster.resume();
     // The same process serves again once the database is back.
@@ -170,6 +184,8 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
         recovered,
         "opd did not serve again within 30 s of the database's return"
     );
+    let (status, body) = app.get_public(&app.url("readyz")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 
     // Every deposit, retried with its key, counts exactly once.
     let all = sent.lock().unwrap().clone();
