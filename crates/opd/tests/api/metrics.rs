@@ -1,7 +1,8 @@
 //! Metrics and health: `GET /metrics` on the admin listener (no token)
-//! after a payment and a badly signed request; `/healthz` and `/readyz`
-//! (ready, then migrations missing); `--log-format json` and `/metrics`
-//! from a real `opd serve` process.
+//! after a payment and a badly signed request, after ILP packets both
+//! ways, and through webhook deliveries; `/healthz` and `/readyz` (ready,
+//! then migrations missing); `--log-format json` and `/metrics` from a
+//! real `opd serve` process.
 //!
 //! Every server of this test binary records into the one recorder of the
 //! process (see `opd_api::metrics`), and tests run in parallel: payment
@@ -327,4 +328,184 @@ async fn opd_serve_logs_json_lines_and_serves_metrics() {
             "the admin token in a log line: {line}"
         );
     }
+}
+
+/// Creates a peer through the admin API, funded with `deposit`.
+async fn peer(app: &TestApp, body: Value, deposit: u64) {
+    let (s, v) = app.admin(Method::POST, "/peers", Some(&body)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    if deposit == 0 {
+        return;
+    }
+    let id = v["id"].as_str().unwrap();
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            &format!("/peers/{id}/deposits"),
+            Some(&json!({ "amount": deposit.to_string(), "idempotencyKey": format!("fund-{id}") })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+}
+
+/// POSTs `body` to the ILP-over-HTTP listener as the peer of `token`; the
+/// answer's bytes.
+async fn post_packet(app: &TestApp, token: &str, body: Vec<u8>) -> Vec<u8> {
+    let resp = reqwest::Client::new()
+        .post(&app.ilp)
+        .bearer_auth(token)
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    resp.bytes().await.unwrap().to_vec()
+}
+
+#[tokio::test]
+async fn metrics_count_ilp_packets_both_ways_by_outcome_and_code() {
+    let app = TestApp::spawn().await;
+    let usd = json!({ "code": "USD", "scale": 2 });
+    peer(
+        &app,
+        json!({ "name": "sender", "staticIlpAddress": "test.sender", "asset": usd,
+                "http": { "incoming": { "authTokens": ["sender-to-opd"] } } }),
+        1000,
+    )
+    .await;
+    // A next hop where nothing listens (the discard port).
+    peer(
+        &app,
+        json!({ "name": "down", "staticIlpAddress": "test.down", "asset": usd, "routes": ["test.down"],
+                "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "x" } } }),
+        0,
+    )
+    .await;
+    let before = scrape(&app.admin).await;
+    let count = |text: &str, labels: &[(&str, &str)]| {
+        sample(text, "opd_ilp_packets_total", labels).unwrap_or(0.0)
+    };
+    let incoming_f01 = [
+        ("direction", "incoming"),
+        ("outcome", "reject"),
+        ("code", "F01"),
+    ];
+    let incoming_t01 = [
+        ("direction", "incoming"),
+        ("outcome", "reject"),
+        ("code", "T01"),
+    ];
+    let outgoing = [("direction", "outgoing"), ("outcome", "unreachable")];
+
+    // Not a Prepare: F01.
+    let reply = post_packet(&app, "sender-to-opd", b"not a packet".to_vec()).await;
+    assert_eq!(reply.first(), Some(&14), "a Reject");
+    // A Prepare for the next hop, which cannot be reached: T01.
+    let expires = {
+        use opd_core::Clock as _;
+        app.clock.now().unix_millis() + 30_000
+    };
+    let prepare = opd_ilp::packet::Prepare {
+        amount: 10,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(expires).unwrap(),
+        execution_condition: [7; 32],
+        destination: opd_ilp::IlpAddress::new("test.down.somebody").unwrap(),
+        data: Vec::new(),
+    };
+    let reply = post_packet(&app, "sender-to-opd", prepare.encode()).await;
+    match opd_ilp::packet::Packet::decode(&reply).unwrap() {
+        opd_ilp::packet::Packet::Reject(r) => {
+            assert_eq!(r.code, opd_ilp::ErrorCode::T01_PEER_UNREACHABLE)
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let after = scrape(&app.admin).await;
+    for labels in [&incoming_f01[..], &incoming_t01, &outgoing] {
+        assert!(
+            count(&after, labels) >= count(&before, labels) + 1.0,
+            "{labels:?}: {after}"
+        );
+    }
+    let round_trips = |text: &str| {
+        sample(
+            text,
+            "opd_ilp_packet_duration_seconds_count",
+            &[("direction", "outgoing")],
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(round_trips(&after) >= round_trips(&before) + 1.0);
+    // The ILP listener's requests are measured like any other.
+    assert!(after.contains(r#"listener="ilp""#), "{after}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_count_webhook_deliveries_and_the_backlog() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // A receiver that refuses its first delivery.
+    let refuse = Arc::new(AtomicBool::new(true));
+    let receiver = {
+        let refuse = refuse.clone();
+        axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let refuse = refuse.clone();
+                async move {
+                    if refuse.swap(false, Ordering::SeqCst) {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    } else {
+                        StatusCode::OK
+                    }
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+    let app = TestApp::spawn_with(Db::Sqlite, move |s| s.webhook_url = Some(hook)).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": bob }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+
+    let event = "incoming_payment.created";
+    let deliveries = |text: &str, result: &str| {
+        sample(
+            text,
+            "opd_webhook_deliveries_total",
+            &[("event_type", event), ("result", result)],
+        )
+        .unwrap_or(0.0)
+    };
+    let backlog = |text: &str| sample(text, "opd_webhook_backlog", &[]);
+    let first = scrape(&app.admin).await;
+    let waiting = backlog(&first).unwrap();
+    assert!(waiting >= 1.0, "{first}");
+
+    // The first attempt is refused: counted, and the event still waits.
+    let services = app.services();
+    assert!(opd_service::webhooks::deliver_once(services).await.unwrap() >= 1);
+    let second = scrape(&app.admin).await;
+    assert!(deliveries(&second, "failed") >= deliveries(&first, "failed") + 1.0);
+    assert_eq!(backlog(&second), Some(1.0), "{second}");
+
+    // Retried after its backoff: delivered, nothing left.
+    app.clock.advance_millis(1_000);
+    assert_eq!(
+        opd_service::webhooks::deliver_once(services).await.unwrap(),
+        1
+    );
+    let third = scrape(&app.admin).await;
+    assert!(deliveries(&third, "delivered") >= deliveries(&first, "delivered") + 1.0);
+    assert_eq!(backlog(&third), Some(0.0), "{third}");
+    app.stop().await;
 }
