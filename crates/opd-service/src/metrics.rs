@@ -63,6 +63,29 @@ pub const DB_PENDING_REQUESTS: &str = "db_client_connection_pending_requests";
 /// Always 1, labelled with the version.
 pub const BUILD_INFO: &str = "opd_build_info";
 
+/// Every metric above, for the test that keeps `docs/metrics.md` and the
+/// Grafana dashboard in step with the code.
+pub const ALL: &[&str] = &[
+    HTTP_REQUEST_DURATION,
+    HTTP_ACTIVE_REQUESTS,
+    PAYMENTS_CREATED,
+    PAYMENTS_CREATED_AMOUNT,
+    PAYMENTS_COMPLETED,
+    PAYMENTS_SENT_AMOUNT,
+    PAYMENTS_FAILED,
+    PAYMENTS_FAILED_AMOUNT,
+    PAYMENT_DURATION,
+    WEBHOOK_DELIVERIES,
+    WEBHOOK_BACKLOG,
+    ILP_PACKETS,
+    ILP_PACKET_DURATION,
+    SIGNATURE_FAILURES,
+    DB_CONNECTIONS,
+    DB_CONNECTIONS_MAX,
+    DB_PENDING_REQUESTS,
+    BUILD_INFO,
+];
+
 /// Buckets of the request duration (OpenTelemetry's advice, in seconds).
 pub const HTTP_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,

@@ -8,7 +8,7 @@
 //! object per line for log collectors, with the node id as its `node`
 //! key. Both carry the same events and fields, and so, like the text
 //! lines, never a secret: no event logs a token, key or password, and
-//! request spans hold the method and path only.
+//! request spans hold the method and URI only.
 
 use std::fmt;
 

@@ -509,3 +509,71 @@ async fn metrics_count_webhook_deliveries_and_the_backlog() {
     assert_eq!(backlog(&third), Some(0.0), "{third}");
     app.stop().await;
 }
+
+#[test]
+fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let listing = std::fs::read_to_string(docs.join("metrics.md")).unwrap();
+    for name in opd_service::metrics::ALL {
+        assert!(
+            listing.contains(&format!("| `{name}` |")),
+            "{name} is not in docs/metrics.md"
+        );
+    }
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(docs.join("grafana-dashboard.json")).unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    let mut exprs = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x.as_str()) {
+                        ("expr", Some(e)) => out.push(e.to_owned()),
+                        _ => walk(x, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(&dashboard, &mut exprs);
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    // Every series name a query reads (a word before `{`) is one of ours,
+    // with a histogram's suffixes.
+    let ours = |name: &str| {
+        let all = opd_service::metrics::ALL;
+        all.contains(&name)
+            || ["_bucket", "_count", "_sum"]
+                .iter()
+                .filter_map(|s| name.strip_suffix(s))
+                .any(|base| all.contains(&base))
+    };
+    for e in &exprs {
+        let mut rest = e.as_str();
+        while let Some(open) = rest.find('{') {
+            let name: String = rest[..open]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            assert!(
+                ours(&name),
+                "the dashboard reads {name:?}, which opd does not export: {e}"
+            );
+            rest = &rest[open + 1..];
+        }
+    }
+    // Every metric is on the dashboard.
+    for name in opd_service::metrics::ALL {
+        assert!(
+            exprs.iter().any(|e| e.contains(name)),
+            "{name} is on no dashboard panel"
+        );
+    }
+}
