@@ -411,7 +411,7 @@ pub async fn start(
         let limits = if i == ADMIN_LISTENER { admin } else { public };
         // Outermost, so every answer is measured with its final status.
         let router = router.layer(axum::middleware::from_fn_with_state(
-            opd_api::metrics::Listener(name),
+            opd_api::metrics::Listener::new(name),
             opd_api::metrics::track,
         ));
         let stop = shutdown.subscribe();
