@@ -20,6 +20,8 @@
 //! - the Interledger peers (`crate::admin_peers`)
 //! - `GET /metrics`: Prometheus metrics (`crate::metrics`), the one route
 //!   without the token
+//! - `/dashboard/...`: the operator dashboard (`crate::dashboard`), HTML
+//!   pages with their own sign-in
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
 
@@ -56,6 +58,11 @@ impl AdminState {
             app,
             token_sha256: Sha256::digest(admin_token.as_bytes()).into(),
         }
+    }
+
+    /// The SHA-256 of the admin token (the dashboard's login compares it).
+    pub(crate) fn token_sha256(&self) -> &[u8; 32] {
+        &self.token_sha256
     }
 }
 
@@ -111,7 +118,9 @@ pub fn admin_router(state: AdminState) -> Router {
             "/metrics",
             get(crate::metrics::scrape).fallback(crate::method_not_allowed_fallback),
         )
-        .with_state(state.app)
+        .with_state(state.app.clone())
+        // The dashboard's pages have their own sign-in (a session cookie).
+        .merge(crate::dashboard::routes(state))
         .merge(protected)
 }
 

@@ -7,6 +7,7 @@ pub mod auth_server;
 pub mod auto_peering;
 mod consent;
 mod csrf;
+mod dashboard;
 pub mod display;
 mod drain;
 pub mod error;

@@ -412,6 +412,19 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
     Ok(())
 }
 
+/// Revokes a grant and every token of it at the operator's request (the
+/// dashboard); `false` when it is unknown or was revoked already.
+pub async fn revoke_by_operator(services: &Services, id: GrantId) -> Result<bool, ServiceError> {
+    let revoked = services
+        .store
+        .revoke_grant(id, services.clock.now())
+        .await?;
+    if revoked {
+        services.changed(crate::changes::Change::Tokens).await;
+    }
+    Ok(revoked)
+}
+
 /// An access token found by its management id, with its grant, checked
 /// against the token value the client presented.
 #[derive(Debug, Clone)]

@@ -1,0 +1,248 @@
+//! The operator dashboard: server-rendered pages under `/dashboard` on the
+//! admin listener.
+//!
+//! - `GET|POST /dashboard/login`, `POST /dashboard/logout`: the admin token
+//!   (compared in constant time, wrong ones slowed like the admin API's)
+//!   opens a session: a random value in a cookie (`HttpOnly`,
+//!   `SameSite=Strict`, `Path=/dashboard`), stored in the database only as
+//!   its SHA-256 digest with an expiry, so every node of a deployment
+//!   accepts it and a copy of the database logs nobody in;
+//! - every other page needs the session (or sends the browser to the
+//!   login page), and every form that changes something carries a token
+//!   bound to the session (see [`crate::csrf`]);
+//! - pages: wallet addresses (`wallets`), payments (`payments`), grants
+//!   (`grants`), peers, the webhook outbox, the ledger check and the
+//!   settings (`operations`).
+//!
+//! The token and the cookie are never logged.
+
+mod grants;
+mod login;
+mod operations;
+mod payments;
+mod wallets;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use opd_service::Services;
+use sha2::{Digest, Sha256};
+
+use crate::admin::AdminState;
+use crate::{csrf, pages};
+
+/// The session cookie.
+const COOKIE: &str = "opd_dashboard";
+/// What the form tokens of the dashboard are for.
+const PURPOSE: &str = "dashboard";
+/// Where the admin listener serves the stylesheet.
+pub(crate) const CSS: &str = "/dashboard/assets/opd.css";
+/// How long a session lasts.
+const SESSION_SECS: i64 = 8 * 3600;
+
+/// The signed-in operator's session, as the pages need it.
+#[derive(Clone, Debug)]
+pub(crate) struct Session {
+    /// The cookie value (never shown, never logged).
+    cookie: String,
+    /// The form token of this session.
+    pub(crate) csrf: String,
+}
+
+/// The dashboard routes; the caller mounts them beside the admin API,
+/// outside its bearer-token check.
+pub(crate) fn routes(state: AdminState) -> Router {
+    let signed_in = Router::new()
+        .route("/dashboard", get(wallets::page))
+        .route("/dashboard/payments", get(payments::list))
+        .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
+        .route("/dashboard/grants", get(grants::list))
+        .route("/dashboard/grants/{id}/revoke", post(grants::revoke))
+        .route("/dashboard/peers", get(operations::peers))
+        .route("/dashboard/webhooks", get(operations::webhooks))
+        .route("/dashboard/webhooks/{id}/retry", post(operations::retry))
+        .route("/dashboard/ledger", get(operations::ledger))
+        .route("/dashboard/settings", get(operations::settings))
+        .route("/dashboard/logout", post(login::logout))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_session,
+        ));
+    let open = Router::new()
+        .route("/dashboard/login", get(login::form).post(login::submit))
+        .route(CSS, get(pages::stylesheet));
+    signed_in
+        .merge(open)
+        .with_state(state)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::extract::MAX_BODY_BYTES,
+        ))
+}
+
+fn digest(cookie: &str) -> String {
+    opd_core::hex::lower(&Sha256::digest(cookie.as_bytes()))
+}
+
+/// The session of the request, when its cookie names a live one.
+async fn current(services: &Services, headers: &HeaderMap) -> Option<Session> {
+    let cookie = csrf::cookie(headers, COOKIE)?;
+    let now = services.clock.now();
+    let valid = services
+        .store
+        .dashboard_session_valid(&digest(&cookie), now)
+        .await
+        .inspect_err(|e| tracing::error!(error = %e, "dashboard session lookup failed"))
+        .ok()?;
+    valid.then(|| Session {
+        csrf: csrf::token(services, PURPOSE, "", &cookie),
+        cookie,
+    })
+}
+
+/// Pages need a session: without one, the browser goes to the login page.
+async fn require_session(
+    State(state): State<AdminState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match current(&state.app.services, request.headers()).await {
+        Some(session) => {
+            request.extensions_mut().insert(session);
+            next.run(request).await
+        }
+        None => Redirect::to("/dashboard/login").into_response(),
+    }
+}
+
+/// Whether a form POST carries the session's token (constant-time compare).
+pub(crate) fn token_ok(services: &Services, session: &Session, body: &[u8]) -> bool {
+    let token = url::form_urlencoded::parse(body)
+        .find(|(k, _)| k == "csrf")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    csrf::verify(services, PURPOSE, "", Some(&session.cookie), &token)
+}
+
+/// The answer to a form without its token: nothing was changed.
+pub(crate) fn refused() -> Response {
+    pages::render(
+        StatusCode::FORBIDDEN,
+        &pages::Message {
+            page_title: "This form has expired",
+            css_href: CSS,
+            paragraphs: vec![
+                "The form was not sent from this dashboard, or the page is too old. \
+                 Nothing was changed."
+                    .into(),
+                "Go back, reload the page and try again.".into(),
+            ],
+        },
+    )
+}
+
+/// A page saying something went wrong (the cause is logged).
+pub(crate) fn failed(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "dashboard page failed");
+    pages::render(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &pages::Message {
+            page_title: "Something went wrong",
+            css_href: CSS,
+            paragraphs: vec!["The server could not answer. The cause is in its log.".into()],
+        },
+    )
+}
+
+/// A page saying what was not found.
+pub(crate) fn not_found(what: &str) -> Response {
+    pages::render(
+        StatusCode::NOT_FOUND,
+        &pages::Message {
+            page_title: "Not found",
+            css_href: CSS,
+            paragraphs: vec![format!("No such {what}.")],
+        },
+    )
+}
+
+/// Back to `to` after a form, with a message code the page shows.
+pub(crate) fn done(to: &str, code: &str) -> Response {
+    let sep = if to.contains('?') { '&' } else { '?' };
+    (
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, format!("{to}{sep}done={code}"))],
+    )
+        .into_response()
+}
+
+/// What the navigation shows, and which entry is current.
+pub(crate) struct Nav {
+    pub current: &'static str,
+    pub csrf: String,
+}
+
+impl Nav {
+    pub(crate) fn new(current: &'static str, session: &Session) -> Self {
+        Self {
+            current,
+            csrf: session.csrf.clone(),
+        }
+    }
+
+    /// The entries, the current one marked.
+    pub fn entries(&self) -> Vec<NavEntry> {
+        [
+            ("/dashboard", "Wallet addresses"),
+            ("/dashboard/payments", "Payments"),
+            ("/dashboard/grants", "Grants"),
+            ("/dashboard/peers", "Peers"),
+            ("/dashboard/webhooks", "Webhooks"),
+            ("/dashboard/ledger", "Ledger"),
+            ("/dashboard/settings", "Settings"),
+        ]
+        .into_iter()
+        .map(|(path, label)| NavEntry {
+            path,
+            label,
+            current: path == self.current,
+        })
+        .collect()
+    }
+}
+
+/// One entry of the navigation.
+pub(crate) struct NavEntry {
+    pub path: &'static str,
+    pub label: &'static str,
+    pub current: bool,
+}
+
+/// A query parameter, when present and not empty.
+pub(crate) fn param<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// The query string's pairs.
+pub(crate) fn query_pairs(uri: &axum::http::Uri) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The message a `done=` code stands for.
+pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
+    Some(match param(query, "done")? {
+        "revoked" => "The grant is revoked: its tokens no longer work.",
+        "already_revoked" => "The grant was already revoked.",
+        "retry" => "The event is due now: it is sent again within seconds.",
+        "not_retried" => "The event was delivered already, or is unknown.",
+        _ => return None,
+    })
+}

@@ -1,0 +1,338 @@
+//! `GET /dashboard/payments`: incoming or outgoing payments of every wallet
+//! address, filtered by wallet address and state, newest first, a page at a
+//! time; `GET /dashboard/payments/{kind}/{id}`: one payment with its
+//! transfers.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::Response;
+use axum::Extension;
+use opd_core::ledger::{AccountKind, Transfer};
+use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
+use opd_service::wallet_addresses;
+use opd_store::PaymentFilter;
+
+use super::{failed, not_found, param, query_pairs, Nav, Session, CSS};
+use crate::admin::AdminState;
+use crate::{display, pages};
+
+const PAGE: i64 = 20;
+const OUTGOING_STATES: &[&str] = &["funding", "sending", "completed", "failed", "cancelled"];
+const INCOMING_STATES: &[&str] = &["open", "completed"];
+
+/// A payment as the list shows it.
+struct Row {
+    id: String,
+    wallet: String,
+    state: String,
+    amount: String,
+    done: String,
+    counterpart: String,
+    created: String,
+}
+
+/// An option of a filter's `<select>`.
+struct Choice {
+    value: String,
+    label: String,
+    selected: bool,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/payments.html")]
+struct PaymentsPage {
+    page_title: &'static str,
+    css_href: &'static str,
+    nav: Nav,
+    notice: Option<&'static str>,
+    outgoing: bool,
+    kinds: Vec<Choice>,
+    wallets: Vec<Choice>,
+    states: Vec<Choice>,
+    rows: Vec<Row>,
+    /// The link to the next (older) page, when there is one.
+    older: Option<String>,
+    filtered: bool,
+}
+
+fn choices(values: &[(String, String)], current: Option<&str>) -> Vec<Choice> {
+    values
+        .iter()
+        .map(|(value, label)| Choice {
+            selected: current == Some(value.as_str()),
+            value: value.clone(),
+            label: label.clone(),
+        })
+        .collect()
+}
+
+fn pairs(values: &[&str]) -> Vec<(String, String)> {
+    values
+        .iter()
+        .map(|v| ((*v).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    Extension(session): Extension<Session>,
+    uri: Uri,
+) -> Response {
+    let services = &state.app.services;
+    let query = query_pairs(&uri);
+    let outgoing = param(&query, "kind") != Some("incoming");
+    let wallet_id = param(&query, "wallet").and_then(WalletAddressId::parse);
+    let states = if outgoing {
+        OUTGOING_STATES
+    } else {
+        INCOMING_STATES
+    };
+    let state_filter = param(&query, "state").filter(|s| states.contains(s));
+    let before = param(&query, "before");
+    let wallets = match wallet_addresses::list(services).await {
+        Ok(w) => w,
+        Err(e) => return failed(e),
+    };
+    let paths: HashMap<WalletAddressId, String> =
+        wallets.iter().map(|w| (w.id, w.path.to_string())).collect();
+    let path_of = |id: &WalletAddressId| paths.get(id).cloned().unwrap_or_else(|| id.to_string());
+    let filter = PaymentFilter {
+        wallet: wallet_id,
+        state: state_filter.map(str::to_owned),
+    };
+    let mut rows = Vec::new();
+    if outgoing {
+        let found = services
+            .store
+            .dashboard_outgoing_payments(&filter, before, PAGE + 1)
+            .await;
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        for p in found {
+            let asset = &p.debit.asset;
+            rows.push(Row {
+                id: p.id.to_string(),
+                wallet: path_of(&p.wallet_address_id),
+                state: p.state.as_str().to_owned(),
+                amount: display::amount(p.debit.value, asset.code.as_str(), asset.scale),
+                done: display::amount(p.sent, asset.code.as_str(), asset.scale),
+                counterpart: p.receiver,
+                created: display::datetime(p.created_at),
+            });
+        }
+    } else {
+        let found = services
+            .store
+            .dashboard_incoming_payments(&filter, before, PAGE + 1)
+            .await;
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let now = services.clock.now();
+        for p in found {
+            let amount = |v: u64| display::amount(v, p.asset.code.as_str(), p.asset.scale);
+            let state = if p.completed {
+                "completed"
+            } else if p.is_expired(now) {
+                "expired"
+            } else {
+                "open"
+            };
+            rows.push(Row {
+                id: p.id.to_string(),
+                wallet: path_of(&p.wallet_address_id),
+                state: state.to_owned(),
+                amount: p.incoming_amount.map_or_else(|| "any".to_owned(), amount),
+                done: amount(p.received_amount),
+                counterpart: p.client.clone().unwrap_or_default(),
+                created: display::datetime(p.created_at),
+            });
+        }
+    }
+    let older = if rows.len() > PAGE as usize {
+        rows.truncate(PAGE as usize);
+        rows.last().map(|last| {
+            let mut q = url::form_urlencoded::Serializer::new(String::new());
+            q.append_pair("kind", if outgoing { "outgoing" } else { "incoming" });
+            if let Some(w) = wallet_id {
+                q.append_pair("wallet", &w.to_string());
+            }
+            if let Some(s) = state_filter {
+                q.append_pair("state", s);
+            }
+            q.append_pair("before", &last.id);
+            format!("/dashboard/payments?{}", q.finish())
+        })
+    } else {
+        None
+    };
+    let kind = if outgoing { "outgoing" } else { "incoming" };
+    let kinds = [("outgoing", "Outgoing"), ("incoming", "Incoming")]
+        .map(|(v, l)| (v.to_owned(), l.to_owned()));
+    let mut wallet_choices = vec![(String::new(), "All wallet addresses".to_owned())];
+    wallet_choices.extend(
+        wallets
+            .iter()
+            .map(|w| (w.id.to_string(), w.path.to_string())),
+    );
+    let mut state_choices = vec![(String::new(), "Any state".to_owned())];
+    state_choices.extend(pairs(states));
+    let wallet_param = wallet_id.map(|w| w.to_string());
+    pages::render(
+        StatusCode::OK,
+        &PaymentsPage {
+            page_title: "Payments",
+            css_href: CSS,
+            nav: Nav::new("/dashboard/payments", &session),
+            notice: None,
+            outgoing,
+            kinds: choices(&kinds, Some(kind)),
+            wallets: choices(&wallet_choices, Some(wallet_param.as_deref().unwrap_or(""))),
+            states: choices(&state_choices, Some(state_filter.unwrap_or(""))),
+            rows,
+            older,
+            filtered: before.is_some(),
+        },
+    )
+}
+
+/// A transfer as the detail page shows it.
+struct TransferRow {
+    kind: String,
+    from: String,
+    to: String,
+    amount: String,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/payment.html")]
+struct PaymentPage {
+    page_title: &'static str,
+    css_href: &'static str,
+    nav: Nav,
+    notice: Option<&'static str>,
+    facts: Vec<(String, String)>,
+    transfers: Vec<TransferRow>,
+}
+
+/// The asset an account id ends with (`kind:owner:CODE:scale`).
+fn account_asset(account: &str) -> Option<Asset> {
+    let mut parts = account.rsplitn(3, ':');
+    let scale = parts.next()?.parse::<i64>().ok()?;
+    let code = parts.next()?;
+    Asset::parse(code, scale).ok()
+}
+
+fn transfer_rows(transfers: &[Transfer]) -> Vec<TransferRow> {
+    transfers
+        .iter()
+        .map(|t| TransferRow {
+            kind: t.kind.as_str().to_owned(),
+            from: t.debit_account.clone(),
+            to: t.credit_account.clone(),
+            amount: account_asset(&t.debit_account).map_or_else(
+                || t.amount.to_string(),
+                |a| display::amount(t.amount, a.code.as_str(), a.scale),
+            ),
+            created: display::datetime(t.created_at),
+        })
+        .collect()
+}
+
+pub(crate) async fn detail(
+    State(state): State<AdminState>,
+    Extension(session): Extension<Session>,
+    Path((kind, id)): Path<(String, String)>,
+) -> Response {
+    let services = &state.app.services;
+    let amount = |v: u64, a: &Asset| display::amount(v, a.code.as_str(), a.scale);
+    let (facts, account) = match kind.as_str() {
+        "outgoing" => {
+            let Some(id) = OutgoingPaymentId::parse(&id) else {
+                return not_found("outgoing payment");
+            };
+            let p = match services.store.get_outgoing_payment(id).await {
+                Ok(Some(p)) => p,
+                Ok(None) => return not_found("outgoing payment"),
+                Err(e) => return failed(e),
+            };
+            let facts = vec![
+                ("Id".to_owned(), p.id.to_string()),
+                ("State".to_owned(), p.state.as_str().to_owned()),
+                ("Receiver".to_owned(), p.receiver.clone()),
+                ("Debit".to_owned(), amount(p.debit.value, &p.debit.asset)),
+                (
+                    "Receive".to_owned(),
+                    amount(p.receive.value, &p.receive.asset),
+                ),
+                ("Sent".to_owned(), amount(p.sent, &p.debit.asset)),
+                (
+                    "Delivered".to_owned(),
+                    amount(p.delivered, &p.receive.asset),
+                ),
+                ("Error".to_owned(), p.error.clone().unwrap_or_default()),
+                ("Client".to_owned(), p.client.clone().unwrap_or_default()),
+                ("Attempts".to_owned(), p.attempts.to_string()),
+                ("Created".to_owned(), display::datetime(p.created_at)),
+                ("Updated".to_owned(), display::datetime(p.updated_at)),
+            ];
+            let account = AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset);
+            (facts, account)
+        }
+        "incoming" => {
+            let Some(id) = IncomingPaymentId::parse(&id) else {
+                return not_found("incoming payment");
+            };
+            let p = match services.store.get_incoming_payment(id).await {
+                Ok(Some(p)) => p,
+                Ok(None) => return not_found("incoming payment"),
+                Err(e) => return failed(e),
+            };
+            let facts = vec![
+                ("Id".to_owned(), p.id.to_string()),
+                (
+                    "Completed".to_owned(),
+                    if p.completed { "yes" } else { "no" }.to_owned(),
+                ),
+                (
+                    "Incoming amount".to_owned(),
+                    p.incoming_amount
+                        .map_or_else(|| "any".to_owned(), |v| amount(v, &p.asset)),
+                ),
+                ("Received".to_owned(), amount(p.received_amount, &p.asset)),
+                ("Client".to_owned(), p.client.clone().unwrap_or_default()),
+                ("Expires".to_owned(), display::datetime(p.expires_at)),
+                ("Created".to_owned(), display::datetime(p.created_at)),
+            ];
+            let account = AccountKind::Incoming.account_id(&p.id.to_string(), &p.asset);
+            (facts, account)
+        }
+        _ => return not_found("payment"),
+    };
+    let transfers = match services.store.ledger_transfers_of(&account, 200).await {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    pages::render(
+        StatusCode::OK,
+        &PaymentPage {
+            page_title: if kind == "outgoing" {
+                "Outgoing payment"
+            } else {
+                "Incoming payment"
+            },
+            css_href: CSS,
+            nav: Nav::new("/dashboard/payments", &session),
+            notice: None,
+            facts: facts.into_iter().filter(|(_, v)| !v.is_empty()).collect(),
+            transfers: transfer_rows(&transfers),
+        },
+    )
+}

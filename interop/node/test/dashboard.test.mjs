@@ -1,0 +1,257 @@
+// The operator dashboard (admin listener, /dashboard) in headless Chromium:
+// sign in with the admin token, wallet addresses and balances after a
+// payment, payments filtered and one payment's transfers, revoking a grant,
+// retrying a failing webhook, the ledger check, the settings with secrets
+// masked, a form without its CSRF token refused, and signing out.
+// Screenshots at desktop and phone width (see browser.mjs).
+
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import http from 'node:http'
+import { after, before, describe, it } from 'node:test'
+
+import { launchBrowser, screenshots } from './browser.mjs'
+import {
+  ADMIN_TOKEN,
+  adminOk,
+  clientError,
+  interactiveGrant,
+  nonInteractiveGrant,
+  poll,
+  rawFetch,
+  startWorld,
+  usd
+} from './harness.mjs'
+
+const WEBHOOK_SECRET = `dashboard-webhook-secret-${crypto.randomUUID()}`
+
+/** A webhook receiver that answers 500 until `healthy` is set. */
+async function flakyReceiver() {
+  const received = []
+  const state = { healthy: false }
+  const server = http.createServer((req, res) => {
+    const chunks = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => {
+      if (!state.healthy) return res.writeHead(500).end('receiver down')
+      received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')))
+      res.writeHead(204).end()
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${server.address().port}/hooks`,
+    state,
+    received,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections()
+      server.close(resolve)
+    })
+  }
+}
+
+/** `$1,234.56` from minor units at scale 2, as the dashboard shows USD. */
+function dollars(minor) {
+  const v = BigInt(minor)
+  const int = (v / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+  return `$${int}.${(v % 100n).toString().padStart(2, '0')}`
+}
+
+describe('operator dashboard in a browser', () => {
+  let w
+  let hooks
+  let browser
+  let page
+  let dash
+  let payment
+  let outgoingToken
+
+  before(async () => {
+    hooks = await flakyReceiver()
+    w = await startWorld({ extraArgs: [`--webhook-url=${hooks.url}`, `--webhook-secret=${WEBHOOK_SECRET}`] })
+    dash = `${w.opd.adminUrl}/dashboard`
+    browser = await launchBrowser()
+    page = await browser.context.newPage()
+
+    // A payment from alice to bob, with the official client.
+    const alice = await w.client.walletAddress.get({ url: w.urls.alice })
+    const bob = await w.client.walletAddress.get({ url: w.urls.bob })
+    const ipGrant = await nonInteractiveGrant(w, bob.authServer, [{ type: 'incoming-payment', actions: ['create', 'read'] }])
+    const incoming = await w.client.incomingPayment.create(
+      { url: bob.resourceServer, accessToken: ipGrant.access_token.value },
+      { walletAddress: bob.id, incomingAmount: usd(1234) }
+    )
+    const quoteGrant = await nonInteractiveGrant(w, alice.authServer, [{ type: 'quote', actions: ['create'] }])
+    const quote = await w.client.quote.create(
+      { url: alice.resourceServer, accessToken: quoteGrant.access_token.value },
+      { walletAddress: alice.id, method: 'ilp', receiver: incoming.id }
+    )
+    const { grant } = await interactiveGrant(w, alice.authServer, [
+      { type: 'outgoing-payment', actions: ['create', 'read'], identifier: alice.id, limits: { debitAmount: usd(5000) } }
+    ])
+    outgoingToken = grant.access_token.value
+    const created = await w.client.outgoingPayment.create(
+      { url: alice.resourceServer, accessToken: outgoingToken },
+      { walletAddress: alice.id, quoteId: quote.id }
+    )
+    payment = await poll(
+      () => w.client.outgoingPayment.get({ url: created.id, accessToken: outgoingToken }),
+      (p) => p.failed || p.sentAmount.value === p.debitAmount.value
+    )
+    assert.equal(payment.failed, false, JSON.stringify(payment))
+  })
+
+  after(async () => {
+    await browser?.close()
+    await w?.stop()
+    await hooks?.close()
+  })
+
+  it('refuses a wrong admin token, then signs in with the right one', async () => {
+    const res = await page.goto(dash)
+    assert.equal(new URL(page.url()).pathname, '/dashboard/login', 'without a session the dashboard sends the browser to sign in')
+    assert.equal(res.status(), 200)
+    await page.getByLabel('Admin token').fill('not the admin token')
+    const [wrong] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
+    assert.equal(wrong.status(), 401)
+    assert.equal(await page.getByRole('alert').innerText(), 'That is not the admin token.')
+    await screenshots(page, 'dashboard-login')
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN)
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
+    assert.equal(new URL(page.url()).pathname, '/dashboard')
+    const [cookie] = await browser.context.cookies(dash)
+    assert.equal(cookie.name, 'opd_dashboard')
+    assert.equal(cookie.httpOnly, true)
+    assert.equal(cookie.sameSite, 'Strict')
+    assert.equal(cookie.path, '/dashboard')
+    assert.ok(!cookie.value.includes(ADMIN_TOKEN))
+  })
+
+  it('shows the wallet addresses with their balances after the payment', async () => {
+    await page.goto(dash)
+    for (const p of ['alice', 'bob', 'shop']) {
+      const { balance } = await adminOk(w.admin, 'GET', `/wallet-addresses/${p}/balance`)
+      assert.equal(await page.locator(`[data-balance="${p}"]`).innerText(), dollars(balance.value))
+    }
+    // alice had $10,000.00 and paid $12.34 (bob's incoming payment holds it
+    // until it completes).
+    assert.equal(await page.locator('[data-balance="alice"]').innerText(), '$9,987.66')
+    const text = await page.locator('main').innerText()
+    assert.match(text, /shop-key-/, 'the client key of shop is listed')
+    await screenshots(page, 'dashboard-wallets')
+  })
+
+  it('filters payments and opens one with its transfers', async () => {
+    await page.goto(`${dash}/payments`)
+    await page.getByLabel('Wallet address').selectOption({ label: 'alice' })
+    await page.getByLabel('State').selectOption('completed')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Show' }).click()])
+    const rows = page.locator('tbody tr')
+    assert.equal(await rows.count(), 1)
+    const paymentId = payment.id.split('/').pop()
+    assert.match(await rows.first().innerText(), new RegExp(paymentId))
+    assert.match(await rows.first().innerText(), /\$12\.34/)
+    await screenshots(page, 'dashboard-payments')
+
+    await page.getByLabel('State').selectOption('failed')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Show' }).click()])
+    assert.match(await page.locator('main').innerText(), /No payments match/)
+
+    await page.getByLabel('Direction').selectOption('incoming')
+    await page.getByLabel('Wallet address').selectOption({ label: 'bob' })
+    await page.getByLabel('State').selectOption('')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Show' }).click()])
+    assert.equal(await page.locator('tbody tr').count(), 1)
+
+    await page.goto(`${dash}/payments?kind=outgoing`)
+    await Promise.all([page.waitForNavigation(), page.getByRole('link', { name: paymentId }).click()])
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Outgoing payment')
+    const transfers = await page.getByRole('region', { name: 'Transfers' }).innerText()
+    assert.match(transfers, /fund/)
+    assert.match(transfers, /deliver/)
+    assert.match(transfers, /\$12\.34/)
+    await screenshots(page, 'dashboard-payment')
+  })
+
+  it('revokes a grant: its token stops working', async () => {
+    await page.goto(`${dash}/grants`)
+    // The newest grant is the outgoing-payment grant of the payment.
+    const first = page.locator('tbody tr').first()
+    assert.match(await first.innerText(), /outgoing-payment: create, read/)
+    await screenshots(page, 'dashboard-grants')
+    await Promise.all([page.waitForNavigation(), first.getByRole('button', { name: /^Revoke grant/ }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The grant is revoked: its tokens no longer work.')
+    assert.match(await page.locator('tbody tr').first().innerText(), /finalized \(revoked\)/)
+    const err = await clientError(() => w.client.outgoingPayment.get({ url: payment.id, accessToken: outgoingToken }))
+    assert.equal(err.status, 401)
+  })
+
+  it('lists failing webhook events and retries one now', async () => {
+    // The receiver answers 500: the events fail and wait for their next attempt.
+    const failing = await poll(
+      async () => {
+        await page.goto(`${dash}/webhooks`)
+        return page.locator('tbody tr', { hasText: 'failing' }).count()
+      },
+      (n) => n > 0,
+      { timeoutMs: 15_000, intervalMs: 300 }
+    )
+    assert.ok(failing > 0, 'no event failed')
+    const row = page.locator('tbody tr', { hasText: 'failing' }).first()
+    assert.match(await row.innerText(), /500/)
+    const eventId = await row.getAttribute('data-event')
+    await screenshots(page, 'dashboard-webhooks')
+
+    hooks.state.healthy = true
+    await Promise.all([page.waitForNavigation(), row.getByRole('button', { name: /^Retry event/ }).click()])
+    // "Due now", unless the worker's own next attempt won the race to it.
+    assert.match(
+      await page.getByRole('status').innerText(),
+      /^(The event is due now: it is sent again within seconds\.|The event was delivered already, or is unknown\.)$/
+    )
+    const got = await poll(() => hooks.received.find((e) => e.id === eventId), Boolean, { timeoutMs: 10_000 })
+    assert.ok(got, `event ${eventId} was not delivered after "retry now"`)
+    await page.goto(`${dash}/webhooks?show=all`)
+    assert.match(await page.locator(`tr[data-event="${eventId}"]`).innerText(), /delivered/)
+  })
+
+  it('runs the ledger check', async () => {
+    await page.goto(`${dash}/ledger`)
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Run the ledger check' }).click()])
+    assert.match(await page.locator('#ledger-result').innerText(), /The ledger balances/)
+    await screenshots(page, 'dashboard-ledger')
+  })
+
+  it('shows the settings with every secret masked', async () => {
+    await page.goto(`${dash}/settings`)
+    const text = await page.locator('main').innerText()
+    assert.match(text, /Webhook secret\s+set \(hidden\)/)
+    assert.match(text, /Admin token\s+set \(hidden\)/)
+    const html = await page.content()
+    for (const secret of [WEBHOOK_SECRET, ADMIN_TOKEN]) assert.ok(!html.includes(secret), 'a secret is on the page')
+    await screenshots(page, 'dashboard-settings')
+  })
+
+  it('refuses a form posted without its CSRF token and changes nothing', async () => {
+    await page.goto(`${dash}/grants`)
+    const revocable = page.locator('tbody tr', { has: page.getByRole('button', { name: /^Revoke grant/ }) }).first()
+    const grantId = await revocable.getAttribute('data-grant')
+    // The session cookie goes along; the token does not.
+    const res = await browser.context.request.post(`${dash}/grants/${grantId}/revoke`, { form: { reason: 'forged' }, maxRedirects: 0 })
+    assert.equal(res.status(), 403)
+    assert.match(await res.text(), /Nothing was changed/)
+    await page.reload()
+    assert.equal(await page.locator(`tr[data-grant="${grantId}"]`).getByRole('button', { name: /^Revoke grant/ }).count(), 1)
+  })
+
+  it('signs out: the session no longer opens anything', async () => {
+    await page.goto(dash)
+    const [cookie] = await browser.context.cookies(dash)
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Log out' }).click()])
+    assert.equal(new URL(page.url()).pathname, '/dashboard/login')
+    // The old cookie value is dead on the server, not just cleared here.
+    const res = await rawFetch(dash, { redirect: 'manual', headers: { cookie: `${cookie.name}=${cookie.value}` } })
+    assert.equal(res.status, 303)
+    assert.equal(res.headers.get('location'), '/dashboard/login')
+  })
+})
