@@ -12,6 +12,8 @@
 //!   lives for a minute: only the change announcement can explain it).
 //! - The same signed create sent to two nodes creates one resource and
 //!   gets the same answer from both.
+//! - A dashboard session opened on node 0 works on node 1 (forms included),
+//!   and signing out on node 1 ends it on node 2.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
@@ -612,4 +614,63 @@ async fn the_same_signed_create_on_two_nodes_creates_once() {
         .unwrap();
     assert_eq!(s, StatusCode::OK, "{page}");
     assert_eq!(page["result"].as_array().unwrap().len(), 1, "{page}");
+}
+
+/// The `csrf` value of the first form of a dashboard page.
+fn form_token(html: &str) -> String {
+    html.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form token on the page")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
+    let cluster = Cluster::start().await;
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = browser
+        .post(format!("{}/dashboard/login", cluster.nodes[0].admin))
+        .form(&[("token", ADMIN_TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), StatusCode::SEE_OTHER);
+    let set_cookie = login.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    let page = |node: usize, path: &str| {
+        browser
+            .get(format!("{}{path}", cluster.nodes[node].admin))
+            .header(reqwest::header::COOKIE, &cookie)
+            .send()
+    };
+    // Node 1 knows the session node 0 opened (it is in the database).
+    let r = page(1, "/dashboard").await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Wallet addresses"), "{html}");
+    // The form token of node 1's page signs the session out on node 2...
+    let out = browser
+        .post(format!("{}/dashboard/logout", cluster.nodes[2].admin))
+        .header(reqwest::header::COOKIE, &cookie)
+        .form(&[("csrf", form_token(&html))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert_eq!(out.headers()[reqwest::header::LOCATION], "/dashboard/login");
+    // ... and node 0, where it was opened, no longer accepts it.
+    let r = page(0, "/dashboard").await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[reqwest::header::LOCATION], "/dashboard/login");
 }
