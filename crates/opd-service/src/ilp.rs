@@ -193,7 +193,15 @@ async fn receive(
     };
     let events = ReceiveWithWallet { services, wallet };
     match services.store.ilp_receive(peer, &credit, &events).await? {
-        IlpCredit::Credited(_) => {
+        IlpCredit::Credited(credited) => {
+            // A completed payment refuses credit, so one that reads
+            // completed now was completed by this packet.
+            crate::metrics::incoming_received(
+                &credited.asset,
+                arriving,
+                crate::metrics::Via::Interledger,
+                credited.completed,
+            );
             let reply = receiver::reply(&request, &facts(true, false));
             Ok(fulfill(services, &secret, fulfillment, &reply))
         }

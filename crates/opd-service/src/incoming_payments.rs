@@ -205,6 +205,7 @@ pub async fn complete(
         .complete_incoming_payment(id, now, &[event])
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
+    crate::metrics::incoming_completed(&done.asset);
     Ok((done, wallet))
 }
 

@@ -1,7 +1,7 @@
 //! What opd counts for its operators: the names of every metric, their
 //! labels, and the few helpers the use cases call when something happens
-//! (a payment created, completed or failed, a webhook attempted, an ILP
-//! packet answered, a signature refused). `docs/metrics.md` lists them all.
+//! (a payment created, completed or failed, money received, a webhook
+//! attempted, an ILP packet answered, a signature refused). `docs/metrics.md` lists them all.
 //!
 //! Recording goes through the `metrics` facade, which costs an atomic load
 //! and nothing else while no recorder is installed (tools and unit tests);
@@ -44,6 +44,10 @@ pub const PAYMENTS_FAILED: &str = "opd_outgoing_payments_failed_total";
 pub const PAYMENTS_FAILED_AMOUNT: &str = "opd_outgoing_payments_failed_amount_total";
 /// Time from creation to completion of an outgoing payment.
 pub const PAYMENT_DURATION: &str = "opd_outgoing_payment_duration_seconds";
+/// Money credited to incoming payments, by asset and way in.
+pub const INCOMING_RECEIVED_AMOUNT: &str = "opd_incoming_payments_received_amount_total";
+/// Incoming payments completed, by asset.
+pub const INCOMING_COMPLETED: &str = "opd_incoming_payments_completed_total";
 /// Webhook delivery attempts, by event type and result.
 pub const WEBHOOK_DELIVERIES: &str = "opd_webhook_deliveries_total";
 /// Webhook events not delivered yet (sampled at each scrape).
@@ -75,6 +79,8 @@ pub const ALL: &[&str] = &[
     PAYMENTS_FAILED,
     PAYMENTS_FAILED_AMOUNT,
     PAYMENT_DURATION,
+    INCOMING_RECEIVED_AMOUNT,
+    INCOMING_COMPLETED,
     WEBHOOK_DELIVERIES,
     WEBHOOK_BACKLOG,
     ILP_PACKETS,
@@ -181,6 +187,14 @@ pub fn describe() {
         "Time from an outgoing payment's creation to its completion, by debit asset."
     );
     describe_counter!(
+        INCOMING_RECEIVED_AMOUNT,
+        "Sum credited to incoming payments, in minor units of the receiving asset, by way in (local: from a wallet address of this server; interledger: ILP packets)."
+    );
+    describe_counter!(
+        INCOMING_COMPLETED,
+        "Incoming payments completed (fully paid, or completed by their client), by asset."
+    );
+    describe_counter!(
         WEBHOOK_DELIVERIES,
         "Webhook delivery attempts, by event type and result (delivered, failed)."
     );
@@ -251,6 +265,35 @@ pub fn payment_failed(debit: &Amount, state: &'static str) {
     let labels = [code, scale, Label::from_static_parts("state", state)];
     counter!(PAYMENTS_FAILED, labels.iter()).increment(1);
     counter!(PAYMENTS_FAILED_AMOUNT, labels.iter()).increment(debit.value);
+}
+
+/// How money reached an incoming payment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// An outgoing payment of a wallet address of this server.
+    Local,
+    /// ILP packets from a peer.
+    Interledger,
+}
+
+/// `amount` of `asset` was credited to an incoming payment, which that
+/// completed when `completed`.
+pub fn incoming_received(asset: &Asset, amount: u64, via: Via, completed: bool) {
+    let [code, scale] = asset_labels(asset);
+    let via = match via {
+        Via::Local => "local",
+        Via::Interledger => "interledger",
+    };
+    let labels = [code, scale, Label::from_static_parts("via", via)];
+    counter!(INCOMING_RECEIVED_AMOUNT, labels.iter()).increment(amount);
+    if completed {
+        incoming_completed(asset);
+    }
+}
+
+/// An incoming payment of `asset` completed.
+pub fn incoming_completed(asset: &Asset) {
+    counter!(INCOMING_COMPLETED, asset_labels(asset).iter()).increment(1);
 }
 
 /// A webhook event of `event_type` was attempted.

@@ -181,6 +181,12 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
             p.created_at,
             delivery.at,
         );
+        crate::metrics::incoming_received(
+            &p.receive.asset,
+            p.receive.value,
+            crate::metrics::Via::Local,
+            completes,
+        );
         Ok(Step::Completed(p.id))
     } else {
         // Another payment reached the receiver first: plan again at once

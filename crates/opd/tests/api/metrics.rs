@@ -135,6 +135,19 @@ async fn metrics_show_a_payment_its_requests_and_a_bad_signature() {
         sample(&before, "opd_outgoing_payments_failed_total", &asset),
         None
     );
+    // bob's side: received from a wallet address here, and completed.
+    assert_eq!(
+        sample(
+            &before,
+            "opd_incoming_payments_received_amount_total",
+            &[asset[0], asset[1], ("via", "local")]
+        ),
+        Some(2500.0)
+    );
+    assert_eq!(
+        sample(&before, "opd_incoming_payments_completed_total", &asset),
+        Some(1.0)
+    );
 
     // Requests by route template, never by raw path: the incoming
     // payment's id appears nowhere.
