@@ -54,9 +54,10 @@ export async function launchBrowser() {
   }
 }
 
+// One fixed temporary directory, overwritten by each run, when not updating.
 const screenshotDir = process.env.OPD_UPDATE_SCREENSHOTS === '1'
   ? path.join(repoRoot, 'docs', 'screenshots')
-  : fs.mkdtempSync(path.join(os.tmpdir(), 'opd-screenshots-'))
+  : path.join(os.tmpdir(), 'opd-screenshots')
 
 /** Screenshots of the page at desktop and phone width: `<name>-desktop.png`, `<name>-phone.png`. */
 export async function screenshots(page, name) {

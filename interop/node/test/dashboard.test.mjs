@@ -1,7 +1,7 @@
 // The operator dashboard (admin listener, /dashboard) in headless Chromium:
 // sign in with the admin token, wallet addresses and balances after a
 // payment, payments filtered and one payment's transfers, revoking a grant,
-// retrying a failing webhook, the ledger check, the settings with secrets
+// peers and their liquidity, retrying a failing webhook, the ledger check, the settings with secrets
 // masked, a form without its CSRF token refused, and signing out.
 // Screenshots at desktop and phone width (see browser.mjs).
 
@@ -213,6 +213,23 @@ describe('operator dashboard in a browser', () => {
     assert.ok(got, `event ${eventId} was not delivered after "retry now"`)
     await page.goto(`${dash}/webhooks?show=all`)
     assert.match(await page.locator(`tr[data-event="${eventId}"]`).innerText(), /delivered/)
+  })
+
+  it('shows the peers with their liquidity, never their tokens', async () => {
+    const peer = await adminOk(w.admin, 'POST', '/peers', {
+      name: 'partner-bank',
+      staticIlpAddress: 'test.partner',
+      asset: { code: 'USD', scale: 2 },
+      routes: ['test.partner'],
+      http: { outgoing: { endpoint: 'http://127.0.0.1:9/ilp', authToken: 'secret-outgoing-token' }, incoming: { authTokens: ['secret-incoming-token'] } }
+    }, 201)
+    await adminOk(w.admin, 'POST', `/peers/${peer.id}/deposits`, { amount: '250000', idempotencyKey: 'dashboard-peer' }, [200, 201])
+    await page.goto(`${dash}/peers`)
+    const row = page.locator('tbody tr', { hasText: 'partner-bank' })
+    assert.match(await row.innerText(), /\$2,500\.00/)
+    const html = await page.content()
+    assert.ok(!html.includes('secret-outgoing-token') && !html.includes('secret-incoming-token'), 'a peer token is on the page')
+    await screenshots(page, 'dashboard-peers')
   })
 
   it('runs the ledger check', async () => {

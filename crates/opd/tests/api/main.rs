@@ -9,6 +9,7 @@ mod admin;
 mod auth;
 mod client;
 mod connector;
+mod dashboard;
 mod ilp;
 mod incoming_payments;
 mod limits;
