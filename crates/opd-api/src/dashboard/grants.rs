@@ -83,7 +83,8 @@ pub(crate) async fn list(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let wanted = param(&query, "state").filter(|s| STATES.contains(s));
-    let before = param(&query, "before");
+    // A cursor is a grant id; anything else is no cursor.
+    let before = param(&query, "before").filter(|b| GrantId::parse(b).is_some());
     let found = match services
         .store
         .dashboard_grants(wanted, before, PAGE + 1)

@@ -91,7 +91,9 @@ pub(crate) async fn list(
         INCOMING_STATES
     };
     let state_filter = param(&query, "state").filter(|s| states.contains(s));
-    let before = param(&query, "before");
+    // Cursors are ids (UUIDs): anything else is no cursor, never a query
+    // the database would refuse.
+    let before = param(&query, "before").filter(|b| OutgoingPaymentId::parse(b).is_some());
     let wallets = match wallet_addresses::list(services).await {
         Ok(w) => w,
         Err(e) => return failed(e),

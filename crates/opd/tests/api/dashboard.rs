@@ -94,7 +94,16 @@ async fn sessions_are_stored_as_digests_and_pages_need_one() {
 
 #[tokio::test]
 async fn outgoing_payments_filter_by_state_and_page_with_a_cursor() {
-    let app = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    payments_pages(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn payment_pages_on_postgres() {
+    payments_pages(Db::Postgres).await;
+}
+
+async fn payments_pages(db: Db) {
+    let app = TestApp::spawn_with(db, |_| {}).await;
     let alice = app.create_wallet("alice", "USD", 2).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let payer = app.signing_client("payer", 41).await;
@@ -179,6 +188,17 @@ async fn outgoing_payments_filter_by_state_and_page_with_a_cursor() {
         detail.contains("<td>fund</td>") && detail.contains("<td>deliver</td>"),
         "{detail}"
     );
+    // A cursor that is no id is ignored, not sent to the database.
+    let (s, page) = d
+        .get("/dashboard/payments?kind=incoming&before=nonsense'")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        page.matches("href=\"/dashboard/payments/incoming/").count(),
+        20
+    );
+    let (s, _) = d.get("/dashboard/grants?before=nonsense&state=bogus").await;
+    assert_eq!(s, StatusCode::OK);
     let (s, _) = d.get("/dashboard/payments/outgoing/not-an-id").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
