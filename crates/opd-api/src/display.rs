@@ -39,6 +39,29 @@ pub fn decimal(value: u64, scale: u8) -> String {
     out
 }
 
+/// Minor units from a decimal an operator typed, at `scale`: at scale 2,
+/// `25` is `2500`, `25.5` and `25.50` are `2550`.
+/// Thousands separators (`1,000.00`) are allowed; a sign, more fraction
+/// digits than the scale, or a value beyond a u64 are not (`None`).
+pub fn parse_decimal(s: &str, scale: u8) -> Option<u64> {
+    let s = s.trim().replace(',', "");
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() && frac.is_empty()
+        || !digits(int)
+        || !digits(frac)
+        || frac.len() > usize::from(scale)
+    {
+        return None;
+    }
+    let padded = format!("{int}{frac:0<width$}", width = usize::from(scale));
+    let trimmed = padded.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return Some(0);
+    }
+    trimmed.parse().ok()
+}
+
 /// An amount with its asset: `$25.00` for US dollars, `25.00 EUR`
 /// otherwise (the code is the asset's own, which may be any string).
 pub fn amount(value: u64, code: &str, scale: u8) -> String {
@@ -227,6 +250,25 @@ mod tests {
         assert_eq!(decimal(u64::MAX, 19), "1.8446744073709551615");
         assert_eq!(decimal(u64::MAX, 20), "0.18446744073709551615");
         assert_eq!(decimal(7, 25), format!("0.{}7", "0".repeat(24)));
+    }
+
+    #[test]
+    fn decimals_typed_by_people_are_parsed_exactly() {
+        assert_eq!(parse_decimal("25", 2), Some(2500));
+        assert_eq!(parse_decimal("25.5", 2), Some(2550));
+        assert_eq!(parse_decimal(" 1,234.56 ", 2), Some(123_456));
+        assert_eq!(parse_decimal(".5", 2), Some(50));
+        assert_eq!(parse_decimal("0", 0), Some(0));
+        assert_eq!(parse_decimal("0.000000001", 9), Some(1));
+        assert_eq!(parse_decimal("18446744073709551615", 0), Some(u64::MAX));
+        assert_eq!(parse_decimal("184467440737095516.16", 2), None);
+        assert_eq!(parse_decimal("1.005", 2), None);
+        assert_eq!(parse_decimal("-1", 2), None);
+        assert_eq!(parse_decimal("1e3", 2), None);
+        assert_eq!(parse_decimal("", 2), None);
+        assert_eq!(parse_decimal(".", 2), None);
+        assert_eq!(parse_decimal("1.2.3", 2), None);
+        assert_eq!(parse_decimal("5", 40), None);
     }
 
     #[test]

@@ -230,6 +230,18 @@ describe('operator dashboard in a browser', () => {
     const html = await page.content()
     assert.ok(!html.includes('secret-outgoing-token') && !html.includes('secret-incoming-token'), 'a peer token is on the page')
     await screenshots(page, 'dashboard-peers')
+
+    // Liquidity in the peer's asset as people write it.
+    await row.getByLabel('Amount for partner-bank').fill('100.50')
+    await Promise.all([page.waitForNavigation(), row.getByRole('button', { name: 'Deposit' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The liquidity was deposited.')
+    assert.match(await page.locator('tbody tr', { hasText: 'partner-bank' }).innerText(), /\$2,600\.50/)
+    const { balance } = await adminOk(w.admin, 'GET', `/peers/${peer.id}/balance`)
+    assert.equal(balance, '260050')
+    await page.locator('tbody tr', { hasText: 'partner-bank' }).getByLabel('Amount for partner-bank').fill('5000')
+    await Promise.all([page.waitForNavigation(), page.locator('tbody tr', { hasText: 'partner-bank' }).getByRole('button', { name: 'Withdraw' }).click()])
+    assert.match(await page.getByRole('status').innerText(), /^Nothing moved/)
+    assert.match(await page.locator('tbody tr', { hasText: 'partner-bank' }).innerText(), /\$2,600\.50/)
   })
 
   it('runs the ledger check', async () => {

@@ -10,8 +10,9 @@
 //! - every other page needs the session (or sends the browser to the
 //!   login page), and every form that changes something carries a token
 //!   bound to the session (see [`crate::csrf`]);
-//! - pages: wallet addresses (`wallets`), payments (`payments`), grants
-//!   (`grants`), peers, the webhook outbox, the ledger check and the
+//! - pages: wallet addresses (`wallets`), payments with cancelling one not
+//!   sent yet (`payments`), grants (`grants`), peers with their liquidity
+//!   (deposit, withdraw), the webhook outbox, the ledger check and the
 //!   settings (`operations`).
 //!
 //! The token and the cookie are never logged.
@@ -59,9 +60,17 @@ pub(crate) fn routes(state: AdminState) -> Router {
         .route("/dashboard", get(wallets::page))
         .route("/dashboard/payments", get(payments::list))
         .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
+        .route(
+            "/dashboard/payments/outgoing/{id}/cancel",
+            post(payments::cancel),
+        )
         .route("/dashboard/grants", get(grants::list))
         .route("/dashboard/grants/{id}/revoke", post(grants::revoke))
         .route("/dashboard/peers", get(operations::peers))
+        .route(
+            "/dashboard/peers/{id}/liquidity",
+            post(operations::move_liquidity),
+        )
         .route("/dashboard/webhooks", get(operations::webhooks))
         .route("/dashboard/webhooks/{id}/retry", post(operations::retry))
         .route("/dashboard/ledger", get(operations::ledger))
@@ -243,6 +252,18 @@ pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
         "already_revoked" => "The grant was already revoked.",
         "retry" => "The event is due now: it is sent again within seconds.",
         "not_retried" => "The event was delivered already, or is unknown.",
+        "deposited" => "The liquidity was deposited.",
+        "withdrawn" => "The liquidity was withdrawn.",
+        "bad_amount" => "That amount is not a positive number in the peer's asset.",
+        "liquidity_refused" => {
+            "Nothing moved: the amount is zero, or more than the peer's liquidity."
+        }
+        "cancelled" => {
+            "The payment is cancelled: what it had not sent is back in the wallet address."
+        }
+        "not_cancellable" => {
+            "The payment could not be cancelled: it was sent, failed or cancelled already."
+        }
         _ => return None,
     })
 }

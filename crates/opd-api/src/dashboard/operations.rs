@@ -16,6 +16,7 @@ use crate::admin::AdminState;
 use crate::{display, pages};
 
 struct PeerRow {
+    id: String,
     name: String,
     address: String,
     asset: String,
@@ -33,11 +34,15 @@ struct PeersPage {
     nav: Nav,
     notice: Option<&'static str>,
     rows: Vec<PeerRow>,
+    /// Sent back with a liquidity form, so that sending it twice moves the
+    /// money once.
+    idempotency: String,
 }
 
 pub(crate) async fn peers(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
+    uri: Uri,
 ) -> Response {
     let services = &state.app.services;
     let list = match peers::list(services).await {
@@ -52,6 +57,7 @@ pub(crate) async fn peers(
         };
         let money = |v: u64| display::amount(v, p.asset.code.as_str(), p.asset.scale);
         rows.push(PeerRow {
+            id: p.id.to_string(),
             name: p.name.clone(),
             address: p.static_ilp_address.clone(),
             asset: format!("{} (scale {})", p.asset.code, p.asset.scale),
@@ -72,10 +78,54 @@ pub(crate) async fn peers(
             page_title: "Peers",
             css_href: CSS,
             nav: Nav::new("/dashboard/peers", &session),
-            notice: None,
+            notice: done_message(&query_pairs(&uri)),
             rows,
+            idempotency: crate::csrf::random_value(services),
         },
     )
+}
+
+/// `POST /dashboard/peers/{id}/liquidity` `{amount, direction, idempotency}`:
+/// a deposit or withdrawal of the peer's liquidity, in the peer's asset as
+/// a decimal (`250.00`), once per idempotency value.
+pub(crate) async fn move_liquidity(
+    State(state): State<AdminState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let services = &state.app.services;
+    if !token_ok(services, &session, &body) {
+        return refused();
+    }
+    let field = |name: &str| {
+        url::form_urlencoded::parse(&body)
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    let Some(id) = opd_core::PeerId::parse(&id) else {
+        return super::not_found("peer");
+    };
+    let peer = match peers::get(services, id).await {
+        Ok(p) => p,
+        Err(opd_service::ServiceError::NotFound(_)) => return super::not_found("peer"),
+        Err(e) => return failed(e),
+    };
+    let Some(amount) = display::parse_decimal(&field("amount"), peer.asset.scale) else {
+        return done("/dashboard/peers", "bad_amount");
+    };
+    let deposit = field("direction") != "withdraw";
+    let key = field("idempotency");
+    match peers::move_liquidity(services, &peer, amount, deposit, &key).await {
+        Ok(_) if deposit => done("/dashboard/peers", "deposited"),
+        Ok(_) => done("/dashboard/peers", "withdrawn"),
+        Err(
+            e
+            @ (opd_service::ServiceError::Internal(_) | opd_service::ServiceError::Unavailable(_)),
+        ) => failed(e),
+        Err(_) => done("/dashboard/peers", "liquidity_refused"),
+    }
 }
 
 struct EventRow {

@@ -11,11 +11,13 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
 use opd_core::ledger::{AccountKind, Transfer};
+use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
 use opd_service::wallet_addresses;
 use opd_store::PaymentFilter;
 
-use super::{failed, not_found, param, query_pairs, Nav, Session, CSS};
+use super::{done, done_message, failed, not_found, param, query_pairs, refused, token_ok};
+use super::{Nav, Session, CSS};
 use crate::admin::AdminState;
 use crate::{display, pages};
 
@@ -222,6 +224,8 @@ struct PaymentPage {
     notice: Option<&'static str>,
     facts: Vec<(String, String)>,
     transfers: Vec<TransferRow>,
+    /// Where the cancel form posts, for an outgoing payment not finished.
+    cancel: Option<String>,
 }
 
 /// The asset an account id ends with (`kind:owner:CODE:scale`).
@@ -252,8 +256,10 @@ pub(crate) async fn detail(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
     Path((kind, id)): Path<(String, String)>,
+    uri: Uri,
 ) -> Response {
     let services = &state.app.services;
+    let mut cancel = None;
     let amount = |v: u64, a: &Asset| display::amount(v, a.code.as_str(), a.scale);
     let (facts, account) = match kind.as_str() {
         "outgoing" => {
@@ -286,6 +292,12 @@ pub(crate) async fn detail(
                 ("Updated".to_owned(), display::datetime(p.updated_at)),
             ];
             let account = AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset);
+            if matches!(
+                p.state,
+                OutgoingPaymentState::Funding | OutgoingPaymentState::Sending
+            ) {
+                cancel = Some(format!("/dashboard/payments/outgoing/{}/cancel", p.id));
+            }
             (facts, account)
         }
         "incoming" => {
@@ -332,9 +344,34 @@ pub(crate) async fn detail(
             },
             css_href: CSS,
             nav: Nav::new("/dashboard/payments", &session),
-            notice: None,
+            notice: done_message(&query_pairs(&uri)),
             facts: facts.into_iter().filter(|(_, v)| !v.is_empty()).collect(),
             transfers: transfer_rows(&transfers),
+            cancel,
         },
     )
+}
+
+/// `POST /dashboard/payments/outgoing/{id}/cancel`: cancels a payment not
+/// sent yet (what it holds goes back to its wallet address).
+pub(crate) async fn cancel(
+    State(state): State<AdminState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let services = &state.app.services;
+    if !token_ok(services, &session, &body) {
+        return refused();
+    }
+    let Some(payment) = OutgoingPaymentId::parse(&id) else {
+        return not_found("outgoing payment");
+    };
+    let back = format!("/dashboard/payments/outgoing/{payment}");
+    match opd_service::worker::cancel(services, payment).await {
+        Ok(()) => done(&back, "cancelled"),
+        Err(opd_service::ServiceError::NotFound(_)) => not_found("outgoing payment"),
+        Err(opd_service::ServiceError::Conflict { .. }) => done(&back, "not_cancellable"),
+        Err(e) => failed(e),
+    }
 }

@@ -188,6 +188,39 @@ async fn payments_pages(db: Db) {
         detail.contains("<td>fund</td>") && detail.contains("<td>deliver</td>"),
         "{detail}"
     );
+    // The payment not sent yet can be cancelled from its page; a completed
+    // one cannot.
+    let (_, page) = d
+        .get(&format!("/dashboard/payments/outgoing/{}", ids[21]))
+        .await;
+    let cancel = |id: &str, csrf: &str| {
+        d.browser
+            .post(format!(
+                "{}/dashboard/payments/outgoing/{id}/cancel",
+                d.app.admin
+            ))
+            .header(COOKIE, &d.cookie)
+            .form(&[("csrf", csrf)])
+            .send()
+    };
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert!(page.contains("Cancel this payment"), "{page}");
+    let r = cancel(&ids[21], &csrf).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let back = r.headers()[LOCATION].to_str().unwrap().to_owned();
+    assert!(back.ends_with("?done=cancelled"), "{back}");
+    let (_, after) = d.get(&back).await;
+    assert!(after.contains("The payment is cancelled") && !after.contains("Cancel this payment"));
+    let r = cancel(&ids[0], &csrf).await.unwrap();
+    assert!(r.headers()[LOCATION]
+        .to_str()
+        .unwrap()
+        .ends_with("?done=not_cancellable"));
     // A cursor that is no id is ignored, not sent to the database.
     let (s, page) = d
         .get("/dashboard/payments?kind=incoming&before=nonsense'")
