@@ -632,9 +632,24 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+    // The sign-in page of node 1, its form sent to node 0.
+    let form = browser
+        .get(format!("{}/dashboard/login", cluster.nodes[1].admin))
+        .send()
+        .await
+        .unwrap();
+    let login_cookie = form.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let csrf = form_token(&form.text().await.unwrap());
     let login = browser
         .post(format!("{}/dashboard/login", cluster.nodes[0].admin))
-        .form(&[("token", ADMIN_TOKEN)])
+        .header(reqwest::header::COOKIE, login_cookie)
+        .form(&[("token", ADMIN_TOKEN), ("csrf", csrf.as_str())])
         .send()
         .await
         .unwrap();

@@ -1,8 +1,12 @@
 //! Signing in with the admin token, and out.
+//!
+//! The sign-in form has its own token, bound to a cookie of the browser
+//! (`opd_login`), so another site cannot sign a browser in with a token of
+//! its choosing.
 
 use askama::Template;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
 use sha2::{Digest, Sha256};
@@ -18,28 +22,60 @@ struct LoginPage<'a> {
     page_title: &'a str,
     css_href: &'a str,
     error: Option<String>,
+    csrf: String,
 }
 
-fn login_page(status: StatusCode, error: Option<String>) -> Response {
-    pages::render(
+/// The cookie the sign-in form's token is bound to.
+const LOGIN_COOKIE: &str = "opd_login";
+const LOGIN_PURPOSE: &str = "dashboard-login";
+
+/// The sign-in page for the browser's cookie (`None`: a new one is set).
+fn login_page(
+    services: &opd_service::Services,
+    cookie: Option<String>,
+    status: StatusCode,
+    error: Option<String>,
+) -> Response {
+    let (cookie, fresh) = match cookie {
+        Some(c) => (c, false),
+        None => (csrf::random_value(services), true),
+    };
+    let mut response = pages::render(
         status,
         &LoginPage {
             page_title: "Sign in",
             css_href: CSS,
             error,
+            csrf: csrf::token(services, LOGIN_PURPOSE, "", &cookie),
         },
-    )
+    );
+    if fresh {
+        let set = csrf::set_cookie(
+            LOGIN_COOKIE,
+            &cookie,
+            "/dashboard/login",
+            "Strict",
+            false,
+            None,
+        );
+        if let Ok(v) = HeaderValue::from_str(&set) {
+            response.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    response
 }
 
 /// `GET /dashboard/login`.
-pub(crate) async fn form() -> Response {
-    login_page(StatusCode::OK, None)
+pub(crate) async fn form(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    let cookie = csrf::cookie(&headers, LOGIN_COOKIE);
+    login_page(&state.app.services, cookie, StatusCode::OK, None)
 }
 
 /// `POST /dashboard/login`: the token, slowed after wrong ones per address
 /// (the same allowance as the admin API's), then a new session.
 pub(crate) async fn submit(State(state): State<AdminState>, request: Request) -> Response {
     let services = &state.app.services;
+    let cookie = csrf::cookie(request.headers(), LOGIN_COOKIE);
     let peer = request
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()
@@ -47,29 +83,37 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         .unwrap_or_default();
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
-        return login_page(
-            StatusCode::BAD_REQUEST,
-            Some("The form could not be read.".into()),
-        );
+        let error = Some("The form could not be read.".into());
+        return login_page(services, cookie, StatusCode::BAD_REQUEST, error);
     };
-    let token = url::form_urlencoded::parse(&body)
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
+    let field = |name: &str| {
+        url::form_urlencoded::parse(&body)
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    let form_token = field("csrf");
+    if !csrf::verify(services, LOGIN_PURPOSE, "", cookie.as_deref(), &form_token) {
+        return refused();
+    }
+    let token = field("token");
     let key = format!("admin:{peer}");
     let lockout = &services.password_lockout;
     if let Err(wait) = lockout.check(&key) {
         let secs = wait.as_secs().max(1);
         let message = format!("Too many wrong tokens. Try again in {secs} seconds.");
-        return login_page(StatusCode::TOO_MANY_REQUESTS, Some(message));
+        return login_page(
+            services,
+            cookie,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(message),
+        );
     }
     let presented: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
     if !bool::from(presented.ct_eq(state.token_sha256())) {
         lockout.failed(&key);
-        return login_page(
-            StatusCode::UNAUTHORIZED,
-            Some("That is not the admin token.".into()),
-        );
+        let error = Some("That is not the admin token.".into());
+        return login_page(services, cookie, StatusCode::UNAUTHORIZED, error);
     }
     lockout.succeeded(&key);
     let cookie = csrf::random_value(services);

@@ -36,10 +36,41 @@ async fn signed_in(app: TestApp) -> Dash {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+    // The sign-in form's token is bound to the cookie its page sets.
+    let page = browser
+        .get(format!("{}/dashboard/login", app.admin))
+        .send()
+        .await
+        .unwrap();
+    let set = page.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let login_cookie = set.split(';').next().unwrap().to_owned();
+    let html = page.text().await.unwrap();
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let forged = browser
+        .post(format!("{}/dashboard/login", app.admin))
+        .form(&[("token", app.admin_token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        forged.status(),
+        StatusCode::FORBIDDEN,
+        "a sign-in without its form token"
+    );
     let login = |token: String| {
         browser
             .post(format!("{}/dashboard/login", app.admin))
-            .form(&[("token", token)])
+            .header(COOKIE, &login_cookie)
+            .form(&[("token", token), ("csrf", csrf.clone())])
             .send()
     };
     let wrong = login("not-the-admin-token".into()).await.unwrap();
