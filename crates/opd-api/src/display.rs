@@ -154,11 +154,25 @@ fn exact_length(ms: i64) -> String {
     ];
     let ms = u64::try_from(ms).unwrap_or(0);
     for (size, unit) in units {
-        if ms >= size && ms % size == 0 {
+        if ms >= size && ms.is_multiple_of(size) {
             return count(ms / size, unit, true);
         }
     }
     count(ms, "millisecond", false)
+}
+
+/// A length of time in the largest whole unit: `2_592_000` s is `30 days`,
+/// `600` is `10 minutes`, `90` is `90 seconds`, `0` is `0 seconds`.
+pub fn seconds(secs: u64) -> String {
+    for (size, unit) in [(86_400, "day"), (3600, "hour"), (60, "minute")] {
+        if secs >= size && secs.is_multiple_of(size) {
+            return count(secs / size, unit, false);
+        }
+    }
+    match secs {
+        1 => "1 second".into(),
+        n => format!("{n} seconds"),
+    }
 }
 
 fn join_and(words: &[String]) -> String {
@@ -343,6 +357,17 @@ mod tests {
     fn unknown_intervals_are_shown_as_they_are() {
         assert_eq!(interval("every tuesday"), "the period every tuesday");
         assert_eq!(interval("R/2026-11-01/P1M"), "the period R/2026-11-01/P1M");
+    }
+
+    #[test]
+    fn lengths_of_time() {
+        assert_eq!(seconds(2_592_000), "30 days");
+        assert_eq!(seconds(86_400), "1 day");
+        assert_eq!(seconds(600), "10 minutes");
+        assert_eq!(seconds(7200), "2 hours");
+        assert_eq!(seconds(90), "90 seconds");
+        assert_eq!(seconds(1), "1 second");
+        assert_eq!(seconds(0), "0 seconds");
     }
 
     #[test]

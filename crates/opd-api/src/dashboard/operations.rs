@@ -288,7 +288,7 @@ fn or_none(v: Option<&str>) -> String {
 }
 
 fn secs(d: Duration) -> String {
-    format!("{} s", d.as_secs())
+    display::seconds(d.as_secs())
 }
 
 pub(crate) async fn settings(
@@ -350,7 +350,14 @@ pub(crate) async fn settings(
             "Pending interactions per client",
             c.max_pending_interactions.to_string(),
         ),
-        ("Retention", secs(c.retention)),
+        (
+            "Retention",
+            if c.retention.is_zero() {
+                "forever".into()
+            } else {
+                secs(c.retention)
+            },
+        ),
         ("Outbound allow list", c.outbound_allow.join(", ")),
         ("External funding", c.external_funding.to_string()),
     ];
