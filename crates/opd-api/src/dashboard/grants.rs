@@ -9,7 +9,7 @@ use axum::Extension;
 use opd_core::GrantId;
 use opd_store::GrantRecord;
 
-use super::{done, done_message, failed, not_found, param, query_pairs, refused, token_ok, Nav};
+use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm, Nav};
 use super::{Session, CSS};
 use crate::admin::AdminState;
 use crate::{display, pages};
@@ -125,14 +125,10 @@ pub(crate) async fn list(
 
 pub(crate) async fn revoke(
     State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    _form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    if !token_ok(services, &session, &body) {
-        return refused();
-    }
     let Some(id) = GrantId::parse(&id) else {
         return not_found("grant");
     };

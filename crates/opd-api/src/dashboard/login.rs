@@ -8,11 +8,10 @@ use askama::Template;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Extension;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{digest, failed, refused, token_ok, Session, COOKIE, CSS, SESSION_SECS};
+use super::{digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
 use crate::admin::AdminState;
 use crate::{csrf, pages};
 
@@ -150,13 +149,9 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
 /// cookie cleared.
 pub(crate) async fn logout(
     State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
-    body: axum::body::Bytes,
+    CheckedForm { session, .. }: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    if !token_ok(services, &session, &body) {
-        return refused();
-    }
     let now = services.clock.now();
     if let Err(e) = services
         .store

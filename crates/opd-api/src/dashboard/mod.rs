@@ -126,13 +126,50 @@ async fn require_session(
     }
 }
 
-/// Whether a form POST carries the session's token (constant-time compare).
-pub(crate) fn token_ok(services: &Services, session: &Session, body: &[u8]) -> bool {
-    let token = url::form_urlencoded::parse(body)
-        .find(|(k, _)| k == "csrf")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
-    csrf::verify(services, PURPOSE, "", Some(&session.cookie), &token)
+/// A form that changes something, admitted only with the session's token
+/// (field `csrf`): the session and the form's fields. Any other form is
+/// answered with [`refused`] before its handler runs, so no handler can
+/// forget the check.
+pub(crate) struct CheckedForm {
+    pub(crate) session: Session,
+    /// The `application/x-www-form-urlencoded` body.
+    pub(crate) body: axum::body::Bytes,
+}
+
+impl CheckedForm {
+    /// The value of field `name` (empty when absent).
+    pub(crate) fn field(&self, name: &str) -> String {
+        url::form_urlencoded::parse(&self.body)
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl axum::extract::FromRequest<AdminState> for CheckedForm {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AdminState) -> Result<Self, Response> {
+        let Some(session) = request.extensions().get::<Session>().cloned() else {
+            return Err(refused());
+        };
+        let body = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let form = Self { session, body };
+        let token = form.field("csrf");
+        if csrf::verify(
+            &state.app.services,
+            PURPOSE,
+            "",
+            Some(&form.session.cookie),
+            &token,
+        ) {
+            Ok(form)
+        } else {
+            Err(refused())
+        }
+    }
 }
 
 /// The answer to a form without its token: nothing was changed.

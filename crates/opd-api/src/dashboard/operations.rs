@@ -11,7 +11,7 @@ use axum::response::Response;
 use axum::Extension;
 use opd_service::peers;
 
-use super::{done, done_message, failed, param, query_pairs, refused, token_ok, Nav, Session, CSS};
+use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};
 use crate::admin::AdminState;
 use crate::{display, pages};
 
@@ -90,14 +90,10 @@ pub(crate) async fn peers(
 /// a decimal (`250.00`), once per idempotency value.
 pub(crate) async fn move_liquidity(
     State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    CheckedForm { body, .. }: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    if !token_ok(services, &session, &body) {
-        return refused();
-    }
     let field = |name: &str| {
         url::form_urlencoded::parse(&body)
             .find(|(k, _)| k == name)
@@ -204,14 +200,10 @@ pub(crate) async fn webhooks(
 
 pub(crate) async fn retry(
     State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    _form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    if !token_ok(services, &session, &body) {
-        return refused();
-    }
     let now = services.clock.now();
     match services.store.retry_webhook_event(&id, now).await {
         Ok(true) => done("/dashboard/webhooks", "retry"),

@@ -16,7 +16,7 @@ use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
 use opd_service::wallet_addresses;
 use opd_store::PaymentFilter;
 
-use super::{done, done_message, failed, not_found, param, query_pairs, refused, token_ok};
+use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
 use super::{Nav, Session, CSS};
 use crate::admin::AdminState;
 use crate::{display, pages};
@@ -356,14 +356,10 @@ pub(crate) async fn detail(
 /// sent yet (what it holds goes back to its wallet address).
 pub(crate) async fn cancel(
     State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    _form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    if !token_ok(services, &session, &body) {
-        return refused();
-    }
     let Some(payment) = OutgoingPaymentId::parse(&id) else {
         return not_found("outgoing payment");
     };
