@@ -16,16 +16,9 @@ use time::OffsetDateTime;
 /// separators: `(123456, 2)` → `1,234.56`, `(5, 3)` → `0.005`,
 /// `(25, 0)` → `25`.
 pub fn decimal(value: u64, scale: u8) -> String {
-    let digits = value.to_string();
-    let scale = usize::from(scale);
-    // At least one digit before the point.
-    let padded = if digits.len() <= scale {
-        format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
-    } else {
-        digits
-    };
-    let (int, frac) = padded.split_at(padded.len() - scale);
-    let mut out = String::with_capacity(padded.len() + padded.len() / 3 + 1);
+    let plain = opd_core::decimal::format_decimal(value, scale);
+    let (int, frac) = plain.split_once('.').unwrap_or((&plain, ""));
+    let mut out = String::with_capacity(plain.len() + int.len() / 3);
     for (i, c) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
             out.push(',');
@@ -41,25 +34,11 @@ pub fn decimal(value: u64, scale: u8) -> String {
 
 /// Minor units from a decimal an operator typed, at `scale`: at scale 2,
 /// `25` is `2500`, `25.5` and `25.50` are `2550`.
-/// Thousands separators (`1,000.00`) are allowed; a sign, more fraction
-/// digits than the scale, or a value beyond a u64 are not (`None`).
+/// Thousands separators (`1,000.00`) and surrounding spaces are allowed; a
+/// sign, more significant fraction digits than the scale, or a value
+/// beyond a u64 are not (`None`).
 pub fn parse_decimal(s: &str, scale: u8) -> Option<u64> {
-    let s = s.trim().replace(',', "");
-    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if int.is_empty() && frac.is_empty()
-        || !digits(int)
-        || !digits(frac)
-        || frac.len() > usize::from(scale)
-    {
-        return None;
-    }
-    let padded = format!("{int}{frac:0<width$}", width = usize::from(scale));
-    let trimmed = padded.trim_start_matches('0');
-    if trimmed.is_empty() {
-        return Some(0);
-    }
-    trimmed.parse().ok()
+    opd_core::decimal::parse_decimal(&s.trim().replace(',', ""), scale).ok()
 }
 
 /// An amount with its asset: `$25.00` for US dollars, `25.00 EUR`

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod clock;
+pub mod decimal;
 pub mod hex;
 pub mod ids;
 pub mod incoming_payment;
