@@ -464,6 +464,18 @@ async fn incoming_token(
     })
 }
 
+/// The given token, or a new non-interactive one for `wallet`'s quotes.
+async fn quote_token(
+    client: &Client,
+    wallet: &WalletAddress,
+    given: Option<String>,
+) -> anyhow::Result<String> {
+    Ok(match given {
+        Some(t) => t,
+        None => resources::quote_token(client, wallet).await?.value,
+    })
+}
+
 /// The token for one incoming payment known by URL: the given one, or a
 /// grant at the authorization server its public view names.
 async fn token_for_incoming(
@@ -558,10 +570,7 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
             token,
         } => {
             let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = match token {
-                Some(t) => t,
-                None => resources::quote_token(client, &wallet).await?.value,
-            };
+            let token = quote_token(client, &wallet, token).await?;
             let mut body =
                 json!({ "walletAddress": wallet.id, "receiver": receiver, "method": "ilp" });
             if let Some(text) = debit_amount {
@@ -586,10 +595,7 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
             token,
         } => {
             let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = match token {
-                Some(t) => t,
-                None => resources::quote_token(client, &wallet).await?.value,
-            };
+            let token = quote_token(client, &wallet, token).await?;
             out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
         }
     }

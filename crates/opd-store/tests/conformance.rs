@@ -20,18 +20,7 @@ use opd_core::{
 };
 use opd_store::{AccessTokenRecord, GrantRecord, Store, StoreError};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $case() { let (s, _dir) = opd_testkit::stores::sqlite().await; super::$case(&s).await; })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $case() { let s = opd_testkit::stores::postgres().await; super::$case(&s).await; })*
-        }
-    };
-}
-
-conformance!(
+opd_testkit::conformance!(
     settings_round_trip_and_first_value_wins,
     wallet_addresses_are_unique_by_path_and_deactivate_once,
     keys_are_listed_and_revoked,

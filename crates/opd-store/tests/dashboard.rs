@@ -9,18 +9,7 @@ use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{Asset, GrantId, IncomingPaymentId, SeededRandom, Timestamp, WalletAddressId};
 use opd_store::{GrantRecord, PaymentFilter, Store};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $case() { let (s, _dir) = opd_testkit::stores::sqlite().await; super::$case(&s).await; })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $case() { let s = opd_testkit::stores::postgres().await; super::$case(&s).await; })*
-        }
-    };
-}
-
-conformance!(
+opd_testkit::conformance!(
     sessions_are_found_by_digest_until_they_expire,
     incoming_payments_of_every_wallet_filter_and_page,
     grants_filter_by_state_and_page,

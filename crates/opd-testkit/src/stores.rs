@@ -38,3 +38,18 @@ pub async fn both() -> Vec<(&'static str, Arc<dyn Store>, Option<tempfile::TempD
         ("postgres", Arc::new(postgres().await), None),
     ]
 }
+
+/// One test per case, run on both backends: `conformance!(case_a, case_b)`
+/// makes `sqlite::case_a` and `postgres::case_a`, each calling
+/// `case_a(&store)` with a fresh store of that kind.
+#[macro_export]
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $case() { let (s, _dir) = $crate::stores::sqlite().await; super::$case(&s).await; })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $case() { let s = $crate::stores::postgres().await; super::$case(&s).await; })*
+        }
+    };
+}
