@@ -6,7 +6,6 @@
 //! whatever the packet holds; only a missing or unknown token (401), a
 //! wrong content type (400) or an oversized body (413) get a JSON error.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +15,7 @@ use opd_core::peer::Peer;
 use opd_service::{ilp, peers};
 
 use crate::error::{ApiError, ApiResult};
+use crate::extract::RawBody;
 use crate::AppState;
 
 /// The ILP-over-HTTP routes.
@@ -33,12 +33,18 @@ pub fn ilp_router(state: AppState) -> Router {
 async fn packet(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> ApiResult<Response> {
     let services = &state.services;
     let peer = authenticate(services, &headers).await?;
     check_content_type(&headers)?;
-    let reply = ilp::handle_packet(services, &peer, &body).await;
+    // The packet is answered in a task of its own: if the peer hangs up,
+    // the handler is dropped but a forward still ends (its hold settled)
+    // instead of being cut off halfway.
+    let task_services = state.services.clone();
+    let reply = tokio::spawn(async move { ilp::handle_packet(&task_services, &peer, &body).await })
+        .await
+        .map_err(|_| ApiError::internal())?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],

@@ -217,15 +217,15 @@ fn through_path(secret: &StreamSecret, prepare: &Prepare, iv: u8) -> Packet {
 #[test]
 fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
     use opd_ilp::stream::sender::{
-        fixed_delivery, min_delivery, min_rate, probe_amounts, read_answer, Answer, MaxPacket,
-        RateBounds, Ratio,
+        delivery, fixed_delivery, min_delivery, min_rate, probe_amounts, read_answer, Answer,
+        Delivery, MaxPacket, RateBounds, Ratio,
     };
     let secret = StreamSecret::from_bytes([5; 32]);
     let creds = generate_credentials(&secret, &server(), TAG, Some(("EUR", 2)), [7; 12]).unwrap();
     let shared = creds.shared_secret;
-    let answer_of = |packet: Packet, sequence: u64, minimum: u64| match packet {
-        Packet::Fulfill(f) => read_answer(&shared, sequence, minimum, Ok(&f)),
-        Packet::Reject(r) => read_answer(&shared, sequence, minimum, Err(&r)),
+    let answer_of = |packet: Packet, sequence: u64, condition: [u8; 32]| match packet {
+        Packet::Fulfill(f) => read_answer(&shared, sequence, &condition, Ok(&f)),
+        Packet::Reject(r) => read_answer(&shared, sequence, &condition, Err(&r)),
         Packet::Prepare(_) => panic!("a Prepare is no answer"),
     };
 
@@ -242,7 +242,8 @@ fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
         sequence += 1;
         let request = opd_ilp::stream::sender::probe_request(sequence);
         let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, true);
-        match answer_of(through_path(&secret, &prepare, 1), sequence, 0) {
+        let condition = prepare.execution_condition;
+        match answer_of(through_path(&secret, &prepare, 1), sequence, condition) {
             Answer::TooLarge(data) => max = max.learn(amount, data.as_ref()),
             Answer::Refused {
                 received, frames, ..
@@ -289,8 +290,12 @@ fn a_sender_quotes_and_pays_through_a_path_with_a_rate_and_a_max_packet() {
         sequence += 1;
         let request = opd_ilp::stream::sender::money_request(sequence, minimum_here);
         let (prepare, _) = send(&creds.ilp_address, &shared, amount, &request, false);
-        match answer_of(through_path(&secret, &prepare, 2), sequence, minimum_here) {
-            Answer::Fulfilled { received, .. } => {
+        let condition = prepare.execution_condition;
+        match answer_of(through_path(&secret, &prepare, 2), sequence, condition) {
+            Answer::Fulfilled { claimed, .. } => {
+                let Delivery::Counted(received) = delivery(claimed, minimum_here, u64::MAX) else {
+                    panic!("an honest receiver claims at least the minimum");
+                };
                 assert!(received >= minimum_here);
                 sent += amount;
                 delivered += received;

@@ -4,13 +4,17 @@
 //! - the amount converted from the incoming peer's asset to the outgoing
 //!   one's (configured rates, rounded down), and the outgoing peer's max
 //!   packet amount checked (F08, with the amounts in the incoming units);
-//! - the expiry cut to min(incoming − 1 s, now + 30 s) (R02 when under a
-//!   second is left);
+//! - the expiry cut to min(incoming − 1 s, now + the forward timeout)
+//!   (R02 when under a second is left), and the next hop's answer awaited
+//!   until then and no longer: the forward timeout is below the ILP
+//!   listener's request timeout, so the peer always gets an ILP reply;
 //! - the amount held from the incoming peer's liquidity first (T04 when it
 //!   does not cover it), then posted to the outgoing peer if the answer is
 //!   a Fulfill whose fulfillment matches the condition, voided otherwise;
-//!   a hold left pending by a crash is voided once it expired
-//!   ([`void_expired_once`]);
+//!   the hold expires with the forwarded Prepare (never at the expiry the
+//!   sender chose, which may be years away), so a hold left pending by a
+//!   crash is voided by [`void_expired_once`] a second after the forwarded
+//!   Prepare expired;
 //! - no route → F02; the peer unreachable, timing out or answering
 //!   something that is no ILP reply → T01 (R00 once the packet expired).
 
@@ -26,8 +30,6 @@ use opd_store::HoldOutcome;
 use crate::ilp::{reject, reject_with};
 use crate::{ServiceError, Services};
 
-/// The longest a packet is given downstream.
-const MAX_HOP_MS: i64 = 30_000;
 /// What each hop keeps of the expiry, to pass the answer back.
 const HOP_MARGIN_MS: i64 = 1_000;
 /// The largest answer read from a peer.
@@ -140,7 +142,11 @@ pub async fn forward(
     }
     let now = services.clock.now();
     let expires_in = prepare.expires_at.unix_millis();
-    let expires_out = (expires_in - HOP_MARGIN_MS).min(now.unix_millis() + MAX_HOP_MS);
+    let max_hop_ms =
+        i64::try_from(services.config.ilp.forward_timeout.as_millis()).unwrap_or(i64::MAX);
+    let expires_out = expires_in
+        .saturating_sub(HOP_MARGIN_MS)
+        .min(now.unix_millis().saturating_add(max_hop_ms));
     if expires_out <= now.unix_millis() {
         let code = ErrorCode::R02_INSUFFICIENT_TIMEOUT;
         return Ok(reject(services, code, "too little time left to forward"));
@@ -153,7 +159,7 @@ pub async fn forward(
         outgoing_asset: next.asset.clone(),
         amount_in: prepare.amount,
         amount_out,
-        expires_at: opd_core::Timestamp::from_unix_millis(expires_in),
+        expires_at: opd_core::Timestamp::from_unix_millis(expires_out),
         created_at: now,
     };
     match services.store.ilp_hold(&hold).await? {

@@ -4,7 +4,9 @@
 //! In order:
 //! 1. a body that is not an ILP Prepare → F01;
 //! 2. an expired Prepare → R00;
-//! 3. `peer.config` → IL-DCP: the peer's address and asset;
+//! 3. `peer.config` → IL-DCP: the peer's address and asset (only for a
+//!    zero-amount request with the peer protocol condition: F01 or F05
+//!    otherwise);
 //! 4. above the peer's max packet amount → F08 with the amounts;
 //! 5. addressed to one of our incoming payments → the STREAM receiver:
 //!    the destination's token gives the payment and the shared secret;
@@ -63,6 +65,17 @@ async fn answer(
         ));
     }
     if prepare.destination.as_str() == ILDCP_DESTINATION {
+        // IL-DCP carries no money and uses the well-known condition; a
+        // Fulfill for anything else would be a proof of payment for
+        // nothing (a peer could show it to its own peers).
+        if prepare.amount != 0 {
+            let message = "IL-DCP requests carry no amount";
+            return Ok(reject(services, ErrorCode::F01_INVALID_PACKET, message));
+        }
+        if prepare.execution_condition != condition_of(&[0; 32]) {
+            let message = "IL-DCP requests use the peer protocol condition";
+            return Ok(reject(services, ErrorCode::F05_WRONG_CONDITION, message));
+        }
         return Ok(ildcp(peer));
     }
     if let Some(max) = peer.max_packet_amount {

@@ -154,14 +154,22 @@ pub async fn probe(
     };
     let mut answered = false;
     let mut failure = None;
-    for ((sequence, amount, _), answer) in probes.iter().zip(answers) {
+    for ((sequence, amount, prepare), answer) in probes.iter().zip(answers) {
         let answer = answer?;
-        let read = sender::read_answer(&receiver.shared_secret, *sequence, 0, answer.as_ref());
+        let condition = &prepare.execution_condition;
+        let read = sender::read_answer(
+            &receiver.shared_secret,
+            *sequence,
+            condition,
+            answer.as_ref(),
+        );
         match read {
+            // Probes are unfulfillable: only a reply that decrypts tells
+            // anything, and it comes from the receiver, whose word about
+            // what reached it is all a probe can learn.
             Answer::Refused {
                 received, frames, ..
-            }
-            | Answer::Fulfilled { received, frames } => {
+            } => {
                 // Only the largest packets tell the rate precisely; the
                 // bounds of every answer are combined.
                 found.rate = if answered {
@@ -186,6 +194,10 @@ pub async fn probe(
             }
             Answer::Temporary(code) | Answer::Failed(code) => {
                 failure.get_or_insert(code);
+            }
+            // A Fulfill of an unfulfillable probe is no answer at all.
+            Answer::Fulfilled { .. } | Answer::Forged => {
+                failure.get_or_insert(opd_ilp::ErrorCode::F05_WRONG_CONDITION);
             }
         }
     }

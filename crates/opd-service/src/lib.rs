@@ -137,6 +137,39 @@ pub struct ServiceConfig {
     /// through the admin API (after the `outgoing_payment.created`
     /// webhook), instead of being funded from the wallet address's balance.
     pub external_funding: bool,
+    /// Bounds on Interledger work: packet lifetimes and how many packets a
+    /// payment may send.
+    pub ilp: IlpLimits,
+}
+
+/// Bounds on Interledger work, so that no peer, next hop or receiver can
+/// make a payment or a forward run, wait or retry without end.
+#[derive(Debug, Clone)]
+pub struct IlpLimits {
+    /// How long a packet this server sends may take: its expiry, and how
+    /// long its answer is awaited.
+    pub packet_timeout: Duration,
+    /// How long a forwarded packet may take downstream: its expiry there,
+    /// and how long the next hop's answer is awaited. Kept below the ILP
+    /// listener's request timeout, so that the peer always gets an ILP
+    /// reply rather than an HTTP timeout.
+    pub forward_timeout: Duration,
+    /// Most packets one payment sends in one worker step.
+    pub packets_per_step: u32,
+    /// Most packets one payment sends in any minute (counted in the
+    /// database, so across nodes).
+    pub packets_per_minute: u32,
+}
+
+impl Default for IlpLimits {
+    fn default() -> Self {
+        Self {
+            packet_timeout: Duration::from_secs(10),
+            forward_timeout: Duration::from_secs(20),
+            packets_per_step: 200,
+            packets_per_minute: 2_000,
+        }
+    }
 }
 
 impl ServiceConfig {
@@ -184,6 +217,7 @@ impl ServiceConfig {
             webhook_secret: None,
             external_funding: false,
             cache_ttl: Duration::from_secs(2),
+            ilp: IlpLimits::default(),
         }
     }
 }

@@ -345,10 +345,13 @@ pub fn ilp_packet(direction: Direction, reply: Option<&[u8]>) {
         Some(&FULFILL_TYPE) => ("fulfill", String::new()),
         Some(&REJECT_TYPE) => (
             "reject",
-            reply
-                .and_then(reject_code)
-                .map(|c| c.as_str().to_owned())
-                .unwrap_or_default(),
+            // Peers choose reject codes: only RFC 27's become labels, so
+            // the number of series stays bounded.
+            match reply.and_then(reject_code) {
+                Some(c) if c.name().is_some() => c.as_str().to_owned(),
+                Some(_) => "other".to_owned(),
+                None => String::new(),
+            },
         ),
         Some(_) => ("invalid", String::new()),
         None => ("unreachable", String::new()),

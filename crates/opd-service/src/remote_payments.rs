@@ -21,6 +21,23 @@
 //!   expects, if less); the sender is debited the fee and what was sent,
 //!   never more than the quoted `debitAmount`, and gets the rest back.
 //!
+//! Nothing on the path is trusted (see `docs/security.md`, "Interledger
+//! peers and receivers"):
+//! - a packet counts only when its fulfillment hashes to its condition; a
+//!   forged Fulfill fails the payment, and one that arrives after the
+//!   packet's expiry is treated as a reject;
+//! - what the receiver's reply claims is clamped to what the packet could
+//!   deliver (its amount at the probed rate's high bound) and to what the
+//!   payment still expects, so no total can pass the quoted amount; a
+//!   reply that does not decrypt proves the request's minimum only;
+//! - a receiver that fulfils while claiming less than the minimum (an
+//!   honest STREAM receiver refuses such a packet) fails the payment after
+//!   that round: `sentAmount` is what really left;
+//! - F08 answers shrink packets a bounded number of times per step, and a
+//!   largest packet too small to deliver anything fails the payment;
+//! - packets per step and per minute are bounded (`IlpLimits`), and a step
+//!   that delivered nothing backs off like a temporary error.
+//!
 //! Packets go in rounds of up to four at once. A packet a crash left pending is settled
 //! once expired from what the receiver reports it received (see
 //! [`settle_leftovers`]): exact when the payment is the receiver's only
@@ -29,7 +46,7 @@
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
 use opd_core::webhook::EventKind;
-use opd_ilp::stream::sender::{self, Answer, Ratio};
+use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
 use crate::ilp_sender::{self, PathProbe};
@@ -38,13 +55,10 @@ use crate::webhooks::{event, payment_event_data};
 use crate::worker::Step;
 use crate::{ServiceError, Services};
 
-/// How long a packet may take.
-const PACKET_TTL_MS: i64 = 10_000;
 /// Packets of one payment in flight at once.
 const PACKETS_IN_FLIGHT: usize = 4;
-/// Most packets one step sends before it lets other payments go.
-const PACKETS_PER_STEP: usize = 200;
-/// Most times a packet the receiver found too large is made smaller.
+/// Most times one step makes packets smaller (F08, or the receiver
+/// refusing more than it still takes).
 const MAX_SHRINKS: u32 = 8;
 
 /// The delay before the `attempts`-th retry: 0.5 s doubling to 30 s.
@@ -59,12 +73,19 @@ async fn pause(services: &Services, p: &OutgoingPayment) -> Result<Step, Service
     Ok(Step::Retry(p.id))
 }
 
+/// Fails the payment, read again first so that its `failed` event and
+/// state carry what its packets really sent.
 async fn fail(
     services: &Services,
     p: &OutgoingPayment,
     reason: String,
 ) -> Result<Step, ServiceError> {
-    crate::worker::fail_payment(services, p, reason).await
+    let now_p = services
+        .store
+        .get_outgoing_payment(p.id)
+        .await?
+        .ok_or(ServiceError::NotFound("outgoing payment"))?;
+    crate::worker::fail_payment(services, &now_p, reason).await
 }
 
 /// Completes the payment: the fee taken, the rest of what was not sent
@@ -206,6 +227,16 @@ pub async fn step(
     let Some(rate) = quoted_rate(quote) else {
         return fail(services, &p, "the quote has no rate".into()).await;
     };
+    let limits = &services.config.ilp;
+    let minute_ago = services.clock.now().plus_millis(-60_000);
+    let recent = services.store.packets_since(p.id, minute_ago).await?;
+    let allowance = u64::from(limits.packets_per_minute)
+        .saturating_sub(recent)
+        .min(u64::from(limits.packets_per_step));
+    if allowance == 0 {
+        tracing::info!(payment = %p.id, "packets per minute used up; backing off");
+        return pause(services, &p).await;
+    }
     let Some(destination) = receiver.ilp.as_ref() else {
         return fail(
             services,
@@ -230,13 +261,32 @@ pub async fn step(
         )
         .await;
     }
-    send_packets(services, &p, quote, destination, probe, rate, left).await
+    let plan = Plan {
+        probe,
+        rate,
+        left,
+        allowance: usize::try_from(allowance).unwrap_or(usize::MAX),
+    };
+    send_packets(services, &p, quote, destination, plan).await
+}
+
+/// What a step starts from: the path as probed, the quote's rate, what the
+/// receiver still expects and how many packets the step may send.
+struct Plan {
+    probe: PathProbe,
+    rate: Ratio,
+    left: u64,
+    allowance: usize,
 }
 
 /// What one packet's answer means for the step.
 enum Outcome {
     /// `delivered` arrived.
     Delivered(u64),
+    /// The packet was fulfilled, but the receiver claims less than the
+    /// request's minimum: `delivered` (its clamped claim) is counted and
+    /// the payment stops.
+    Short(u64),
     /// Try a smaller packet.
     Smaller,
     /// Pause the payment.
@@ -300,13 +350,14 @@ impl Sending<'_> {
             };
             self.sequence += 1;
             let request = sender::money_request(self.sequence, min_delivery);
+            let ttl_ms = packet_ttl_ms(self.services);
             let prepare = ilp_sender::stream_prepare(
                 self.services,
                 self.receiver,
                 peer_amount,
                 &request,
                 true,
-                PACKET_TTL_MS,
+                ttl_ms,
             )?;
             let now = self.services.clock.now();
             let packet = PaymentPacket {
@@ -318,7 +369,7 @@ impl Sending<'_> {
                 peer_asset: self.peer.asset.clone(),
                 peer_amount,
                 min_delivery,
-                expires_at: now.plus_millis(PACKET_TTL_MS),
+                expires_at: now.plus_millis(ttl_ms),
                 created_at: now,
             };
             let expected = self.probe.rate.low.floor_mul(amount).unwrap_or(left);
@@ -333,11 +384,59 @@ impl Sending<'_> {
         Ok(round)
     }
 
+    /// The most a packet of `amount` source units can have delivered: its
+    /// amount at the probed rate's high bound, and no more than the payment
+    /// still expects.
+    fn most(&self, amount: u64) -> u64 {
+        let at_rate = self.probe.rate.high.ceil_mul(amount).unwrap_or(u64::MAX);
+        at_rate.min(self.left)
+    }
+
+    /// Posts a fulfilled packet that counts `delivered`.
+    async fn fulfilled(
+        &mut self,
+        planned: &Planned,
+        delivered: u64,
+        at: opd_core::Timestamp,
+    ) -> Result<(), ServiceError> {
+        self.services
+            .store
+            .packet_fulfilled(&planned.packet, delivered, at)
+            .await?;
+        self.left = self.left.saturating_sub(delivered);
+        self.budget = self.budget.saturating_sub(planned.packet.source_amount);
+        Ok(())
+    }
+
+    /// Whether the largest packet the path carries can deliver anything.
+    fn path_too_narrow(&self) -> bool {
+        let limit = self.probe.max_packet.limit();
+        limit == 0 || self.probe.rate.low.floor_mul(limit) == Some(0)
+    }
+
     /// What one answer means.
     fn outcome(&mut self, planned: &Planned, answer: Answer) -> Outcome {
         let amount = planned.packet.source_amount;
         match answer {
-            Answer::Fulfilled { received, .. } => Outcome::Delivered(received),
+            Answer::Fulfilled { claimed, .. } => {
+                let minimum = planned.packet.min_delivery;
+                match sender::delivery(claimed, minimum, self.most(amount)) {
+                    Delivery::Counted(delivered) => Outcome::Delivered(delivered),
+                    Delivery::Short(delivered) => Outcome::Short(delivered),
+                }
+            }
+            Answer::Forged => Outcome::Fail(
+                "the next hop answered with a fulfillment that does not match the condition".into(),
+            ),
+            Answer::Refused { frames, .. }
+                if frames
+                    .iter()
+                    .any(|f| matches!(f, opd_ilp::Frame::ConnectionClose { .. })) =>
+            {
+                // The receiver closed the connection (completed, expired):
+                // the next step reads it again and ends the payment.
+                Outcome::Pause
+            }
             Answer::Refused { received, .. } if received >= planned.packet.min_delivery => {
                 // Enough arrived, yet the receiver refused: more than it
                 // still takes. Smaller packets, a few times.
@@ -354,7 +453,16 @@ impl Sending<'_> {
             }
             Answer::TooLarge(data) => {
                 self.probe.max_packet = self.probe.max_packet.learn(amount, data.as_ref());
-                Outcome::Smaller
+                self.shrinks += 1;
+                if self.path_too_narrow() {
+                    Outcome::Fail(
+                        "the path's largest packet (F08) is too small to deliver anything".into(),
+                    )
+                } else if self.shrinks > MAX_SHRINKS {
+                    Outcome::Pause
+                } else {
+                    Outcome::Smaller
+                }
             }
             Answer::Temporary(_) => Outcome::Pause,
             Answer::Failed(code) => {
@@ -364,6 +472,11 @@ impl Sending<'_> {
     }
 }
 
+/// How long a packet of this server's may take, in milliseconds.
+fn packet_ttl_ms(services: &Services) -> i64 {
+    i64::try_from(services.config.ilp.packet_timeout.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// Sends rounds of packets until the receiver has what it expects, or the
 /// step must end (see the module documentation).
 async fn send_packets(
@@ -371,26 +484,30 @@ async fn send_packets(
     p: &OutgoingPayment,
     quote: &Quote,
     receiver: &IlpDestination,
-    probe: PathProbe,
-    rate: Ratio,
-    left: u64,
+    plan: Plan,
 ) -> Result<Step, ServiceError> {
     let mut s = Sending {
         services,
         p,
         receiver,
         peer: ilp_sender::next_peer(services, receiver.address.as_str()).await?,
-        probe,
-        rate,
-        left,
+        probe: plan.probe,
+        rate: plan.rate,
+        left: plan.left,
         budget: quote.debit_minus_fees.saturating_sub(p.sent),
         cap: u64::MAX,
         shrinks: 0,
         sequence: 100,
     };
     let mut sent = 0;
-    while s.left > 0 && sent < PACKETS_PER_STEP {
-        let round = s.plan().await?;
+    let mut progress = false;
+    while s.left > 0 && sent < plan.allowance {
+        if s.path_too_narrow() {
+            let reason = "the path's largest packet is too small to deliver anything";
+            return fail(services, p, reason.into()).await;
+        }
+        let mut round = s.plan().await?;
+        round.truncate(plan.allowance - sent);
         if round.is_empty() {
             let reason = "the quoted amount cannot be delivered within the quoted debit";
             return fail(services, p, reason.into()).await;
@@ -403,7 +520,7 @@ async fn send_packets(
             }
         }
         sent += round.len();
-        let wait = std::time::Duration::from_millis(PACKET_TTL_MS as u64);
+        let wait = services.config.ilp.packet_timeout;
         let answers = futures_util::future::join_all(
             round
                 .iter()
@@ -414,21 +531,30 @@ async fn send_packets(
         let mut end = None;
         for (planned, answer) in round.iter().zip(answers) {
             let answer = answer?;
-            let read = sender::read_answer(
-                &receiver.shared_secret,
-                planned.sequence,
-                planned.packet.min_delivery,
-                answer.as_ref(),
-            );
             let at = services.clock.now();
+            let read = if at >= planned.packet.expires_at && answer.is_ok() {
+                // Fulfilled too late: the packet had expired, so the
+                // sender owes nothing for it (ILP's rule; the hop that
+                // answered late bears it).
+                Answer::Temporary(opd_ilp::ErrorCode::R00_TRANSFER_TIMED_OUT)
+            } else {
+                sender::read_answer(
+                    &receiver.shared_secret,
+                    planned.sequence,
+                    &planned.prepare.execution_condition,
+                    answer.as_ref(),
+                )
+            };
             match s.outcome(planned, read) {
                 Outcome::Delivered(delivered) => {
-                    services
-                        .store
-                        .packet_fulfilled(&planned.packet, delivered, at)
-                        .await?;
-                    s.left = s.left.saturating_sub(delivered);
-                    s.budget = s.budget.saturating_sub(planned.packet.source_amount);
+                    s.fulfilled(planned, delivered, at).await?;
+                    progress |= delivered > 0;
+                }
+                Outcome::Short(delivered) => {
+                    s.fulfilled(planned, delivered, at).await?;
+                    let reason = "the receiver accepted a packet while reporting less than its \
+                                  minimum delivery";
+                    end = Some(Outcome::Fail(reason.into()));
                 }
                 Outcome::Smaller => {
                     services
@@ -460,6 +586,11 @@ async fn send_packets(
     }
     if s.left == 0 {
         return complete(services, p, quote).await;
+    }
+    if !progress {
+        // Nothing arrived this step: wait as after a temporary error,
+        // rather than spin on a path that takes packets but moves nothing.
+        return pause(services, p).await;
     }
     // Other payments get their turn; this one is due again at once.
     services

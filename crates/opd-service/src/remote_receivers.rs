@@ -157,9 +157,37 @@ fn invalid(reason: impl Into<String>) -> ServiceError {
     ServiceError::InvalidReceiver(reason.into())
 }
 
-/// The setting a grant at `auth_server` is kept under.
-fn grant_setting(auth_server: &str) -> String {
-    format!("remote_grant:{auth_server}")
+/// Where a grant comes from and where its token may go: the
+/// authorization server that issued it and the resource server (the
+/// origin of the receiver URL) opd asked for it to read. A token is only
+/// ever sent to the resource server it was asked for, so a receiver's
+/// server that names another server's authorization server never gets the
+/// token opd uses at that other server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GrantKey {
+    auth_server: String,
+    resource_server: String,
+}
+
+impl GrantKey {
+    fn new(auth_server: String, receiver_url: &str) -> Result<Self, ServiceError> {
+        let url = url::Url::parse(receiver_url).map_err(|_| invalid("the receiver is no URL"))?;
+        Ok(Self {
+            auth_server,
+            resource_server: url.origin().ascii_serialization(),
+        })
+    }
+
+    /// The setting the grant is kept under.
+    fn setting(&self) -> String {
+        grant_setting(&self.auth_server, &self.resource_server)
+    }
+}
+
+/// The setting a grant at `auth_server` for reading at `resource_server`
+/// is kept under.
+pub fn grant_setting(auth_server: &str, resource_server: &str) -> String {
+    format!("remote_grant:{auth_server} for {resource_server}")
 }
 
 /// Resolves `url`, an incoming payment on another server.
@@ -170,13 +198,13 @@ pub async fn resolve(services: &Services, url: &str) -> Result<RemoteReceiver, S
             .map_err(|e| invalid(format!("the receiver could not be read: {e}")))?,
     )
     .map_err(|_| invalid("the receiver's server answered something that is no incoming payment"))?;
-    let auth_server = public.auth_server;
-    let mut token = token(services, &auth_server).await?;
+    let key = GrantKey::new(public.auth_server, url)?;
+    let mut token = token(services, &key).await?;
     let doc = match get(services, url, Some(&token.value)).await {
         Err(OutboundError::Status(401 | 403)) => {
             // Revoked or expired over there: one new grant, one retry.
-            forget(services, &auth_server).await?;
-            token = token_anew(services, &auth_server).await?;
+            forget(services, &key).await?;
+            token = token_anew(services, &key).await?;
             get(services, url, Some(&token.value)).await
         }
         other => other,
@@ -251,13 +279,13 @@ fn decode_secret(text: &str) -> Option<[u8; 32]> {
 
 /// A usable token for `auth_server`: the stored one, rotated when it is
 /// about to expire, or a new grant.
-async fn token(services: &Services, auth_server: &str) -> Result<StoredGrant, ServiceError> {
-    let name = grant_setting(auth_server);
+async fn token(services: &Services, key: &GrantKey) -> Result<StoredGrant, ServiceError> {
+    let name = key.setting();
     let stored = secrets::get_sealed(services.store.as_ref(), &services.config.secrets_key, &name)
         .await?
         .and_then(|bytes| serde_json::from_slice::<StoredGrant>(&bytes).ok());
     let Some(grant) = stored else {
-        return token_anew(services, auth_server).await;
+        return token_anew(services, key).await;
     };
     let now = services.clock.now().unix_millis();
     if grant.expires_at.is_none_or(|t| t - ROTATE_BEFORE_MS > now) {
@@ -265,19 +293,19 @@ async fn token(services: &Services, auth_server: &str) -> Result<StoredGrant, Se
     }
     match rotate(services, &grant).await {
         Ok(rotated) => {
-            keep(services, auth_server, &rotated).await?;
+            keep(services, key, &rotated).await?;
             Ok(rotated)
         }
         Err(e) => {
-            tracing::info!(auth_server, error = %e, "rotating a remote grant's token failed; requesting a new grant");
-            token_anew(services, auth_server).await
+            tracing::info!(auth_server = %key.auth_server, error = %e, "rotating a remote grant's token failed; requesting a new grant");
+            token_anew(services, key).await
         }
     }
 }
 
 async fn keep(
     services: &Services,
-    auth_server: &str,
+    key: &GrantKey,
     grant: &StoredGrant,
 ) -> Result<(), ServiceError> {
     let bytes = serde_json::to_vec(grant).map_err(|e| ServiceError::Internal(e.to_string()))?;
@@ -285,17 +313,14 @@ async fn keep(
         services.store.as_ref(),
         services.random.as_ref(),
         &services.config.secrets_key,
-        &grant_setting(auth_server),
+        &key.setting(),
         &bytes,
     )
     .await
 }
 
-async fn forget(services: &Services, auth_server: &str) -> Result<(), ServiceError> {
-    Ok(services
-        .store
-        .set_setting(&grant_setting(auth_server), "")
-        .await?)
+async fn forget(services: &Services, key: &GrantKey) -> Result<(), ServiceError> {
+    Ok(services.store.set_setting(&key.setting(), "").await?)
 }
 
 fn expiry(services: &Services, answer: &TokenAnswer) -> Option<i64> {
@@ -306,7 +331,7 @@ fn expiry(services: &Services, answer: &TokenAnswer) -> Option<i64> {
 
 /// Requests a non-interactive `incoming-payment` `read-all` grant and
 /// keeps its token.
-async fn token_anew(services: &Services, auth_server: &str) -> Result<StoredGrant, ServiceError> {
+async fn token_anew(services: &Services, key: &GrantKey) -> Result<StoredGrant, ServiceError> {
     let identity = services.server_identity().await?;
     let body = serde_json::json!({
         "access_token": { "access": [{ "type": "incoming-payment", "actions": ["read-all"] }] },
@@ -315,7 +340,7 @@ async fn token_anew(services: &Services, auth_server: &str) -> Result<StoredGran
     let bytes = signed(
         services,
         reqwest::Method::POST,
-        auth_server,
+        &key.auth_server,
         None,
         Some(&body),
     )
@@ -335,7 +360,7 @@ async fn token_anew(services: &Services, auth_server: &str) -> Result<StoredGran
         value: token.value,
         manage: token.manage,
     };
-    keep(services, auth_server, &grant).await?;
+    keep(services, key, &grant).await?;
     Ok(grant)
 }
 

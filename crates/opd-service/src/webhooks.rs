@@ -76,7 +76,7 @@ pub(crate) fn payment_event_data(
     wallet: &WalletAddress,
 ) -> serde_json::Value {
     let public = &services.config.public_url;
-    serde_json::json!({
+    let mut data = serde_json::json!({
         "id": public.outgoing_payment(p.id),
         "walletAddress": public.wallet_address(&wallet.path),
         "quoteId": public.quote(p.quote_id),
@@ -86,7 +86,13 @@ pub(crate) fn payment_event_data(
         "sentAmount": AmountWire::from(&p.sent_amount()),
         "state": p.state.as_str(),
         "createdAt": p.created_at.to_rfc3339(),
-    })
+    });
+    // A failed or cancelled payment says why (with `sentAmount`, what
+    // really left before it ended).
+    if let Some(error) = &p.error {
+        data["error"] = serde_json::Value::String(error.clone());
+    }
+    data
 }
 
 /// The `Opd-Signature` value of a body at a time.

@@ -53,6 +53,10 @@ pub trait PacketStore: Send + Sync {
     /// Voids a pending packet (rejected, or never answered); `false` when
     /// it was not pending.
     async fn packet_rejected(&self, id: &str, at: Timestamp) -> StoreResult<bool>;
+    /// How many packets the payment recorded at or after `since` (its
+    /// sending rate, shared by every node).
+    async fn packets_since(&self, payment: OutgoingPaymentId, since: Timestamp)
+        -> StoreResult<u64>;
     /// A payment's pending packets, oldest first.
     async fn pending_packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PaymentPacket>>;
     /// Records what the receiver had received before the payment's first
@@ -94,15 +98,22 @@ static SETTLE_PACKET: Stmt = Stmt::new(&[
     "UPDATE payment_packets SET state = ?, delivered = ?::numeric, updated_at = ? \
      WHERE id = ? AND state = 'pending'",
 ]);
-static ADD_SENT: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET sent_value = sent_value + ?::numeric, \
-     delivered_value = delivered_value + ?::numeric, updated_at = ? \
-     WHERE id = ?::uuid",
+/// [`LOCK_SENDING`], with the totals a fulfilled packet adds to.
+static LOCK_SENDING_TOTALS: Stmt = Stmt::new(&[
+    "SELECT CAST(sent_value AS TEXT) AS sent, CAST(delivered_value AS TEXT) AS delivered \
+     FROM outgoing_payments WHERE id = ?::uuid AND state = 'sending' FOR UPDATE",
 ]);
+/// The new totals, computed exactly in u64 (never by SQL arithmetic, which
+/// SQLite would turn into floating point past 2^63).
+static SET_SENT: Stmt = Stmt::new(&["UPDATE outgoing_payments SET sent_value = ?::numeric, \
+     delivered_value = ?::numeric, updated_at = ? WHERE id = ?::uuid"]);
 static PENDING_PACKETS: Stmt = Stmt::new(&[
     "SELECT ",
     PACKET_COLUMNS,
     " FROM payment_packets WHERE payment_id = ? AND state = 'pending' ORDER BY created_at, id",
+]);
+static PACKETS_SINCE: Stmt = Stmt::new(&[
+    "SELECT COUNT(*) AS n FROM payment_packets WHERE payment_id = ? AND created_at >= ?",
 ]);
 static ANY_PENDING: Stmt = Stmt::new(&[
     "SELECT id FROM payment_packets WHERE payment_id = ? AND state = 'pending' LIMIT 1",
@@ -120,8 +131,10 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &LOCK_SENDING,
     &INSERT_PACKET,
     &SETTLE_PACKET,
-    &ADD_SENT,
+    &LOCK_SENDING_TOTALS,
+    &SET_SENT,
     &PENDING_PACKETS,
+    &PACKETS_SINCE,
     &ANY_PENDING,
     &COMPLETE_SENT,
     &SET_BASELINE,
@@ -231,19 +244,31 @@ impl PacketStore for SqlStore {
         self.payments_cache.invalidate(p.payment);
         let mut tx = self.db.begin().await?;
         // The payment's row first: the lock order of every end of it.
-        if tx
-            .fetch_opt(&LOCK_SENDING, params![&payment])
+        let Some(totals) = tx
+            .fetch_opt(&LOCK_SENDING_TOTALS, params![&payment])
             .await?
-            .is_none()
-        {
+        else {
             return Err(corrupt("a fulfilled packet's payment is not sending"));
-        }
+        };
+        let sent = rows::u64_from_text(&totals.text("sent")?, "sent_value")?;
+        let so_far = rows::u64_from_text(&totals.text("delivered")?, "delivered_value")?;
+        // The sender clamps what it counts to what the payment still
+        // expects, so these never overflow; if they would, nothing is
+        // written rather than a total past u64.
+        let (Some(sent), Some(so_far)) = (
+            sent.checked_add(p.source_amount),
+            so_far.checked_add(delivered),
+        ) else {
+            return Err(corrupt(
+                "a payment's sent or delivered total would pass u64",
+            ));
+        };
         let settle = params!["posted", num(delivered), at, &p.id];
         if tx.execute(&SETTLE_PACKET, settle).await? == 0 {
             return Ok(false);
         }
-        let add = params![num(p.source_amount), num(delivered), at, &payment];
-        tx.execute(&ADD_SENT, add).await?;
+        let totals = params![num(sent), num(so_far), at, &payment];
+        tx.execute(&SET_SENT, totals).await?;
         post_packet(&mut tx, p, at).await?;
         tx.commit().await?;
         self.payments_cache.invalidate(p.payment);
@@ -256,6 +281,21 @@ impl PacketStore for SqlStore {
             .write(&SETTLE_PACKET, params!["voided", None::<&str>, at, id])
             .await?;
         Ok(changed > 0)
+    }
+
+    async fn packets_since(
+        &self,
+        payment: OutgoingPaymentId,
+        since: Timestamp,
+    ) -> StoreResult<u64> {
+        let row = self
+            .db
+            .read_opt(&PACKETS_SINCE, params![payment.to_string(), since])
+            .await?;
+        match row {
+            Some(r) => Ok(u64::try_from(r.int("n")?).unwrap_or(0)),
+            None => Ok(0),
+        }
     }
 
     async fn pending_packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PaymentPacket>> {

@@ -194,6 +194,19 @@ fn service_config(
     config.webhook_secret = settings.webhook_secret.clone();
     config.external_funding = settings.external_funding;
     config.cache_ttl = Duration::from_millis(settings.cache_ttl_ms);
+    // A forward must end (and its reply reach the peer) before the ILP
+    // listener's request timeout does.
+    let request_ms = settings.request_timeout_secs.max(1).saturating_mul(1000);
+    config.ilp = opd_service::IlpLimits {
+        packet_timeout: Duration::from_millis(settings.ilp_packet_timeout_ms.max(1)),
+        forward_timeout: Duration::from_millis(
+            settings
+                .ilp_forward_timeout_ms
+                .clamp(1, request_ms.saturating_sub(1000).max(1)),
+        ),
+        packets_per_step: settings.ilp_packets_per_step.max(1),
+        packets_per_minute: settings.ilp_packets_per_minute.max(1),
+    };
     config.retention = Duration::from_secs(settings.retention_days.saturating_mul(24 * 3600));
     config.grant_requests_per_minute = settings.grant_requests_per_minute;
     config.create_requests_per_minute = settings.create_requests_per_minute;

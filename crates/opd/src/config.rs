@@ -164,6 +164,18 @@ pub struct ServeArgs {
     /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
     pub external_funding: Option<bool>,
+    /// Milliseconds an Interledger packet this server sends may take (its expiry, and how long its answer is awaited) [default: 10000].
+    #[arg(long, env = "OPD_ILP_PACKET_TIMEOUT_MS")]
+    pub ilp_packet_timeout_ms: Option<u64>,
+    /// Milliseconds a forwarded Interledger packet may take downstream; kept at least a second below --request-timeout-secs so a peer always gets an ILP reply [default: 20000].
+    #[arg(long, env = "OPD_ILP_FORWARD_TIMEOUT_MS")]
+    pub ilp_forward_timeout_ms: Option<u64>,
+    /// Most Interledger packets one outgoing payment sends in one worker step [default: 200].
+    #[arg(long, env = "OPD_ILP_PACKETS_PER_STEP")]
+    pub ilp_packets_per_step: Option<u32>,
+    /// Most Interledger packets one outgoing payment sends in any minute, across nodes [default: 2000].
+    #[arg(long, env = "OPD_ILP_PACKETS_PER_MINUTE")]
+    pub ilp_packets_per_minute: Option<u32>,
 }
 
 /// A fee in the configuration file.
@@ -218,6 +230,10 @@ pub struct FileConfig {
     pub webhook_secret: Option<String>,
     pub workers: Option<bool>,
     pub external_funding: Option<bool>,
+    pub ilp_packet_timeout_ms: Option<u64>,
+    pub ilp_forward_timeout_ms: Option<u64>,
+    pub ilp_packets_per_step: Option<u32>,
+    pub ilp_packets_per_minute: Option<u32>,
     pub cache_ttl_ms: Option<u64>,
     pub key_only_incoming_per_hour: Option<u32>,
     pub secrets_key_file: Option<PathBuf>,
@@ -306,6 +322,10 @@ pub struct Settings {
     pub webhook_secret: Option<String>,
     pub workers: bool,
     pub external_funding: bool,
+    pub ilp_packet_timeout_ms: u64,
+    pub ilp_forward_timeout_ms: u64,
+    pub ilp_packets_per_step: u32,
+    pub ilp_packets_per_minute: u32,
     pub cache_ttl_ms: u64,
     pub key_only_incoming_per_hour: u32,
     pub secrets_key_file: Option<PathBuf>,
@@ -425,6 +445,22 @@ impl Settings {
                 .external_funding
                 .or(file.external_funding)
                 .unwrap_or(false),
+            ilp_packet_timeout_ms: serve
+                .ilp_packet_timeout_ms
+                .or(file.ilp_packet_timeout_ms)
+                .unwrap_or(10_000),
+            ilp_forward_timeout_ms: serve
+                .ilp_forward_timeout_ms
+                .or(file.ilp_forward_timeout_ms)
+                .unwrap_or(20_000),
+            ilp_packets_per_step: serve
+                .ilp_packets_per_step
+                .or(file.ilp_packets_per_step)
+                .unwrap_or(200),
+            ilp_packets_per_minute: serve
+                .ilp_packets_per_minute
+                .or(file.ilp_packets_per_minute)
+                .unwrap_or(2000),
             cache_ttl_ms: serve.cache_ttl_ms.or(file.cache_ttl_ms).unwrap_or(2000),
             key_only_incoming_per_hour: serve
                 .key_only_incoming_per_hour

@@ -312,14 +312,18 @@ pub fn fixed_delivery(amount: u64, minimum: Ratio) -> Result<QuotedAmounts, Quot
 /// What a receiver's answer to one request says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// The packet was fulfilled; `received` arrived (from the authentic
-    /// reply, or the request's minimum when the reply is missing).
+    /// The packet was fulfilled: its fulfillment hashes to the condition.
     Fulfilled {
-        /// What arrived, in the receiver's units.
-        received: u64,
+        /// What the receiver's authentic reply says arrived, in its units;
+        /// `None` when the reply is missing or does not decrypt (then only
+        /// the request's minimum is proven: see [`delivery`]).
+        claimed: Option<u64>,
         /// The reply's frames.
         frames: Vec<Frame>,
     },
+    /// A Fulfill whose fulfillment does not hash to the Prepare's
+    /// condition: no proof of anything, so a reject (F05) for the sender.
+    Forged,
     /// The receiver saw the packet and refused it (a probe's answer, or
     /// less than the minimum arrived): F99 or F05 with an authentic reply.
     Refused {
@@ -338,13 +342,43 @@ pub enum Answer {
     Failed(ErrorCode),
 }
 
-/// Reads the answer to the request numbered `sequence` on a connection
-/// with `shared_secret`. A reply that does not decrypt, or answers another
-/// request, is ignored: only the receiver can make an authentic one.
+/// What a fulfilled packet counts as delivered, in the receiver's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// This much is counted as delivered.
+    Counted(u64),
+    /// The receiver fulfilled while claiming less than the request's
+    /// minimum, which an honest STREAM receiver never does (it refuses
+    /// such a packet): what it claimed is counted (the money left either
+    /// way), and the sender should stop paying it.
+    Short(u64),
+}
+
+/// What a fulfilled packet counts as delivered. `claimed` is the authentic
+/// reply's amount (`None` without one), `minimum` the request's
+/// `prepareAmount` (a valid fulfillment proves at least that arrived:
+/// the receiver checks it before fulfilling), and `most` what the packet
+/// could deliver at all (its amount at the path's rate, and no more than
+/// the payment still expects): a claim is never counted above it, so no
+/// total can run past what the payment asked for.
+pub fn delivery(claimed: Option<u64>, minimum: u64, most: u64) -> Delivery {
+    match claimed {
+        None => Delivery::Counted(minimum.min(most)),
+        Some(c) if c < minimum => Delivery::Short(c.min(most)),
+        Some(c) => Delivery::Counted(c.min(most)),
+    }
+}
+
+/// Reads the answer to the request numbered `sequence`, sent with
+/// `condition`, on a connection with `shared_secret`. A Fulfill counts
+/// only when its fulfillment hashes to `condition` (anyone on the path can
+/// send a Fulfill; only the receiver knows the preimage). A reply that
+/// does not decrypt, or answers another request, is ignored: only the
+/// receiver can make an authentic one.
 pub fn read_answer(
     shared_secret: &[u8; 32],
     sequence: u64,
-    request_minimum: u64,
+    condition: &[u8; 32],
     answer: Result<&Fulfill, &Reject>,
 ) -> Answer {
     let authentic = |data: &[u8], expected: PacketType| {
@@ -353,13 +387,14 @@ pub fn read_answer(
             .filter(|p| p.sequence == sequence && p.ilp_packet_type == expected)
     };
     match answer {
+        Ok(fulfill) if crate::condition_of(&fulfill.fulfillment) != *condition => Answer::Forged,
         Ok(fulfill) => match authentic(&fulfill.data, PacketType::Fulfill) {
             Some(reply) => Answer::Fulfilled {
-                received: reply.prepare_amount,
+                claimed: Some(reply.prepare_amount),
                 frames: reply.frames,
             },
             None => Answer::Fulfilled {
-                received: request_minimum,
+                claimed: None,
                 frames: Vec::new(),
             },
         },
@@ -470,5 +505,62 @@ mod tests {
         );
         let probed = RateBounds::from_probe(1000, 900).unwrap();
         assert_eq!(check_rate(probed, min), Ok(()));
+    }
+
+    #[test]
+    fn a_fulfill_counts_only_with_the_preimage_of_the_condition() {
+        let secret = [3u8; 32];
+        let fulfillment = [9u8; 32];
+        let condition = crate::condition_of(&fulfillment);
+        let reply = StreamPacket {
+            sequence: 7,
+            ilp_packet_type: PacketType::Fulfill,
+            prepare_amount: 55,
+            frames: Vec::new(),
+        };
+        let data = reply.encrypt_with(&secret, [1; 12]).unwrap();
+        let honest = Fulfill {
+            fulfillment,
+            data: data.clone(),
+        };
+        assert_eq!(
+            read_answer(&secret, 7, &condition, Ok(&honest)),
+            Answer::Fulfilled {
+                claimed: Some(55),
+                frames: Vec::new()
+            }
+        );
+        let forged = Fulfill {
+            fulfillment: [8; 32],
+            data,
+        };
+        assert_eq!(
+            read_answer(&secret, 7, &condition, Ok(&forged)),
+            Answer::Forged
+        );
+        let garbled = Fulfill {
+            fulfillment,
+            data: vec![1, 2, 3],
+        };
+        assert_eq!(
+            read_answer(&secret, 7, &condition, Ok(&garbled)),
+            Answer::Fulfilled {
+                claimed: None,
+                frames: Vec::new()
+            }
+        );
+    }
+
+    #[test]
+    fn claims_are_clamped_and_short_ones_flagged() {
+        // No authentic reply: only the minimum is proven.
+        assert_eq!(delivery(None, 90, 100), Delivery::Counted(90));
+        assert_eq!(delivery(None, 90, 50), Delivery::Counted(50));
+        // A claim above what the packet could deliver counts as that.
+        assert_eq!(delivery(Some(u64::MAX), 90, 100), Delivery::Counted(100));
+        assert_eq!(delivery(Some(95), 90, 100), Delivery::Counted(95));
+        // Fulfilled while claiming less than the minimum: flagged.
+        assert_eq!(delivery(Some(0), 90, 100), Delivery::Short(0));
+        assert_eq!(delivery(Some(89), 90, 100), Delivery::Short(89));
     }
 }

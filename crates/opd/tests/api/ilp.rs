@@ -134,7 +134,7 @@ pub(crate) fn prepare_expiring(
     .encode()
 }
 
-async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
+pub(crate) async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
     let resp = app
         .http
         .post(&app.ilp)

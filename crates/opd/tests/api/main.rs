@@ -10,6 +10,7 @@ mod auth;
 mod client;
 mod connector;
 mod dashboard;
+mod hostile;
 mod ilp;
 mod incoming_payments;
 mod limits;

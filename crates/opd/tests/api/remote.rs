@@ -18,7 +18,7 @@ pub(crate) struct Pair {
     pub(crate) b: TestApp,
 }
 
-async fn node(db: Db, address: &str) -> TestApp {
+pub(crate) async fn node(db: Db, address: &str) -> TestApp {
     let address = address.to_owned();
     TestApp::spawn_with(db, move |s| s.ilp_address = address).await
 }
@@ -156,7 +156,7 @@ async fn a_quote_to_another_servers_receiver_probes_the_path() {
     // no new one.
     let store = a.services().store.clone();
     let (_, public) = a.get_public(&receiver).await;
-    let setting = format!("remote_grant:{}", public["authServer"].as_str().unwrap());
+    let setting = kept_grant_setting(&public, &receiver);
     let kept = store
         .get_setting(&setting)
         .await
@@ -243,7 +243,7 @@ pub(crate) async fn balance(app: &TestApp, path: &str) -> String {
 }
 
 /// The id of the peer named `name` at `app`.
-async fn peer_id(app: &TestApp, name: &str) -> String {
+pub(crate) async fn peer_id(app: &TestApp, name: &str) -> String {
     let (_, peers) = app.admin(Method::GET, "/peers", None).await;
     let all = peers["peers"].as_array().or(peers.as_array()).unwrap();
     let peer = all.iter().find(|p| p["name"] == name).unwrap();
@@ -251,7 +251,7 @@ async fn peer_id(app: &TestApp, name: &str) -> String {
 }
 
 /// The balance of the peer named `name` at `app`.
-async fn peer_balance(app: &TestApp, name: &str) -> u64 {
+pub(crate) async fn peer_balance(app: &TestApp, name: &str) -> u64 {
     let id = peer_id(app, name).await;
     let (_, v) = app
         .admin(Method::GET, &format!("/peers/{id}/balance"), None)
@@ -266,16 +266,16 @@ pub(crate) async fn balanced(app: &TestApp) {
 
 /// alice@A (10 000 USD cents) paying bob@B's incoming payment of 1000 EUR
 /// cents: the quote made, the outgoing payment created, nothing sent yet.
-struct Paying {
-    a: TestApp,
-    b: TestApp,
-    receiver: String,
-    id: String,
-    payer: opd_testkit::client::SigningClient,
-    token: String,
+pub(crate) struct Paying {
+    pub(crate) a: TestApp,
+    pub(crate) b: TestApp,
+    pub(crate) receiver: String,
+    pub(crate) id: String,
+    pub(crate) payer: opd_testkit::client::SigningClient,
+    pub(crate) token: String,
 }
 
-async fn paying(Pair { a, b }: Pair) -> Paying {
+pub(crate) async fn paying(Pair { a, b }: Pair) -> Paying {
     let alice = a.create_wallet("alice", "USD", 2).await;
     a.deposit("alice", 10_000).await;
     let receiver = incoming_at_b(&b, "1000").await;
@@ -307,7 +307,7 @@ async fn paying(Pair { a, b }: Pair) -> Paying {
 
 impl Paying {
     /// The payment as alice's client reads it at A.
-    async fn read(&self) -> Value {
+    pub(crate) async fn read(&self) -> Value {
         let r = self
             .payer
             .send(Method::GET, &self.id, Some(&self.token), None)
@@ -317,13 +317,13 @@ impl Paying {
     }
 
     /// Its `sentAmount` value.
-    async fn sent(&self) -> u64 {
+    pub(crate) async fn sent(&self) -> u64 {
         let p = self.read().await;
         p["sentAmount"]["value"].as_str().unwrap().parse().unwrap()
     }
 
     /// Runs A's worker until nothing is due; the one step it took.
-    async fn step(&self) -> Step {
+    pub(crate) async fn step(&self) -> Step {
         let steps = self.a.run_workers().await;
         match steps.as_slice() {
             [one] => one.clone(),
@@ -332,7 +332,7 @@ impl Paying {
     }
 
     /// It failed and alice has all her money back.
-    async fn failed_with_money_back(&self) {
+    pub(crate) async fn failed_with_money_back(&self) {
         assert_eq!(self.read().await["failed"], true);
         assert_eq!(balance(&self.a, "alice").await, "10000");
         balanced(&self.a).await;
@@ -533,6 +533,16 @@ async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
     balanced(&w.b).await;
 }
 
+/// The setting A keeps its grant for reading `receiver` under: per
+/// authorization server and resource server.
+fn kept_grant_setting(public: &Value, receiver: &str) -> String {
+    let origin = url::Url::parse(receiver)
+        .unwrap()
+        .origin()
+        .ascii_serialization();
+    opd_service::remote_receivers::grant_setting(public["authServer"].as_str().unwrap(), &origin)
+}
+
 /// The grant A keeps for `setting`, opened.
 async fn kept_grant(a: &TestApp, setting: &str) -> Value {
     let services = a.services();
@@ -573,7 +583,7 @@ async fn a_grant_token_about_to_expire_is_rotated_and_kept() {
     let (s, q) = quote(&a, &alice, &receiver, target.clone()).await;
     assert_eq!(s, StatusCode::CREATED, "{q}");
     let (_, public) = a.get_public(&receiver).await;
-    let setting = format!("remote_grant:{}", public["authServer"].as_str().unwrap());
+    let setting = kept_grant_setting(&public, &receiver);
     let first = kept_grant(&a, &setting).await;
 
     // 40 s later the token has 20 s left: A rotates it at B before use.

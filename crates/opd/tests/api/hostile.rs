@@ -1,0 +1,623 @@
+//! A hostile network between two opd servers: alice@A pays bob@B (1000 EUR
+//! cents, quoted at 1123 USD cents) through a programmable hop
+//! (`opd_testkit::hostile`) that forwards honestly or lies as a bad next
+//! hop or receiver can. For each behaviour: the payment's outcome, and
+//! every balance exact (alice, A's account for its peer B, A's liquidity at
+//! B, bob's incoming payment), both ledgers balanced.
+
+use opd_core::{Clock as _, OutgoingPaymentId};
+use opd_ilp::packet::{Packet, Prepare};
+use opd_ilp::{condition_of, ErrorCode, IlpAddress};
+use opd_service::worker::Step;
+use opd_testkit::app::{Db, TestApp};
+use opd_testkit::hostile::{Behaviour, HostileHop, Seen};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::remote::{
+    admin_ok, balance, balanced, pair_of, paying, peer_balance, peer_id, Pair, Paying,
+};
+
+const ALICE_START: u64 = 10_000;
+const A_LIQUIDITY_AT_B: u64 = 1_000_000;
+
+pub(crate) struct Hostile {
+    pub(crate) w: Paying,
+    pub(crate) hop: HostileHop,
+    /// Packets the hop saw while the payment was quoted.
+    baseline: u64,
+}
+
+/// A and B on `db`, A's route to B through a hop that knows the receiver's
+/// secret; the payment created, nothing sent. `adjust` changes A's
+/// settings.
+pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> Hostile {
+    let a = TestApp::spawn_with(db, |s| {
+        s.ilp_address = "test.a".into();
+        adjust(s);
+    })
+    .await;
+    let b = crate::remote::node(db, "test.b").await;
+    let pair = pair_of(a, b, A_LIQUIDITY_AT_B, None).await;
+    let hop = HostileHop::start().await;
+    hop.forward_to(&pair.b.ilp, "a-to-b");
+    let b_at_a = peer_id(&pair.a, "b").await;
+    admin_ok(
+        &pair.a,
+        Method::PATCH,
+        &format!("/peers/{b_at_a}"),
+        json!({ "http": { "outgoing": { "endpoint": hop.url, "authToken": "a-to-b" } } }),
+    )
+    .await;
+    let Pair { a, b } = pair;
+    // The hop can act as bob's server would: it finds each packet's
+    // shared secret from B's STREAM secret.
+    let services = b.services();
+    let stream_secret = opd_service::secrets::stream_secret(
+        services.store.as_ref(),
+        services.random.as_ref(),
+        &services.config.secrets_key,
+    )
+    .await
+    .unwrap();
+    let b_address = services.config.ilp_address.clone();
+    hop.know_receiver(move |destination| {
+        opd_ilp::decode_destination(&stream_secret, &b_address, destination)
+            .ok()
+            .map(|t| t.shared_secret)
+    });
+    let w = paying(Pair { a, b }).await;
+    let baseline = hop.packets_seen();
+    Hostile { w, hop, baseline }
+}
+
+async fn hostile() -> Hostile {
+    hostile_on(Db::Sqlite, |_| {}).await
+}
+
+/// Money packets get `behaviour`; probes pass honestly.
+fn money(behaviour: Behaviour) -> impl FnMut(&Seen) -> Behaviour + Send + 'static {
+    move |seen: &Seen| {
+        if seen.is_probe() {
+            Behaviour::Honest
+        } else {
+            behaviour.clone()
+        }
+    }
+}
+
+/// Where every unit of the payment is, on both servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Books {
+    /// A's record of the payment: sent (USD cents) and delivered (EUR).
+    pub(crate) sent: u64,
+    pub(crate) delivered: u64,
+    pub(crate) failed: bool,
+    /// What B's incoming payment received (EUR cents).
+    pub(crate) received: u64,
+    /// What B took out of A's liquidity there (USD cents).
+    pub(crate) b_took: u64,
+}
+
+impl Hostile {
+    pub(crate) async fn books(&self) -> Books {
+        let w = &self.w;
+        let id = OutgoingPaymentId::parse(w.id.rsplit('/').next().unwrap()).unwrap();
+        let p =
+            w.a.services()
+                .store
+                .get_outgoing_payment(id)
+                .await
+                .unwrap()
+                .unwrap();
+        let (_, got) = w.b.get(&w.receiver).await;
+        let received = got["receivedAmount"]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let books = Books {
+            sent: p.sent,
+            delivered: p.delivered,
+            failed: p.state.as_str() == "failed",
+            received,
+            b_took: A_LIQUIDITY_AT_B - peer_balance(&w.b, "a").await,
+        };
+        // A's side of the balance equation, whatever happened: alice paid
+        // exactly what left once the payment ended (it holds its whole
+        // debit until then), and A's account for B holds exactly that.
+        let ended = p.state.as_str() == "failed" || p.state.as_str() == "completed";
+        let paid = if ended { books.sent } else { 1123 };
+        assert_eq!(
+            balance(&w.a, "alice").await,
+            (ALICE_START - paid).to_string(),
+            "{books:?}"
+        );
+        assert_eq!(peer_balance(&w.a, "b").await, books.sent, "{books:?}");
+        assert!(books.sent <= 1123, "never past the quoted debit: {books:?}");
+        assert!(books.delivered <= 1000, "never past the quote: {books:?}");
+        // The payer's listing still reads (no total outside u64).
+        let list = w
+            .payer
+            .send(
+                Method::GET,
+                &format!(
+                    "{}?wallet-address={}",
+                    w.a.url("outgoing-payments"),
+                    w.a.url("alice")
+                ),
+                Some(&w.token),
+                None,
+            )
+            .await;
+        assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+        balanced(&w.a).await;
+        balanced(&w.b).await;
+        books
+    }
+
+    /// Packets the hop saw since the payment was created (probes
+    /// included: 13 per step).
+    fn seen(&self) -> u64 {
+        self.hop.packets_seen() - self.baseline
+    }
+
+    /// The `sentAmount` and `error` of the payment's
+    /// `outgoing_payment.failed` event.
+    async fn failed_event(&self) -> (String, String) {
+        let events = self
+            .w
+            .a
+            .services()
+            .store
+            .due_webhook_events(opd_core::Timestamp::from_unix_millis(i64::MAX / 2), 100)
+            .await
+            .unwrap();
+        let failed: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind.as_str() == "outgoing_payment.failed")
+            .collect();
+        assert_eq!(failed.len(), 1, "{events:?}");
+        let event: Value = serde_json::from_str(&failed[0].data).unwrap();
+        let data = event.get("data").unwrap_or(&event);
+        (
+            data["sentAmount"]["value"].as_str().unwrap().to_owned(),
+            data["error"].as_str().unwrap_or_default().to_owned(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn forged_fulfills_move_no_money() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::ForgeFulfill));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 0,
+            delivered: 0,
+            failed: true,
+            received: 0,
+            b_took: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_reply_that_does_not_decrypt_proves_only_the_minimum() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::GarbleReply));
+    // One packet of 1112 reaches B (1000 arrive); A counts its minimum
+    // (ceil(1112 × 0.891) = 991), sends a little more, which B, complete,
+    // refuses with a close: A pauses, reads the receiver, completes.
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    h.w.a.clock.advance_millis(1_000);
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!((books.received, books.failed), (1000, false), "{books:?}");
+    assert_eq!(books.delivered, 991, "{books:?}");
+    assert_eq!(books.sent, 1112, "{books:?}");
+    assert_eq!(books.b_took, books.sent);
+}
+
+#[tokio::test]
+async fn a_claim_of_u64_max_is_clamped_to_what_the_packet_could_deliver() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::Claim(u64::MAX)));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 1112,
+            delivered: 1000,
+            failed: false,
+            received: 1000,
+            b_took: 1112
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_claim_of_u64_max_is_clamped_on_postgres() {
+    let h = hostile_on(Db::Postgres, |_| {}).await;
+    h.hop.script(money(Behaviour::Claim(u64::MAX)));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    assert_eq!(h.books().await.delivered, 1000);
+}
+
+#[tokio::test]
+async fn a_receiver_that_fulfils_claiming_nothing_stops_the_payment() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::Claim(0)));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    // What really left is what the payer sees, in the state and the event.
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 1112,
+            delivered: 0,
+            failed: true,
+            received: 1000,
+            b_took: 1112
+        }
+    );
+    let read = h.w.read().await;
+    assert_eq!(read["failed"], true);
+    assert_eq!(read["sentAmount"]["value"], "1112");
+    let (sent, error) = h.failed_event().await;
+    assert_eq!(sent, "1112");
+    assert!(error.contains("less than its minimum"), "{error}");
+    assert!(h.w.a.run_workers().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_receiver_that_keeps_the_money_itself_is_paid_once_then_stopped() {
+    let h = hostile().await;
+    // The receiver's server fulfils (it has the secret) claiming 0 and
+    // forwards nothing: bob's payment at B gets nothing.
+    h.hop.script(money(Behaviour::FulfillHere(0)));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 1112,
+            delivered: 0,
+            failed: true,
+            received: 0,
+            b_took: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_f08_with_a_maximum_of_zero_fails_the_payment_at_once() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::TooLarge(0)));
+    let step = h.w.step().await;
+    match step {
+        Step::Failed(_, reason) => assert!(reason.contains("too small"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // 13 probes and one money packet.
+    assert!(h.seen() <= 14, "{}", h.seen());
+    let books = h.books().await;
+    assert_eq!((books.sent, books.failed, books.received), (0, true, 0));
+}
+
+#[tokio::test]
+async fn f08_without_data_shrinks_a_bounded_number_of_times_then_backs_off() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::TooLargeNoData));
+    // One step: a few smaller packets, then a pause (not due at once).
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    let money_packets = h.seen() - 13;
+    assert!(money_packets <= 9, "{money_packets} packets in one step");
+    assert!(h.w.a.run_workers().await.is_empty(), "backed off");
+    let books = h.books().await;
+    assert_eq!((books.sent, books.failed), (0, false));
+    // Until the quote expires: then it fails with the money back.
+    h.w.a.clock.advance_millis(301_000);
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    h.w.failed_with_money_back().await;
+}
+
+#[tokio::test]
+async fn a_per_minute_packet_budget_pauses_a_payment() {
+    let h = hostile_on(Db::Sqlite, |s| s.ilp_packets_per_minute = 2).await;
+    h.hop.script(money(Behaviour::TooLargeNoData));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert_eq!(h.seen() - 13, 2, "two packets a minute");
+    // Due again after the backoff, the minute is not over: nothing sent.
+    h.w.a.clock.advance_millis(1_000);
+    let seen = h.seen();
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert_eq!(h.seen(), seen, "nothing, not even probes");
+}
+
+#[tokio::test]
+async fn a_silent_next_hop_pauses_the_payment_and_moves_nothing() {
+    let h = hostile_on(Db::Sqlite, |s| s.ilp_packet_timeout_ms = 300).await;
+    h.hop.script(money(Behaviour::Silent));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!((books.sent, books.failed, books.received), (0, false, 0));
+    // Honest again: the payment goes through.
+    h.hop.always(Behaviour::Honest);
+    h.w.a.clock.advance_millis(1_000);
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!((books.received, books.b_took), (1000, books.sent));
+}
+
+#[tokio::test]
+async fn a_fulfill_after_the_packets_expiry_is_not_paid_for() {
+    let h = hostile().await;
+    let clock = h.w.a.clock.clone();
+    h.hop.script(money(Behaviour::Late(clock, 20_000)));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    // B credited bob from A's liquidity there; A owes nothing for a
+    // packet fulfilled after its expiry: the late hop bears it.
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 0,
+            delivered: 0,
+            failed: false,
+            received: 1000,
+            b_took: 1112
+        }
+    );
+    // The receiver has what it asked: the payment completes, sending nothing.
+    h.w.a.clock.advance_millis(1_000);
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    assert_eq!(h.books().await.sent, 0);
+}
+
+#[tokio::test]
+async fn probes_that_lie_low_fail_the_payment_and_lying_high_only_slows_it() {
+    let h = hostile().await;
+    h.hop.script(|seen: &Seen| {
+        if seen.is_probe() {
+            Behaviour::ScaleClaim { num: 1, den: 2 }
+        } else {
+            Behaviour::Honest
+        }
+    });
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!((books.sent, books.received), (0, 0));
+
+    let h = hostile().await;
+    h.hop.script(|seen: &Seen| {
+        if seen.is_probe() {
+            Behaviour::ScaleClaim { num: 2, den: 1 }
+        } else {
+            Behaviour::Honest
+        }
+    });
+    // Packets sized by the inflated rate are small; the last ones may
+    // deliver less than the quoted rate asks, and the payment then fails.
+    // Either way, nothing is counted beyond what arrived, and A pays only
+    // for what B took.
+    let mut steps = 0;
+    loop {
+        steps += 1;
+        match h.w.step().await {
+            Step::Completed(_) | Step::Failed(..) => break,
+            Step::Retry(_) if steps < 10 => h.w.a.clock.advance_millis(31_000),
+            other => panic!("{other:?}"),
+        }
+    }
+    let books = h.books().await;
+    assert!(books.delivered <= books.received, "{books:?}");
+    assert_eq!(books.b_took, books.sent, "{books:?}");
+}
+
+#[tokio::test]
+async fn rejects_with_any_code_move_no_money() {
+    for (code, fails) in [
+        ("T99", false),
+        ("F42", true),
+        ("R77", true),
+        ("T04", false),
+    ] {
+        let h = hostile().await;
+        let code: ErrorCode = code.parse().unwrap();
+        h.hop.script(money(Behaviour::Reject(code)));
+        let step = h.w.step().await;
+        assert_eq!(
+            matches!(step, Step::Failed(..)),
+            fails,
+            "{code:?}: {step:?}"
+        );
+        let books = h.books().await;
+        assert_eq!((books.sent, books.received, books.b_took), (0, 0, 0));
+    }
+}
+
+#[tokio::test]
+async fn an_answer_that_is_no_ilp_packet_moves_no_money() {
+    let h = hostile().await;
+    h.hop.script(money(Behaviour::Garbage));
+    let step = h.w.step().await;
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    let books = h.books().await;
+    assert_eq!((books.sent, books.received), (0, 0));
+}
+
+/// A server forwarding packets from `sender` to a next hop that never
+/// answers, with a 500 ms forward timeout.
+async fn connector_to_silent_hop() -> (TestApp, HostileHop, String) {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.ilp_address = "test.c".into();
+        s.ilp_forward_timeout_ms = 500;
+    })
+    .await;
+    let hop = HostileHop::start().await;
+    hop.always(Behaviour::Silent);
+    let usd = json!({ "code": "USD", "scale": 2 });
+    let sender = admin_ok(
+        &app,
+        Method::POST,
+        "/peers",
+        json!({ "name": "sender", "staticIlpAddress": "test.sender", "asset": usd,
+                "http": { "incoming": { "authTokens": ["sender-to-c"] } } }),
+    )
+    .await;
+    let sender = sender["id"].as_str().unwrap().to_owned();
+    admin_ok(
+        &app,
+        Method::POST,
+        &format!("/peers/{sender}/deposits"),
+        json!({ "amount": "1000", "idempotencyKey": "fund" }),
+    )
+    .await;
+    admin_ok(
+        &app,
+        Method::POST,
+        "/peers",
+        json!({ "name": "next", "staticIlpAddress": "test.next", "asset": usd, "routes": ["test.next"],
+                "http": { "outgoing": { "endpoint": hop.url, "authToken": "c-to-next" } } }),
+    )
+    .await;
+    (app, hop, sender)
+}
+
+/// A Prepare of 100 to `test.next.x` expiring at the end of ILP time.
+fn far_prepare() -> Vec<u8> {
+    Prepare {
+        amount: 100,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(253_402_300_799_000).unwrap(),
+        execution_condition: [7; 32],
+        destination: IlpAddress::new("test.next.x").unwrap(),
+        data: Vec::new(),
+    }
+    .encode()
+}
+
+async fn liquidity(app: &TestApp, id: &str) -> u64 {
+    let (_, v) = app
+        .admin(Method::GET, &format!("/peers/{id}/balance"), None)
+        .await;
+    v["balance"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_forward_to_a_silent_hop_ends_in_an_ilp_reject_and_its_hold_is_voided() {
+    let (app, _hop, sender) = connector_to_silent_hop().await;
+    let (status, bytes) = crate::ilp::send(&app, "sender-to-c", far_prepare()).await;
+    assert_eq!(status, StatusCode::OK, "an ILP reply, never an HTTP error");
+    match Packet::decode(&bytes).unwrap() {
+        Packet::Reject(r) => assert!(
+            [
+                ErrorCode::R00_TRANSFER_TIMED_OUT,
+                ErrorCode::T01_PEER_UNREACHABLE
+            ]
+            .contains(&r.code),
+            "{r:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(liquidity(&app, &sender).await, 1000, "the hold is voided");
+    balanced(&app).await;
+}
+
+#[tokio::test]
+async fn a_forward_whose_sender_hangs_up_still_voids_its_hold() {
+    let (app, _hop, sender) = connector_to_silent_hop().await;
+    let dropped = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth("sender-to-c")
+        .header("content-type", "application/octet-stream")
+        .body(far_prepare())
+        .timeout(std::time::Duration::from_millis(100))
+        .send()
+        .await;
+    assert!(dropped.is_err(), "the sender gave up first");
+    assert_eq!(liquidity(&app, &sender).await, 900, "held while forwarding");
+    // The forward ends on its own timeout, not the sender's expiry (the
+    // year 9999): polled, at most 5 s.
+    let mut left = 50;
+    while liquidity(&app, &sender).await != 1000 {
+        left -= 1;
+        assert!(left > 0, "the hold outlived its forward");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    balanced(&app).await;
+    // And a hold a crash left behind goes no later than the forwarded
+    // expiry plus the margin.
+    let holds = app
+        .services()
+        .store
+        .expired_holds(opd_core::Timestamp::from_unix_millis(i64::MAX / 2), 10)
+        .await
+        .unwrap();
+    assert!(holds.is_empty(), "{holds:?}");
+}
+
+#[tokio::test]
+async fn il_dcp_answers_only_zero_amount_requests_with_the_peer_protocol_condition() {
+    let (app, _hop, _) = connector_to_silent_hop().await;
+    let ildcp = |amount: u64, condition: [u8; 32]| Prepare {
+        amount,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(app.clock.now().unix_millis() + 30_000)
+            .unwrap(),
+        execution_condition: condition,
+        destination: IlpAddress::new("peer.config").unwrap(),
+        data: Vec::new(),
+    };
+    let peer_protocol = condition_of(&[0; 32]);
+    for (prepare, expected) in [
+        (ildcp(0, peer_protocol), None),
+        (ildcp(5, peer_protocol), Some(ErrorCode::F01_INVALID_PACKET)),
+        (ildcp(0, [3; 32]), Some(ErrorCode::F05_WRONG_CONDITION)),
+    ] {
+        let (s, bytes) = crate::ilp::send(&app, "sender-to-c", prepare.encode()).await;
+        assert_eq!(s, StatusCode::OK);
+        match (Packet::decode(&bytes).unwrap(), expected) {
+            (Packet::Fulfill(_), None) => {}
+            (Packet::Reject(r), Some(code)) => assert_eq!(r.code, code),
+            (other, expected) => panic!("{other:?}, expected {expected:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_ilp_body_gets_a_json_413() {
+    let (app, _hop, _) = connector_to_silent_hop().await;
+    let resp = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth("sender-to-c")
+        .header("content-type", "application/octet-stream")
+        .body(vec![0u8; 200_000])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "payload_too_large", "{v}");
+}
