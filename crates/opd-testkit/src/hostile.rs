@@ -94,6 +94,7 @@ pub struct HostileHop {
     pub url: String,
     inner: Arc<Mutex<Inner>>,
     seen: Arc<AtomicU64>,
+    tally: Arc<Tally>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -105,10 +106,21 @@ impl std::fmt::Debug for HostileHop {
     }
 }
 
+/// Money the hop took out of the honest flow, for balance equations.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Amounts of packets it fulfilled itself ([`Behaviour::FulfillHere`]).
+    kept: AtomicU64,
+    /// Amounts of packets the next hop fulfilled that it answered too late
+    /// ([`Behaviour::Late`]).
+    late: AtomicU64,
+}
+
 #[derive(Clone)]
 struct Shared {
     inner: Arc<Mutex<Inner>>,
     seen: Arc<AtomicU64>,
+    tally: Arc<Tally>,
     http: reqwest::Client,
 }
 
@@ -121,9 +133,11 @@ impl HostileHop {
             script: Box::new(|_| Behaviour::Honest),
         }));
         let seen = Arc::new(AtomicU64::new(0));
+        let tally = Arc::new(Tally::default());
         let shared = Shared {
             inner: inner.clone(),
             seen: seen.clone(),
+            tally: tally.clone(),
             http: reqwest::Client::new(),
         };
         let app = Router::new()
@@ -139,6 +153,7 @@ impl HostileHop {
             url,
             inner,
             seen,
+            tally,
             task,
         }
     }
@@ -171,6 +186,17 @@ impl HostileHop {
     /// How many packets it has seen.
     pub fn packets_seen(&self) -> u64 {
         self.seen.load(Ordering::SeqCst)
+    }
+
+    /// The amounts of the packets it fulfilled itself, keeping the money.
+    pub fn kept(&self) -> u64 {
+        self.tally.kept.load(Ordering::SeqCst)
+    }
+
+    /// The amounts of the packets the next hop fulfilled but it passed
+    /// back after their expiry.
+    pub fn late_fulfilled(&self) -> u64 {
+        self.tally.late.load(Ordering::SeqCst)
     }
 }
 
@@ -302,6 +328,10 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
                     prepare_amount: claim,
                     frames: Vec::new(),
                 };
+                shared
+                    .tally
+                    .kept
+                    .fetch_add(prepare.amount, Ordering::SeqCst);
                 Fulfill {
                     fulfillment,
                     data: reply.encrypt_with(&secret, [5; 12]).unwrap_or_default(),
@@ -322,6 +352,12 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
         Behaviour::Silent => std::future::pending().await,
         Behaviour::Late(clock, by_ms) => {
             let answer = forward(&shared, upstream, body).await;
+            if matches!(Packet::decode(&answer), Ok(Packet::Fulfill(_))) {
+                shared
+                    .tally
+                    .late
+                    .fetch_add(prepare.amount, Ordering::SeqCst);
+            }
             clock.advance_millis(by_ms);
             answer
         }

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod client;
+pub mod dice;
 pub mod hostile;
 pub mod pg;
 pub mod stores;

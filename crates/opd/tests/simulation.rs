@@ -40,37 +40,13 @@ use opd_service::{
     ServiceConfig, Services,
 };
 use opd_store::{Faults, Store};
+use opd_testkit::dice::Dice;
 
 /// One statement in this many fails while the simulation runs.
 const FAULT_RATE: u32 = 30;
 /// Steps per seed.
 const STEPS: usize = 60;
 const BASE: &str = "https://sim.opd.test";
-
-/// The simulation's own choices (splitmix64), apart from the store's faults.
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        if items.is_empty() {
-            None
-        } else {
-            items.get(self.below(items.len() as u64) as usize)
-        }
-    }
-}
 
 struct World {
     services: Services,

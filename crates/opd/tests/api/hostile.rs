@@ -20,6 +20,7 @@ use crate::remote::{
 
 const ALICE_START: u64 = 10_000;
 const A_LIQUIDITY_AT_B: u64 = 1_000_000;
+const LONG_TOKENS_SECS: u64 = 10 * 365 * 24 * 3600;
 
 pub(crate) struct Hostile {
     pub(crate) w: Paying,
@@ -34,10 +35,16 @@ pub(crate) struct Hostile {
 pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> Hostile {
     let a = TestApp::spawn_with(db, |s| {
         s.ilp_address = "test.a".into();
+        s.access_token_ttl_secs = LONG_TOKENS_SECS;
         adjust(s);
     })
     .await;
-    let b = crate::remote::node(db, "test.b").await;
+    // Tokens outlive the hours a long randomized run moves the clocks.
+    let b = TestApp::spawn_with(db, |s| {
+        s.ilp_address = "test.b".into();
+        s.access_token_ttl_secs = LONG_TOKENS_SECS;
+    })
+    .await;
     let pair = pair_of(a, b, A_LIQUIDITY_AT_B, None).await;
     let hop = HostileHop::start().await;
     hop.forward_to(&pair.b.ilp, "a-to-b");
@@ -437,12 +444,7 @@ async fn probes_that_lie_low_fail_the_payment_and_lying_high_only_slows_it() {
 
 #[tokio::test]
 async fn rejects_with_any_code_move_no_money() {
-    for (code, fails) in [
-        ("T99", false),
-        ("F42", true),
-        ("R77", true),
-        ("T04", false),
-    ] {
+    for (code, fails) in [("T99", false), ("F42", true), ("R77", true), ("T04", false)] {
         let h = hostile().await;
         let code: ErrorCode = code.parse().unwrap();
         h.hop.script(money(Behaviour::Reject(code)));

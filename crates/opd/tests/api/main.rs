@@ -11,6 +11,7 @@ mod client;
 mod connector;
 mod dashboard;
 mod hostile;
+mod hostile_sim;
 mod ilp;
 mod incoming_payments;
 mod limits;
