@@ -338,21 +338,23 @@ fn reject_code(reply: &[u8]) -> Option<opd_ilp::ErrorCode> {
     opd_ilp::ErrorCode::from_bytes(code).ok()
 }
 
+/// The `code` label of a Reject: peers choose reject codes, so only RFC
+/// 27's become labels and any other is `other` (the number of series
+/// stays bounded).
+fn code_label(reply: &[u8]) -> String {
+    match reject_code(reply) {
+        Some(c) if c.name().is_some() => c.as_str().to_owned(),
+        Some(_) => "other".to_owned(),
+        None => String::new(),
+    }
+}
+
 /// An ILP exchange ended with `reply` (the encoded Fulfill or Reject), or
 /// with no reply at all (`None`: the peer was unreachable).
 pub fn ilp_packet(direction: Direction, reply: Option<&[u8]>) {
     let (outcome, code) = match reply.and_then(|r| r.first()) {
         Some(&FULFILL_TYPE) => ("fulfill", String::new()),
-        Some(&REJECT_TYPE) => (
-            "reject",
-            // Peers choose reject codes: only RFC 27's become labels, so
-            // the number of series stays bounded.
-            match reply.and_then(reject_code) {
-                Some(c) if c.name().is_some() => c.as_str().to_owned(),
-                Some(_) => "other".to_owned(),
-                None => String::new(),
-            },
-        ),
+        Some(&REJECT_TYPE) => ("reject", reply.map(code_label).unwrap_or_default()),
         Some(_) => ("invalid", String::new()),
         None => ("unreachable", String::new()),
     };
@@ -394,6 +396,24 @@ pub fn signature_reason(e: &SigError) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_rfc_27_reject_codes_become_labels() {
+        let reject = |code: &str| {
+            opd_ilp::packet::Reject {
+                code: code.parse().unwrap_or(opd_ilp::ErrorCode::F00_BAD_REQUEST),
+                triggered_by: None,
+                message: String::new(),
+                data: Vec::new(),
+            }
+            .encode()
+        };
+        assert_eq!(code_label(&reject("T04")), "T04");
+        assert_eq!(code_label(&reject("F99")), "F99");
+        for made_up in ["F42", "T77", "R13"] {
+            assert_eq!(code_label(&reject(made_up)), "other");
+        }
+    }
 
     #[test]
     fn reject_codes_are_read_in_place() {

@@ -603,3 +603,58 @@ async fn a_grant_token_about_to_expire_is_rotated_and_kept() {
     assert_eq!(s, StatusCode::CREATED, "{q}");
     assert_eq!(kept_grant(&a, &setting).await, rotated);
 }
+
+#[tokio::test]
+async fn a_token_is_only_sent_to_the_resource_server_it_was_asked_for() {
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    use std::sync::{Arc, Mutex};
+
+    let Pair { a, b } = pair().await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let target = json!({ "debitAmount": amount("500", "USD", 2) });
+    let (s, q) = quote(&a, &alice, &receiver, target.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{q}");
+    let (_, public) = a.get_public(&receiver).await;
+    let kept = kept_grant(&a, &kept_grant_setting(&public, &receiver)).await;
+
+    // Another server whose receivers name B's authorization server: it
+    // records the tokens it is sent.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let auth_server = public["authServer"].as_str().unwrap().to_owned();
+    let router = axum::Router::new()
+        .route(
+            "/incoming-payments/{id}",
+            axum::routing::get(
+                |State((auth_server, seen)): State<(String, Arc<Mutex<Vec<String>>>)>,
+                 headers: HeaderMap| async move {
+                    if let Some(v) = headers.get("authorization") {
+                        seen.lock().unwrap().push(v.to_str().unwrap().to_owned());
+                    }
+                    axum::Json(json!({ "authServer": auth_server }))
+                },
+            ),
+        )
+        .with_state((auth_server, seen.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let evil = format!(
+        "http://{}/incoming-payments/0190a1b2-0000-7000-8000-000000000000",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    // A second later (an opd authorization server answers a byte-identical
+    // signed request of the same second with its first answer).
+    a.clock.advance_millis(1_000);
+    b.clock.advance_millis(1_000);
+    let (s, q) = quote(&a, &alice, &evil, target).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the other server was asked with a token");
+    let kept_token = format!("GNAP {}", kept["value"].as_str().unwrap());
+    assert!(
+        !seen.contains(&kept_token),
+        "B's token went to another server: {seen:?}"
+    );
+}
