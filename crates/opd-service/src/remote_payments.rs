@@ -521,18 +521,19 @@ async fn send_packets(
         }
         sent += round.len();
         let wait = services.config.ilp.packet_timeout;
-        let answers = futures_util::future::join_all(
-            round
-                .iter()
-                .map(|planned| ilp_sender::send(services, &s.peer, &planned.prepare, wait)),
-        )
+        // Each answer with the time it arrived: one that comes after its
+        // packet expired proves nothing the sender must pay for.
+        let answers = futures_util::future::join_all(round.iter().map(|planned| async {
+            let answer = ilp_sender::send(services, &s.peer, &planned.prepare, wait).await;
+            (answer, services.clock.now())
+        }))
         .await;
         // Every packet of the round is settled before the step decides.
         let mut end = None;
-        for (planned, answer) in round.iter().zip(answers) {
+        for (planned, (answer, arrived)) in round.iter().zip(answers) {
             let answer = answer?;
             let at = services.clock.now();
-            let read = if at >= planned.packet.expires_at && answer.is_ok() {
+            let read = if arrived >= planned.packet.expires_at && answer.is_ok() {
                 // Fulfilled too late: the packet had expired, so the
                 // sender owes nothing for it (ILP's rule; the hop that
                 // answered late bears it).

@@ -51,7 +51,8 @@ pub enum Behaviour {
     Reject(ErrorCode),
     /// Never answers: the request hangs until the sender gives up.
     Silent,
-    /// Forwards, then moves `clock` this far (past the packet's expiry),
+    /// Forwards, waits a little (so that the other packets in flight are
+    /// answered first), moves `clock` this far (past the packet's expiry),
     /// then answers: an answer that comes too late.
     Late(ManualClock, i64),
     /// Answers with bytes that are no ILP packet.
@@ -358,6 +359,7 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
                     .late
                     .fetch_add(prepare.amount, Ordering::SeqCst);
             }
+            tokio::time::sleep(Duration::from_millis(300)).await;
             clock.advance_millis(by_ms);
             answer
         }

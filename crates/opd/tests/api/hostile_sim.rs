@@ -18,7 +18,8 @@
 //!
 //! `OPD_HOSTILE_SEEDS` seeds (default 100) from `OPD_HOSTILE_FIRST_SEED`
 //! (default 1) run in one world; a failure names its seed, which replays
-//! with `OPD_HOSTILE_FIRST_SEED=<seed> OPD_HOSTILE_SEEDS=1`.
+//! with `OPD_HOSTILE_FIRST_SEED=<seed> OPD_HOSTILE_SEEDS=1`
+//! (`OPD_HOSTILE_TRACE=1` prints each packet's behaviour).
 
 use std::sync::{Arc, Mutex};
 
@@ -139,8 +140,14 @@ async fn random_hostile_behaviours_never_unbalance_the_books() {
         payments.push(r.body["id"].as_str().unwrap().to_owned());
 
         let (d, clock) = (dice.clone(), w.a.clock.clone());
-        h.hop
-            .script(move |seen: &Seen| choose(&mut d.lock().unwrap(), seen, &clock));
+        let trace = std::env::var_os("OPD_HOSTILE_TRACE").is_some();
+        h.hop.script(move |seen: &Seen| {
+            let b = choose(&mut d.lock().unwrap(), seen, &clock);
+            if trace {
+                eprintln!("packet {} of {}: {b:?}", seen.index, seen.prepare.amount);
+            }
+            b
+        });
         let id = OutgoingPaymentId::parse(payments[payments.len() - 1].rsplit('/').next().unwrap())
             .unwrap();
         for _ in 0..12 {
