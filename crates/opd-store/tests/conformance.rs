@@ -10,15 +10,15 @@ use opd_core::outgoing_payment::{
     OutgoingPaymentState, PaymentFailure,
 };
 use opd_core::pagination::PageRequest;
+use opd_core::peer::{Peer, PeerOrigin, PeerOutgoing};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::peer::{Peer, PeerOrigin, PeerOutgoing};
-use opd_core::{GrantId, PeerId};
 use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
     WalletAddressId,
 };
+use opd_core::{GrantId, PeerId};
 use opd_store::{
     AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, GrantRecord, Store, StoreError,
 };
@@ -922,7 +922,9 @@ async fn auto_peers_are_counted_kept_apart_and_funded_within_the_total(s: &dyn S
         assert_eq!(create(p, "d-x").await.unwrap(), AutoPeerOutcome::Overlaps);
     }
     assert_eq!(
-        create(peer("test.a", 4, PeerOrigin::AutoPeering), "d-a").await.unwrap(),
+        create(peer("test.a", 4, PeerOrigin::AutoPeering), "d-a")
+            .await
+            .unwrap(),
         AutoPeerOutcome::Created { deposited: 5_000 }
     );
     // A taken token digest: a conflict, nothing granted.
@@ -937,7 +939,9 @@ async fn auto_peers_are_counted_kept_apart_and_funded_within_the_total(s: &dyn S
         AutoPeerOutcome::Created { deposited: 3_000 }
     );
     assert_eq!(
-        create(peer("test.c", 7, PeerOrigin::AutoPeering), "d-c").await.unwrap(),
+        create(peer("test.c", 7, PeerOrigin::AutoPeering), "d-c")
+            .await
+            .unwrap(),
         AutoPeerOutcome::QuotaReached
     );
     assert_eq!(s.auto_peering_granted().await.unwrap(), 8_000);

@@ -221,6 +221,12 @@ async fn overlapping_reserved_or_taken_requests_get_one_refusal() {
         request("test.bank", "t10"),
         // A token already in use by a peer.
         request("test.fresh", BANK_TOKEN),
+        // A name a peer has.
+        {
+            let mut r = request("test.fresh", "t15");
+            r["name"] = json!("bank");
+            r
+        },
     ];
     let mut answers = Vec::new();
     for body in &attempts {

@@ -324,8 +324,10 @@ async fn the_peers_page_shows_who_created_each_peer() {
     let resp = app
         .http
         .post(format!("http://{addr}/"))
-        .json(&json!({ "staticIlpAddress": "test.rafiki", "ilpConnectorUrl": "http://127.0.0.1:9/ilp",
-                       "asset": { "code": "USD", "scale": 2 }, "httpToken": "rafiki-token" }))
+        .json(
+            &json!({ "staticIlpAddress": "test.rafiki", "ilpConnectorUrl": "http://127.0.0.1:9/ilp",
+                       "asset": { "code": "USD", "scale": 2 }, "httpToken": "rafiki-token" }),
+        )
         .send()
         .await
         .unwrap();
