@@ -63,6 +63,8 @@ struct AssetWire {
 #[serde(rename_all = "camelCase")]
 struct Request {
     static_ilp_address: String,
+    /// Newer reference servers name it `ilpConnectorAddress`.
+    #[serde(alias = "ilpConnectorAddress")]
     ilp_connector_url: String,
     asset: AssetWire,
     http_token: String,
@@ -77,6 +79,8 @@ struct Request {
 struct Answer {
     static_ilp_address: String,
     ilp_connector_url: String,
+    /// The same URL under the name newer reference servers read.
+    ilp_connector_address: String,
     http_token: String,
     name: String,
 }
@@ -145,6 +149,7 @@ async fn accept(
         Json(Answer {
             static_ilp_address: services.config.ilp_address.as_str().to_owned(),
             ilp_connector_url: state.ilp_connector_url.clone(),
+            ilp_connector_address: state.ilp_connector_url.clone(),
             http_token: token,
             name: state.name.clone(),
         }),

@@ -509,6 +509,10 @@ async fn auto_peering_creates_a_peer_in_one_call() {
     let answer: Value = resp.json().await.unwrap();
     assert_eq!(answer["staticIlpAddress"], "test.opd");
     assert_eq!(answer["ilpConnectorUrl"], app.ilp);
+    assert_eq!(
+        answer["ilpConnectorAddress"], app.ilp,
+        "newer reference servers read this"
+    );
     let ours = answer["httpToken"].as_str().unwrap().to_owned();
     assert!(ours.len() >= 32);
 
@@ -546,7 +550,7 @@ async fn auto_peering_creates_a_peer_in_one_call() {
     // stops working. (Renewals without it: `auto_peering.rs`.)
     let again = json!({
         "staticIlpAddress": "test.rafiki",
-        "ilpConnectorUrl": "http://127.0.0.1:9/ilp2",
+        "ilpConnectorAddress": "http://127.0.0.1:9/ilp2",
         "asset": { "code": "USD", "scale": 2 },
         "httpToken": "rafiki-to-opd-2"
     });
