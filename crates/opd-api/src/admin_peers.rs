@@ -151,6 +151,8 @@ struct PeerAdmin {
     liquidity_threshold: serde_json::Value,
     /// The liquidity balance, in the peer's asset.
     liquidity: String,
+    /// `operator` or `auto-peering`.
+    created_by: &'static str,
     created_at: String,
     updated_at: String,
 }
@@ -173,6 +175,7 @@ fn peer_admin(p: &Peer, liquidity: u64) -> PeerAdmin {
             "high": p.liquidity_high.map(|v| v.to_string()),
         }),
         liquidity: liquidity.to_string(),
+        created_by: p.created_by.as_str(),
         created_at: p.created_at.to_rfc3339(),
         updated_at: p.updated_at.to_rfc3339(),
     }

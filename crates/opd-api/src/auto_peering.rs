@@ -4,14 +4,28 @@
 //! address, ILP-over-HTTP endpoint, asset and the token it will present;
 //! the answer gives ours. The new peer's liquidity is the operator's
 //! configured amount (0 by default: it cannot send until the operator
-//! deposits, where the reference server grants 2^53 − 1 at once).
+//! deposits, where the reference server grants 2^53 − 1 at once), within
+//! a total for all auto-peered peers.
+//!
+//! Requesters are unauthenticated, so the listener only creates peers
+//! (`opd_service::peers::accept_peering` says which), at most
+//! `--auto-peering-requests-per-minute` per requester address: a renewal
+//! must carry `Authorization: Bearer <the httpToken opd answered last
+//! time>`. A reference server's `createOrUpdatePeerByUrl` sends no such
+//! header, so its second call is refused and its first peering keeps
+//! working unchanged on both sides.
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use opd_core::Asset;
 use opd_service::peers::{self, PeeringRequest};
+use opd_service::throttle::Throttle;
+use opd_store::AutoPeeringLimits;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ApiResult};
@@ -26,8 +40,10 @@ pub struct AutoPeering {
     pub ilp_connector_url: String,
     /// Our name in the answer.
     pub name: String,
-    /// Liquidity deposited for a new peer.
-    pub liquidity: u64,
+    /// How many peers it may create, and the liquidity it may deposit.
+    pub limits: AutoPeeringLimits,
+    /// Requests per requester address.
+    pub throttle: Arc<Throttle>,
 }
 
 /// The acceptor's routes.
@@ -47,6 +63,8 @@ struct AssetWire {
 #[serde(rename_all = "camelCase")]
 struct Request {
     static_ilp_address: String,
+    /// Newer reference servers name it `ilpConnectorAddress`.
+    #[serde(alias = "ilpConnectorAddress")]
     ilp_connector_url: String,
     asset: AssetWire,
     http_token: String,
@@ -61,6 +79,8 @@ struct Request {
 struct Answer {
     static_ilp_address: String,
     ilp_connector_url: String,
+    /// The same URL under the name newer reference servers read.
+    ilp_connector_address: String,
     http_token: String,
     name: String,
 }
@@ -83,10 +103,34 @@ fn max_packet(v: Option<serde_json::Value>) -> ApiResult<Option<u64>> {
     }
 }
 
+/// The bearer token of the `Authorization` header, if any. A header that
+/// is present but no bearer token is no proof: the request is refused
+/// later as any renewal without one.
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
+        .then(|| token.trim().to_owned())
+}
+
 async fn accept(
     State(state): State<AutoPeering>,
+    ConnectInfo(from): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     JsonBody { value: req, .. }: JsonBody<Request>,
 ) -> ApiResult<(StatusCode, Json<Answer>)> {
+    state
+        .throttle
+        .take(&from.ip().to_string())
+        .map_err(|wait| {
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests",
+                "too many peering requests from this address; try again later",
+            );
+            e.retry_after = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
+            e
+        })?;
     let asset = Asset::parse(&req.asset.code, req.asset.scale)
         .map_err(|e| ApiError::invalid_request(format!("asset: {e}")))?;
     let request = PeeringRequest {
@@ -96,14 +140,16 @@ async fn accept(
         http_token: req.http_token,
         max_packet_amount: max_packet(req.max_packet_amount)?,
         name: req.name,
+        proof: bearer(&headers),
     };
     let services = &state.app.services;
-    let (_, token) = peers::accept_peering(services, &request, state.liquidity).await?;
+    let (_, token) = peers::accept_peering(services, &request, state.limits).await?;
     Ok((
         StatusCode::OK,
         Json(Answer {
             static_ilp_address: services.config.ilp_address.as_str().to_owned(),
             ilp_connector_url: state.ilp_connector_url.clone(),
+            ilp_connector_address: state.ilp_connector_url.clone(),
             http_token: token,
             name: state.name.clone(),
         }),

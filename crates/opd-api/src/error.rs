@@ -152,6 +152,20 @@ impl From<ServiceError> for ApiError {
             .with_detail("available", json!(AmountWire::from(&available)))
             .with_detail("required", json!(AmountWire::from(&required))),
             S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
+            // One answer for every refusal, whatever the reason (logged).
+            S::PeeringRefused(reason) => {
+                tracing::info!(%reason, "auto-peering request refused");
+                ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "peering_refused",
+                    "the peering request was refused",
+                )
+            }
+            S::PeeringQuotaReached => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "peering_quota_reached",
+                "this server accepts no more peering requests",
+            ),
             S::RateLimited {
                 message,
                 retry_after_secs,

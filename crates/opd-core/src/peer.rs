@@ -35,8 +35,52 @@ pub struct Peer {
     /// How many incoming bearer tokens the peer has (their digests are
     /// stored apart, never the tokens).
     pub incoming_tokens: u32,
+    /// Who created it: the auto-peering listener may renew only its own.
+    pub created_by: PeerOrigin,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// How a peer came to exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerOrigin {
+    /// Through the admin API, the CLI or the dashboard.
+    Operator,
+    /// By an unauthenticated auto-peering request.
+    AutoPeering,
+}
+
+impl PeerOrigin {
+    /// The stored and shown name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerOrigin::Operator => "operator",
+            PeerOrigin::AutoPeering => "auto-peering",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "operator" => Some(PeerOrigin::Operator),
+            "auto-peering" => Some(PeerOrigin::AutoPeering),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `address` is `prefix` or lies under it, segment by segment
+/// (`test.a.b` is under `test.a`; `test.ab` is not).
+pub fn is_under(address: &str, prefix: &str) -> bool {
+    address == prefix
+        || address
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// Whether either prefix covers the other: packets to one could be routed
+/// by the other.
+pub fn overlaps(a: &str, b: &str) -> bool {
+    is_under(a, b) || is_under(b, a)
 }
 
 /// The peer's ILP-over-HTTP endpoint and the bearer token opd presents.
@@ -107,6 +151,7 @@ mod tests {
             liquidity_low: low,
             liquidity_high: high,
             incoming_tokens: 0,
+            created_by: PeerOrigin::Operator,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         }
@@ -120,5 +165,26 @@ mod tests {
         assert_eq!(liquidity_crossing(&p, 999, 1000), Some(LiquidityZone::High));
         assert_eq!(liquidity_crossing(&p, 1000, 2000), None);
         assert_eq!(liquidity_crossing(&peer(None, None), 5, 0), None);
+    }
+
+    #[test]
+    fn prefixes_are_compared_segment_by_segment() {
+        assert!(is_under("test.a.b", "test.a"));
+        assert!(is_under("test.a", "test.a"));
+        assert!(!is_under("test.ab", "test.a"));
+        assert!(!is_under("test.a", "test.a.b"));
+        assert!(overlaps("test.a", "test.a.b"));
+        assert!(overlaps("test.a.b", "test.a"));
+        assert!(!overlaps("test.ab", "test.a"));
+        assert!(!overlaps("test.b", "test.a"));
+        assert_eq!(
+            PeerOrigin::parse("auto-peering"),
+            Some(PeerOrigin::AutoPeering)
+        );
+        assert_eq!(
+            PeerOrigin::parse(PeerOrigin::Operator.as_str()),
+            Some(PeerOrigin::Operator)
+        );
+        assert_eq!(PeerOrigin::parse("x"), None);
     }
 }

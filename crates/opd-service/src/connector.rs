@@ -40,7 +40,8 @@ async fn peers(services: &Services) -> Result<Arc<Vec<Peer>>, ServiceError> {
     if let Some(all) = services.routing_cache.get(&()) {
         return Ok(all);
     }
-    let all = Arc::new(services.store.list_peers().await?);
+    // Through the peers module: it opens the sealed outgoing tokens.
+    let all = Arc::new(crate::peers::list(services).await?);
     services.routing_cache.insert((), all.clone());
     Ok(all)
 }

@@ -66,6 +66,14 @@ pub enum ServiceError {
     /// is for the logs, never for the requester.
     #[error("internal error: {0}")]
     Internal(String),
+    /// An auto-peering request that would take, overlap or reuse what
+    /// exists. The reason is for the logs only: every refusal looks the
+    /// same to the requester, so none tells what exists.
+    #[error("peering refused: {0}")]
+    PeeringRefused(String),
+    /// The auto-peering listener created as many peers as it may.
+    #[error("the auto-peering quota is reached")]
+    PeeringQuotaReached,
     /// A quota is used up; try again after `retry_after_secs`.
     #[error("{message}")]
     RateLimited {

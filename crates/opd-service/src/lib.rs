@@ -340,6 +340,18 @@ impl Services {
     ) -> Result<Self, ServiceError> {
         let stream_secret =
             secrets::stream_secret(store.as_ref(), random.as_ref(), &config.secrets_key).await?;
+        let sealed = peers::seal_stored_outgoing_tokens(
+            store.as_ref(),
+            random.as_ref(),
+            &config.secrets_key,
+        )
+        .await?;
+        if sealed > 0 {
+            tracing::info!(
+                sealed,
+                "sealed peers' outgoing tokens stored in clear or under the previous key"
+            );
+        }
         let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
             .map_err(ServiceError::InvalidRequest)?;
         let outbound = outbound::Outbound::new(policy).map_err(ServiceError::InvalidRequest)?;

@@ -2,19 +2,107 @@
 //! routes, bearer tokens and liquidity.
 //!
 //! Incoming tokens are kept only as SHA-256 digests (a leaked database
-//! cannot be used to send packets as a peer); the outgoing token is kept as
-//! given, since opd must present it.
+//! cannot be used to send packets as a peer). The outgoing token, which
+//! opd must present, is stored sealed under the secrets key (as the server
+//! secrets, [`crate::secrets`]) and bound to its peer's id: the store never
+//! sees it in clear. It is sealed here before every write and opened here
+//! after every read, so callers (the connector among them) get it in
+//! clear. Tokens stored in clear by an earlier version are sealed at start
+//! ([`seal_stored_outgoing_tokens`]) and read as clear until then.
+//!
+//! Auto-peering ([`accept_peering`]) creates peers for unauthenticated
+//! requesters, within limits, and renews only those it created, for the
+//! requester that proves it is theirs.
 
 use opd_core::ledger::Transfer;
-use opd_core::peer::{LiquidityZone, Peer, PeerOutgoing};
+use opd_core::peer::{overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::{Asset, PeerId};
+use opd_core::{Asset, PeerId, Random};
 use opd_ilp::IlpAddress;
-use opd_store::{LiquidityEvents, ReceiveEvents, StoreError};
+use opd_store::{
+    AutoPeerOutcome, AutoPeeringLimits, LiquidityEvents, ReceiveEvents, Store, StoreError,
+};
 
 use crate::changes::Change;
+use crate::secrets::{self, SecretsKey};
 use crate::webhooks::{event, incoming_event_data};
 use crate::{ServiceError, Services};
+
+/// What a sealed outgoing token is bound to: its peer.
+fn outgoing_context(id: PeerId) -> String {
+    format!("peer_outgoing_token:{id}")
+}
+
+/// The peer as stored: its outgoing token sealed.
+fn sealed(services: &Services, peer: &Peer) -> Peer {
+    let mut stored = peer.clone();
+    if let Some(o) = &mut stored.outgoing {
+        o.auth_token = secrets::seal_value(
+            &services.config.secrets_key,
+            &outgoing_context(peer.id),
+            o.auth_token.as_bytes(),
+            services.random.as_ref(),
+        );
+    }
+    stored
+}
+
+/// The stored outgoing token in clear: opened when sealed, as stored when
+/// an earlier version stored it in clear; and whether it must be sealed
+/// (again).
+fn open_token(key: &SecretsKey, id: PeerId, stored: &str) -> Result<(String, bool), ServiceError> {
+    if !secrets::looks_sealed(stored) {
+        return Ok((stored.to_owned(), true));
+    }
+    let (plain, previous) =
+        secrets::open_value(key, &outgoing_context(id), stored).ok_or_else(|| {
+            ServiceError::Internal(format!(
+                "the outgoing token of peer {id} cannot be opened with the secrets key: every \
+                 node must be given the same key (--secrets-key-file or OPD_SECRETS_KEY), and a \
+                 rotated one with --secrets-key-previous-file"
+            ))
+        })?;
+    let clear =
+        String::from_utf8(plain).map_err(|_| ServiceError::corrupt("peer outgoing token"))?;
+    Ok((clear, previous))
+}
+
+/// The peer as callers see it: its outgoing token in clear.
+fn opened(services: &Services, mut peer: Peer) -> Result<Peer, ServiceError> {
+    if let Some(o) = &mut peer.outgoing {
+        o.auth_token = open_token(&services.config.secrets_key, peer.id, &o.auth_token)?.0;
+    }
+    Ok(peer)
+}
+
+/// Seals the outgoing tokens stored in clear (by an earlier version) or
+/// under the previous secrets key, at start; how many it sealed. Each is
+/// replaced only if unchanged since read, so a concurrent change (another
+/// node starting, an operator's update) is kept.
+pub async fn seal_stored_outgoing_tokens(
+    store: &dyn Store,
+    random: &dyn Random,
+    key: &SecretsKey,
+) -> Result<u32, ServiceError> {
+    let mut sealed_now = 0;
+    for peer in store.list_peers().await? {
+        let Some(o) = &peer.outgoing else {
+            continue;
+        };
+        let (clear, reseal) = open_token(key, peer.id, &o.auth_token)?;
+        if !reseal {
+            continue;
+        }
+        let token = secrets::seal_value(key, &outgoing_context(peer.id), clear.as_bytes(), random);
+        if store
+            .replace_peer_outgoing_token(peer.id, &o.auth_token, &token)
+            .await?
+        {
+            sealed_now += 1;
+        }
+    }
+    Ok(sealed_now)
+}
 
 /// A peer as the operator describes it; `None` fields keep their value on
 /// update (and take their default on create).
@@ -156,8 +244,12 @@ fn conflict(e: StoreError) -> ServiceError {
     }
 }
 
-/// Creates a peer.
-pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, ServiceError> {
+/// A new peer from `input` (all checks included), and its token digests.
+fn new_peer(
+    services: &Services,
+    input: &PeerInput,
+    origin: PeerOrigin,
+) -> Result<(Peer, Vec<String>), ServiceError> {
     let now = services.clock.now();
     let asset = input
         .asset
@@ -182,6 +274,7 @@ pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, Serv
         liquidity_low: None,
         liquidity_high: None,
         incoming_tokens: 0,
+        created_by: origin,
         created_at: now,
         updated_at: now,
     };
@@ -189,9 +282,15 @@ pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, Serv
     if input.routes.is_none() {
         peer.routes = vec![peer.static_ilp_address.clone()];
     }
+    Ok((peer, digests))
+}
+
+/// Creates a peer.
+pub async fn create(services: &Services, input: &PeerInput) -> Result<Peer, ServiceError> {
+    let (peer, digests) = new_peer(services, input, PeerOrigin::Operator)?;
     services
         .store
-        .create_peer(&peer, &digests)
+        .create_peer(&sealed(services, &peer), &digests)
         .await
         .map_err(conflict)?;
     services.changed(Change::Peers).await;
@@ -214,7 +313,7 @@ pub async fn update(
     peer.updated_at = services.clock.now();
     let found = services
         .store
-        .update_peer(&peer, digests.as_deref())
+        .update_peer(&sealed(services, &peer), digests.as_deref())
         .await
         .map_err(conflict)?;
     if !found {
@@ -225,15 +324,18 @@ pub async fn update(
 }
 
 pub async fn get(services: &Services, id: PeerId) -> Result<Peer, ServiceError> {
-    services
+    let peer = services
         .store
         .get_peer(id)
         .await?
-        .ok_or(ServiceError::NotFound("peer"))
+        .ok_or(ServiceError::NotFound("peer"))?;
+    opened(services, peer)
 }
 
+/// Every peer, outgoing tokens in clear.
 pub async fn list(services: &Services) -> Result<Vec<Peer>, ServiceError> {
-    Ok(services.store.list_peers().await?)
+    let all = services.store.list_peers().await?;
+    all.into_iter().map(|p| opened(services, p)).collect()
 }
 
 /// Deletes a peer whose liquidity is zero (what it holds must be withdrawn
@@ -310,16 +412,66 @@ pub struct PeeringRequest {
     pub http_token: String,
     pub max_packet_amount: Option<u64>,
     pub name: Option<String>,
+    /// The bearer token of the request's `Authorization` header: to renew
+    /// a peering, the token opd gave the requester when it created it.
+    pub proof: Option<String>,
 }
 
-/// Accepts a peering request: creates the peer (or, when one has that
-/// static address, renews its tokens and endpoint) with a fresh token for
-/// us to present, and deposits `liquidity` into a new peer. Returns the
-/// peer and that token, which the requester must accept from us.
+/// ILP allocation schemes a peer's address may not be in: `peer` (IL-DCP
+/// and other link-local protocols), `self` and `local` (this node).
+const RESERVED_SCHEMES: [&str; 3] = ["peer", "self", "local"];
+
+fn refused(reason: impl Into<String>) -> ServiceError {
+    ServiceError::PeeringRefused(reason.into())
+}
+
+/// Whether the address may be given to an auto-peered peer, whatever is
+/// stored: not in a reserved scheme, not under or above our own address.
+fn routable(services: &Services, address: &str) -> Result<(), ServiceError> {
+    let scheme = address.split('.').next().unwrap_or(address);
+    if RESERVED_SCHEMES.contains(&scheme) {
+        return Err(refused(format!("{address} is in a reserved scheme")));
+    }
+    if overlaps(address, services.config.ilp_address.as_str()) {
+        return Err(refused(format!("{address} overlaps our own address")));
+    }
+    Ok(())
+}
+
+/// Any refusal of the store that says what exists (a taken name, address
+/// or token) becomes the one refusal.
+fn refused_if_taken(e: StoreError) -> ServiceError {
+    match e {
+        StoreError::Conflict(m) => refused(m),
+        other => other.into(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// Accepts a peering request; returns the peer and the fresh token opd
+/// will present to it, which the requester must accept from us.
+///
+/// - A new static address: creates the peer (its one route is that
+///   address) and deposits min(`limits.liquidity_per_peer`, what is left
+///   of `limits.liquidity_total`), unless `limits.max_peers` auto-peered
+///   peers exist.
+/// - The static address of a peer auto-peering created: renews its
+///   incoming token, endpoint, outgoing token and max packet amount, only
+///   when `req.proof` is the token opd gave the requester last time. No
+///   second deposit.
+/// - Anything else — an operator's peer, no or a wrong proof, another
+///   asset, an address in a reserved scheme, under or above our address or
+///   any peer's route or address, a name or token in use — is the same
+///   [`ServiceError::PeeringRefused`], so a refusal tells nothing of what
+///   exists.
 pub async fn accept_peering(
     services: &Services,
     req: &PeeringRequest,
-    liquidity: u64,
+    limits: AutoPeeringLimits,
 ) -> Result<(Peer, String), ServiceError> {
     let mut bytes = [0u8; 24];
     services.random.fill(&mut bytes);
@@ -331,7 +483,7 @@ pub async fn accept_peering(
                 .unwrap_or_else(|| req.static_ilp_address.clone()),
         ),
         static_ilp_address: Some(req.static_ilp_address.clone()),
-        asset: None,
+        asset: Some(req.asset.clone()),
         max_packet_amount: Some(req.max_packet_amount),
         routes: None,
         incoming_tokens: Some(vec![req.http_token.clone()]),
@@ -342,33 +494,77 @@ pub async fn accept_peering(
         liquidity_low: None,
         liquidity_high: None,
     };
+    // Malformed input is told apart (400) before anything stored is read.
+    let (peer, digests) = new_peer(services, &input, PeerOrigin::AutoPeering)?;
+    routable(services, &peer.static_ilp_address)?;
     let existing = list(services)
         .await?
         .into_iter()
-        .find(|p| p.static_ilp_address == req.static_ilp_address);
-    if let Some(peer) = existing {
-        if peer.asset != req.asset {
-            return Err(ServiceError::Conflict {
-                code: "peer_exists",
-                message: "a peer with this ILP address exists in another asset".into(),
-            });
+        .find(|p| p.static_ilp_address == peer.static_ilp_address);
+    if let Some(existing) = existing {
+        return renew(services, existing, req, &input, ours).await;
+    }
+    let key = format!("peer-deposit:{}:auto-peering", peer.id);
+    let outcome = services
+        .store
+        .create_auto_peer(&sealed(services, &peer), &digests, limits, &key)
+        .await
+        .map_err(refused_if_taken)?;
+    match outcome {
+        AutoPeerOutcome::Created { deposited } => {
+            tracing::info!(peer = %peer.id, address = %peer.static_ilp_address, deposited, "auto-peering created a peer");
         }
-        // The name stays as the operator may have set it.
-        let input = PeerInput {
-            name: None,
-            ..input
-        };
-        return Ok((update(services, peer.id, &input).await?, ours));
+        AutoPeerOutcome::QuotaReached => return Err(ServiceError::PeeringQuotaReached),
+        AutoPeerOutcome::Overlaps => {
+            return Err(refused(format!(
+                "{} overlaps another peer's route or address",
+                peer.static_ilp_address
+            )))
+        }
     }
-    let input = PeerInput {
-        asset: Some(req.asset.clone()),
-        ..input
+    services.changed(Change::Peers).await;
+    Ok((peer, ours))
+}
+
+/// Renews a peering auto-peering created, for the requester that proves
+/// it is theirs.
+async fn renew(
+    services: &Services,
+    existing: Peer,
+    req: &PeeringRequest,
+    input: &PeerInput,
+    ours: String,
+) -> Result<(Peer, String), ServiceError> {
+    if existing.created_by != PeerOrigin::AutoPeering {
+        return Err(refused("the address is an operator's peer"));
+    }
+    // Checked before anything else about it is told: without the proof,
+    // the asset (or anything) of the peer stays unknown.
+    let proven = match (&existing.outgoing, &req.proof) {
+        (Some(o), Some(p)) => constant_time_eq(o.auth_token.as_bytes(), p.as_bytes()),
+        _ => false,
     };
-    let peer = create(services, &input).await?;
-    if liquidity > 0 {
-        let key = format!("auto-peering:{}", peer.id);
-        move_liquidity(services, &peer, liquidity, true, &key).await?;
+    if !proven {
+        return Err(refused(
+            "a renewal without the token opd gave the requester",
+        ));
     }
+    if existing.asset != req.asset {
+        return Err(refused("a renewal in another asset"));
+    }
+    // The name and routes stay; no second deposit.
+    let input = PeerInput {
+        name: None,
+        asset: None,
+        ..input.clone()
+    };
+    let peer = update(services, existing.id, &input)
+        .await
+        .map_err(|e| match e {
+            ServiceError::Conflict { message, .. } => refused(message),
+            other => other,
+        })?;
+    tracing::info!(peer = %peer.id, "auto-peering renewed a peer");
     Ok((peer, ours))
 }
 
@@ -378,7 +574,12 @@ pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, 
     if let Some(p) = services.peer_cache.get(&digest) {
         return Ok(Some(p));
     }
-    let found = services.store.peer_by_token(&digest).await?;
+    let found = services
+        .store
+        .peer_by_token(&digest)
+        .await?
+        .map(|p| opened(services, p))
+        .transpose()?;
     if let Some(p) = &found {
         services.peer_cache.insert(digest, p.clone());
     }

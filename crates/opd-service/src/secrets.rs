@@ -72,6 +72,39 @@ fn open(key: &[u8; 32], name: &str, stored: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
+/// Seals `plain` under the current key, bound to `context` (what the value
+/// is and whose: a sealed value moved to another row does not open).
+pub(crate) fn seal_value(
+    key: &SecretsKey,
+    context: &str,
+    plain: &[u8],
+    random: &dyn Random,
+) -> String {
+    seal(&key.current, context, plain, random)
+}
+
+/// Opens a value of [`seal_value`]: the plain bytes, and whether they were
+/// sealed under the previous key (to be sealed again).
+pub(crate) fn open_value(key: &SecretsKey, context: &str, stored: &str) -> Option<(Vec<u8>, bool)> {
+    open(&key.current, context, stored)
+        .map(|p| (p, false))
+        .or_else(|| {
+            key.previous
+                .and_then(|k| open(&k, context, stored))
+                .map(|p| (p, true))
+        })
+}
+
+/// Whether `stored` has the form of a sealed value: the prefix, then
+/// base64 of at least a nonce and a tag. A value stored in clear by an
+/// earlier version is taken as clear unless it has exactly that form.
+pub(crate) fn looks_sealed(stored: &str) -> bool {
+    stored
+        .strip_prefix(SEALED_PREFIX)
+        .and_then(|rest| b64().decode(rest).ok())
+        .is_some_and(|bytes| bytes.len() >= 12 + 16)
+}
+
 /// The 32 bytes of secret `name`, created on first start; sealed again
 /// when stored in clear or under the previous key.
 async fn secret(
@@ -183,5 +216,17 @@ mod tests {
         assert_eq!(open(&[8u8; 32], "a", &sealed), None, "another key");
         assert_eq!(open(&key, "b", &sealed), None, "another setting");
         assert_eq!(open(&key, "a", "v1:garbage"), None);
+        assert!(looks_sealed(&sealed));
+        assert!(!looks_sealed("v1:garbage"));
+        assert!(!looks_sealed("a-clear-token"));
+        let both = SecretsKey {
+            current: [8u8; 32],
+            previous: Some(key),
+        };
+        assert_eq!(
+            open_value(&both, "a", &sealed),
+            Some((b"secret bytes".to_vec(), true)),
+            "under the previous key: to be sealed again"
+        );
     }
 }

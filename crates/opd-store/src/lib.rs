@@ -41,7 +41,10 @@ pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::OutgoingPaymentStore;
 pub use packets::{PacketStore, PaymentPacket};
-pub use peers::{IlpCredit, IlpReceive, LiquidityEvents, PeerStore, ReceiveEvents};
+pub use peers::{
+    AutoPeerOutcome, AutoPeeringLimits, IlpCredit, IlpReceive, LiquidityEvents, PeerStore,
+    ReceiveEvents,
+};
 pub use quotes::QuoteStore;
 pub use replays::{ReplayStore, StoredRequest};
 pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};

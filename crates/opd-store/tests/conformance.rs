@@ -10,15 +10,18 @@ use opd_core::outgoing_payment::{
     OutgoingPaymentState, PaymentFailure,
 };
 use opd_core::pagination::PageRequest;
+use opd_core::peer::{Peer, PeerOrigin, PeerOutgoing};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::GrantId;
 use opd_core::{
     Amount, Asset, AssetCode, Fee, IncomingPaymentId, QuoteId, Rate, SeededRandom, Timestamp,
     WalletAddressId,
 };
-use opd_store::{AccessTokenRecord, GrantRecord, Store, StoreError};
+use opd_core::{GrantId, PeerId};
+use opd_store::{
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, GrantRecord, Store, StoreError,
+};
 
 opd_testkit::conformance!(
     settings_round_trip_and_first_value_wins,
@@ -36,6 +39,8 @@ opd_testkit::conformance!(
     outgoing_payments_fund_reserve_deliver_and_refund,
     webhook_events_are_claimed_once_until_their_lease_ends,
     signed_requests_are_claimed_once_and_answered,
+    auto_peers_are_counted_kept_apart_and_funded_within_the_total,
+    outgoing_tokens_are_replaced_only_when_unchanged,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -873,4 +878,102 @@ async fn signed_requests_are_claimed_once_and_answered(s: &dyn Store) {
     assert!(s.claim_request("fp-1", now + 700, now + 400).await.unwrap());
     assert_eq!(s.prune_requests(now + 701).await.unwrap(), 1);
     assert!(s.get_request("fp-1", now + 400).await.unwrap().is_none());
+}
+
+fn peer(address: &str, n: i64, origin: PeerOrigin) -> Peer {
+    let r = SeededRandom::new(5000 + n as u64);
+    let at = Timestamp::from_unix_millis(T0 + n);
+    Peer {
+        id: PeerId::new(at, &r),
+        name: address.to_owned(),
+        static_ilp_address: address.to_owned(),
+        asset: usd(),
+        max_packet_amount: None,
+        routes: vec![address.to_owned()],
+        outgoing: Some(PeerOutgoing {
+            endpoint: "http://127.0.0.1:9/ilp".into(),
+            auth_token: format!("sealed-{n}"),
+        }),
+        liquidity_low: None,
+        liquidity_high: None,
+        incoming_tokens: 1,
+        created_by: origin,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+async fn auto_peers_are_counted_kept_apart_and_funded_within_the_total(s: &dyn Store) {
+    let limits = AutoPeeringLimits {
+        max_peers: 2,
+        liquidity_per_peer: 5_000,
+        liquidity_total: 8_000,
+    };
+    let create = |p: Peer, digest: &'static str| async move {
+        s.create_auto_peer(&p, &[digest.to_owned()], limits, &format!("key-{}", p.id))
+            .await
+    };
+    // An operator's peer: not counted, but its routes are kept apart.
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    for (address, n) in [("test.bank.sub", 2), ("test", 3)] {
+        let mut p = peer(address, n, PeerOrigin::AutoPeering);
+        p.routes = vec![address.to_owned()];
+        assert_eq!(create(p, "d-x").await.unwrap(), AutoPeerOutcome::Overlaps);
+    }
+    assert_eq!(
+        create(peer("test.a", 4, PeerOrigin::AutoPeering), "d-a")
+            .await
+            .unwrap(),
+        AutoPeerOutcome::Created { deposited: 5_000 }
+    );
+    // A taken token digest: a conflict, nothing granted.
+    assert!(matches!(
+        create(peer("test.t", 5, PeerOrigin::AutoPeering), "d-bank").await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(s.auto_peering_granted().await.unwrap(), 5_000);
+    let b = peer("test.bankers", 6, PeerOrigin::AutoPeering);
+    assert_eq!(
+        create(b.clone(), "d-b").await.unwrap(),
+        AutoPeerOutcome::Created { deposited: 3_000 }
+    );
+    assert_eq!(
+        create(peer("test.c", 7, PeerOrigin::AutoPeering), "d-c")
+            .await
+            .unwrap(),
+        AutoPeerOutcome::QuotaReached
+    );
+    assert_eq!(s.auto_peering_granted().await.unwrap(), 8_000);
+    assert_eq!(s.peer_liquidity(&b).await.unwrap(), 3_000);
+    let stored = s.get_peer(b.id).await.unwrap().unwrap();
+    assert_eq!(stored.created_by, PeerOrigin::AutoPeering);
+    assert_eq!(
+        s.get_peer(bank.id).await.unwrap().unwrap().created_by,
+        PeerOrigin::Operator
+    );
+    // Balanced: the deposits came from the settlement account.
+    let sum: i128 = s
+        .ledger_accounts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.balance)
+        .sum();
+    assert_eq!(sum, 0);
+}
+
+async fn outgoing_tokens_are_replaced_only_when_unchanged(s: &dyn Store) {
+    let p = peer("test.p", 1, PeerOrigin::Operator);
+    s.create_peer(&p, &[]).await.unwrap();
+    assert!(!s
+        .replace_peer_outgoing_token(p.id, "not-what-is-stored", "new")
+        .await
+        .unwrap());
+    assert!(s
+        .replace_peer_outgoing_token(p.id, "sealed-1", "new")
+        .await
+        .unwrap());
+    let stored = s.get_peer(p.id).await.unwrap().unwrap();
+    assert_eq!(stored.outgoing.unwrap().auth_token, "new");
 }

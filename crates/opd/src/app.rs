@@ -401,7 +401,15 @@ pub async fn start(
             app: app.clone(),
             ilp_connector_url: ilp_public_url.clone(),
             name: "opd".into(),
-            liquidity: settings.auto_peering_liquidity,
+            limits: opd_store::AutoPeeringLimits {
+                max_peers: settings.auto_peering_max_peers,
+                liquidity_per_peer: settings.auto_peering_liquidity,
+                liquidity_total: settings.auto_peering_liquidity_total,
+            },
+            throttle: std::sync::Arc::new(opd_service::throttle::Throttle::new(
+                settings.auto_peering_requests_per_minute,
+                settings.auto_peering_requests_per_minute,
+            )),
         };
         listeners.push((
             listener,

@@ -71,9 +71,18 @@ pub struct ServeArgs {
     /// Listen for auto-peering requests (the reference server's protocol) on this address [default: off].
     #[arg(long, env = "OPD_AUTO_PEERING_LISTEN")]
     pub auto_peering_listen: Option<SocketAddr>,
-    /// Liquidity deposited for a peer created by auto-peering, in its asset's minor units [default: 0].
+    /// Liquidity deposited for a peer created by auto-peering, in its asset's minor units, at most (see --auto-peering-liquidity-total) [default: 0].
     #[arg(long, env = "OPD_AUTO_PEERING_LIQUIDITY")]
     pub auto_peering_liquidity: Option<u64>,
+    /// Liquidity deposited into all peers created by auto-peering together, ever, shared by every node: a new peer gets the smaller of --auto-peering-liquidity and what is left [default: 0].
+    #[arg(long, env = "OPD_AUTO_PEERING_LIQUIDITY_TOTAL")]
+    pub auto_peering_liquidity_total: Option<u64>,
+    /// Peers created by auto-peering that may exist at once, counted in the database (shared by every node) [default: 100].
+    #[arg(long, env = "OPD_AUTO_PEERING_MAX_PEERS")]
+    pub auto_peering_max_peers: Option<u64>,
+    /// Auto-peering requests allowed per minute per requester address (also the burst), per node; 0: no limit [default: 10].
+    #[arg(long, env = "OPD_AUTO_PEERING_REQUESTS_PER_MINUTE")]
+    pub auto_peering_requests_per_minute: Option<u32>,
     /// Quote lifetime in seconds [default: 300].
     #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS")]
     pub quote_lifespan_secs: Option<u64>,
@@ -213,6 +222,9 @@ pub struct FileConfig {
     pub ilp_public_url: Option<String>,
     pub auto_peering_listen: Option<SocketAddr>,
     pub auto_peering_liquidity: Option<u64>,
+    pub auto_peering_liquidity_total: Option<u64>,
+    pub auto_peering_max_peers: Option<u64>,
+    pub auto_peering_requests_per_minute: Option<u32>,
     pub quote_lifespan_secs: Option<u64>,
     pub incoming_payment_expiry_secs: Option<u64>,
     pub incoming_payment_max_expiry_secs: Option<u64>,
@@ -305,6 +317,9 @@ pub struct Settings {
     pub ilp_public_url: Option<String>,
     pub auto_peering_listen: Option<SocketAddr>,
     pub auto_peering_liquidity: u64,
+    pub auto_peering_liquidity_total: u64,
+    pub auto_peering_max_peers: u64,
+    pub auto_peering_requests_per_minute: u32,
     pub quote_lifespan_secs: u64,
     pub incoming_payment_expiry_secs: u64,
     pub incoming_payment_max_expiry_secs: u64,
@@ -402,6 +417,18 @@ impl Settings {
                 .auto_peering_liquidity
                 .or(file.auto_peering_liquidity)
                 .unwrap_or(0),
+            auto_peering_liquidity_total: serve
+                .auto_peering_liquidity_total
+                .or(file.auto_peering_liquidity_total)
+                .unwrap_or(0),
+            auto_peering_max_peers: serve
+                .auto_peering_max_peers
+                .or(file.auto_peering_max_peers)
+                .unwrap_or(100),
+            auto_peering_requests_per_minute: serve
+                .auto_peering_requests_per_minute
+                .or(file.auto_peering_requests_per_minute)
+                .unwrap_or(10),
             quote_lifespan_secs: serve
                 .quote_lifespan_secs
                 .or(file.quote_lifespan_secs)

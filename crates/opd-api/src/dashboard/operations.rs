@@ -24,6 +24,8 @@ struct PeerRow {
     low: String,
     endpoint: String,
     routes: String,
+    /// Who created it: `operator` or `auto-peering`.
+    created_by: &'static str,
 }
 
 #[derive(Template)]
@@ -70,6 +72,7 @@ pub(crate) async fn peers(
                 .map(|o| o.endpoint.clone())
                 .unwrap_or_else(|| "none (receives only)".into()),
             routes: p.routes.join(", "),
+            created_by: p.created_by.as_str(),
         });
     }
     pages::render(

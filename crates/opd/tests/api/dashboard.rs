@@ -304,3 +304,44 @@ async fn forms_without_their_token_change_nothing() {
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()[LOCATION], "/dashboard/grants?done=revoked");
 }
+
+#[tokio::test]
+async fn the_peers_page_shows_who_created_each_peer() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({ "name": "bank", "staticIlpAddress": "test.bank",
+                          "asset": { "code": "USD", "scale": 2 } })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let addr = app.running.as_ref().unwrap().auto_peering_addr.unwrap();
+    let resp = app
+        .http
+        .post(format!("http://{addr}/"))
+        .json(
+            &json!({ "staticIlpAddress": "test.rafiki", "ilpConnectorUrl": "http://127.0.0.1:9/ilp",
+                       "asset": { "code": "USD", "scale": 2 }, "httpToken": "rafiki-token" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let dash = signed_in(app).await;
+    let (s, html) = dash.get("/dashboard/peers").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(html.contains("<th scope=\"col\">Created by</th>"), "{html}");
+    let row = |name: &str| {
+        html.split("<tr>")
+            .find(|r| r.contains(&format!("<strong>{name}</strong>")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(row("bank").contains("<td class=\"nowrap\">operator</td>"));
+    assert!(row("test.rafiki").contains("<td class=\"nowrap\">auto-peering</td>"));
+}

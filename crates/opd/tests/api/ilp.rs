@@ -486,6 +486,7 @@ async fn auto_peering_creates_a_peer_in_one_call() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
         s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
         s.auto_peering_liquidity = 5_000;
+        s.auto_peering_liquidity_total = 50_000;
     })
     .await;
     let addr = app.running.as_ref().unwrap().auto_peering_addr.unwrap();
@@ -508,6 +509,10 @@ async fn auto_peering_creates_a_peer_in_one_call() {
     let answer: Value = resp.json().await.unwrap();
     assert_eq!(answer["staticIlpAddress"], "test.opd");
     assert_eq!(answer["ilpConnectorUrl"], app.ilp);
+    assert_eq!(
+        answer["ilpConnectorAddress"], app.ilp,
+        "newer reference servers read this"
+    );
     let ours = answer["httpToken"].as_str().unwrap().to_owned();
     assert!(ours.len() >= 32);
 
@@ -538,17 +543,21 @@ async fn auto_peering_creates_a_peer_in_one_call() {
         Packet::Fulfill(_)
     ));
 
-    // Asking again renews the tokens of the same peer (no second peer, no
-    // second deposit); the old incoming token stops working.
+    assert_eq!(peer["createdBy"], "auto-peering");
+
+    // Asking again with the token we gave it renews the tokens of the same
+    // peer (no second peer, no second deposit); the old incoming token
+    // stops working. (Renewals without it: `auto_peering.rs`.)
     let again = json!({
         "staticIlpAddress": "test.rafiki",
-        "ilpConnectorUrl": "http://127.0.0.1:9/ilp2",
+        "ilpConnectorAddress": "http://127.0.0.1:9/ilp2",
         "asset": { "code": "USD", "scale": 2 },
         "httpToken": "rafiki-to-opd-2"
     });
     let resp = app
         .http
         .post(format!("http://{addr}/"))
+        .bearer_auth(&ours)
         .json(&again)
         .send()
         .await

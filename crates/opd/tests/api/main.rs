@@ -7,6 +7,7 @@
 mod access;
 mod admin;
 mod auth;
+mod auto_peering;
 mod client;
 mod connector;
 mod dashboard;
