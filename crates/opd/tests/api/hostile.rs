@@ -560,6 +560,17 @@ async fn a_forward_whose_sender_hangs_up_still_voids_its_hold() {
         .await;
     assert!(dropped.is_err(), "the sender gave up first");
     assert_eq!(liquidity(&app, &sender).await, 900, "held while forwarding");
+    // The hold expires with the forwarded Prepare (now + 500 ms), not at
+    // the year 9999 the sender chose: the sweeper would void it a second
+    // after that.
+    let by_then = app.clock.now().plus_millis(600);
+    let holds = app
+        .services()
+        .store
+        .expired_holds(by_then, 10)
+        .await
+        .unwrap();
+    assert_eq!(holds.len(), 1, "the hold expires by the forward's end");
     // The forward ends on its own timeout, not the sender's expiry (the
     // year 9999): polled, at most 5 s.
     let mut left = 50;
