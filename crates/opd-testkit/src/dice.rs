@@ -7,7 +7,7 @@ pub struct Dice(pub u64);
 
 impl Dice {
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn bits(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -17,7 +17,7 @@ impl Dice {
 
     /// A number below `n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.bits() % n.max(1)
     }
 
     /// One of `items`, if any.

@@ -263,8 +263,8 @@ async fn step(w: &mut World, dice: &mut Dice) {
                     let deposit = key.starts_with('d');
                     (key, amount, deposit)
                 }
-                (1, _) => (format!("w{}", dice.next()), 1 + dice.below(500), false),
-                _ => (format!("d{}", dice.next()), 1 + dice.below(5_000), true),
+                (1, _) => (format!("w{}", dice.bits()), 1 + dice.below(500), false),
+                _ => (format!("d{}", dice.bits()), 1 + dice.below(5_000), true),
             };
             w.keys.push((key.clone(), amount));
             let r = ledger::move_money(s, &alice, amount, deposit, &key).await;
