@@ -73,9 +73,23 @@ pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Set
             .ok()
             .map(|t| t.shared_secret)
     });
+    // Each server's clock starts at the time it was spawned: B's is set
+    // to A's, so packet expiries mean the same on both.
+    sync_clocks(&a, &b);
     let w = paying(Pair { a, b }).await;
     let baseline = hop.packets_seen();
     Hostile { w, hop, baseline }
+}
+
+/// Moves the clock that is behind up to the other's.
+pub(crate) fn sync_clocks(a: &TestApp, b: &TestApp) {
+    use opd_core::Clock as _;
+    let ahead = a.clock.now().unix_millis() - b.clock.now().unix_millis();
+    if ahead > 0 {
+        b.clock.advance_millis(ahead);
+    } else {
+        a.clock.advance_millis(-ahead);
+    }
 }
 
 async fn hostile() -> Hostile {
@@ -359,7 +373,7 @@ async fn a_per_minute_packet_budget_pauses_a_payment() {
 
 #[tokio::test]
 async fn a_silent_next_hop_pauses_the_payment_and_moves_nothing() {
-    let h = hostile_on(Db::Sqlite, |s| s.ilp_packet_timeout_ms = 300).await;
+    let h = hostile_on(Db::Sqlite, |s| s.ilp_packet_timeout_ms = 2_000).await;
     h.hop.script(money(Behaviour::Silent));
     let step = h.w.step().await;
     assert!(matches!(step, Step::Retry(_)), "{step:?}");

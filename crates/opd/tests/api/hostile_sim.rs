@@ -186,11 +186,7 @@ async fn random_hostile_behaviours_never_unbalance_the_books() {
 /// B's clock catches up with A's (moved by time passing and late
 /// answers), so that A's signed requests stay fresh at B.
 fn sync_clocks(h: &crate::hostile::Hostile) {
-    use opd_core::Clock as _;
-    let ahead = h.w.a.clock.now().unix_millis() - h.w.b.clock.now().unix_millis();
-    if ahead > 0 {
-        h.w.b.clock.advance_millis(ahead);
-    }
+    crate::hostile::sync_clocks(&h.w.a, &h.w.b);
 }
 
 async fn ended(h: &crate::hostile::Hostile, id: OutgoingPaymentId) -> bool {
