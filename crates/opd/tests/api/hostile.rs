@@ -158,20 +158,7 @@ impl Hostile {
         assert!(books.sent <= 1123, "never past the quoted debit: {books:?}");
         assert!(books.delivered <= 1000, "never past the quote: {books:?}");
         // The payer's listing still reads (no total outside u64).
-        let list = w
-            .payer
-            .send(
-                Method::GET,
-                &format!(
-                    "{}?wallet-address={}",
-                    w.a.url("outgoing-payments"),
-                    w.a.url("alice")
-                ),
-                Some(&w.token),
-                None,
-            )
-            .await;
-        assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+        w.listing_reads().await;
         balanced(&w.a).await;
         balanced(&w.b).await;
         books

@@ -223,20 +223,7 @@ async fn check(h: &crate::hostile::Hostile, payments: &[String], deposits: u64, 
         b_took + h.hop.kept(),
         "{log}: A paid, B took"
     );
-    let list = w
-        .payer
-        .send(
-            Method::GET,
-            &format!(
-                "{}?wallet-address={}&first=100",
-                w.a.url("outgoing-payments"),
-                w.a.url("alice")
-            ),
-            Some(&w.token),
-            None,
-        )
-        .await;
-    assert_eq!(list.status, StatusCode::OK, "{log}: {}", list.body);
+    w.listing_reads().await;
     balanced(&w.a).await;
     balanced(&w.b).await;
 }

@@ -316,6 +316,21 @@ impl Paying {
         r.body
     }
 
+    /// The payer's listing of alice's outgoing payments reads, whatever
+    /// the payments hold.
+    pub(crate) async fn listing_reads(&self) {
+        let url = format!(
+            "{}?wallet-address={}&first=100",
+            self.a.url("outgoing-payments"),
+            self.a.url("alice")
+        );
+        let list = self
+            .payer
+            .send(Method::GET, &url, Some(&self.token), None)
+            .await;
+        assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    }
+
     /// Its `sentAmount` value.
     pub(crate) async fn sent(&self) -> u64 {
         let p = self.read().await;
