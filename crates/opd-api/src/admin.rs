@@ -648,10 +648,19 @@ async fn stats(State(state): State<AdminState>) -> Json<serde_json::Value> {
 }
 
 async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_json::Value>> {
-    let problems = opd_service::ledger::check(state.app.services.store.as_ref()).await?;
-    Ok(Json(
-        serde_json::json!({ "balanced": problems.is_empty(), "problems": problems }),
-    ))
+    let services = &state.app.services;
+    let report =
+        opd_service::ledger::check(services.store.as_ref(), services.config.receipts()).await?;
+    let waiting: Vec<_> = report
+        .awaiting_withdrawal
+        .iter()
+        .map(opd_core::AmountWire::from)
+        .collect();
+    Ok(Json(serde_json::json!({
+        "balanced": report.problems.is_empty(),
+        "problems": report.problems,
+        "awaitingWithdrawal": waiting,
+    })))
 }
 
 async fn fund_outgoing_payment(

@@ -2,7 +2,7 @@
 //! wallet addresses (idempotent by key), balances, transfer history, and
 //! the invariant check behind `opd check`.
 
-use opd_core::ledger::{balance_in_range, AccountKind, LedgerOutcome, Transfer};
+use opd_core::ledger::{balance_in_range, AccountKind, LedgerOutcome, Receipts, Transfer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::Amount;
 use sha2::{Digest, Sha256};
@@ -95,11 +95,50 @@ pub async fn transfers(
     Ok(services.store.ledger_transfers_of(&id, limit).await?)
 }
 
+/// Balance mode: moves what incoming payments' accounts still hold (money
+/// received before opd credited wallet addresses directly) to their
+/// wallet addresses, at start-up. Each account is emptied in one
+/// transaction that locks its balance, so the money moves exactly once
+/// whatever the number of starts or nodes. External mode leaves it for
+/// the operator to withdraw.
+pub async fn settle_received(services: &Services) -> Result<(), ServiceError> {
+    if services.config.receipts() != Receipts::ToWallet {
+        return Ok(());
+    }
+    let settled = services
+        .store
+        .settle_received(services.clock.now())
+        .await?;
+    if settled > 0 {
+        tracing::info!(
+            accounts = settled,
+            "moved money received by incoming payments to their wallet addresses"
+        );
+    }
+    Ok(())
+}
+
+/// What `opd check` found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerCheck {
+    /// The problems found (none when balanced).
+    pub problems: Vec<String>,
+    /// External mode: what incoming payments received and the operator
+    /// has not withdrawn yet, per asset (not a problem: it waits for
+    /// `POST /incoming-payments/{id}/withdrawals`). Empty in balance mode.
+    pub awaiting_withdrawal: Vec<Amount>,
+}
+
 /// Checks the ledger: every asset's balances sum to zero, no liability
-/// account is negative, no balance is beyond ±u64::MAX, and every balance
-/// equals what its transfers add up to. Returns the problems found (none
-/// when balanced).
-pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceError> {
+/// account is negative, no balance is beyond ±u64::MAX, every balance
+/// equals what its transfers add up to, and, in balance mode
+/// ([`Receipts::ToWallet`]), no incoming payment's account holds money
+/// (received money goes to the wallet address in the transaction that
+/// receives it). In external mode it totals what waits to be withdrawn.
+pub async fn check(
+    store: &dyn opd_store::Store,
+    receipts: Receipts,
+) -> Result<LedgerCheck, ServiceError> {
     let accounts = store.ledger_accounts().await?;
     let transfers = store.ledger_all_transfers().await?;
     let mut problems = Vec::new();
@@ -109,6 +148,7 @@ pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceE
         *net.entry(t.debit_account.as_str()).or_default() -= i128::from(t.amount);
     }
     let mut per_asset = std::collections::BTreeMap::<String, i128>::new();
+    let mut waiting = std::collections::BTreeMap::<String, (opd_core::Asset, u128)>::new();
     for a in &accounts {
         *per_asset.entry(a.asset.to_string()).or_default() += a.balance;
         let expected = net.get(a.id.as_str()).copied().unwrap_or(0);
@@ -124,11 +164,39 @@ pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceE
                 a.id, a.kind, a.balance
             ));
         }
+        if a.kind == AccountKind::Incoming && a.balance != 0 {
+            match receipts {
+                Receipts::ToWallet => problems.push(format!(
+                    "incoming payment account {} holds {} (in balance mode received money \
+                     belongs on the wallet address; `opd serve` moves it there at start-up)",
+                    a.id, a.balance
+                )),
+                Receipts::Held => {
+                    let entry = waiting
+                        .entry(a.asset.to_string())
+                        .or_insert_with(|| (a.asset.clone(), 0));
+                    // In range (checked above), so at most u64::MAX each.
+                    entry.1 += u128::try_from(a.balance).unwrap_or(0);
+                }
+            }
+        }
     }
     for (asset, sum) in per_asset {
         if sum != 0 {
             problems.push(format!("balances in {asset} add up to {sum}, not 0"));
         }
     }
-    Ok(problems)
+    let mut awaiting_withdrawal = Vec::new();
+    for (asset, total) in waiting.into_values() {
+        match u64::try_from(total) {
+            Ok(v) => awaiting_withdrawal.push(Amount::new(v, asset)),
+            Err(_) => problems.push(format!(
+                "incoming payments in {asset} await the withdrawal of {total}, past u64::MAX"
+            )),
+        }
+    }
+    Ok(LedgerCheck {
+        problems,
+        awaiting_withdrawal,
+    })
 }

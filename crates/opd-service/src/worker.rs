@@ -164,6 +164,8 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let delivery = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
+        receiver_wallet: receiver.wallet_address_id,
+        receipts: services.config.receipts(),
         sender_asset: p.debit.asset.clone(),
         receiver_asset: p.receive.asset.clone(),
         send: quote.debit_minus_fees,

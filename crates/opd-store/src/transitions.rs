@@ -4,7 +4,7 @@
 //! refund, and funding from outside. Each is one transaction; a refusal
 //! returns without committing, which undoes everything it did.
 
-use opd_core::ledger::{AccountKind, PostError, TransferKind};
+use opd_core::ledger::{AccountKind, PostError, Receipts, TransferKind};
 use opd_core::outgoing_payment::{
     CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery, OutgoingPayment,
     OutgoingPaymentState, PaymentFailure,
@@ -273,11 +273,17 @@ impl SqlStore {
 /// The transfers of a local delivery: the delivered amount to the
 /// The transfers of a local delivery: the delivered amount to the
 /// receiver (through the settlement accounts when the assets differ) and
-/// the fee to the fee account.
+/// the fee to the fee account. The receiver is the receiving wallet
+/// address's account in balance mode (the incoming payment's total is its
+/// row's `received_amount`), so the money is spendable at once without a
+/// second transfer; the incoming payment's account in external mode.
 async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> StoreResult<()> {
     let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
-    let incoming_owner = d.incoming.to_string();
-    let incoming = AccountRef::new(AccountKind::Incoming, &incoming_owner, &d.receiver_asset);
+    let (kind, owner) = match d.receipts {
+        Receipts::ToWallet => (AccountKind::Wallet, d.receiver_wallet.to_string()),
+        Receipts::Held => (AccountKind::Incoming, d.incoming.to_string()),
+    };
+    let incoming = AccountRef::new(kind, &owner, &d.receiver_asset);
     let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
     let mut moves = Vec::with_capacity(3);
     if d.sender_asset == d.receiver_asset {

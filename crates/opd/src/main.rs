@@ -33,7 +33,17 @@ async fn main() -> anyhow::Result<()> {
             ))
             .await
             .context("cannot open the database")?;
-            let problems = opd_service::ledger::check(store.as_ref()).await?;
+            let receipts = opd_core::ledger::Receipts::for_external_funding(
+                settings.external_funding,
+            );
+            let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
+            for w in &report.awaiting_withdrawal {
+                println!(
+                    "incoming payments await the withdrawal of {} (minor units of {})",
+                    w.value, w.asset
+                );
+            }
+            let problems = report.problems;
             if problems.is_empty() {
                 println!("ledger balanced");
                 Ok(())
