@@ -6,7 +6,7 @@
 //! it reads the password the server prints, opens the consent page the
 //! client prints, logs in and approves, as a browser would (the form as
 //! served, hidden fields and cookies included). bob's incoming payment
-//! must end completed with the 12.34 USD.
+//! must end completed with the 12.34 USD, and bob's balance be 12.34 USD.
 //!
 //! The quickstart uses the default ports (8080 to 8083); this test is the
 //! only one in its binary, and fails loudly when a port is taken.
@@ -261,4 +261,28 @@ async fn the_readme_quickstart_pays_bob() {
     );
     assert!(text.contains("  received        12.34 USD\n"), "{text}");
     assert!(text.contains("  completed       yes\n"), "{text}");
+
+    // bob has the money: received money goes to the wallet address's
+    // balance, and the ledger stays balanced.
+    let token = std::fs::read_to_string(dir.path().join("opd-data/admin-token")).unwrap();
+    let admin = "http://127.0.0.1:8082";
+    let (s, v) = opd_testkit::app::admin_at(
+        admin,
+        token.trim(),
+        reqwest::Method::GET,
+        "/wallet-addresses/bob/balance",
+        None,
+    )
+    .await;
+    assert!(s.is_success(), "{s} {v}");
+    assert_eq!(
+        v["balance"],
+        serde_json::json!({"value": "1234", "assetCode": "USD", "assetScale": 2}),
+        "bob's balance after the quickstart"
+    );
+    let (s, v) =
+        opd_testkit::app::admin_at(admin, token.trim(), reqwest::Method::GET, "/ledger/check", None)
+            .await;
+    assert!(s.is_success(), "{s} {v}");
+    assert_eq!(v["balanced"], true, "{v}");
 }

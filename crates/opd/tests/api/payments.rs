@@ -167,6 +167,32 @@ async fn alice_pays_bob(db: Db) {
     spec_rs("list-outgoing-payments", listed.status, &listed.body);
     assert_eq!(listed.body["result"].as_array().unwrap().len(), 1);
     ledger_balanced(&w.app).await;
+
+    // What bob received is his at once: his balance, which funds his own
+    // payment of all of it back to alice.
+    assert_eq!(balance(&w.app, "bob").await, "2500", "received, spendable");
+    let back = incoming(&w.app, &w.alice, "2500", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.bob, "receiver": back, "method": "ilp" }),
+    )
+    .await;
+    let bob_token = w.app.outgoing_token(&w.payer, &w.bob, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &bob_token,
+        &json!({ "walletAddress": w.bob, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "funded by what bob received: {created}");
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    let steps = w.app.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    assert_eq!(balance(&w.app, "alice").await, "10000", "alice has it all back");
+    ledger_balanced(&w.app).await;
     w.app.stop().await;
 }
 
