@@ -49,6 +49,42 @@ pub async fn move_money(
     transfer_of(outcome, &wallet.asset, amount)
 }
 
+/// External mode: moves everything the incoming payment received and the
+/// operator has not withdrawn yet out of opd (to the settlement account),
+/// once per idempotency key; a repeat of the key for the same payment
+/// returns the first transfer, for another payment is a conflict. Returns
+/// the transfer (its amount may be 0: nothing waited, nothing recorded),
+/// the payment's asset, and whether it is new. In balance mode received
+/// money is on the wallet address already, so this withdraws 0.
+pub async fn withdraw_received(
+    services: &Services,
+    id: opd_core::IncomingPaymentId,
+    idempotency_key: &str,
+) -> Result<(Transfer, opd_core::Asset, bool), ServiceError> {
+    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
+        return Err(ServiceError::InvalidRequest(
+            "idempotencyKey must be 1 to 200 characters".into(),
+        ));
+    }
+    let payment = services
+        .store
+        .get_incoming_payment(id)
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    let digest = opd_core::hex::lower(&Sha256::digest(
+        format!("incoming-withdrawal|{id}").as_bytes(),
+    ));
+    // Its own key space: a wallet withdrawal's key never answers this.
+    let key = format!("incoming-withdrawal:{idempotency_key}");
+    let outcome = services
+        .store
+        .withdraw_received(id, &key, &digest, services.clock.now())
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    let (transfer, new) = transfer_of(outcome, &payment.asset, 0)?;
+    Ok((transfer, payment.asset, new))
+}
+
 /// The transfer of an idempotent movement, and whether it is new; the
 /// refusals as errors.
 pub(crate) fn transfer_of(

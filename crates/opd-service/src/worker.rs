@@ -11,6 +11,7 @@
 use opd_core::outgoing_payment::{
     LocalDelivery, OutgoingPayment, OutgoingPaymentState, PaymentFailure,
 };
+use opd_core::ledger::Receipts;
 use opd_core::webhook::EventKind;
 
 use crate::webhooks::{event, incoming_event_data, payment_event_data};
@@ -156,8 +157,18 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     credited.completed = completes;
     let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
     if let Some(rw) = &receiver_wallet {
-        let data = incoming_event_data(services, &credited, rw);
         if completes {
+            let mut data = incoming_event_data(services, &credited, rw);
+            // Held in external mode: what waits, with this delivery.
+            let to_withdraw = match services.config.receipts() {
+                Receipts::ToWallet => 0,
+                Receipts::Held => services
+                    .store
+                    .unwithdrawn(receiver.id)
+                    .await?
+                    .saturating_add(p.receive.value),
+            };
+            crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
             events.push(event(services, EventKind::IncomingPaymentCompleted, data));
         }
     }
@@ -243,11 +254,10 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
         let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
             continue;
         };
-        let e = event(
-            services,
-            EventKind::IncomingPaymentExpired,
-            incoming_event_data(services, &p, &w),
-        );
+        let mut data = incoming_event_data(services, &p, &w);
+        let to_withdraw = services.store.unwithdrawn(p.id).await?;
+        crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
+        let e = event(services, EventKind::IncomingPaymentExpired, data);
         if services.store.mark_incoming_payment_expired(id, &e).await? {
             n += 1;
         }

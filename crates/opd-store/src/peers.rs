@@ -24,8 +24,10 @@ pub trait LiquidityEvents: Send + Sync {
 /// Builds the webhook events of an ILP credit, from facts only the
 /// transaction knows (the payment as credited, the balance left).
 pub trait ReceiveEvents: LiquidityEvents {
-    /// `incoming_payment.completed` for the payment as it now stands.
-    fn completed(&self, payment: &IncomingPayment) -> WebhookEvent;
+    /// `incoming_payment.completed` for the payment as it now stands, with
+    /// what its account holds for the operator to withdraw (0 unless
+    /// received money is held, external mode).
+    fn completed(&self, payment: &IncomingPayment, to_withdraw: u64) -> WebhookEvent;
     /// Itself, as the liquidity half.
     fn as_liquidity(&self) -> &dyn LiquidityEvents;
 }
@@ -574,7 +576,13 @@ impl PeerStore for SqlStore {
         payment.updated_at = r.at;
         let mut out = Vec::new();
         if completes {
-            out.push(events.completed(&payment));
+            // Read only when money is held and the payment completes: not
+            // on the hot path of balance mode.
+            let to_withdraw = match r.receipts {
+                Receipts::ToWallet => 0,
+                Receipts::Held => balance_in(&mut tx, &receiver.id()).await?,
+            };
+            out.push(events.completed(&payment, to_withdraw));
         }
         if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
             out.push(e);

@@ -3,6 +3,7 @@
 //! currencies with fees; funding from the ledger; grant limits (amounts,
 //! receiver, intervals, races); expiry; webhooks; the ledger invariant.
 
+use opd_core::Clock as _;
 use opd_service::worker::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::client::SigningClient;
@@ -724,7 +725,19 @@ async fn several_workers_never_send_a_payment_twice() {
 
 #[tokio::test]
 async fn externally_funded_payments_wait_for_the_operator() {
-    let w = world_with(Db::Sqlite, |s| s.external_funding = true).await;
+    externally_funded(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn externally_funded_payments_wait_for_the_operator_on_postgres() {
+    externally_funded(Db::Postgres).await;
+}
+
+/// External mode: payments are funded by the operator, and what incoming
+/// payments receive waits on them until the operator withdraws it, once
+/// per key.
+async fn externally_funded(db: Db) {
+    let w = world_with(db, |s| s.external_funding = true).await;
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
     let ip = incoming(&w.app, &w.bob, "300", "USD").await;
     let q = quote(
@@ -780,6 +793,55 @@ async fn externally_funded_payments_wait_for_the_operator() {
         read(&w, &token, id).await["sentAmount"],
         amount("300", "USD", 2)
     );
+
+    // Received money waits on the incoming payment, not on bob's balance;
+    // the completed event and `opd check` say how much.
+    assert_eq!(balance(&w.app, "bob").await, "0", "held for the operator");
+    let events = w
+        .app
+        .services()
+        .store
+        .due_webhook_events(w.app.clock.now().plus_millis(1), 1000)
+        .await
+        .unwrap();
+    let completed: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == opd_core::webhook::EventKind::IncomingPaymentCompleted)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0]["data"]["receivedAmount"], amount("300", "USD", 2));
+    assert_eq!(completed[0]["data"]["amountToWithdraw"], amount("300", "USD", 2));
+    let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(check["awaitingWithdrawal"], json!([amount("300", "USD", 2)]));
+    let ip_uuid = ip.rsplit('/').next().unwrap();
+    let withdrawals = format!("/incoming-payments/{ip_uuid}/withdrawals");
+    let key = json!({ "idempotencyKey": "take-1" });
+    let (s, first) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    assert_eq!(first["amount"], amount("300", "USD", 2));
+    let (s, again) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
+    assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
+    let (s, more) = w
+        .app
+        .admin(Method::POST, &withdrawals, Some(&json!({ "idempotencyKey": "take-2" })))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{more}");
+    assert_eq!(more["amount"], amount("0", "USD", 2), "nothing left");
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/incoming-payments/00000000-0000-7000-8000-000000000000/withdrawals",
+            Some(&key),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(check["awaitingWithdrawal"], json!([]));
+    assert_eq!(balance(&w.app, "bob").await, "0");
 
     // Never funded: it fails when its quote expires.
     let ip = incoming(&w.app, &w.bob, "200", "USD").await;
