@@ -865,3 +865,101 @@ async fn externally_funded(db: Db) {
     );
     ledger_balanced(&w.app).await;
 }
+
+/// Money a release before this one left on incoming payments' accounts (or
+/// that external mode held) moves to the receiving wallet addresses when
+/// opd starts in balance mode, exactly once: `opd check` sees the ledger
+/// balanced before and after, and in balance mode reports the stranded
+/// money until it has moved.
+#[tokio::test]
+async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
+    use opd_core::ledger::Receipts;
+    let url = opd_testkit::pg::fresh_schema_url().await;
+    // One secrets key for every start: the server's secrets are sealed
+    // with it in the database.
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("secrets-key");
+    std::fs::write(&key_file, "11".repeat(32)).unwrap();
+    let on_db = |s: &mut opd::config::Settings| {
+        s.database_url = url.clone();
+        s.database_is_default = false;
+        s.migrate = true;
+        s.secrets_key_file = Some(key_file.clone());
+        s.idp_secret = Some(opd_testkit::app::IDP_SECRET.into());
+    };
+    // Money held on bob's incoming payment, the way older releases
+    // credited every incoming payment.
+    let w = world_with(Db::Sqlite, |s| {
+        on_db(s);
+        s.external_funding = true;
+    })
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let ip = incoming(&w.app, &w.bob, "1234", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, created) = pay(&w, &token, &json!({ "walletAddress": w.alice, "quoteId": q["id"] })).await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let uuid = created["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    let (s, _) = w
+        .app
+        .admin(Method::POST, &format!("/outgoing-payments/{uuid}/fund"), None)
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    assert!(matches!(w.app.run_workers().await.as_slice(), [Step::Completed(_)]));
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    let store = w.app.services().store.clone();
+    let before = opd_service::ledger::check(store.as_ref(), Receipts::ToWallet)
+        .await
+        .unwrap();
+    assert_eq!(before.problems.len(), 1, "{before:?}");
+    assert!(before.problems[0].starts_with("incoming payment account"), "{before:?}");
+    let held = opd_service::ledger::check(store.as_ref(), Receipts::Held)
+        .await
+        .unwrap();
+    assert!(held.problems.is_empty(), "balanced: {held:?}");
+    w.app.stop().await;
+
+    // opd starts again in balance mode, twice: the money moves once.
+    for start in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = opd::config::Settings::for_data_dir(dir.path());
+        let any_port = "127.0.0.1:0".parse().unwrap();
+        settings.listen = any_port;
+        settings.auth_listen = any_port;
+        settings.admin_listen = any_port;
+        settings.ilp_listen = any_port;
+        settings.workers = false;
+        on_db(&mut settings);
+        let running = opd::app::start(
+            settings,
+            std::sync::Arc::new(opd_core::ManualClock::new(opd_core::Timestamp::now_utc())),
+            std::sync::Arc::new(opd_core::SeededRandom::new(43)),
+        )
+        .await
+        .unwrap();
+        let services = &running.services;
+        let after = opd_service::ledger::check(services.store.as_ref(), Receipts::ToWallet)
+            .await
+            .unwrap();
+        assert!(after.problems.is_empty(), "start {start}: {after:?}");
+        let bob = opd_service::wallet_addresses::by_path(services, "bob")
+            .await
+            .unwrap();
+        let got = opd_service::ledger::balance(services, &bob).await.unwrap();
+        assert_eq!(got.value, 1234, "start {start}: bob has what he received, once");
+        let moved = services
+            .store
+            .ledger_all_transfers()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|t| t.kind == opd_core::ledger::TransferKind::Settle)
+            .count();
+        assert_eq!(moved, 1, "start {start}: one transfer moved it");
+        running.shutdown().await.unwrap();
+    }
+}
