@@ -141,10 +141,7 @@ pub async fn settle_received(services: &Services) -> Result<(), ServiceError> {
     if services.config.receipts() != Receipts::ToWallet {
         return Ok(());
     }
-    let settled = services
-        .store
-        .settle_received(services.clock.now())
-        .await?;
+    let settled = services.store.settle_received(services.clock.now()).await?;
     if settled > 0 {
         tracing::info!(
             accounts = settled,

@@ -8,10 +8,10 @@
 //! payment is claimed with a lease: a worker that dies lets it come back
 //! when the lease ends.
 
+use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{
     LocalDelivery, OutgoingPayment, OutgoingPaymentState, PaymentFailure,
 };
-use opd_core::ledger::Receipts;
 use opd_core::webhook::EventKind;
 
 use crate::webhooks::{event, incoming_event_data, payment_event_data};

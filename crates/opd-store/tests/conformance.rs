@@ -827,8 +827,16 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         balance, 700,
         "1000 - 300 delivered; the failed 300 came back"
     );
-    assert_eq!(balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await, 290, "bob has what his incoming payment received");
-    assert_eq!(balance_of(s, AccountKind::Incoming, &receiver.id.to_string()).await, 0, "nothing waits on the incoming payment");
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        290,
+        "bob has what his incoming payment received"
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &receiver.id.to_string()).await,
+        0,
+        "nothing waits on the incoming payment"
+    );
 }
 
 async fn balance_of(s: &dyn Store, kind: AccountKind, owner: &str) -> i128 {
@@ -888,7 +896,10 @@ async fn deliver(
         updated_at: at,
     };
     let created = s.create_outgoing_payment(&p, None, &[]).await.unwrap();
-    assert!(matches!(created, CreateOutgoing::Created { .. }), "{created:?}");
+    assert!(
+        matches!(created, CreateOutgoing::Created { .. }),
+        "{created:?}"
+    );
     let d = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
@@ -929,32 +940,80 @@ async fn held_receipts_settle_to_the_wallet_once_and_withdraw_once(s: &dyn Store
     deliver(s, &alice, &first, 120, 3, Receipts::Held, 2).await;
     deliver(s, &alice, &second, 0, 1000, Receipts::Held, 3).await;
     assert_ledger_balanced(s).await;
-    assert_eq!(balance_of(s, AccountKind::Incoming, &first.id.to_string()).await, 123);
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &first.id.to_string()).await,
+        123
+    );
     assert_eq!(s.unwithdrawn(first.id).await.unwrap(), 123);
-    assert_eq!(balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await, 0);
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        0
+    );
 
     // External mode: the operator withdraws the second payment's money.
     let id = second.id.to_string();
-    let out = s.withdraw_received(second.id, "w1", &id, at).await.unwrap().unwrap();
-    let LedgerOutcome::Posted(t) = out else { panic!("{out:?}") };
+    let out = s
+        .withdraw_received(second.id, "w1", &id, at)
+        .await
+        .unwrap()
+        .unwrap();
+    let LedgerOutcome::Posted(t) = out else {
+        panic!("{out:?}")
+    };
     assert_eq!((t.amount, t.kind), (1000, TransferKind::Withdrawal));
-    let again = s.withdraw_received(second.id, "w1", &id, at).await.unwrap().unwrap();
-    assert_eq!(again, LedgerOutcome::Repeated(t.clone()), "the first answer");
-    let other = s.withdraw_received(first.id, "w1", &first.id.to_string(), at).await.unwrap().unwrap();
+    let again = s
+        .withdraw_received(second.id, "w1", &id, at)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again,
+        LedgerOutcome::Repeated(t.clone()),
+        "the first answer"
+    );
+    let other = s
+        .withdraw_received(first.id, "w1", &first.id.to_string(), at)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(other, LedgerOutcome::KeyReused);
     assert_eq!(s.unwithdrawn(second.id).await.unwrap(), 0);
-    let LedgerOutcome::Posted(none) = s.withdraw_received(second.id, "w2", &id, at).await.unwrap().unwrap() else { panic!() };
+    let LedgerOutcome::Posted(none) = s
+        .withdraw_received(second.id, "w2", &id, at)
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(none.amount, 0, "nothing left to withdraw");
     let unknown = IncomingPaymentId::new(at, &SeededRandom::new(77));
-    assert_eq!(s.withdraw_received(unknown, "w3", "x", at).await.unwrap(), None);
+    assert_eq!(
+        s.withdraw_received(unknown, "w3", "x", at).await.unwrap(),
+        None
+    );
 
     // Balance mode's start-up job: the first payment's 123 to bob, once.
     assert_eq!(s.settle_received(at).await.unwrap(), 1);
-    assert_eq!(s.settle_received(at).await.unwrap(), 0, "nothing moves twice");
-    assert_eq!(balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await, 123);
-    assert_eq!(balance_of(s, AccountKind::Incoming, &first.id.to_string()).await, 0);
     assert_eq!(
-        s.get_incoming_payment(first.id).await.unwrap().unwrap().received_amount,
+        s.settle_received(at).await.unwrap(),
+        0,
+        "nothing moves twice"
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        123
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &first.id.to_string()).await,
+        0
+    );
+    assert_eq!(
+        s.get_incoming_payment(first.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .received_amount,
         123,
         "receivedAmount still counts what it received"
     );

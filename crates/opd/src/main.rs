@@ -33,9 +33,8 @@ async fn main() -> anyhow::Result<()> {
             ))
             .await
             .context("cannot open the database")?;
-            let receipts = opd_core::ledger::Receipts::for_external_funding(
-                settings.external_funding,
-            );
+            let receipts =
+                opd_core::ledger::Receipts::for_external_funding(settings.external_funding);
             let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
             for w in &report.awaiting_withdrawal {
                 println!(

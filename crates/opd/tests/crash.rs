@@ -1227,9 +1227,19 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     assert_eq!(sent_to_b, received_at_b, "one currency: sent is received");
     // Over Interledger too, received money is the receiver's: dave at B
     // (no deposits, no payments) holds exactly what he received.
-    let (s, v) = admin_at(&remote.admin, Method::GET, "/wallet-addresses/dave/balance", None).await;
+    let (s, v) = admin_at(
+        &remote.admin,
+        Method::GET,
+        "/wallet-addresses/dave/balance",
+        None,
+    )
+    .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(value_of(&v["balance"]), received_at_b, "dave's balance at B");
+    assert_eq!(
+        value_of(&v["balance"]),
+        received_at_b,
+        "dave's balance at B"
+    );
 
     assert_webhooks(&hooks, &expected_events);
     cluster.kill_all();

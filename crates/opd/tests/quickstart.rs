@@ -280,9 +280,14 @@ async fn the_readme_quickstart_pays_bob() {
         serde_json::json!({"value": "1234", "assetCode": "USD", "assetScale": 2}),
         "bob's balance after the quickstart"
     );
-    let (s, v) =
-        opd_testkit::app::admin_at(admin, token.trim(), reqwest::Method::GET, "/ledger/check", None)
-            .await;
+    let (s, v) = opd_testkit::app::admin_at(
+        admin,
+        token.trim(),
+        reqwest::Method::GET,
+        "/ledger/check",
+        None,
+    )
+    .await;
     assert!(s.is_success(), "{s} {v}");
     assert_eq!(v["balanced"], true, "{v}");
 }

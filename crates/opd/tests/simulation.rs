@@ -455,8 +455,8 @@ async fn check(w: &World) -> (Vec<String>, usize) {
     let accounts = store.ledger_accounts().await.unwrap();
     for path in ["alice", "bob", "carol"] {
         let wallet = wallet_addresses::by_path(s, path).await.unwrap();
-        let account = opd_core::ledger::AccountKind::Wallet
-            .account_id(&wallet.id.to_string(), &wallet.asset);
+        let account =
+            opd_core::ledger::AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
         let mut expected: i128 = 0;
         for t in &transfers {
             let a = i128::from(t.amount);

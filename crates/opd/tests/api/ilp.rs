@@ -298,7 +298,11 @@ async fn received_money_lands_on_the_wallet_on_postgres() {
 
 async fn wallet_balance(app: &TestApp, path: &str) -> String {
     let (s, v) = app
-        .admin(Method::GET, &format!("/wallet-addresses/{path}/balance"), None)
+        .admin(
+            Method::GET,
+            &format!("/wallet-addresses/{path}/balance"),
+            None,
+        )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     v["balance"]["value"].as_str().unwrap().to_owned()
@@ -333,7 +337,13 @@ async fn lands_on_the_wallet(db: Db) {
     assert_eq!(s, StatusCode::CREATED, "{v}");
 
     let (id, address, secret) = receiver(app, "500").await;
-    for (token, amount) in [(TOKEN, 100), (SECOND, 60), (TOKEN, 37), (SECOND, 2), (TOKEN, 1)] {
+    for (token, amount) in [
+        (TOKEN, 100),
+        (SECOND, 60),
+        (TOKEN, 37),
+        (SECOND, 2),
+        (TOKEN, 1),
+    ] {
         let body = prepare(app, &address, &secret, amount, amount, true);
         let Packet::Fulfill(_) = send_packet_as(app, token, body).await else {
             panic!("{amount} is fulfilled")
@@ -343,7 +353,11 @@ async fn lands_on_the_wallet(db: Db) {
         received(app, &id).await["receivedAmount"],
         amount("200", "USD", 2)
     );
-    assert_eq!(wallet_balance(app, "bob").await, "200", "bob has every unit");
+    assert_eq!(
+        wallet_balance(app, "bob").await,
+        "200",
+        "bob has every unit"
+    );
 
     // An incoming payment that expires having received part: bob keeps
     // the part, and the expiry event says nothing waits to be withdrawn.
@@ -398,7 +412,10 @@ async fn lands_on_the_wallet(db: Db) {
         .collect();
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0]["data"]["receivedAmount"], amount("45", "USD", 2));
-    assert_eq!(expired[0]["data"]["amountToWithdraw"], amount("0", "USD", 2));
+    assert_eq!(
+        expired[0]["data"]["amountToWithdraw"],
+        amount("0", "USD", 2)
+    );
     ledger_balanced(app).await;
 }
 

@@ -185,14 +185,22 @@ async fn alice_pays_bob(db: Db) {
         &json!({ "walletAddress": w.bob, "quoteId": q["id"] }),
     )
     .await;
-    assert_eq!(s, StatusCode::CREATED, "funded by what bob received: {created}");
+    assert_eq!(
+        s,
+        StatusCode::CREATED,
+        "funded by what bob received: {created}"
+    );
     assert_eq!(balance(&w.app, "bob").await, "0");
     let steps = w.app.run_workers().await;
     assert!(
         matches!(steps.as_slice(), [Step::Completed(_)]),
         "{steps:?}"
     );
-    assert_eq!(balance(&w.app, "alice").await, "10000", "alice has it all back");
+    assert_eq!(
+        balance(&w.app, "alice").await,
+        "10000",
+        "alice has it all back"
+    );
     ledger_balanced(&w.app).await;
     w.app.stop().await;
 }
@@ -810,11 +818,20 @@ async fn externally_funded(db: Db) {
         .map(|e| serde_json::from_str(&e.data).unwrap())
         .collect();
     assert_eq!(completed.len(), 1);
-    assert_eq!(completed[0]["data"]["receivedAmount"], amount("300", "USD", 2));
-    assert_eq!(completed[0]["data"]["amountToWithdraw"], amount("300", "USD", 2));
+    assert_eq!(
+        completed[0]["data"]["receivedAmount"],
+        amount("300", "USD", 2)
+    );
+    assert_eq!(
+        completed[0]["data"]["amountToWithdraw"],
+        amount("300", "USD", 2)
+    );
     let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!(check["balanced"], true, "{check}");
-    assert_eq!(check["awaitingWithdrawal"], json!([amount("300", "USD", 2)]));
+    assert_eq!(
+        check["awaitingWithdrawal"],
+        json!([amount("300", "USD", 2)])
+    );
     let ip_uuid = ip.rsplit('/').next().unwrap();
     let withdrawals = format!("/incoming-payments/{ip_uuid}/withdrawals");
     let key = json!({ "idempotencyKey": "take-1" });
@@ -825,7 +842,11 @@ async fn externally_funded(db: Db) {
     assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
     let (s, more) = w
         .app
-        .admin(Method::POST, &withdrawals, Some(&json!({ "idempotencyKey": "take-2" })))
+        .admin(
+            Method::POST,
+            &withdrawals,
+            Some(&json!({ "idempotencyKey": "take-2" })),
+        )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{more}");
     assert_eq!(more["amount"], amount("0", "USD", 2), "nothing left");
@@ -901,22 +922,43 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
     )
     .await;
-    let (s, created) = pay(&w, &token, &json!({ "walletAddress": w.alice, "quoteId": q["id"] })).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED, "{created}");
-    let uuid = created["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    let uuid = created["id"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
     let (s, _) = w
         .app
-        .admin(Method::POST, &format!("/outgoing-payments/{uuid}/fund"), None)
+        .admin(
+            Method::POST,
+            &format!("/outgoing-payments/{uuid}/fund"),
+            None,
+        )
         .await;
     assert_eq!(s, StatusCode::NO_CONTENT);
-    assert!(matches!(w.app.run_workers().await.as_slice(), [Step::Completed(_)]));
+    assert!(matches!(
+        w.app.run_workers().await.as_slice(),
+        [Step::Completed(_)]
+    ));
     assert_eq!(balance(&w.app, "bob").await, "0");
     let store = w.app.services().store.clone();
     let before = opd_service::ledger::check(store.as_ref(), Receipts::ToWallet)
         .await
         .unwrap();
     assert_eq!(before.problems.len(), 1, "{before:?}");
-    assert!(before.problems[0].starts_with("incoming payment account"), "{before:?}");
+    assert!(
+        before.problems[0].starts_with("incoming payment account"),
+        "{before:?}"
+    );
     let held = opd_service::ledger::check(store.as_ref(), Receipts::Held)
         .await
         .unwrap();
@@ -950,7 +992,10 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
             .await
             .unwrap();
         let got = opd_service::ledger::balance(services, &bob).await.unwrap();
-        assert_eq!(got.value, 1234, "start {start}: bob has what he received, once");
+        assert_eq!(
+            got.value, 1234,
+            "start {start}: bob has what he received, once"
+        );
         let moved = services
             .store
             .ledger_all_transfers()
