@@ -26,9 +26,12 @@ static INSERT_PAYMENT: Stmt = Stmt::new(&[
      next_attempt_at, created_at, updated_at) VALUES (?::uuid, ?::uuid, ?::uuid, ?, ?::numeric, \
      ?, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 ]);
+/// A local delivery delivers everything at once: `delivered_value` too,
+/// which the dashboard shows (it grows packet by packet for payments to
+/// other servers).
 static COMPLETE: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ? \
-     WHERE id = ?::uuid AND state = 'sending'",
+    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, \
+     delivered_value = ?::numeric, updated_at = ? WHERE id = ?::uuid AND state = 'sending'",
 ]);
 static CREDIT_RECEIVER: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
@@ -179,7 +182,10 @@ impl SqlStore {
         let payment = d.payment.to_string();
         let mut tx = self.db.begin().await?;
         if tx
-            .execute(&COMPLETE, params![num(d.send), d.at, &payment])
+            .execute(
+                &COMPLETE,
+                params![num(d.send), num(d.deliver), d.at, &payment],
+            )
             .await?
             == 0
         {
