@@ -196,7 +196,7 @@ pub async fn complete(
     let mut completed = payment.clone();
     completed.completed = true;
     let mut data = crate::webhooks::incoming_event_data(services, &completed, &wallet);
-    let to_withdraw = services.store.unwithdrawn(id).await?;
+    let to_withdraw = crate::ledger::to_withdraw(services, id).await?;
     crate::webhooks::add_withdrawal(&mut data, &completed, to_withdraw);
     let event = crate::webhooks::event(services, EventKind::IncomingPaymentCompleted, data);
     let done = services

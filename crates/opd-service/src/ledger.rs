@@ -151,6 +151,19 @@ pub async fn settle_received(services: &Services) -> Result<(), ServiceError> {
     Ok(())
 }
 
+/// What the operator still has to withdraw from an incoming payment: what
+/// its account holds in external mode; 0 in balance mode without a read
+/// (received money is on the wallet address).
+pub(crate) async fn to_withdraw(
+    services: &Services,
+    id: opd_core::IncomingPaymentId,
+) -> Result<u64, ServiceError> {
+    Ok(match services.config.receipts() {
+        Receipts::ToWallet => 0,
+        Receipts::Held => services.store.unwithdrawn(id).await?,
+    })
+}
+
 /// What `opd check` found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LedgerCheck {

@@ -255,7 +255,7 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
             continue;
         };
         let mut data = incoming_event_data(services, &p, &w);
-        let to_withdraw = services.store.unwithdrawn(p.id).await?;
+        let to_withdraw = crate::ledger::to_withdraw(services, p.id).await?;
         crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
         let e = event(services, EventKind::IncomingPaymentExpired, data);
         if services.store.mark_incoming_payment_expired(id, &e).await? {

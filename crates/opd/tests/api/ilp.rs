@@ -419,6 +419,59 @@ async fn lands_on_the_wallet(db: Db) {
     ledger_balanced(app).await;
 }
 
+/// Crediting the wallet address (balance mode) costs the same SQL round
+/// trips per packet as crediting the incoming payment's own account
+/// (external mode, which is how every release before did it): the
+/// transfer goes to another account, nothing is added to the hot path.
+#[tokio::test]
+async fn a_credit_to_the_wallet_costs_no_extra_round_trip() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let mut costs = Vec::new();
+        for external in [false, true] {
+            let app = TestApp::spawn_with(db, |s| s.external_funding = external).await;
+            app.create_wallet("bob", "USD", 2).await;
+            let (s, peer) = app
+                .admin(
+                    Method::POST,
+                    "/peers",
+                    Some(&json!({
+                        "name": "upstream",
+                        "staticIlpAddress": "test.upstream",
+                        "asset": { "code": "USD", "scale": 2 },
+                        "http": { "incoming": { "authTokens": [TOKEN] } }
+                    })),
+                )
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{peer}");
+            let (s, v) = app
+                .admin(
+                    Method::POST,
+                    &format!("/peers/{}/deposits", peer["id"].as_str().unwrap()),
+                    Some(&json!({ "amount": "1000", "idempotencyKey": "fund" })),
+                )
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{v}");
+            let (_, address, secret) = receiver(&app, "500").await;
+            // The first packet warms the caches (peer, wallet address).
+            let Packet::Fulfill(_) =
+                send_packet(&app, prepare(&app, &address, &secret, 10, 10, true)).await
+            else {
+                panic!("fulfilled")
+            };
+            let before = app.services().store.round_trips();
+            let Packet::Fulfill(_) =
+                send_packet(&app, prepare(&app, &address, &secret, 10, 10, true)).await
+            else {
+                panic!("fulfilled")
+            };
+            costs.push(app.services().store.round_trips() - before);
+            app.stop().await;
+        }
+        assert!(costs[0] > 0, "{db:?}: round trips are counted");
+        assert_eq!(costs[0], costs[1], "{db:?}: balance mode, external mode");
+    }
+}
+
 #[tokio::test]
 async fn refusals_credit_nothing() {
     refusals(Db::Sqlite).await;
