@@ -60,6 +60,11 @@ async fn main() -> anyhow::Result<()> {
         ),
         Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
         Command::Peer(cmd) => print(AdminClient::new(&cli.common, &file)?.peer(cmd).await?),
+        Command::IncomingPayment(cmd) => print(
+            AdminClient::new(&cli.common, &file)?
+                .incoming_payment(cmd)
+                .await?,
+        ),
         Command::Client(args) => {
             // A person reads this: the error's chain on one line, without
             // the backtrace anyhow would add.

@@ -731,12 +731,14 @@ async fn several_workers_never_send_a_payment_twice() {
     }
 }
 
-#[tokio::test]
+// The CLI (`opd incoming-payment withdraw`) blocks its thread while the
+// server answers on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn externally_funded_payments_wait_for_the_operator() {
     externally_funded(Db::Sqlite).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn externally_funded_payments_wait_for_the_operator_on_postgres() {
     externally_funded(Db::Postgres).await;
 }
@@ -840,6 +842,27 @@ async fn externally_funded(db: Db) {
     assert_eq!(first["amount"], amount("300", "USD", 2));
     let (s, again) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
     assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
+    // The same from the terminal.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+        .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
+        .args(["--admin-token", &w.app.admin_token])
+        .args([
+            "incoming-payment",
+            "withdraw",
+            ip_uuid,
+            "--idempotency-key",
+            "take-1",
+        ])
+        .env_remove("OPD_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, first, "the CLI prints the first answer");
     let (s, more) = w
         .app
         .admin(
