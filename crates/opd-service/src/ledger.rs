@@ -53,9 +53,9 @@ pub async fn move_money(
 /// operator has not withdrawn yet out of opd (to the settlement account),
 /// once per idempotency key; a repeat of the key for the same payment
 /// returns the first transfer, for another payment is a conflict. Returns
-/// the transfer (its amount may be 0: nothing waited, nothing recorded),
-/// the payment's asset, and whether it is new. In balance mode received
-/// money is on the wallet address already, so this withdraws 0.
+/// the transfer, the payment's asset, and whether it is new; when nothing
+/// waits (always in balance mode, where received money is on the wallet
+/// address) `nothing_to_withdraw`, and the key is not spent.
 pub async fn withdraw_received(
     services: &Services,
     id: opd_core::IncomingPaymentId,
@@ -82,6 +82,14 @@ pub async fn withdraw_received(
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
     let (transfer, new) = transfer_of(outcome, &payment.asset, 0)?;
+    if transfer.amount == 0 {
+        // Not recorded, so the key is not spent: a later withdrawal with it
+        // takes what arrives meanwhile, and repeats of that answer it.
+        return Err(ServiceError::Conflict {
+            code: "nothing_to_withdraw",
+            message: "the incoming payment holds nothing to withdraw".into(),
+        });
+    }
     Ok((transfer, payment.asset, new))
 }
 

@@ -28,7 +28,7 @@ pub trait ReceiptStore: Send + Sync {
     /// the same request digest returns the first transfer, another request
     /// `KeyReused`. `None` when there is no such incoming payment. A
     /// withdrawal of nothing posts (and records) nothing: its transfer has
-    /// amount 0.
+    /// amount 0, and the key stays unused.
     async fn withdraw_received(
         &self,
         incoming: IncomingPaymentId,
@@ -119,15 +119,18 @@ impl ReceiptStore for SqlStore {
     ) -> StoreResult<Option<LedgerOutcome>> {
         let id = incoming.to_string();
         let mut tx = self.db.begin().await?;
-        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
-            return Ok(Some(repeat));
-        }
         let Some(payment) = tx.fetch_opt(&INCOMING_PAYMENT, params![&id]).await? else {
             return Ok(None);
         };
         let asset = rows::asset(&payment.text("asset_code")?, payment.int("asset_scale")?)?;
         let from = AccountRef::new(AccountKind::Incoming, &id, &asset);
+        // The balance locked first: a concurrent request with the same key
+        // waits here (PostgreSQL), then finds the first one's transfer
+        // below and answers it, rather than withdrawing what is left.
         let amount = locked_balance(&mut tx, &from.id()).await?;
+        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
+            return Ok(Some(repeat));
+        }
         let posting = Posting {
             debit: from,
             credit: AccountRef::settlement(&asset),

@@ -871,8 +871,11 @@ async fn externally_funded(db: Db) {
             Some(&json!({ "idempotencyKey": "take-2" })),
         )
         .await;
-    assert_eq!(s, StatusCode::CREATED, "{more}");
-    assert_eq!(more["amount"], amount("0", "USD", 2), "nothing left");
+    assert_eq!(
+        (s, more["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("nothing_to_withdraw")),
+        "nothing left: {more}"
+    );
     let (s, v) = w
         .app
         .admin(
