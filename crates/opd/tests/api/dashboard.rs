@@ -287,6 +287,22 @@ async fn payments_pages(db: Db) {
         page.matches("href=\"/dashboard/payments/incoming/").count(),
         20
     );
+    // An incoming payment's page says where what it received went.
+    let first_incoming = page
+        .split("href=\"/dashboard/payments/incoming/")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let (s, incoming) = d
+        .get(&format!("/dashboard/payments/incoming/{first_incoming}"))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        incoming.contains("<dt>Received money</dt><dd>on the wallet address&#39;s balance</dd>")
+            || incoming.contains("<dt>Received money</dt><dd>on the wallet address's balance</dd>"),
+        "{incoming}"
+    );
     let (s, _) = d.get("/dashboard/grants?before=nonsense&state=bogus").await;
     assert_eq!(s, StatusCode::OK);
     let (s, _) = d.get("/dashboard/payments/outgoing/not-an-id").await;
