@@ -23,7 +23,11 @@ pub enum Command {
     /// Apply pending database migrations and exit.
     Migrate,
     /// Check the ledger invariants (balances add up) and exit non-zero if not.
-    Check,
+    Check {
+        /// The server runs with `--external-funding`: received money may wait on incoming payments (reported, not a problem).
+        #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
+        external_funding: Option<bool>,
+    },
     /// Manage wallet addresses through a running server's admin API.
     #[command(subcommand, name = "wallet-address")]
     WalletAddress(WalletAddressCommand),

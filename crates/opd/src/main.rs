@@ -26,8 +26,12 @@ async fn main() -> anyhow::Result<()> {
             println!("database is up to date");
             Ok(())
         }
-        Command::Check => {
-            let settings = Settings::resolve(&cli.common, &Default::default(), file);
+        Command::Check { external_funding } => {
+            let serve = opd::config::ServeArgs {
+                external_funding,
+                ..Default::default()
+            };
+            let settings = Settings::resolve(&cli.common, &serve, file);
             let store = opd_store::connect(&opd_store::ConnectOptions::new(
                 settings.database_url.clone(),
             ))

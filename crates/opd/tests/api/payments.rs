@@ -990,6 +990,30 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         .unwrap();
     assert!(held.problems.is_empty(), "balanced: {held:?}");
     w.app.stop().await;
+    // The operator's command says the same.
+    let cwd = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["check", &format!("--database-url={url}")])
+            .args(extra)
+            .current_dir(cwd.path())
+            .env_remove("OPD_CONFIG")
+            .env_remove("OPD_EXTERNAL_FUNDING")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (ok, text) = check(&[]);
+    assert!(!ok && text.contains("incoming payment account"), "{text}");
+    let (ok, text) = check(&["--external-funding"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("await the withdrawal of 1234") && text.contains("ledger balanced"),
+        "{text}"
+    );
 
     // opd starts again in balance mode, twice: the money moves once.
     for start in 0..2 {
@@ -1033,4 +1057,6 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         assert_eq!(moved, 1, "start {start}: one transfer moved it");
         running.shutdown().await.unwrap();
     }
+    let (ok, text) = check(&[]);
+    assert!(ok && text.contains("ledger balanced"), "{text}");
 }
