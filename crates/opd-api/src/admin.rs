@@ -16,6 +16,8 @@
 //!   idempotencyKey}`, `GET /wallet-addresses/{ref}/balance|transfers`
 //! - `POST /outgoing-payments/{id}/cancel`: before it is sent
 //! - `POST /outgoing-payments/{id}/fund`: with external funding
+//! - `POST /incoming-payments/{id}/withdrawals {idempotencyKey}`: with
+//!   external funding, takes what the incoming payment received out of opd
 //! - `GET /ledger/check`: the ledger invariants
 //! - the Interledger peers (`crate::admin_peers`)
 //! - `GET /metrics`: Prometheus metrics (`crate::metrics`), the one route
@@ -104,6 +106,10 @@ pub fn admin_router(state: AdminState) -> Router {
         .route("/ledger/check", get(ledger_check))
         .route("/stats", get(stats))
         .route("/outgoing-payments/{id}/fund", post(fund_outgoing_payment))
+        .route(
+            "/incoming-payments/{id}/withdrawals",
+            post(withdraw_incoming_payment),
+        )
         .merge(crate::admin_peers::routes())
         .with_state(state.clone());
     // The token is checked before routing: without it, every path (unknown
@@ -648,9 +654,53 @@ async fn stats(State(state): State<AdminState>) -> Json<serde_json::Value> {
 }
 
 async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_json::Value>> {
-    let problems = opd_service::ledger::check(state.app.services.store.as_ref()).await?;
-    Ok(Json(
-        serde_json::json!({ "balanced": problems.is_empty(), "problems": problems }),
+    let services = &state.app.services;
+    let report =
+        opd_service::ledger::check(services.store.as_ref(), services.config.receipts()).await?;
+    let waiting: Vec<_> = report
+        .awaiting_withdrawal
+        .iter()
+        .map(opd_core::AmountWire::from)
+        .collect();
+    Ok(Json(serde_json::json!({
+        "balanced": report.problems.is_empty(),
+        "problems": report.problems,
+        "awaitingWithdrawal": waiting,
+    })))
+}
+
+/// `{idempotencyKey}` of `POST /incoming-payments/{id}/withdrawals`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct WithdrawReceived {
+    pub(crate) idempotency_key: String,
+}
+
+/// External mode: takes what an incoming payment received (and was not
+/// withdrawn yet) out of opd; 201 with the amount, or 200 with the first
+/// answer when the key is repeated.
+async fn withdraw_incoming_payment(
+    State(state): State<AdminState>,
+    PathParam(id): PathParam,
+    JsonBody { value: req, .. }: JsonBody<WithdrawReceived>,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    let id = opd_core::IncomingPaymentId::parse(&id)
+        .ok_or_else(|| ApiError::not_found("incoming payment"))?;
+    let (transfer, asset, new) =
+        opd_service::ledger::withdraw_received(&state.app.services, id, &req.idempotency_key)
+            .await?;
+    let amount = opd_core::Amount::new(transfer.amount, asset);
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(serde_json::json!({
+            "amount": opd_core::AmountWire::from(&amount),
+            "transfer": TransferAdmin::from(&transfer),
+        })),
     ))
 }
 

@@ -22,6 +22,31 @@ pub const MAX_BALANCE: i128 = u64::MAX as i128;
 /// 128-bit arithmetic here and PostgreSQL's `NUMERIC(40,0)` column.
 pub const SETTLEMENT_FLOOR: i128 = -100_000_000_000_000_000_000_000_000_000_000_000_000;
 
+/// Where money received by incoming payments goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Receipts {
+    /// Straight to the receiving wallet address's balance, in the
+    /// transaction that credits the incoming payment (the default: opd
+    /// keeps wallet balances, so a receiver can spend at once).
+    #[default]
+    ToWallet,
+    /// Held on the incoming payment's account until the operator
+    /// withdraws it (`--external-funding`: balances live in the
+    /// operator's own books).
+    Held,
+}
+
+impl Receipts {
+    /// The mode that goes with `--external-funding`.
+    pub fn for_external_funding(external: bool) -> Self {
+        if external {
+            Self::Held
+        } else {
+            Self::ToWallet
+        }
+    }
+}
+
 /// Ledger account kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccountKind {
@@ -29,7 +54,8 @@ pub enum AccountKind {
     Wallet,
     /// Money held for an outgoing payment (owner: payment id).
     Outgoing,
-    /// Money received by an incoming payment (owner: payment id).
+    /// Money received by an incoming payment (owner: payment id), held
+    /// there only in external mode ([`Receipts::Held`]) until withdrawn.
     Incoming,
     /// Sending fees earned by the operator (owner: `fees`).
     Fees,
@@ -120,6 +146,10 @@ pub enum TransferKind {
     /// From an outgoing payment to the peer that carried one of its ILP
     /// packets, fulfilled.
     Packet,
+    /// From an incoming payment's account to its wallet address: money an
+    /// incoming payment received before opd credited wallets directly
+    /// (moved once, at start-up, in balance mode).
+    Settle,
 }
 
 impl TransferKind {
@@ -137,6 +167,7 @@ impl TransferKind {
             Self::Forward => "forward",
             Self::Void => "void",
             Self::Packet => "packet",
+            Self::Settle => "settle",
         }
     }
 
@@ -154,6 +185,7 @@ impl TransferKind {
             Self::Forward,
             Self::Void,
             Self::Packet,
+            Self::Settle,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

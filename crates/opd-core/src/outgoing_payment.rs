@@ -186,6 +186,11 @@ pub enum CreateOutgoing {
 pub struct LocalDelivery {
     pub payment: OutgoingPaymentId,
     pub incoming: IncomingPaymentId,
+    /// The incoming payment's wallet address, credited with `deliver` in
+    /// balance mode.
+    pub receiver_wallet: WalletAddressId,
+    /// Where the delivered amount goes.
+    pub receipts: crate::ledger::Receipts,
     pub sender_asset: Asset,
     pub receiver_asset: Asset,
     /// Converted and sent (debit − fee).

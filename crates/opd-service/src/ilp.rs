@@ -202,6 +202,7 @@ async fn receive(
         incoming: payment.id,
         amount: prepare.amount,
         deliver: arriving,
+        receipts: services.config.receipts(),
         at: services.clock.now(),
     };
     let events = ReceiveWithWallet { services, wallet };

@@ -195,11 +195,10 @@ pub async fn complete(
     }
     let mut completed = payment.clone();
     completed.completed = true;
-    let event = crate::webhooks::event(
-        services,
-        EventKind::IncomingPaymentCompleted,
-        crate::webhooks::incoming_event_data(services, &completed, &wallet),
-    );
+    let mut data = crate::webhooks::incoming_event_data(services, &completed, &wallet);
+    let to_withdraw = crate::ledger::to_withdraw(services, id).await?;
+    crate::webhooks::add_withdrawal(&mut data, &completed, to_withdraw);
+    let event = crate::webhooks::event(services, EventKind::IncomingPaymentCompleted, data);
     let done = services
         .store
         .complete_incoming_payment(id, now, &[event])

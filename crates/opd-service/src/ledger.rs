@@ -2,7 +2,7 @@
 //! wallet addresses (idempotent by key), balances, transfer history, and
 //! the invariant check behind `opd check`.
 
-use opd_core::ledger::{balance_in_range, AccountKind, LedgerOutcome, Transfer};
+use opd_core::ledger::{balance_in_range, AccountKind, LedgerOutcome, Receipts, Transfer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::Amount;
 use sha2::{Digest, Sha256};
@@ -47,6 +47,50 @@ pub async fn move_money(
         )
         .await?;
     transfer_of(outcome, &wallet.asset, amount)
+}
+
+/// External mode: moves everything the incoming payment received and the
+/// operator has not withdrawn yet out of opd (to the settlement account),
+/// once per idempotency key; a repeat of the key for the same payment
+/// returns the first transfer, for another payment is a conflict. Returns
+/// the transfer, the payment's asset, and whether it is new; when nothing
+/// waits (always in balance mode, where received money is on the wallet
+/// address) `nothing_to_withdraw`, and the key is not spent.
+pub async fn withdraw_received(
+    services: &Services,
+    id: opd_core::IncomingPaymentId,
+    idempotency_key: &str,
+) -> Result<(Transfer, opd_core::Asset, bool), ServiceError> {
+    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
+        return Err(ServiceError::InvalidRequest(
+            "idempotencyKey must be 1 to 200 characters".into(),
+        ));
+    }
+    let payment = services
+        .store
+        .get_incoming_payment(id)
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    let digest = opd_core::hex::lower(&Sha256::digest(
+        format!("incoming-withdrawal|{id}").as_bytes(),
+    ));
+    // Its own key space: a wallet withdrawal's key never answers this.
+    let key = format!("incoming-withdrawal:{idempotency_key}");
+    let outcome = services
+        .store
+        .withdraw_received(id, &key, &digest, services.clock.now())
+        .await?
+        .ok_or(ServiceError::NotFound("incoming payment"))?;
+    let (transfer, new) = transfer_of(outcome, &payment.asset, 0)?;
+    if transfer.amount == 0 {
+        // Not recorded, so the key is not spent: a later withdrawal with it
+        // takes what arrives meanwhile, and repeats of that answer it.
+        return Err(ServiceError::Conflict {
+            code: "nothing_to_withdraw",
+            message: "the incoming payment holds nothing to withdraw".into(),
+        });
+    }
+    Ok((transfer, payment.asset, new))
 }
 
 /// The transfer of an idempotent movement, and whether it is new; the
@@ -95,11 +139,60 @@ pub async fn transfers(
     Ok(services.store.ledger_transfers_of(&id, limit).await?)
 }
 
+/// Balance mode: moves what incoming payments' accounts still hold (money
+/// received before opd credited wallet addresses directly) to their
+/// wallet addresses, at start-up. Each account is emptied in one
+/// transaction that locks its balance, so the money moves exactly once
+/// whatever the number of starts or nodes. External mode leaves it for
+/// the operator to withdraw.
+pub async fn settle_received(services: &Services) -> Result<(), ServiceError> {
+    if services.config.receipts() != Receipts::ToWallet {
+        return Ok(());
+    }
+    let settled = services.store.settle_received(services.clock.now()).await?;
+    if settled > 0 {
+        tracing::info!(
+            accounts = settled,
+            "moved money received by incoming payments to their wallet addresses"
+        );
+    }
+    Ok(())
+}
+
+/// What the operator still has to withdraw from an incoming payment: what
+/// its account holds in external mode; 0 in balance mode without a read
+/// (received money is on the wallet address).
+pub(crate) async fn to_withdraw(
+    services: &Services,
+    id: opd_core::IncomingPaymentId,
+) -> Result<u64, ServiceError> {
+    Ok(match services.config.receipts() {
+        Receipts::ToWallet => 0,
+        Receipts::Held => services.store.unwithdrawn(id).await?,
+    })
+}
+
+/// What `opd check` found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerCheck {
+    /// The problems found (none when balanced).
+    pub problems: Vec<String>,
+    /// External mode: what incoming payments received and the operator
+    /// has not withdrawn yet, per asset (not a problem: it waits for
+    /// `POST /incoming-payments/{id}/withdrawals`). Empty in balance mode.
+    pub awaiting_withdrawal: Vec<Amount>,
+}
+
 /// Checks the ledger: every asset's balances sum to zero, no liability
-/// account is negative, no balance is beyond ±u64::MAX, and every balance
-/// equals what its transfers add up to. Returns the problems found (none
-/// when balanced).
-pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceError> {
+/// account is negative, no balance is beyond ±u64::MAX, every balance
+/// equals what its transfers add up to, and, in balance mode
+/// ([`Receipts::ToWallet`]), no incoming payment's account holds money
+/// (received money goes to the wallet address in the transaction that
+/// receives it). In external mode it totals what waits to be withdrawn.
+pub async fn check(
+    store: &dyn opd_store::Store,
+    receipts: Receipts,
+) -> Result<LedgerCheck, ServiceError> {
     let accounts = store.ledger_accounts().await?;
     let transfers = store.ledger_all_transfers().await?;
     let mut problems = Vec::new();
@@ -109,6 +202,7 @@ pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceE
         *net.entry(t.debit_account.as_str()).or_default() -= i128::from(t.amount);
     }
     let mut per_asset = std::collections::BTreeMap::<String, i128>::new();
+    let mut waiting = std::collections::BTreeMap::<String, (opd_core::Asset, u128)>::new();
     for a in &accounts {
         *per_asset.entry(a.asset.to_string()).or_default() += a.balance;
         let expected = net.get(a.id.as_str()).copied().unwrap_or(0);
@@ -124,11 +218,39 @@ pub async fn check(store: &dyn opd_store::Store) -> Result<Vec<String>, ServiceE
                 a.id, a.kind, a.balance
             ));
         }
+        if a.kind == AccountKind::Incoming && a.balance != 0 {
+            match receipts {
+                Receipts::ToWallet => problems.push(format!(
+                    "incoming payment account {} holds {} (in balance mode received money \
+                     belongs on the wallet address; `opd serve` moves it there at start-up)",
+                    a.id, a.balance
+                )),
+                Receipts::Held => {
+                    let entry = waiting
+                        .entry(a.asset.to_string())
+                        .or_insert_with(|| (a.asset.clone(), 0));
+                    // In range (checked above), so at most u64::MAX each.
+                    entry.1 += u128::try_from(a.balance).unwrap_or(0);
+                }
+            }
+        }
     }
     for (asset, sum) in per_asset {
         if sum != 0 {
             problems.push(format!("balances in {asset} add up to {sum}, not 0"));
         }
     }
-    Ok(problems)
+    let mut awaiting_withdrawal = Vec::new();
+    for (asset, total) in waiting.into_values() {
+        match u64::try_from(total) {
+            Ok(v) => awaiting_withdrawal.push(Amount::new(v, asset)),
+            Err(_) => problems.push(format!(
+                "incoming payments in {asset} await the withdrawal of {total}, past u64::MAX"
+            )),
+        }
+    }
+    Ok(LedgerCheck {
+        problems,
+        awaiting_withdrawal,
+    })
 }

@@ -135,11 +135,22 @@ pub struct ServiceConfig {
     pub cache_ttl: Duration,
     /// Outgoing payments wait in `funding` until the operator funds them
     /// through the admin API (after the `outgoing_payment.created`
-    /// webhook), instead of being funded from the wallet address's balance.
+    /// webhook), instead of being funded from the wallet address's balance;
+    /// and money received by incoming payments waits on them until the
+    /// operator withdraws it, instead of going to the wallet address
+    /// ([`ServiceConfig::receipts`]).
     pub external_funding: bool,
     /// Bounds on Interledger work: packet lifetimes and how many packets a
     /// payment may send.
     pub ilp: IlpLimits,
+}
+
+impl ServiceConfig {
+    /// Where money received by incoming payments goes: the wallet
+    /// address's balance, or held for the operator in external mode.
+    pub fn receipts(&self) -> opd_core::ledger::Receipts {
+        opd_core::ledger::Receipts::for_external_funding(self.external_funding)
+    }
 }
 
 /// Bounds on Interledger work, so that no peer, next hop or receiver can

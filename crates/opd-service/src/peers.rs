@@ -611,8 +611,13 @@ impl LiquidityEvents for ReceiveWithWallet<'_> {
 }
 
 impl ReceiveEvents for ReceiveWithWallet<'_> {
-    fn completed(&self, payment: &opd_core::incoming_payment::IncomingPayment) -> WebhookEvent {
-        let data = incoming_event_data(self.services, payment, &self.wallet);
+    fn completed(
+        &self,
+        payment: &opd_core::incoming_payment::IncomingPayment,
+        to_withdraw: u64,
+    ) -> WebhookEvent {
+        let mut data = incoming_event_data(self.services, payment, &self.wallet);
+        crate::webhooks::add_withdrawal(&mut data, payment, to_withdraw);
         event(self.services, EventKind::IncomingPaymentCompleted, data)
     }
 

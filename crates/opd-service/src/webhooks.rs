@@ -69,6 +69,17 @@ pub(crate) fn incoming_event_data(
     data
 }
 
+/// Adds to an `incoming_payment.completed` or `.expired` body what the
+/// operator still has to withdraw from the incoming payment
+/// (`POST /incoming-payments/{id}/withdrawals`): in external mode what it
+/// received and was not withdrawn yet when the event was made; 0 in
+/// balance mode, where received money is already on the wallet address.
+/// (`receivedAmount` is in every body.)
+pub(crate) fn add_withdrawal(data: &mut serde_json::Value, p: &IncomingPayment, to_withdraw: u64) {
+    let amount = opd_core::Amount::new(to_withdraw, p.asset.clone());
+    data["amountToWithdraw"] = serde_json::json!(AmountWire::from(&amount));
+}
+
 /// The webhook body of an outgoing payment.
 pub(crate) fn payment_event_data(
     services: &Services,

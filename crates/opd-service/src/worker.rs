@@ -8,6 +8,7 @@
 //! payment is claimed with a lease: a worker that dies lets it come back
 //! when the lease ends.
 
+use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{
     LocalDelivery, OutgoingPayment, OutgoingPaymentState, PaymentFailure,
 };
@@ -156,14 +157,26 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     credited.completed = completes;
     let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
     if let Some(rw) = &receiver_wallet {
-        let data = incoming_event_data(services, &credited, rw);
         if completes {
+            let mut data = incoming_event_data(services, &credited, rw);
+            // Held in external mode: what waits, with this delivery.
+            let to_withdraw = match services.config.receipts() {
+                Receipts::ToWallet => 0,
+                Receipts::Held => services
+                    .store
+                    .unwithdrawn(receiver.id)
+                    .await?
+                    .saturating_add(p.receive.value),
+            };
+            crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
             events.push(event(services, EventKind::IncomingPaymentCompleted, data));
         }
     }
     let delivery = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
+        receiver_wallet: receiver.wallet_address_id,
+        receipts: services.config.receipts(),
         sender_asset: p.debit.asset.clone(),
         receiver_asset: p.receive.asset.clone(),
         send: quote.debit_minus_fees,
@@ -241,11 +254,10 @@ pub async fn expire_incoming_once(services: &Services) -> Result<usize, ServiceE
         let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
             continue;
         };
-        let e = event(
-            services,
-            EventKind::IncomingPaymentExpired,
-            incoming_event_data(services, &p, &w),
-        );
+        let mut data = incoming_event_data(services, &p, &w);
+        let to_withdraw = crate::ledger::to_withdraw(services, p.id).await?;
+        crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
+        let e = event(services, EventKind::IncomingPaymentExpired, data);
         if services.store.mark_incoming_payment_expired(id, &e).await? {
             n += 1;
         }

@@ -17,6 +17,7 @@ mod peers;
 pub mod postgres;
 mod quotes;
 mod read_cache;
+mod receipts;
 mod replays;
 mod retention;
 mod rows;
@@ -46,6 +47,7 @@ pub use peers::{
     ReceiveEvents,
 };
 pub use quotes::QuoteStore;
+pub use receipts::ReceiptStore;
 pub use replays::{ReplayStore, StoredRequest};
 pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};
 pub use settings::{FeeRow, RateRow, SettingsStore};
@@ -64,6 +66,7 @@ pub trait Store:
     + QuoteStore
     + GrantStore
     + LedgerStore
+    + ReceiptStore
     + OutgoingPaymentStore
     + OutboxStore
     + ReplayStore
@@ -176,6 +179,7 @@ impl SqlStore {
             quotes::STATEMENTS,
             grants::STATEMENTS,
             ledger::STATEMENTS,
+            receipts::STATEMENTS,
             peers::STATEMENTS,
             holds::STATEMENTS,
             packets::STATEMENTS,

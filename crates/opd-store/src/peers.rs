@@ -4,10 +4,10 @@
 
 use async_trait::async_trait;
 use opd_core::incoming_payment::{IncomingPayment, Receivable};
-use opd_core::ledger::{AccountKind, LedgerOutcome, PostError, TransferKind};
+use opd_core::ledger::{AccountKind, LedgerOutcome, PostError, Receipts, TransferKind};
 use opd_core::peer::{liquidity_crossing, overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::webhook::WebhookEvent;
-use opd_core::{Asset, IncomingPaymentId, PeerId, Timestamp};
+use opd_core::{IncomingPaymentId, PeerId, Timestamp};
 
 use crate::db::{num, params, Stmt, Tx};
 use crate::ledger::{self, post, AccountRef, Posting};
@@ -24,8 +24,10 @@ pub trait LiquidityEvents: Send + Sync {
 /// Builds the webhook events of an ILP credit, from facts only the
 /// transaction knows (the payment as credited, the balance left).
 pub trait ReceiveEvents: LiquidityEvents {
-    /// `incoming_payment.completed` for the payment as it now stands.
-    fn completed(&self, payment: &IncomingPayment) -> WebhookEvent;
+    /// `incoming_payment.completed` for the payment as it now stands, with
+    /// what its account holds for the operator to withdraw (0 unless
+    /// received money is held, external mode).
+    fn completed(&self, payment: &IncomingPayment, to_withdraw: u64) -> WebhookEvent;
     /// Itself, as the liquidity half.
     fn as_liquidity(&self) -> &dyn LiquidityEvents;
 }
@@ -39,6 +41,9 @@ pub struct IlpReceive {
     /// Credited to the incoming payment, in its asset (the same as
     /// `amount` when the assets are equal).
     pub deliver: u64,
+    /// Where the credit goes: the receiving wallet address or the
+    /// incoming payment's own account.
+    pub receipts: Receipts,
     pub at: Timestamp,
 }
 
@@ -550,7 +555,14 @@ impl PeerStore for SqlStore {
             true => Some(balance_in(&mut tx, &source.id()).await?),
             false => None,
         };
-        match post_receive(&mut tx, source, &payment.asset, &incoming_id, r).await? {
+        // Balance mode credits the wallet address straight away: the
+        // incoming payment's total is its row's `received_amount`.
+        let wallet_id = payment.wallet_address_id.to_string();
+        let receiver = match r.receipts {
+            Receipts::ToWallet => AccountRef::new(AccountKind::Wallet, &wallet_id, &payment.asset),
+            Receipts::Held => AccountRef::new(AccountKind::Incoming, &incoming_id, &payment.asset),
+        };
+        match post_receive(&mut tx, source, receiver, &incoming_id, r).await? {
             Ok(()) => {}
             Err(PostError::Insufficient { available }) => {
                 return Ok(IlpCredit::InsufficientLiquidity { available })
@@ -564,7 +576,13 @@ impl PeerStore for SqlStore {
         payment.updated_at = r.at;
         let mut out = Vec::new();
         if completes {
-            out.push(events.completed(&payment));
+            // Read only when money is held and the payment completes: not
+            // on the hot path of balance mode.
+            let to_withdraw = match r.receipts {
+                Receipts::ToWallet => 0,
+                Receipts::Held => balance_in(&mut tx, &receiver.id()).await?,
+            };
+            out.push(events.completed(&payment, to_withdraw));
         }
         if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
             out.push(e);
@@ -576,16 +594,16 @@ impl PeerStore for SqlStore {
 }
 
 /// The transfers of a packet's credit: from the peer's liquidity to the
-/// incoming payment, through the settlement accounts when the assets
-/// differ.
+/// receiver (the wallet address or the incoming payment, see
+/// [`Receipts`]), through the settlement accounts when the assets differ.
 async fn post_receive(
     tx: &mut Tx<'_>,
     source: AccountRef<'_>,
-    incoming_asset: &Asset,
+    incoming: AccountRef<'_>,
     incoming_id: &str,
     r: &IlpReceive,
 ) -> StoreResult<Result<(), PostError>> {
-    let incoming = AccountRef::new(AccountKind::Incoming, incoming_id, incoming_asset);
+    let incoming_asset = incoming.asset;
     let mut moves = Vec::with_capacity(2);
     if source.asset == incoming_asset {
         moves.push((source, incoming, r.deliver, TransferKind::Receive));

@@ -4,7 +4,7 @@
 //! refund, and funding from outside. Each is one transaction; a refusal
 //! returns without committing, which undoes everything it did.
 
-use opd_core::ledger::{AccountKind, PostError, TransferKind};
+use opd_core::ledger::{AccountKind, PostError, Receipts, TransferKind};
 use opd_core::outgoing_payment::{
     CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery, OutgoingPayment,
     OutgoingPaymentState, PaymentFailure,
@@ -26,9 +26,12 @@ static INSERT_PAYMENT: Stmt = Stmt::new(&[
      next_attempt_at, created_at, updated_at) VALUES (?::uuid, ?::uuid, ?::uuid, ?, ?::numeric, \
      ?, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 ]);
+/// A local delivery delivers everything at once: `delivered_value` too,
+/// which the dashboard shows (it grows packet by packet for payments to
+/// other servers).
 static COMPLETE: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, updated_at = ? \
-     WHERE id = ?::uuid AND state = 'sending'",
+    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, \
+     delivered_value = ?::numeric, updated_at = ? WHERE id = ?::uuid AND state = 'sending'",
 ]);
 static CREDIT_RECEIVER: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
@@ -179,7 +182,10 @@ impl SqlStore {
         let payment = d.payment.to_string();
         let mut tx = self.db.begin().await?;
         if tx
-            .execute(&COMPLETE, params![num(d.send), d.at, &payment])
+            .execute(
+                &COMPLETE,
+                params![num(d.send), num(d.deliver), d.at, &payment],
+            )
             .await?
             == 0
         {
@@ -273,11 +279,17 @@ impl SqlStore {
 /// The transfers of a local delivery: the delivered amount to the
 /// The transfers of a local delivery: the delivered amount to the
 /// receiver (through the settlement accounts when the assets differ) and
-/// the fee to the fee account.
+/// the fee to the fee account. The receiver is the receiving wallet
+/// address's account in balance mode (the incoming payment's total is its
+/// row's `received_amount`), so the money is spendable at once without a
+/// second transfer; the incoming payment's account in external mode.
 async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> StoreResult<()> {
     let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
-    let incoming_owner = d.incoming.to_string();
-    let incoming = AccountRef::new(AccountKind::Incoming, &incoming_owner, &d.receiver_asset);
+    let (kind, owner) = match d.receipts {
+        Receipts::ToWallet => (AccountKind::Wallet, d.receiver_wallet.to_string()),
+        Receipts::Held => (AccountKind::Incoming, d.incoming.to_string()),
+    };
+    let incoming = AccountRef::new(kind, &owner, &d.receiver_asset);
     let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
     let mut moves = Vec::with_capacity(3);
     if d.sender_asset == d.receiver_asset {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use opd_core::incoming_payment::IncomingPayment;
-use opd_core::ledger::{AccountKind, LedgerOutcome};
+use opd_core::ledger::{AccountKind, LedgerOutcome, Receipts, TransferKind};
 use opd_core::outgoing_payment::{
     CreateOutgoing, GrantReservation, LocalDelivery, OutgoingPayment as OutgoingPaymentRecord,
     OutgoingPaymentState, PaymentFailure,
@@ -41,6 +41,7 @@ opd_testkit::conformance!(
     signed_requests_are_claimed_once_and_answered,
     auto_peers_are_counted_kept_apart_and_funded_within_the_total,
     outgoing_tokens_are_replaced_only_when_unchanged,
+    held_receipts_settle_to_the_wallet_once_and_withdraw_once,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -742,6 +743,8 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     let delivery = LocalDelivery {
         payment: claimed.id,
         incoming: receiver.id,
+        receiver_wallet: bob.id,
+        receipts: Receipts::ToWallet,
         sender_asset: usd(),
         receiver_asset: usd(),
         send: 290,
@@ -824,6 +827,197 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         balance, 700,
         "1000 - 300 delivered; the failed 300 came back"
     );
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        290,
+        "bob has what his incoming payment received"
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &receiver.id.to_string()).await,
+        0,
+        "nothing waits on the incoming payment"
+    );
+}
+
+async fn balance_of(s: &dyn Store, kind: AccountKind, owner: &str) -> i128 {
+    let id = kind.account_id(owner, &usd());
+    s.ledger_accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.id == id)
+        .map_or(0, |a| a.balance)
+}
+
+/// Delivers `amount` to `receiver` (expected to have received `before`)
+/// with a fresh outgoing payment from `payer`.
+async fn deliver(
+    s: &dyn Store,
+    payer: &WalletAddress,
+    receiver: &IncomingPayment,
+    before: u64,
+    amount: u64,
+    receipts: Receipts,
+    n: u64,
+) {
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    let q = Quote {
+        id: QuoteId::new(at, &SeededRandom::new(5000 + n)),
+        wallet_address_id: payer.id,
+        receiver: "http://localhost/incoming-payments/x".into(),
+        debit_amount: Amount::new(amount, usd()),
+        receive_amount: Amount::new(amount, usd()),
+        fee: 0,
+        debit_minus_fees: amount,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    s.create_quote(&q).await.unwrap();
+    let p = OutgoingPaymentRecord {
+        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
+        wallet_address_id: payer.id,
+        quote_id: q.id,
+        receiver: q.receiver.clone(),
+        debit: q.debit_amount.clone(),
+        receive: q.receive_amount.clone(),
+        sent: 0,
+        delivered: 0,
+        receiver_baseline: None,
+        state: OutgoingPaymentState::Sending,
+        error: None,
+        metadata: None,
+        client: None,
+        grant_id: None,
+        grant_interval_start: None,
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+    };
+    let created = s.create_outgoing_payment(&p, None, &[]).await.unwrap();
+    assert!(
+        matches!(created, CreateOutgoing::Created { .. }),
+        "{created:?}"
+    );
+    let d = LocalDelivery {
+        payment: p.id,
+        incoming: receiver.id,
+        receiver_wallet: receiver.wallet_address_id,
+        receipts,
+        sender_asset: usd(),
+        receiver_asset: usd(),
+        send: amount,
+        fee: 0,
+        deliver: amount,
+        expected_received: before,
+        completes_incoming: false,
+        at,
+        events: vec![],
+    };
+    assert!(s.deliver_locally(&d).await.unwrap());
+}
+
+/// Money held on incoming payments (external mode, or left there by a
+/// release before received money went to wallets) moves to the wallet
+/// address once, however often the start-up job runs; in external mode
+/// the operator's withdrawal takes it once per key.
+async fn held_receipts_settle_to_the_wallet_once_and_withdraw_once(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&alice).await.unwrap();
+    s.create_wallet_address(&bob).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    s.ledger_move(alice.id, &usd(), 10_000, true, "fund-alice", "d", at)
+        .await
+        .unwrap();
+    let first = incoming(&bob, 1, None);
+    let second = incoming(&bob, 2, None);
+    s.create_incoming_payment(&first, &[]).await.unwrap();
+    s.create_incoming_payment(&second, &[]).await.unwrap();
+    // The old way: the money stays on the incoming payments' accounts.
+    deliver(s, &alice, &first, 0, 120, Receipts::Held, 1).await;
+    deliver(s, &alice, &first, 120, 3, Receipts::Held, 2).await;
+    deliver(s, &alice, &second, 0, 1000, Receipts::Held, 3).await;
+    assert_ledger_balanced(s).await;
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &first.id.to_string()).await,
+        123
+    );
+    assert_eq!(s.unwithdrawn(first.id).await.unwrap(), 123);
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        0
+    );
+
+    // External mode: the operator withdraws the second payment's money.
+    let id = second.id.to_string();
+    let out = s
+        .withdraw_received(second.id, "w1", &id, at)
+        .await
+        .unwrap()
+        .unwrap();
+    let LedgerOutcome::Posted(t) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!((t.amount, t.kind), (1000, TransferKind::Withdrawal));
+    let again = s
+        .withdraw_received(second.id, "w1", &id, at)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again,
+        LedgerOutcome::Repeated(t.clone()),
+        "the first answer"
+    );
+    let other = s
+        .withdraw_received(first.id, "w1", &first.id.to_string(), at)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(other, LedgerOutcome::KeyReused);
+    assert_eq!(s.unwithdrawn(second.id).await.unwrap(), 0);
+    let LedgerOutcome::Posted(none) = s
+        .withdraw_received(second.id, "w2", &id, at)
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(none.amount, 0, "nothing left to withdraw");
+    let unknown = IncomingPaymentId::new(at, &SeededRandom::new(77));
+    assert_eq!(
+        s.withdraw_received(unknown, "w3", "x", at).await.unwrap(),
+        None
+    );
+
+    // Balance mode's start-up job: the first payment's 123 to bob, once.
+    assert_eq!(s.settle_received(at).await.unwrap(), 1);
+    assert_eq!(
+        s.settle_received(at).await.unwrap(),
+        0,
+        "nothing moves twice"
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        123
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &first.id.to_string()).await,
+        0
+    );
+    assert_eq!(
+        s.get_incoming_payment(first.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .received_amount,
+        123,
+        "receivedAmount still counts what it received"
+    );
+    assert_ledger_balanced(s).await;
 }
 
 fn outbox_event(n: i64) -> WebhookEvent {

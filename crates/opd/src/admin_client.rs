@@ -5,7 +5,9 @@
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::cli::{KeyCommand, PeerCommand, PeerSettings, WalletAddressCommand};
+use crate::cli::{
+    IncomingPaymentCommand, KeyCommand, PeerCommand, PeerSettings, WalletAddressCommand,
+};
 use crate::config::{CommonArgs, FileConfig};
 
 /// A client of the admin API.
@@ -203,6 +205,21 @@ impl AdminClient {
             }
             PeerCommand::Balance { id } => {
                 self.call(Method::GET, &one(&id, "/balance"), None).await
+            }
+        }
+    }
+}
+
+impl AdminClient {
+    pub async fn incoming_payment(&self, cmd: IncomingPaymentCommand) -> anyhow::Result<Value> {
+        match cmd {
+            IncomingPaymentCommand::Withdraw {
+                id,
+                idempotency_key,
+            } => {
+                let path = format!("/incoming-payments/{}/withdrawals", encode_segment(&id));
+                let body = serde_json::json!({ "idempotencyKey": idempotency_key });
+                self.call(reqwest::Method::POST, &path, Some(body)).await
             }
         }
     }

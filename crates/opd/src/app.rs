@@ -366,6 +366,7 @@ pub async fn start(
     config.secrets_key = sealing_key;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
     wallet_addresses::ensure_server_identity(&services).await?;
+    opd_service::ledger::settle_received(&services).await?;
     let demo = if settings.demo {
         Some(crate::demo::seed(&services, &settings.data_dir).await?)
     } else {

@@ -23,7 +23,11 @@ pub enum Command {
     /// Apply pending database migrations and exit.
     Migrate,
     /// Check the ledger invariants (balances add up) and exit non-zero if not.
-    Check,
+    Check {
+        /// The server runs with `--external-funding`: received money may wait on incoming payments (reported, not a problem).
+        #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
+        external_funding: Option<bool>,
+    },
     /// Manage wallet addresses through a running server's admin API.
     #[command(subcommand, name = "wallet-address")]
     WalletAddress(WalletAddressCommand),
@@ -33,6 +37,9 @@ pub enum Command {
     /// Manage Interledger peers and their liquidity through a running server's admin API.
     #[command(subcommand)]
     Peer(PeerCommand),
+    /// Take what incoming payments received out of opd (`--external-funding`) through a running server's admin API.
+    #[command(subcommand, name = "incoming-payment")]
+    IncomingPayment(IncomingPaymentCommand),
     /// Open Payments from the terminal, against any Open Payments server: pay, keys, grants, incoming payments, quotes, outgoing payments.
     Client(opd_client::cli::ClientArgs),
 }
@@ -127,6 +134,18 @@ pub struct PeerSettings {
     /// `peer.liquidity_high` when the liquidity rises to or above this.
     #[arg(long)]
     pub liquidity_high: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncomingPaymentCommand {
+    /// Move everything the incoming payment received and was not withdrawn yet out of opd; prints the amount.
+    Withdraw {
+        /// The incoming payment's id (the last segment of its URL).
+        id: String,
+        /// Required: repeating it returns the first answer, so a retry never withdraws twice.
+        #[arg(long)]
+        idempotency_key: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

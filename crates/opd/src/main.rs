@@ -26,14 +26,27 @@ async fn main() -> anyhow::Result<()> {
             println!("database is up to date");
             Ok(())
         }
-        Command::Check => {
-            let settings = Settings::resolve(&cli.common, &Default::default(), file);
+        Command::Check { external_funding } => {
+            let serve = opd::config::ServeArgs {
+                external_funding,
+                ..Default::default()
+            };
+            let settings = Settings::resolve(&cli.common, &serve, file);
             let store = opd_store::connect(&opd_store::ConnectOptions::new(
                 settings.database_url.clone(),
             ))
             .await
             .context("cannot open the database")?;
-            let problems = opd_service::ledger::check(store.as_ref()).await?;
+            let receipts =
+                opd_core::ledger::Receipts::for_external_funding(settings.external_funding);
+            let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
+            for w in &report.awaiting_withdrawal {
+                println!(
+                    "incoming payments await the withdrawal of {} (minor units of {})",
+                    w.value, w.asset
+                );
+            }
+            let problems = report.problems;
             if problems.is_empty() {
                 println!("ledger balanced");
                 Ok(())
@@ -51,6 +64,11 @@ async fn main() -> anyhow::Result<()> {
         ),
         Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
         Command::Peer(cmd) => print(AdminClient::new(&cli.common, &file)?.peer(cmd).await?),
+        Command::IncomingPayment(cmd) => print(
+            AdminClient::new(&cli.common, &file)?
+                .incoming_payment(cmd)
+                .await?,
+        ),
         Command::Client(args) => {
             // A person reads this: the error's chain on one line, without
             // the backtrace anyhow would add.

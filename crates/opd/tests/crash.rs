@@ -12,7 +12,8 @@
 //!   the unexplained-by-the-test failures stay a small share;
 //! * every incoming payment received exactly what completed payments to it
 //!   delivered, and every wallet address's balance is its deposits minus
-//!   what its completed payments debited (failed ones are refunded);
+//!   what its completed payments debited (failed ones are refunded) plus
+//!   what its incoming payments received, at A and (dave) at B;
 //! * every incoming payment at B received exactly what the payments to it
 //!   delivered by A's own record, a completed one exactly its quoted
 //!   amount; each side's peer account moved exactly that; a payment to B
@@ -1147,8 +1148,15 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     }
 
     // Every wallet address holds its deposits minus what its payments
-    // debited; failed payments gave back what they had not sent. (Money
-    // received stays on the incoming payments' accounts.)
+    // debited plus what its incoming payments received (money received is
+    // the receiver's at once); failed payments gave back what they had
+    // not sent.
+    let mut received: HashMap<String, u64> = HashMap::new();
+    for ip in &incoming {
+        *received
+            .entry(ip["walletAddress"].as_str().unwrap().to_owned())
+            .or_default() += value_of(&ip["receivedAmount"]);
+    }
     for (path, deposited) in &deposits {
         let (s, v) = cluster
             .admin(
@@ -1162,12 +1170,21 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
             .get(&format!("{}/{path}", cluster.public))
             .copied()
             .unwrap_or(0);
+        let got = received
+            .get(&format!("{}/{path}", cluster.public))
+            .copied()
+            .unwrap_or(0);
         assert_eq!(
             value_of(&v["balance"]),
-            deposited - spent,
-            "balance of {path}: deposited {deposited}, payments debited {spent}"
+            deposited - spent + got,
+            "balance of {path}: deposited {deposited}, payments debited {spent}, \
+             incoming payments received {got}"
         );
     }
+    assert!(
+        received.values().any(|v| *v > 0),
+        "the balance check covered receipts: {received:?}"
+    );
 
     // Over Interledger: what A sent went to its peer account for B, and
     // what B's incoming payments received came out of A's liquidity at B
@@ -1208,6 +1225,21 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         "A's liquidity at B lost what B's incoming payments received"
     );
     assert_eq!(sent_to_b, received_at_b, "one currency: sent is received");
+    // Over Interledger too, received money is the receiver's: dave at B
+    // (no deposits, no payments) holds exactly what he received.
+    let (s, v) = admin_at(
+        &remote.admin,
+        Method::GET,
+        "/wallet-addresses/dave/balance",
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        value_of(&v["balance"]),
+        received_at_b,
+        "dave's balance at B"
+    );
 
     assert_webhooks(&hooks, &expected_events);
     cluster.kill_all();

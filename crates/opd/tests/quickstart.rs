@@ -6,7 +6,9 @@
 //! it reads the password the server prints, opens the consent page the
 //! client prints, logs in and approves, as a browser would (the form as
 //! served, hidden fields and cookies included). bob's incoming payment
-//! must end completed with the 12.34 USD.
+//! must end completed with the 12.34 USD, and bob's balance be 12.34 USD;
+//! then bob pays it all on to alice with the same `pay` command (approved
+//! with bob's password), funded by what he received.
 //!
 //! The quickstart uses the default ports (8080 to 8083); this test is the
 //! only one in its binary, and fails loudly when a port is taken.
@@ -151,6 +153,77 @@ fn approval(html: &str, password: &str) -> (String, Vec<(String, String)>) {
     (action, fields)
 }
 
+/// Runs `opd client pay` with `args` in `dir` and plays the payer in a
+/// browser: opens the consent page it prints, signs in with `password`,
+/// approves; the client must then say `Paid.`.
+async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str) {
+    let mut pay = command(args, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pay_err = lines(pay.stderr.take().unwrap());
+    let pay_out = lines(pay.stdout.take().unwrap());
+    let mut pay_seen = Vec::new();
+    let consent = wait_for(&pay_err, "/interact/", &mut pay_seen)
+        .trim()
+        .to_owned();
+
+    // The person, in a browser: the consent page, the payer's password,
+    // Approve, then the redirect back to the waiting client.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = browser.get(&consent).send().await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    let page_url = url::Url::parse(&consent)
+        .unwrap()
+        .join(r.headers()["location"].to_str().unwrap())
+        .unwrap();
+    let r = browser.get(page_url.clone()).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let cookies: Vec<String> = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|c| c.to_str().unwrap().split(';').next().unwrap().to_owned())
+        .collect();
+    let html = r.text().await.unwrap();
+    assert!(html.contains("12.34"), "the page shows the amount: {html}");
+    let (action, fields) = approval(&html, password);
+    let mut post = browser.post(page_url.join(&action).unwrap()).form(&fields);
+    if !cookies.is_empty() {
+        post = post.header("cookie", cookies.join("; "));
+    }
+    let r = post.send().await.unwrap();
+    assert!(
+        r.status().is_redirection(),
+        "{}: {}",
+        r.status(),
+        r.text().await.unwrap()
+    );
+    let finish = r.headers()["location"].to_str().unwrap().to_owned();
+    let r = browser.get(&finish).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+
+    // The client sends the payment and follows it to the end.
+    let status = tokio::task::spawn_blocking(move || pay.wait().unwrap())
+        .await
+        .unwrap();
+    while let Ok(line) = pay_err.recv_timeout(Duration::from_millis(100)) {
+        pay_seen.push(line);
+    }
+    let printed: Vec<String> = pay_out.try_iter().collect();
+    assert!(
+        status.success(),
+        "pay failed:\n{}\n{}",
+        pay_seen.join("\n"),
+        printed.join("\n")
+    );
+    assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
+}
+
 #[tokio::test]
 async fn the_readme_quickstart_pays_bob() {
     let commands = quickstart_commands();
@@ -185,71 +258,7 @@ async fn the_readme_quickstart_pays_bob() {
     );
 
     // 2. The payment, which prints the consent page to open.
-    let mut pay = command(&commands[1], dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pay_err = lines(pay.stderr.take().unwrap());
-    let pay_out = lines(pay.stdout.take().unwrap());
-    let mut pay_seen = Vec::new();
-    let consent = wait_for(&pay_err, "/interact/", &mut pay_seen)
-        .trim()
-        .to_owned();
-
-    // The person, in a browser: the consent page, alice's password,
-    // Approve, then the redirect back to the waiting client.
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let r = browser.get(&consent).send().await.unwrap();
-    assert!(r.status().is_redirection(), "{}", r.status());
-    let page_url = url::Url::parse(&consent)
-        .unwrap()
-        .join(r.headers()["location"].to_str().unwrap())
-        .unwrap();
-    let r = browser.get(page_url.clone()).send().await.unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    let cookies: Vec<String> = r
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|c| c.to_str().unwrap().split(';').next().unwrap().to_owned())
-        .collect();
-    let html = r.text().await.unwrap();
-    assert!(html.contains("12.34"), "the page shows the amount: {html}");
-    let (action, fields) = approval(&html, &password);
-    let mut post = browser.post(page_url.join(&action).unwrap()).form(&fields);
-    if !cookies.is_empty() {
-        post = post.header("cookie", cookies.join("; "));
-    }
-    let r = post.send().await.unwrap();
-    assert!(
-        r.status().is_redirection(),
-        "{}: {}",
-        r.status(),
-        r.text().await.unwrap()
-    );
-    let finish = r.headers()["location"].to_str().unwrap().to_owned();
-    let r = browser.get(&finish).send().await.unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-
-    // The client sends the payment and follows it to the end.
-    let status = tokio::task::spawn_blocking(move || pay.wait().unwrap())
-        .await
-        .unwrap();
-    while let Ok(line) = pay_err.recv_timeout(Duration::from_millis(100)) {
-        pay_seen.push(line);
-    }
-    let printed: Vec<String> = pay_out.try_iter().collect();
-    assert!(
-        status.success(),
-        "pay failed:\n{}\n{}",
-        pay_seen.join("\n"),
-        printed.join("\n")
-    );
-    assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
+    pay_with_consent(&commands[1], dir.path(), &password).await;
 
     // 3. bob's incoming payments: the one paid, completed, with 12.34 USD.
     let list = command(&commands[2], dir.path()).output().unwrap();
@@ -261,4 +270,76 @@ async fn the_readme_quickstart_pays_bob() {
     );
     assert!(text.contains("  received        12.34 USD\n"), "{text}");
     assert!(text.contains("  completed       yes\n"), "{text}");
+
+    // bob has the money: received money goes to the wallet address's
+    // balance, and the ledger stays balanced.
+    let token = std::fs::read_to_string(dir.path().join("opd-data/admin-token")).unwrap();
+    let admin = "http://127.0.0.1:8082";
+    let (s, v) = opd_testkit::app::admin_at(
+        admin,
+        token.trim(),
+        reqwest::Method::GET,
+        "/wallet-addresses/bob/balance",
+        None,
+    )
+    .await;
+    assert!(s.is_success(), "{s} {v}");
+    assert_eq!(
+        v["balance"],
+        serde_json::json!({"value": "1234", "assetCode": "USD", "assetScale": 2}),
+        "bob's balance after the quickstart"
+    );
+    let (s, v) = opd_testkit::app::admin_at(
+        admin,
+        token.trim(),
+        reqwest::Method::GET,
+        "/ledger/check",
+        None,
+    )
+    .await;
+    assert!(s.is_success(), "{s} {v}");
+    assert_eq!(v["balanced"], true, "{v}");
+
+    // 4. bob pays it on: all 12.34 USD back to alice, approved with bob's
+    // password, funded by what he received.
+    let bob_password = seen
+        .iter()
+        .find(|l| l.contains("bob's password"))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("the server prints bob's password: {seen:?}"))
+        .to_owned();
+    let pay_on: Vec<String> = commands[1]
+        .iter()
+        .map(|a| match a.as_str() {
+            "http://127.0.0.1:8080/bob" => "http://127.0.0.1:8080/alice".to_owned(),
+            "http://127.0.0.1:8080/alice" => "http://127.0.0.1:8080/bob".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert_ne!(
+        pay_on, commands[1],
+        "the README's pay command names bob and alice"
+    );
+    pay_with_consent(&pay_on, dir.path(), &bob_password).await;
+    let balance = |path: &'static str| {
+        let token = token.clone();
+        async move {
+            let (s, v) = opd_testkit::app::admin_at(
+                admin,
+                token.trim(),
+                reqwest::Method::GET,
+                &format!("/wallet-addresses/{path}/balance"),
+                None,
+            )
+            .await;
+            assert!(s.is_success(), "{s} {v}");
+            v["balance"]["value"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(balance("bob").await, "0", "bob paid all he received on");
+    assert_eq!(
+        balance("alice").await,
+        "10000",
+        "alice has her 100.00 USD back"
+    );
 }

@@ -8,6 +8,9 @@
 //! Then the faults stop, time runs on, the workers finish, and the outcome
 //! must be exact:
 //! - the ledger balances (`opd check`), and no account is out of range;
+//! - every wallet's balance is its deposits − withdrawals − what its
+//!   completed payments debited + what its incoming payments received, to
+//!   the unit (received money is the receiver's at once);
 //! - every outgoing payment has ended, once: completed payments moved their
 //!   quoted amounts exactly once, failed and cancelled ones moved nothing
 //!   net (the money went back);
@@ -28,6 +31,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use opd_core::ledger::TransferKind;
 use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::pagination::PageRequest;
 use opd_core::quote::QuoteTarget;
@@ -310,8 +314,12 @@ async fn run_until_idle(w: &World) {
 async fn check(w: &World) -> (Vec<String>, usize) {
     let s = &w.services;
     let store = s.store.as_ref();
-    let mut problems = ledger::check(store).await.unwrap();
+    let mut problems = ledger::check(store, s.config.receipts())
+        .await
+        .unwrap()
+        .problems;
     let alice = wallet_addresses::by_path(s, "alice").await.unwrap();
+    let alice_account = format!("wallet:{}:", alice.id);
     let mut payments = Vec::new();
     let mut page = PageRequest {
         cursor: None,
@@ -382,8 +390,8 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             .map(|t| {
                 let a = i128::from(t.amount);
                 match (
-                    t.debit_account.starts_with("wallet:"),
-                    t.credit_account.starts_with("wallet:"),
+                    t.debit_account.starts_with(&alice_account),
+                    t.credit_account.starts_with(&alice_account),
                 ) {
                     (true, false) => -a,
                     (false, true) => a,
@@ -440,11 +448,74 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             ));
         }
     }
+    // Every wallet's balance, to the unit: deposits − withdrawals (the
+    // operator's keyed transfers) − what its completed payments debited +
+    // what its incoming payments received (their rows' `receivedAmount`,
+    // counted apart from the ledger).
+    let accounts = store.ledger_accounts().await.unwrap();
+    for path in ["alice", "bob", "carol"] {
+        let wallet = wallet_addresses::by_path(s, path).await.unwrap();
+        let account =
+            opd_core::ledger::AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
+        let mut expected: i128 = 0;
+        for t in &transfers {
+            let a = i128::from(t.amount);
+            match t.kind {
+                TransferKind::Deposit if t.credit_account == account => expected += a,
+                TransferKind::Withdrawal if t.debit_account == account => expected -= a,
+                _ => {}
+            }
+        }
+        for p in payments.iter().filter(|p| p.wallet_address_id == wallet.id) {
+            if p.state == OutgoingPaymentState::Completed {
+                expected -= i128::from(p.debit.value);
+            }
+        }
+        for p in all_incoming(store, wallet.id).await {
+            expected += i128::from(p.received_amount);
+        }
+        let balance = accounts
+            .iter()
+            .find(|a| a.id == account)
+            .map_or(0, |a| a.balance);
+        if balance != expected {
+            problems.push(format!(
+                "{path}'s balance is {balance}, but deposits - withdrawals - debits + receipts \
+                 make {expected}"
+            ));
+        }
+    }
     let completed = payments
         .iter()
         .filter(|p| p.state == OutgoingPaymentState::Completed)
         .count();
     (problems, completed)
+}
+
+/// Every incoming payment of `wallet`, from the store (those whose
+/// creation's answer a fault lost included).
+async fn all_incoming(
+    store: &dyn Store,
+    wallet: opd_core::WalletAddressId,
+) -> Vec<opd_core::incoming_payment::IncomingPayment> {
+    let mut all = Vec::new();
+    let mut page = PageRequest {
+        cursor: None,
+        size: opd_core::pagination::MAX_PAGE_SIZE,
+        direction: opd_core::pagination::Direction::Forward,
+    };
+    loop {
+        let got = store
+            .list_incoming_payments(wallet, None, &page)
+            .await
+            .unwrap();
+        let last = got.items.last().map(|p| *p.id.as_uuid());
+        all.extend(got.items);
+        match last.filter(|_| got.has_next_page) {
+            Some(cursor) => page.cursor = Some(cursor),
+            None => return all,
+        }
+    }
 }
 
 /// Runs one seed; returns how many payments completed and how many faults

@@ -58,6 +58,7 @@ pub(crate) struct Session {
 pub(crate) fn routes(state: AdminState) -> Router {
     let signed_in = Router::new()
         .route("/dashboard", get(wallets::page))
+        .route("/dashboard/wallets/{id}", get(wallets::history))
         .route("/dashboard/payments", get(payments::list))
         .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
         .route(

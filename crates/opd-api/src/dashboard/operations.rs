@@ -236,8 +236,9 @@ pub(crate) async fn ledger(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let problems = if param(&query, "run").is_some() {
-        match opd_service::ledger::check(services.store.as_ref()).await {
-            Ok(p) => Some(p),
+        match opd_service::ledger::check(services.store.as_ref(), services.config.receipts()).await
+        {
+            Ok(report) => Some(report.problems),
             Err(e) => return failed(e),
         }
     } else {

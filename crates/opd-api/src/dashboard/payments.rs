@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::{AccountKind, Transfer};
+use opd_core::ledger::{AccountKind, Receipts, Transfer};
 use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
 use opd_service::wallet_addresses;
@@ -309,6 +309,18 @@ pub(crate) async fn detail(
                 Ok(None) => return not_found("incoming payment"),
                 Err(e) => return failed(e),
             };
+            // Where what it received went: the wallet address's balance
+            // (balance mode), or its own account until withdrawn.
+            let received_to = match services.config.receipts() {
+                Receipts::ToWallet => (
+                    "Received money".to_owned(),
+                    "on the wallet address's balance".to_owned(),
+                ),
+                Receipts::Held => match services.store.unwithdrawn(p.id).await {
+                    Ok(v) => ("Waiting for withdrawal".to_owned(), amount(v, &p.asset)),
+                    Err(e) => return failed(e),
+                },
+            };
             let facts = vec![
                 ("Id".to_owned(), p.id.to_string()),
                 (
@@ -321,6 +333,7 @@ pub(crate) async fn detail(
                         .map_or_else(|| "any".to_owned(), |v| amount(v, &p.asset)),
                 ),
                 ("Received".to_owned(), amount(p.received_amount, &p.asset)),
+                received_to,
                 ("Client".to_owned(), p.client.clone().unwrap_or_default()),
                 ("Expires".to_owned(), display::datetime(p.expires_at)),
                 ("Created".to_owned(), display::datetime(p.created_at)),

@@ -1,14 +1,17 @@
-//! `GET /dashboard`: the wallet addresses with their balances and keys.
+//! `GET /dashboard`: the wallet addresses with their balances and keys;
+//! `GET /dashboard/wallets/{id}`: one wallet address's balance history
+//! (deposits, payments, money received, refunds, withdrawals).
 
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::AccountKind;
+use opd_core::ledger::{AccountKind, TransferKind};
+use opd_core::WalletAddressId;
 use opd_service::wallet_addresses;
 
-use super::{done_message, failed, query_pairs, Nav, Session, CSS};
+use super::{done_message, failed, not_found, query_pairs, Nav, Session, CSS};
 use crate::admin::AdminState;
 use crate::{display, pages};
 
@@ -91,6 +94,106 @@ pub(crate) async fn page(
             css_href: CSS,
             nav: Nav::new("/dashboard", &session),
             notice: done_message(&query),
+            rows,
+        },
+    )
+}
+
+/// One transfer in or out of a wallet address, as its history shows it.
+struct HistoryRow {
+    /// What it was for the wallet: `received`, `payment`, `deposit`...
+    what: &'static str,
+    kind: String,
+    /// The payment (or the wallet address, for the operator's moves).
+    reference: String,
+    /// Signed: `+` in, `−` out.
+    amount: String,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/wallet.html")]
+struct WalletPage {
+    page_title: &'static str,
+    css_href: &'static str,
+    nav: Nav,
+    notice: Option<&'static str>,
+    facts: Vec<(String, String)>,
+    rows: Vec<HistoryRow>,
+}
+
+/// What a transfer was for the wallet it credited (`incoming`) or debited.
+fn what(kind: TransferKind, incoming: bool) -> &'static str {
+    match (kind, incoming) {
+        (TransferKind::Deposit, _) => "deposit",
+        (TransferKind::Withdrawal, _) => "withdrawal",
+        // Money an incoming payment received lands here (balance mode);
+        // `settle` moved what older releases left on incoming payments.
+        (TransferKind::Deliver | TransferKind::Receive | TransferKind::Settle, true) => "received",
+        (TransferKind::Refund, _) => "refund",
+        (_, false) => "payment",
+        (_, true) => "credit",
+    }
+}
+
+/// `GET /dashboard/wallets/{id}`: the wallet address, its balance and its
+/// newest 200 transfers.
+pub(crate) async fn history(
+    State(state): State<AdminState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Response {
+    let services = &state.app.services;
+    let Some(id) = WalletAddressId::parse(&id) else {
+        return not_found("wallet address");
+    };
+    let wallet = match wallet_addresses::get(services, id).await {
+        Ok(w) => w,
+        Err(opd_service::ServiceError::NotFound(_)) => return not_found("wallet address"),
+        Err(e) => return failed(e),
+    };
+    let balance = match opd_service::ledger::balance(services, &wallet).await {
+        Ok(b) => b,
+        Err(e) => return failed(e),
+    };
+    let transfers = match opd_service::ledger::transfers(services, &wallet, 200).await {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let account = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
+    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
+    let rows = transfers
+        .iter()
+        .map(|t| {
+            let incoming = t.credit_account == account;
+            let sign = if incoming { "+" } else { "−" };
+            HistoryRow {
+                what: what(t.kind, incoming),
+                kind: t.kind.as_str().to_owned(),
+                reference: t.reference.clone().unwrap_or_default(),
+                amount: format!("{sign}{}", display::amount(t.amount, code, scale)),
+                created: display::datetime(t.created_at),
+            }
+        })
+        .collect();
+    let facts = vec![
+        ("Wallet address".to_owned(), wallet.path.to_string()),
+        ("Id".to_owned(), wallet.id.to_string()),
+        ("Asset".to_owned(), wallet.asset.to_string()),
+        (
+            "Balance".to_owned(),
+            display::amount(balance.value, code, scale),
+        ),
+    ];
+    pages::render(
+        StatusCode::OK,
+        &WalletPage {
+            page_title: "Wallet address",
+            css_href: CSS,
+            nav: Nav::new("/dashboard", &session),
+            notice: done_message(&query_pairs(&uri)),
+            facts,
             rows,
         },
     )

@@ -219,6 +219,32 @@ async fn payments_pages(db: Db) {
         detail.contains("<td>fund</td>") && detail.contains("<td>deliver</td>"),
         "{detail}"
     );
+    // What a local payment delivered, not $0.00.
+    assert!(
+        detail.contains("<dt>Delivered</dt><dd>$1.00</dd>"),
+        "{detail}"
+    );
+    // bob's history shows each payment he received, and his balance.
+    let bob_id = d
+        .app
+        .admin(Method::GET, "/wallet-addresses/bob", None)
+        .await
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (s, history) = d.get(&format!("/dashboard/wallets/{bob_id}")).await;
+    assert_eq!(s, StatusCode::OK, "{history}");
+    assert_eq!(
+        history.matches("data-what=\"received\"").count(),
+        21,
+        "{history}"
+    );
+    assert!(
+        history.contains("<dt>Balance</dt><dd>$21.00</dd>"),
+        "{history}"
+    );
+    assert!(history.contains(&ids[0]), "each names its payment");
     // The payment not sent yet can be cancelled from its page; a completed
     // one cannot.
     let (_, page) = d
@@ -260,6 +286,22 @@ async fn payments_pages(db: Db) {
     assert_eq!(
         page.matches("href=\"/dashboard/payments/incoming/").count(),
         20
+    );
+    // An incoming payment's page says where what it received went.
+    let first_incoming = page
+        .split("href=\"/dashboard/payments/incoming/")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let (s, incoming) = d
+        .get(&format!("/dashboard/payments/incoming/{first_incoming}"))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        incoming.contains("<dt>Received money</dt><dd>on the wallet address&#39;s balance</dd>")
+            || incoming.contains("<dt>Received money</dt><dd>on the wallet address's balance</dd>"),
+        "{incoming}"
     );
     let (s, _) = d.get("/dashboard/grants?before=nonsense&state=bogus").await;
     assert_eq!(s, StatusCode::OK);

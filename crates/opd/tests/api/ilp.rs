@@ -2,7 +2,8 @@
 //! funded through the admin API sends ILP Prepares (built here as a STREAM
 //! sender would) to the ILP-over-HTTP listener; probes get F99 with an
 //! authentic STREAM reply, money is credited to the incoming payment and
-//! fulfilled, and every refusal credits nothing.
+//! fulfilled (and lands on the wallet address's balance), and every
+//! refusal credits nothing.
 
 use base64::Engine as _;
 use opd_core::webhook::EventKind;
@@ -283,6 +284,192 @@ async fn pays(db: Db) {
         .iter()
         .any(|f| matches!(f, Frame::ConnectionClose { .. })));
     ledger_balanced(app).await;
+}
+
+#[tokio::test]
+async fn received_money_lands_on_the_wallet() {
+    lands_on_the_wallet(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn received_money_lands_on_the_wallet_on_postgres() {
+    lands_on_the_wallet(Db::Postgres).await;
+}
+
+async fn wallet_balance(app: &TestApp, path: &str) -> String {
+    let (s, v) = app
+        .admin(
+            Method::GET,
+            &format!("/wallet-addresses/{path}/balance"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v["balance"]["value"].as_str().unwrap().to_owned()
+}
+
+/// Money packets bring is bob's at once, to the unit: several packets from
+/// two peers, and an incoming payment that expires having received part.
+async fn lands_on_the_wallet(db: Db) {
+    const SECOND: &str = "second-peer-token";
+    let w = world(db).await;
+    let app = &w.app;
+    let (s, second) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({
+                "name": "second",
+                "staticIlpAddress": "test.second",
+                "asset": { "code": "USD", "scale": 2 },
+                "http": { "incoming": { "authTokens": [SECOND] } }
+            })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{second}");
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            &format!("/peers/{}/deposits", second["id"].as_str().unwrap()),
+            Some(&json!({ "amount": "1000", "idempotencyKey": "fund-2" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+
+    let (id, address, secret) = receiver(app, "500").await;
+    for (token, amount) in [
+        (TOKEN, 100),
+        (SECOND, 60),
+        (TOKEN, 37),
+        (SECOND, 2),
+        (TOKEN, 1),
+    ] {
+        let body = prepare(app, &address, &secret, amount, amount, true);
+        let Packet::Fulfill(_) = send_packet_as(app, token, body).await else {
+            panic!("{amount} is fulfilled")
+        };
+    }
+    assert_eq!(
+        received(app, &id).await["receivedAmount"],
+        amount("200", "USD", 2)
+    );
+    assert_eq!(
+        wallet_balance(app, "bob").await,
+        "200",
+        "bob has every unit"
+    );
+
+    // An incoming payment that expires having received part: bob keeps
+    // the part, and the expiry event says nothing waits to be withdrawn.
+    let expires = app.clock.now().plus_millis(60_000).to_rfc3339();
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": app.url("bob"), "incomingAmount": amount("300", "USD", 2), "expiresAt": expires }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let partial = ip["id"].as_str().unwrap().to_owned();
+    let method = &ip["methods"][0];
+    let secret2: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(method["sharedSecret"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let address2 = method["ilpAddress"].as_str().unwrap().to_owned();
+    let Packet::Fulfill(_) =
+        send_packet_as(app, SECOND, prepare(app, &address2, &secret2, 45, 45, true)).await
+    else {
+        panic!("part is fulfilled")
+    };
+    app.clock.advance_millis(61_000);
+    let Packet::Reject(_) =
+        send_packet_as(app, TOKEN, prepare(app, &address2, &secret2, 5, 5, true)).await
+    else {
+        panic!("an expired payment takes nothing")
+    };
+    assert_eq!(
+        opd_service::worker::expire_incoming_once(app.services())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        received(app, &partial).await["receivedAmount"],
+        amount("45", "USD", 2)
+    );
+    assert_eq!(wallet_balance(app, "bob").await, "245");
+    let events = app
+        .services()
+        .store
+        .due_webhook_events(app.clock.now(), 100)
+        .await
+        .unwrap();
+    let expired: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::IncomingPaymentExpired)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0]["data"]["receivedAmount"], amount("45", "USD", 2));
+    assert_eq!(
+        expired[0]["data"]["amountToWithdraw"],
+        amount("0", "USD", 2)
+    );
+    ledger_balanced(app).await;
+}
+
+/// Crediting the wallet address (balance mode) costs the same SQL round
+/// trips per packet as crediting the incoming payment's own account
+/// (external mode, which is how every release before did it): the
+/// transfer goes to another account, nothing is added to the hot path.
+#[tokio::test]
+async fn a_credit_to_the_wallet_costs_no_extra_round_trip() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let mut costs = Vec::new();
+        for external in [false, true] {
+            let app = TestApp::spawn_with(db, |s| s.external_funding = external).await;
+            app.create_wallet("bob", "USD", 2).await;
+            let (s, peer) = app
+                .admin(
+                    Method::POST,
+                    "/peers",
+                    Some(&json!({
+                        "name": "upstream",
+                        "staticIlpAddress": "test.upstream",
+                        "asset": { "code": "USD", "scale": 2 },
+                        "http": { "incoming": { "authTokens": [TOKEN] } }
+                    })),
+                )
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{peer}");
+            let (s, v) = app
+                .admin(
+                    Method::POST,
+                    &format!("/peers/{}/deposits", peer["id"].as_str().unwrap()),
+                    Some(&json!({ "amount": "1000", "idempotencyKey": "fund" })),
+                )
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{v}");
+            let (_, address, secret) = receiver(&app, "500").await;
+            // The first packet warms the caches (peer, wallet address).
+            let Packet::Fulfill(_) =
+                send_packet(&app, prepare(&app, &address, &secret, 10, 10, true)).await
+            else {
+                panic!("fulfilled")
+            };
+            let before = app.services().store.round_trips();
+            let Packet::Fulfill(_) =
+                send_packet(&app, prepare(&app, &address, &secret, 10, 10, true)).await
+            else {
+                panic!("fulfilled")
+            };
+            costs.push(app.services().store.round_trips() - before);
+            app.stop().await;
+        }
+        assert!(costs[0] > 0, "{db:?}: round trips are counted");
+        assert_eq!(costs[0], costs[1], "{db:?}: balance mode, external mode");
+    }
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! currencies with fees; funding from the ledger; grant limits (amounts,
 //! receiver, intervals, races); expiry; webhooks; the ledger invariant.
 
+use opd_core::Clock as _;
 use opd_service::worker::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::client::SigningClient;
@@ -166,6 +167,40 @@ async fn alice_pays_bob(db: Db) {
         .await;
     spec_rs("list-outgoing-payments", listed.status, &listed.body);
     assert_eq!(listed.body["result"].as_array().unwrap().len(), 1);
+    ledger_balanced(&w.app).await;
+
+    // What bob received is his at once: his balance, which funds his own
+    // payment of all of it back to alice.
+    assert_eq!(balance(&w.app, "bob").await, "2500", "received, spendable");
+    let back = incoming(&w.app, &w.alice, "2500", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.bob, "receiver": back, "method": "ilp" }),
+    )
+    .await;
+    let bob_token = w.app.outgoing_token(&w.payer, &w.bob, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &bob_token,
+        &json!({ "walletAddress": w.bob, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::CREATED,
+        "funded by what bob received: {created}"
+    );
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    let steps = w.app.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    assert_eq!(
+        balance(&w.app, "alice").await,
+        "10000",
+        "alice has it all back"
+    );
     ledger_balanced(&w.app).await;
     w.app.stop().await;
 }
@@ -696,9 +731,23 @@ async fn several_workers_never_send_a_payment_twice() {
     }
 }
 
-#[tokio::test]
+// The CLI (`opd incoming-payment withdraw`) blocks its thread while the
+// server answers on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn externally_funded_payments_wait_for_the_operator() {
-    let w = world_with(Db::Sqlite, |s| s.external_funding = true).await;
+    externally_funded(Db::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn externally_funded_payments_wait_for_the_operator_on_postgres() {
+    externally_funded(Db::Postgres).await;
+}
+
+/// External mode: payments are funded by the operator, and what incoming
+/// payments receive waits on them until the operator withdraws it, once
+/// per key.
+async fn externally_funded(db: Db) {
+    let w = world_with(db, |s| s.external_funding = true).await;
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
     let ip = incoming(&w.app, &w.bob, "300", "USD").await;
     let q = quote(
@@ -755,6 +804,92 @@ async fn externally_funded_payments_wait_for_the_operator() {
         amount("300", "USD", 2)
     );
 
+    // Received money waits on the incoming payment, not on bob's balance;
+    // the completed event and `opd check` say how much.
+    assert_eq!(balance(&w.app, "bob").await, "0", "held for the operator");
+    let events = w
+        .app
+        .services()
+        .store
+        .due_webhook_events(w.app.clock.now().plus_millis(1), 1000)
+        .await
+        .unwrap();
+    let completed: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == opd_core::webhook::EventKind::IncomingPaymentCompleted)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(
+        completed[0]["data"]["receivedAmount"],
+        amount("300", "USD", 2)
+    );
+    assert_eq!(
+        completed[0]["data"]["amountToWithdraw"],
+        amount("300", "USD", 2)
+    );
+    let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(
+        check["awaitingWithdrawal"],
+        json!([amount("300", "USD", 2)])
+    );
+    let ip_uuid = ip.rsplit('/').next().unwrap();
+    let withdrawals = format!("/incoming-payments/{ip_uuid}/withdrawals");
+    let key = json!({ "idempotencyKey": "take-1" });
+    let (s, first) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    assert_eq!(first["amount"], amount("300", "USD", 2));
+    let (s, again) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
+    assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
+    // The same from the terminal.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+        .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
+        .args(["--admin-token", &w.app.admin_token])
+        .args([
+            "incoming-payment",
+            "withdraw",
+            ip_uuid,
+            "--idempotency-key",
+            "take-1",
+        ])
+        .env_remove("OPD_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, first, "the CLI prints the first answer");
+    let (s, more) = w
+        .app
+        .admin(
+            Method::POST,
+            &withdrawals,
+            Some(&json!({ "idempotencyKey": "take-2" })),
+        )
+        .await;
+    assert_eq!(
+        (s, more["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("nothing_to_withdraw")),
+        "nothing left: {more}"
+    );
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/incoming-payments/00000000-0000-7000-8000-000000000000/withdrawals",
+            Some(&key),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(check["awaitingWithdrawal"], json!([]));
+    assert_eq!(balance(&w.app, "bob").await, "0");
+
     // Never funded: it fails when its quote expires.
     let ip = incoming(&w.app, &w.bob, "200", "USD").await;
     let q = quote(
@@ -776,4 +911,152 @@ async fn externally_funded_payments_wait_for_the_operator() {
         true
     );
     ledger_balanced(&w.app).await;
+}
+
+/// Money a release before this one left on incoming payments' accounts (or
+/// that external mode held) moves to the receiving wallet addresses when
+/// opd starts in balance mode, exactly once: `opd check` sees the ledger
+/// balanced before and after, and in balance mode reports the stranded
+/// money until it has moved.
+#[tokio::test]
+async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
+    use opd_core::ledger::Receipts;
+    let url = opd_testkit::pg::fresh_schema_url().await;
+    // One secrets key for every start: the server's secrets are sealed
+    // with it in the database.
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("secrets-key");
+    std::fs::write(&key_file, "11".repeat(32)).unwrap();
+    let on_db = |s: &mut opd::config::Settings| {
+        s.database_url = url.clone();
+        s.database_is_default = false;
+        s.migrate = true;
+        s.secrets_key_file = Some(key_file.clone());
+        s.idp_secret = Some(opd_testkit::app::IDP_SECRET.into());
+    };
+    // Money held on bob's incoming payment, the way older releases
+    // credited every incoming payment.
+    let w = world_with(Db::Sqlite, |s| {
+        on_db(s);
+        s.external_funding = true;
+    })
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let ip = incoming(&w.app, &w.bob, "1234", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let uuid = created["id"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (s, _) = w
+        .app
+        .admin(
+            Method::POST,
+            &format!("/outgoing-payments/{uuid}/fund"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    assert!(matches!(
+        w.app.run_workers().await.as_slice(),
+        [Step::Completed(_)]
+    ));
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    let store = w.app.services().store.clone();
+    let before = opd_service::ledger::check(store.as_ref(), Receipts::ToWallet)
+        .await
+        .unwrap();
+    assert_eq!(before.problems.len(), 1, "{before:?}");
+    assert!(
+        before.problems[0].starts_with("incoming payment account"),
+        "{before:?}"
+    );
+    let held = opd_service::ledger::check(store.as_ref(), Receipts::Held)
+        .await
+        .unwrap();
+    assert!(held.problems.is_empty(), "balanced: {held:?}");
+    w.app.stop().await;
+    // The operator's command says the same.
+    let cwd = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["check", &format!("--database-url={url}")])
+            .args(extra)
+            .current_dir(cwd.path())
+            .env_remove("OPD_CONFIG")
+            .env_remove("OPD_EXTERNAL_FUNDING")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (ok, text) = check(&[]);
+    assert!(!ok && text.contains("incoming payment account"), "{text}");
+    let (ok, text) = check(&["--external-funding"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("await the withdrawal of 1234") && text.contains("ledger balanced"),
+        "{text}"
+    );
+
+    // opd starts again in balance mode, twice: the money moves once.
+    for start in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = opd::config::Settings::for_data_dir(dir.path());
+        let any_port = "127.0.0.1:0".parse().unwrap();
+        settings.listen = any_port;
+        settings.auth_listen = any_port;
+        settings.admin_listen = any_port;
+        settings.ilp_listen = any_port;
+        settings.workers = false;
+        on_db(&mut settings);
+        let running = opd::app::start(
+            settings,
+            std::sync::Arc::new(opd_core::ManualClock::new(opd_core::Timestamp::now_utc())),
+            std::sync::Arc::new(opd_core::SeededRandom::new(43)),
+        )
+        .await
+        .unwrap();
+        let services = &running.services;
+        let after = opd_service::ledger::check(services.store.as_ref(), Receipts::ToWallet)
+            .await
+            .unwrap();
+        assert!(after.problems.is_empty(), "start {start}: {after:?}");
+        let bob = opd_service::wallet_addresses::by_path(services, "bob")
+            .await
+            .unwrap();
+        let got = opd_service::ledger::balance(services, &bob).await.unwrap();
+        assert_eq!(
+            got.value, 1234,
+            "start {start}: bob has what he received, once"
+        );
+        let moved = services
+            .store
+            .ledger_all_transfers()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|t| t.kind == opd_core::ledger::TransferKind::Settle)
+            .count();
+        assert_eq!(moved, 1, "start {start}: one transfer moved it");
+        running.shutdown().await.unwrap();
+    }
+    let (ok, text) = check(&[]);
+    assert!(ok && text.contains("ledger balanced"), "{text}");
 }
