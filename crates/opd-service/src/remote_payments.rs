@@ -229,7 +229,12 @@ pub async fn step(
     };
     let limits = &services.config.ilp;
     let minute_ago = services.clock.now().plus_millis(-60_000);
-    let recent = services.store.packets_since(p.id, minute_ago).await?;
+    // The baseline is recorded before a payment's first packet: without
+    // one, nothing was ever sent, and there is nothing to count.
+    let recent = match p.receiver_baseline {
+        None => 0,
+        Some(_) => services.store.packets_since(p.id, minute_ago).await?,
+    };
     let allowance = u64::from(limits.packets_per_minute)
         .saturating_sub(recent)
         .min(u64::from(limits.packets_per_step));
