@@ -583,11 +583,7 @@ async fn move_money(
         opd_service::ledger::move_money(services, &wallet, amount, deposit, &req.idempotency_key)
             .await?;
     let balance = opd_service::ledger::balance(services, &wallet).await?;
-    let status = if new {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = idempotent_status(new);
     Ok((
         status,
         Json(serde_json::json!({
@@ -690,11 +686,7 @@ async fn withdraw_incoming_payment(
         opd_service::ledger::withdraw_received(&state.app.services, id, &req.idempotency_key)
             .await?;
     let amount = opd_core::Amount::new(transfer.amount, asset);
-    let status = if new {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = idempotent_status(new);
     Ok((
         status,
         Json(serde_json::json!({
@@ -712,4 +704,14 @@ async fn fund_outgoing_payment(
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
     opd_service::worker::fund(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The status of an idempotent money movement: 201 when this request made
+/// it, 200 when its key repeats an earlier one (answered as then).
+pub(crate) fn idempotent_status(new: bool) -> StatusCode {
+    if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    }
 }

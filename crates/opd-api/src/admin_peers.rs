@@ -248,11 +248,7 @@ async fn move_liquidity(
     let (transfer, new) =
         peers::move_liquidity(services, &peer, value, deposit, &req.idempotency_key).await?;
     let balance = peers::liquidity(services, &peer).await?;
-    let status = if new {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = crate::admin::idempotent_status(new);
     Ok((
         status,
         Json(serde_json::json!({

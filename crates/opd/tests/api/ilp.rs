@@ -296,18 +296,6 @@ async fn received_money_lands_on_the_wallet_on_postgres() {
     lands_on_the_wallet(Db::Postgres).await;
 }
 
-async fn wallet_balance(app: &TestApp, path: &str) -> String {
-    let (s, v) = app
-        .admin(
-            Method::GET,
-            &format!("/wallet-addresses/{path}/balance"),
-            None,
-        )
-        .await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    v["balance"]["value"].as_str().unwrap().to_owned()
-}
-
 /// Money packets bring is bob's at once, to the unit: several packets from
 /// two peers, and an incoming payment that expires having received part.
 async fn lands_on_the_wallet(db: Db) {
@@ -354,7 +342,7 @@ async fn lands_on_the_wallet(db: Db) {
         amount("200", "USD", 2)
     );
     assert_eq!(
-        wallet_balance(app, "bob").await,
+        crate::remote::balance(app, "bob").await,
         "200",
         "bob has every unit"
     );
@@ -398,7 +386,7 @@ async fn lands_on_the_wallet(db: Db) {
         received(app, &partial).await["receivedAmount"],
         amount("45", "USD", 2)
     );
-    assert_eq!(wallet_balance(app, "bob").await, "245");
+    assert_eq!(crate::remote::balance(app, "bob").await, "245");
     let events = app
         .services()
         .store
