@@ -41,7 +41,7 @@ pub use incoming::IncomingPaymentStore;
 pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::OutgoingPaymentStore;
-pub use packets::{PacketStore, PaymentPacket};
+pub use packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
 pub use peers::{
     AutoPeerOutcome, AutoPeeringLimits, IlpCredit, IlpReceive, LiquidityEvents, PeerStore,
     ReceiveEvents,

@@ -36,6 +36,25 @@ pub struct PaymentPacket {
     pub created_at: Timestamp,
 }
 
+/// Where a packet stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketState {
+    /// Recorded, not settled yet.
+    Pending,
+    /// Fulfilled: its amount went to the peer; `delivered` reached the
+    /// receiver (as counted).
+    Posted { delivered: u64 },
+    /// Rejected, or never answered: nothing moved.
+    Voided,
+}
+
+/// A packet with where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketRecord {
+    pub packet: PaymentPacket,
+    pub state: PacketState,
+}
+
 /// Outgoing payments' packets.
 #[async_trait]
 pub trait PacketStore: Send + Sync {
@@ -57,6 +76,9 @@ pub trait PacketStore: Send + Sync {
     /// sending rate, shared by every node).
     async fn packets_since(&self, payment: OutgoingPaymentId, since: Timestamp)
         -> StoreResult<u64>;
+    /// Every packet of a payment with its state, oldest first: what an
+    /// audit of the payment reads.
+    async fn packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PacketRecord>>;
     /// A payment's pending packets, oldest first.
     async fn pending_packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PaymentPacket>>;
     /// Records what the receiver had received before the payment's first
@@ -112,6 +134,12 @@ static PENDING_PACKETS: Stmt = Stmt::new(&[
     PACKET_COLUMNS,
     " FROM payment_packets WHERE payment_id = ? AND state = 'pending' ORDER BY created_at, id",
 ]);
+static ALL_PACKETS: Stmt = Stmt::new(&[
+    "SELECT ",
+    PACKET_COLUMNS,
+    ", state, CAST(delivered AS TEXT) AS delivered FROM payment_packets \
+     WHERE payment_id = ? ORDER BY created_at, id",
+]);
 static PACKETS_SINCE: Stmt = Stmt::new(&[
     "SELECT COUNT(*) AS n FROM payment_packets WHERE payment_id = ? AND created_at >= ?",
 ]);
@@ -134,6 +162,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &LOCK_SENDING_TOTALS,
     &SET_SENT,
     &PENDING_PACKETS,
+    &ALL_PACKETS,
     &PACKETS_SINCE,
     &ANY_PENDING,
     &COMPLETE_SENT,
@@ -153,6 +182,21 @@ fn packet_from_row(r: &impl Columns) -> StoreResult<PaymentPacket> {
         min_delivery: amount("min_delivery")?,
         expires_at: Timestamp::from_unix_millis(r.int("expires_at")?),
         created_at: Timestamp::from_unix_millis(r.int("created_at")?),
+    })
+}
+
+fn record_from_row(r: &impl Columns) -> StoreResult<PacketRecord> {
+    let state = match r.text("state")?.as_str() {
+        "pending" => PacketState::Pending,
+        "posted" => PacketState::Posted {
+            delivered: rows::u64_from_text(&r.text("delivered")?, "delivered")?,
+        },
+        "voided" => PacketState::Voided,
+        other => return Err(corrupt(&format!("a packet in state {other:?}"))),
+    };
+    Ok(PacketRecord {
+        packet: packet_from_row(r)?,
+        state,
     })
 }
 
@@ -296,6 +340,14 @@ impl PacketStore for SqlStore {
             Some(r) => Ok(u64::try_from(r.int("n")?).unwrap_or(0)),
             None => Ok(0),
         }
+    }
+
+    async fn packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PacketRecord>> {
+        let rows = self
+            .db
+            .read(&ALL_PACKETS, params![payment.to_string()])
+            .await?;
+        rows.iter().map(record_from_row).collect()
     }
 
     async fn pending_packets(&self, payment: OutgoingPaymentId) -> StoreResult<Vec<PaymentPacket>> {

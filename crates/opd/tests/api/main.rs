@@ -22,6 +22,7 @@ mod outbound;
 mod payments;
 mod quotes;
 mod remote;
+mod remote_money;
 mod replays;
 mod retention;
 mod sdk;

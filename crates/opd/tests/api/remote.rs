@@ -29,7 +29,7 @@ pub(crate) async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Va
     v
 }
 
-async fn set_rate(app: &TestApp, rate: &str) {
+pub(crate) async fn set_rate(app: &TestApp, rate: &str) {
     admin_ok(
         app,
         Method::PUT,
@@ -57,7 +57,7 @@ async fn pair_on(db: Db) -> Pair {
 }
 
 /// [`pair`], with A's liquidity at B and the largest packet B takes from A.
-async fn pair_with(liquidity: u64, max_packet: Option<u64>) -> Pair {
+pub(crate) async fn pair_with(liquidity: u64, max_packet: Option<u64>) -> Pair {
     let (a, b) = (
         node(Db::Sqlite, "test.a").await,
         node(Db::Sqlite, "test.b").await,
@@ -101,7 +101,7 @@ pub(crate) async fn pair_of(
     Pair { a, b }
 }
 
-async fn incoming_at_b(b: &TestApp, value: &str) -> String {
+pub(crate) async fn incoming_at_b(b: &TestApp, value: &str) -> String {
     let bob = b.create_wallet("bob", "EUR", 2).await;
     let (s, ip) = b
         .post(
@@ -113,7 +113,12 @@ async fn incoming_at_b(b: &TestApp, value: &str) -> String {
     ip["id"].as_str().unwrap().to_owned()
 }
 
-async fn quote(a: &TestApp, alice: &str, receiver: &str, target: Value) -> (StatusCode, Value) {
+pub(crate) async fn quote(
+    a: &TestApp,
+    alice: &str,
+    receiver: &str,
+    target: Value,
+) -> (StatusCode, Value) {
     let mut body = json!({ "walletAddress": alice, "receiver": receiver, "method": "ilp" });
     for (k, v) in target.as_object().unwrap() {
         body[k] = v.clone();
