@@ -65,10 +65,23 @@ struct World {
     incoming: Vec<(String, Asset)>,
     quotes: Vec<String>,
     outgoing: Vec<opd_core::OutgoingPaymentId>,
-    /// Idempotency keys used for deposits, to repeat some.
+    /// Idempotency keys used for deposits and withdrawals (to repeat
+    /// some), with what the simulation knows of each: see [`Move`].
     keys: Vec<(String, u64)>,
+    moves: HashMap<String, Move>,
     log: Vec<String>,
     _dir: Option<tempfile::TempDir>,
+}
+
+/// A deposit or withdrawal of alice's as the simulation asked for it: the
+/// ledger must hold at most one transfer for its key, of this amount, and
+/// exactly one once an answer said it was posted (an error may hide a
+/// posting: the answer of a committed transaction can be lost).
+#[derive(Debug, Clone, Copy)]
+struct Move {
+    amount: u64,
+    deposit: bool,
+    confirmed: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +142,11 @@ async fn world(seed: u64, backend: Backend) -> World {
     ledger::move_money(&services, &alice, 50_000, true, "start")
         .await
         .unwrap();
+    let start = Move {
+        amount: 50_000,
+        deposit: true,
+        confirmed: true,
+    };
     World {
         services,
         sql,
@@ -140,6 +158,7 @@ async fn world(seed: u64, backend: Backend) -> World {
         quotes: Vec::new(),
         outgoing: Vec::new(),
         keys: Vec::new(),
+        moves: HashMap::from([("start".to_owned(), start)]),
         log: Vec::new(),
         _dir: dir,
     }
@@ -272,6 +291,19 @@ async fn step(w: &mut World, dice: &mut Dice) {
             };
             w.keys.push((key.clone(), amount));
             let r = ledger::move_money(s, &alice, amount, deposit, &key).await;
+            let known = w.moves.entry(key.clone()).or_insert(Move {
+                amount,
+                deposit,
+                confirmed: false,
+            });
+            // A repeat of a key already answered as posted gets that
+            // first answer again; only an injected fault may stop it.
+            let fault = matches!(&r, Err(opd_service::ServiceError::Unavailable(m)) if m == "injected fault");
+            if known.confirmed && r.is_err() && !fault {
+                w.log
+                    .push(format!("PROBLEM: the repeat of {key} was refused: {r:?}"));
+            }
+            known.confirmed |= r.is_ok();
             format!("move {key} {amount}: {:?}", r.map(|(_, new)| new))
         }
         _ => {
@@ -318,6 +350,12 @@ async fn check(w: &World) -> (Vec<String>, usize) {
         .await
         .unwrap()
         .problems;
+    problems.extend(
+        w.log
+            .iter()
+            .filter_map(|line| line.strip_prefix("PROBLEM: "))
+            .map(str::to_owned),
+    );
     let alice = wallet_addresses::by_path(s, "alice").await.unwrap();
     let alice_account = format!("wallet:{}:", alice.id);
     let mut payments = Vec::new();
@@ -448,24 +486,21 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             ));
         }
     }
-    // Every wallet's balance, to the unit: deposits − withdrawals (the
-    // operator's keyed transfers) − what its completed payments debited +
-    // what its incoming payments received (their rows' `receivedAmount`,
-    // counted apart from the ledger).
+    // Every wallet's balance, to the unit: deposits − withdrawals (as the
+    // simulation made them, each key once) − what its completed payments
+    // debited + what its incoming payments received (their rows'
+    // `receivedAmount`, counted apart from the ledger).
     let accounts = store.ledger_accounts().await.unwrap();
     for path in ["alice", "bob", "carol"] {
         let wallet = wallet_addresses::by_path(s, path).await.unwrap();
         let account =
             opd_core::ledger::AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
-        let mut expected: i128 = 0;
-        for t in &transfers {
-            let a = i128::from(t.amount);
-            match t.kind {
-                TransferKind::Deposit if t.credit_account == account => expected += a,
-                TransferKind::Withdrawal if t.debit_account == account => expected -= a,
-                _ => {}
-            }
-        }
+        // Only alice's money is moved by the operator.
+        let mut expected: i128 = if path == "alice" {
+            moves_made(w, &transfers, &account, &mut problems)
+        } else {
+            0
+        };
         for p in payments.iter().filter(|p| p.wallet_address_id == wallet.id) {
             if p.state == OutgoingPaymentState::Completed {
                 expected -= i128::from(p.debit.value);
@@ -490,6 +525,55 @@ async fn check(w: &World) -> (Vec<String>, usize) {
         .filter(|p| p.state == OutgoingPaymentState::Completed)
         .count();
     (problems, completed)
+}
+
+/// alice's deposits − withdrawals as the simulation made them: each key's
+/// amount once, if the ledger posted it. Every deposit or withdrawal in the
+/// ledger must be one of those keys, once, of its amount, on alice's
+/// account (`account`); a key answered as posted must be there.
+fn moves_made(
+    w: &World,
+    transfers: &[opd_core::ledger::Transfer],
+    account: &str,
+    problems: &mut Vec<String>,
+) -> i128 {
+    let mut per_key = HashMap::<&str, Vec<&opd_core::ledger::Transfer>>::new();
+    let keyed = transfers
+        .iter()
+        .filter(|t| matches!(t.kind, TransferKind::Deposit | TransferKind::Withdrawal));
+    for t in keyed {
+        // The ledger keeps `deposit:<key>` or `withdrawal:<key>`.
+        let key = t.idempotency_key.as_deref().and_then(|k| k.split_once(':'));
+        match key.filter(|(_, k)| w.moves.contains_key(*k)) {
+            Some((_, k)) => per_key.entry(k).or_default().push(t),
+            None => problems.push(format!(
+                "a {:?} of {} under a key the simulation never used: {:?}",
+                t.kind, t.amount, t.idempotency_key
+            )),
+        }
+    }
+    let mut net = 0;
+    for (key, m) in &w.moves {
+        let posted = per_key.get(key.as_str()).map_or(&[][..], Vec::as_slice);
+        let (kind, on_alice) = match posted.first() {
+            Some(t) if m.deposit => (TransferKind::Deposit, t.credit_account == account),
+            Some(t) => (TransferKind::Withdrawal, t.debit_account == account),
+            None => (TransferKind::Deposit, true),
+        };
+        match posted {
+            [] if m.confirmed => problems.push(format!(
+                "{key} was answered as posted but is not in the ledger"
+            )),
+            [] => {}
+            [t] if t.amount != m.amount || t.kind != kind || !on_alice => {
+                problems.push(format!("{key}: {m:?} was posted as {t:?}"))
+            }
+            [_] if m.deposit => net += i128::from(m.amount),
+            [_] => net -= i128::from(m.amount),
+            more => problems.push(format!("{key} moved money {} times: {more:?}", more.len())),
+        }
+    }
+    net
 }
 
 /// Every incoming payment of `wallet`, from the store (those whose

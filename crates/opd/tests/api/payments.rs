@@ -1060,3 +1060,84 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
     let (ok, text) = check(&[]);
     assert!(ok && text.contains("ledger balanced"), "{text}");
 }
+
+#[tokio::test]
+async fn one_grant_spends_its_limit_afresh_in_each_interval() {
+    // Tokens live three days here, so one grant (one token) spans two of
+    // its daily intervals: what it spent yesterday does not count today.
+    let w = world_with(Db::Sqlite, |s| s.access_token_ttl_secs = 3 * 86_400).await;
+    let now = w.app.clock.now();
+    let day_start =
+        opd_core::Timestamp::from_unix_millis(now.unix_millis() - now.unix_millis() % 86_400_000);
+    let limits = json!({ "debitAmount": amount("1000", "USD", 2), "interval": format!("R/{}/P1D", day_start.to_rfc3339()) });
+    let token = w.app.outgoing_token(&w.payer, &w.alice, limits).await;
+    let open = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob }),
+        )
+        .await
+        .1["id"]
+        .clone();
+    let send = |v: &str| json!({ "walletAddress": w.alice, "incomingPayment": open, "debitAmount": amount(v, "USD", 2) });
+    let spent = || async {
+        let r = w
+            .payer
+            .send(
+                Method::GET,
+                &w.app.url("outgoing-payment-grant"),
+                Some(&token),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["spentDebitAmount"].clone()
+    };
+    let refused = |(s, v): (StatusCode, Value)| {
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (StatusCode::FORBIDDEN, Some("insufficient_grant")),
+            "{v}"
+        );
+    };
+
+    // Day one: 700 of 1000; 400 more would pass the limit.
+    let (s, first) = pay(&w, &token, &send("700")).await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    refused(pay(&w, &token, &send("400")).await);
+    assert_eq!(spent().await, amount("700", "USD", 2));
+    w.app.run_workers().await;
+
+    // Day two, the same token: the limit is whole again, and counts only
+    // today's payments.
+    w.app.clock.advance_millis(86_400_000);
+    let today = spent().await;
+    assert!(
+        today.is_null() || today == amount("0", "USD", 2),
+        "nothing spent yet today: {today}"
+    );
+    let (s, second) = pay(&w, &token, &send("700")).await;
+    assert_eq!(s, StatusCode::CREATED, "{second}");
+    assert_eq!(
+        second["grantSpentDebitAmount"],
+        amount("0", "USD", 2),
+        "spent today before this payment"
+    );
+    refused(pay(&w, &token, &send("400")).await);
+    let (s, third) = pay(&w, &token, &send("300")).await;
+    assert_eq!(s, StatusCode::CREATED, "{third}");
+    assert_eq!(third["grantSpentDebitAmount"], amount("700", "USD", 2));
+    assert_eq!(spent().await, amount("1000", "USD", 2));
+    refused(pay(&w, &token, &send("1")).await);
+
+    // The money: 1700 left alice, all of it reached bob.
+    w.app.run_workers().await;
+    for p in [&first, &second, &third] {
+        let done = read(&w, &token, p["id"].as_str().unwrap()).await;
+        assert_eq!(done["sentAmount"], p["debitAmount"], "{done}");
+    }
+    assert_eq!(balance(&w.app, "alice").await, "8300");
+    assert_eq!(balance(&w.app, "bob").await, "1700");
+    ledger_balanced(&w.app).await;
+}
