@@ -10,8 +10,13 @@
 //! then bob pays it all on to alice with the same `pay` command (approved
 //! with bob's password), funded by what he received.
 //!
-//! The quickstart uses the default ports (8080 to 8083); this test is the
-//! only one in its binary, and fails loudly when a port is taken.
+//! The quickstart uses the default ports (8080 to 8083). So that a machine
+//! where one is taken can still run it, the test moves the server to free
+//! ports (through the environment, `OPD_LISTEN` and the like) and puts the
+//! same ports in the later commands' URLs: the only change to their text.
+//! A port another process takes between the choice and the server's start
+//! makes it try again, with new ports, a few times. Every wait has a
+//! deadline, and names what it waited for when it passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
@@ -42,6 +47,96 @@ fn quickstart_commands() -> Vec<Vec<String>> {
             cmd.split_whitespace().map(str::to_owned).collect()
         })
         .collect()
+}
+
+/// How long any one thing the test waits for may take.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// The server's listeners: Open Payments, authorization, admin, ILP.
+#[derive(Clone, Copy)]
+struct Ports([u16; 4]);
+
+impl Ports {
+    /// Four ports free right now (the listeners bound at once, so they
+    /// differ, then let go for the server).
+    fn free() -> Self {
+        let listeners: Vec<_> = (0..4)
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+            .collect();
+        Self(std::array::from_fn(|i| {
+            listeners[i].local_addr().unwrap().port()
+        }))
+    }
+
+    /// `arg` with the default ports (`127.0.0.1:8080` to `:8083`) moved.
+    fn apply(&self, arg: &str) -> String {
+        let mut out = arg.to_owned();
+        for (i, port) in self.0.iter().enumerate() {
+            out = out.replace(
+                &format!("127.0.0.1:{}", 8080 + i),
+                &format!("127.0.0.1:{port}"),
+            );
+        }
+        out
+    }
+
+    fn public(&self) -> String {
+        format!("http://127.0.0.1:{}", self.0[0])
+    }
+
+    fn admin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.0[2])
+    }
+
+    /// The environment that moves the server's listeners.
+    fn server_env(&self) -> [(&'static str, String); 4] {
+        let [public, auth, admin, ilp] = self.0;
+        [
+            ("OPD_LISTEN", format!("127.0.0.1:{public}")),
+            ("OPD_AUTH_LISTEN", format!("127.0.0.1:{auth}")),
+            ("OPD_ADMIN_LISTEN", format!("127.0.0.1:{admin}")),
+            ("OPD_ILP_LISTEN", format!("127.0.0.1:{ilp}")),
+        ]
+    }
+}
+
+/// Waits for `child` to exit, at most [`DEADLINE`]; kills it and fails
+/// naming `what` when it does not.
+async fn exit_of(mut child: Child, what: &str) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {DEADLINE:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs `cmd` to its end (at most [`DEADLINE`]): its status, standard
+/// output and standard error.
+async fn output_of(mut cmd: Command, what: &str) -> (std::process::ExitStatus, String, String) {
+    use std::io::Read as _;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let out = read_all(Box::new(child.stdout.take().unwrap()));
+    let err = read_all(Box::new(child.stderr.take().unwrap()));
+    let status = exit_of(child, what).await;
+    (status, out.join().unwrap(), err.join().unwrap())
 }
 
 /// A command of the quickstart as a process in `dir`, with none of the
@@ -76,7 +171,7 @@ fn lines(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
 /// `seen` for the failure message).
 fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) -> String {
     loop {
-        match rx.recv_timeout(Duration::from_secs(60)) {
+        match rx.recv_timeout(DEADLINE) {
             Ok(line) => {
                 seen.push(line.clone());
                 if line.contains(needle) {
@@ -208,9 +303,7 @@ async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str
     assert!(r.status().is_success(), "{}", r.status());
 
     // The client sends the payment and follows it to the end.
-    let status = tokio::task::spawn_blocking(move || pay.wait().unwrap())
-        .await
-        .unwrap();
+    let status = exit_of(pay, "`opd client pay` after the approval").await;
     while let Ok(line) = pay_err.recv_timeout(Duration::from_millis(100)) {
         pay_seen.push(line);
     }
@@ -224,33 +317,79 @@ async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str
     assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
 }
 
+/// The running server: its process, its output, what it printed so far.
+struct Server {
+    _process: Killed,
+    out: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    ports: Ports,
+}
+
+/// Starts the quickstart's `serve` command in `dir` on free ports, up to
+/// three times when a port was taken meanwhile (the server then exits);
+/// returns once it printed alice's password.
+fn start_server(serve: &[String], dir: &std::path::Path) -> (Server, String) {
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let ports = Ports::free();
+        let mut cmd = command(serve, dir);
+        cmd.envs(ports.server_env())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut process = cmd.spawn().unwrap();
+        let out = lines(process.stdout.take().unwrap());
+        let err = lines(process.stderr.take().unwrap());
+        let mut seen = Vec::new();
+        // The password line, or the end of the output (the server exited).
+        let password = loop {
+            match out.recv_timeout(DEADLINE) {
+                Ok(line) => {
+                    seen.push(line.clone());
+                    if line.contains("alice's password") {
+                        break Some(line);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(e) => panic!("the server printed no password ({e}):\n{}", seen.join("\n")),
+            }
+        };
+        // Its log goes on to the test's output.
+        std::thread::spawn(move || err.iter().for_each(|l| eprintln!("{l}")));
+        if let Some(line) = password {
+            let password = line.rsplit(' ').next().unwrap().to_owned();
+            let server = Server {
+                _process: Killed(process),
+                out,
+                seen,
+                ports,
+            };
+            return (server, password);
+        }
+        let status = process.wait().unwrap();
+        tries.push(format!(
+            "ports {:?}: exited {status}:\n{}",
+            ports.0,
+            seen.join("\n")
+        ));
+    }
+    panic!("the server did not start in 3 tries:\n{}", tries.join("\n"));
+}
+
 #[tokio::test]
 async fn the_readme_quickstart_pays_bob() {
-    let commands = quickstart_commands();
-    assert_eq!(commands.len(), 3, "serve, pay, list: {commands:?}");
-    assert_eq!(commands[0][..2], ["serve", "--demo"]);
-    for port in 8080..=8083 {
-        std::net::TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| {
-            panic!("port {port} is taken ({e}): the quickstart uses the default ports")
-        });
-    }
+    let readme = quickstart_commands();
+    assert_eq!(readme.len(), 3, "serve, pay, list: {readme:?}");
+    assert_eq!(readme[0][..2], ["serve", "--demo"]);
     let dir = tempfile::tempdir().unwrap();
 
     // 1. The server, which prints alice's password and the next commands.
-    let mut serve = command(&commands[0], dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = lines(serve.stdout.take().unwrap());
-    let _serve = Killed(serve);
-    let mut seen = Vec::new();
-    let password = wait_for(&out, "alice's password", &mut seen)
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .to_owned();
-    let next = wait_for(&out, "client pay", &mut seen);
+    let (mut server, password) = start_server(&readme[0], dir.path());
+    let ports = server.ports;
+    let commands: Vec<Vec<String>> = readme
+        .iter()
+        .map(|c| c.iter().map(|a| ports.apply(a)).collect())
+        .collect();
+    let next = wait_for(&server.out, "client pay", &mut server.seen);
     assert_eq!(
         next.trim(),
         format!("{PREFIX}{}", commands[1].join(" ")),
@@ -261,20 +400,15 @@ async fn the_readme_quickstart_pays_bob() {
     pay_with_consent(&commands[1], dir.path(), &password).await;
 
     // 3. bob's incoming payments: the one paid, completed, with 12.34 USD.
-    let list = command(&commands[2], dir.path()).output().unwrap();
-    let text = String::from_utf8_lossy(&list.stdout);
-    assert!(
-        list.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&list.stderr)
-    );
+    let (status, text, errors) = output_of(command(&commands[2], dir.path()), "the listing").await;
+    assert!(status.success(), "{text}{errors}");
     assert!(text.contains("  received        12.34 USD\n"), "{text}");
     assert!(text.contains("  completed       yes\n"), "{text}");
 
     // bob has the money: received money goes to the wallet address's
     // balance, and the ledger stays balanced.
     let token = std::fs::read_to_string(dir.path().join("opd-data/admin-token")).unwrap();
-    let admin = "http://127.0.0.1:8082";
+    let admin = &ports.admin();
     let (s, v) = opd_testkit::app::admin_at(
         admin,
         token.trim(),
@@ -302,18 +436,23 @@ async fn the_readme_quickstart_pays_bob() {
 
     // 4. bob pays it on: all 12.34 USD back to alice, approved with bob's
     // password, funded by what he received.
-    let bob_password = seen
+    let bob_password = server
+        .seen
         .iter()
         .find(|l| l.contains("bob's password"))
         .and_then(|l| l.rsplit(' ').next())
-        .unwrap_or_else(|| panic!("the server prints bob's password: {seen:?}"))
+        .unwrap_or_else(|| panic!("the server prints bob's password: {:?}", server.seen))
         .to_owned();
+    let (bob, alice) = (
+        format!("{}/bob", ports.public()),
+        format!("{}/alice", ports.public()),
+    );
     let pay_on: Vec<String> = commands[1]
         .iter()
-        .map(|a| match a.as_str() {
-            "http://127.0.0.1:8080/bob" => "http://127.0.0.1:8080/alice".to_owned(),
-            "http://127.0.0.1:8080/alice" => "http://127.0.0.1:8080/bob".to_owned(),
-            other => other.to_owned(),
+        .map(|a| match a {
+            a if *a == bob => alice.clone(),
+            a if *a == alice => bob.clone(),
+            other => other.clone(),
         })
         .collect();
     assert_ne!(
@@ -322,10 +461,10 @@ async fn the_readme_quickstart_pays_bob() {
     );
     pay_with_consent(&pay_on, dir.path(), &bob_password).await;
     let balance = |path: &'static str| {
-        let token = token.clone();
+        let (token, admin) = (token.clone(), admin.clone());
         async move {
             let (s, v) = opd_testkit::app::admin_at(
-                admin,
+                &admin,
                 token.trim(),
                 reqwest::Method::GET,
                 &format!("/wallet-addresses/{path}/balance"),
