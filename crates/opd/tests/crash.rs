@@ -195,7 +195,7 @@ impl Cluster {
             format!("--webhook-url={}", self.hooks.url(i, incarnation)),
             format!("--webhook-secret={WEBHOOK_SECRET}"),
         ];
-        node.child = Some(
+        let spawn = |attempt: u32| {
             Command::new(env!("CARGO_BIN_EXE_opd"))
                 .args(&args)
                 .current_dir(node.dir.path())
@@ -209,11 +209,17 @@ impl Cluster {
                 .stdout(Stdio::null())
                 .stderr(log_file(
                     &self.name,
-                    &format!("{}-node-{i}-{incarnation}", self.name),
+                    &format!("{}-node-{i}-{incarnation}-{attempt}", self.name),
                 ))
                 .spawn()
-                .expect("start opd"),
-        );
+                .expect("start opd")
+        };
+        // A node comes back on its old ports (the cluster's public URLs
+        // and peers name them). The port may still be held for a moment
+        // (an outgoing connection's ephemeral port, say): a process that
+        // exits at start is started again, a bounded number of times.
+        let mut attempt = 1;
+        let mut child = spawn(attempt);
         let deadline = Instant::now() + Duration::from_secs(30);
         let http = reqwest::Client::new();
         loop {
@@ -226,9 +232,20 @@ impl Cluster {
                     break;
                 }
             }
+            if let Some(status) = child.try_wait().expect("poll opd") {
+                assert!(
+                    attempt < 10,
+                    "node {i} exited at start {attempt} times (last: {status}); see its logs"
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                attempt += 1;
+                child = spawn(attempt);
+                continue;
+            }
             assert!(Instant::now() < deadline, "node {i} did not become ready");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        node.child = Some(child);
         node.state.incarnation.store(incarnation, Ordering::SeqCst);
         node.state.down.store(false, Ordering::SeqCst);
     }

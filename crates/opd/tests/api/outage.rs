@@ -155,14 +155,16 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     let (status, body) = app.get_public(&format!("{}/nobody", app.base)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "service_unavailable");
-    // Readiness says so within a probe's usual 1 s timeout (not after the
-    // pool's 5 s); liveness does not ask the database.
+    // Readiness says so from its own short check (0.9 s), not after the
+    // pool's 5 s wait. The bound is loose on purpose (a loaded machine
+    // must not fail it): only a readiness check that waits on the pool
+    // passes 4 s. Liveness does not ask the database.
     let asked = std::time::Instant::now();
     let (status, body) = app.get_public(&app.url("readyz")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "service_unavailable");
     assert!(
-        asked.elapsed() < Duration::from_millis(1500),
+        asked.elapsed() < Duration::from_secs(4),
         "{:?}",
         asked.elapsed()
     );
