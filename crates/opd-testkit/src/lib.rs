@@ -7,6 +7,7 @@ pub mod dice;
 pub mod hostile;
 pub mod pg;
 pub mod stores;
+pub mod webhooks;
 
 /// A loopback port free right now, for a server process a test starts
 /// (another process may take it before the server binds it: callers that

@@ -33,9 +33,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
 use opd_testkit::client::{Reply, SigningClient};
+use opd_testkit::webhooks::WebhookReceiver;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng};
 use reqwest::{Method, StatusCode};
@@ -129,11 +129,11 @@ struct Cluster {
     public: String,
     auth_public: String,
     database_url: String,
-    hooks: Arc<Hooks>,
+    hooks: Arc<WebhookReceiver>,
 }
 
 impl Cluster {
-    fn new(name: &str, database_url: String, size: usize, hooks: Arc<Hooks>) -> Self {
+    fn new(name: &str, database_url: String, size: usize, hooks: Arc<WebhookReceiver>) -> Self {
         let nodes: Vec<Node> = (0..size)
             .map(|_| {
                 let ports = (
@@ -478,124 +478,6 @@ fn count_in_node_logs(test: &str, needle: &str) -> usize {
 }
 
 // ---------------------------------------------------------------------------
-// Webhook receiver
-
-/// One webhook delivery as it arrived.
-#[derive(Debug, Clone)]
-struct Arrival {
-    id: String,
-    kind: String,
-    /// `data.id`: the payment the event is about.
-    resource: String,
-    node: usize,
-    incarnation: u64,
-    at: Instant,
-}
-
-/// Records every webhook delivery (with the process that sent it) and
-/// every kill, in arrival order.
-#[derive(Default)]
-struct Hooks {
-    base: String,
-    arrivals: Mutex<Vec<Arrival>>,
-    /// When each (node, incarnation) was killed (after it was reaped).
-    kills: Mutex<HashMap<(usize, u64), Instant>>,
-    /// Deliveries that were malformed or badly signed.
-    bad: Mutex<Vec<String>>,
-}
-
-impl Hooks {
-    async fn start() -> Arc<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let hooks = Arc::new(Self {
-            base: format!("http://{}", listener.local_addr().unwrap()),
-            ..Self::default()
-        });
-        let app = axum::Router::new()
-            .route("/hook/{node}/{incarnation}", axum::routing::post(receive))
-            .with_state(hooks.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        hooks
-    }
-
-    fn url(&self, node: usize, incarnation: u64) -> String {
-        format!("{}/hook/{node}/{incarnation}", self.base)
-    }
-
-    fn killed(&self, node: usize, incarnation: u64) {
-        self.kills
-            .lock()
-            .unwrap()
-            .insert((node, incarnation), Instant::now());
-    }
-
-    fn arrivals(&self) -> Vec<Arrival> {
-        self.arrivals.lock().unwrap().clone()
-    }
-}
-
-async fn receive(
-    axum::extract::State(hooks): axum::extract::State<Arc<Hooks>>,
-    axum::extract::Path((node, incarnation)): axum::extract::Path<(usize, u64)>,
-    headers: axum::http::HeaderMap,
-    body: String,
-) -> StatusCode {
-    let at = Instant::now();
-    let signature = headers
-        .get("opd-signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !signed_by_us(signature, &body) {
-        hooks
-            .bad
-            .lock()
-            .unwrap()
-            .push(format!("bad signature {signature:?} on {body}"));
-    }
-    let event: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    match (
-        event["id"].as_str(),
-        event["type"].as_str(),
-        event["data"]["id"].as_str(),
-    ) {
-        (Some(id), Some(kind), Some(resource)) => hooks.arrivals.lock().unwrap().push(Arrival {
-            id: id.to_owned(),
-            kind: kind.to_owned(),
-            resource: resource.to_owned(),
-            node,
-            incarnation,
-            at,
-        }),
-        _ => hooks
-            .bad
-            .lock()
-            .unwrap()
-            .push(format!("malformed event {body}")),
-    }
-    // Always 2xx: a refusal would only add retries to the record.
-    StatusCode::OK
-}
-
-/// Whether `Opd-Signature: t=<ms>, v1=<hex>` is the HMAC of `<t>.<body>`.
-fn signed_by_us(header: &str, body: &str) -> bool {
-    let Some((t, v1)) = header
-        .split_once(", v1=")
-        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1)))
-    else {
-        return false;
-    };
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
-    mac.update(format!("{t}.{body}").as_bytes());
-    let want: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    want == v1
-}
-
-// ---------------------------------------------------------------------------
 // Load
 
 /// A sending wallet address and the outgoing-payment token for it.
@@ -901,7 +783,7 @@ async fn three_nodes_killed_at_random_moments_postgres() {
 /// `nodes` processes on `database_url`, `kills` random kills, the rest
 /// decided by `seed`; `name` names the log files.
 async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize, seed: u64) {
-    let hooks = Hooks::start().await;
+    let hooks = WebhookReceiver::start(WEBHOOK_SECRET, 0).await;
     let mut cluster = Cluster::new(name, database_url, nodes, hooks.clone());
     for i in 0..nodes {
         cluster.start(i).await;
@@ -1087,11 +969,7 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
                 expected.insert(("incoming_payment.completed".into(), id));
             }
         }
-        let arrived: BTreeSet<(String, String)> = hooks
-            .arrivals()
-            .into_iter()
-            .map(|a| (a.kind, a.resource))
-            .collect();
+        let arrived = hooks.accepted();
         let missing = expected.difference(&arrived).count();
         if pending == 0 && missing == 0 {
             break (payments, incoming, expected);
@@ -1258,7 +1136,9 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         "dave's balance at B"
     );
 
-    assert_webhooks(&hooks, &expected_events);
+    // Webhooks: exactly the events the payments imply, each delivered
+    // once but for a repeat after its deliverer was killed.
+    hooks.assert_each_once(Some(&expected_events));
     cluster.kill_all();
 
     let records = records(&cluster.database_url, &payments).await;
@@ -1311,66 +1191,6 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     if std::env::var_os("OPD_CRASH_LOG_DIR").is_none() {
         let _ = std::fs::remove_dir_all(log_dir(name));
     }
-}
-
-/// Webhooks: exactly the events the payments imply, one event id per
-/// event, each id delivered once; a second delivery of an id only by a
-/// process started after the one that delivered it first was killed (that
-/// one may have died after the receiver answered and before it recorded
-/// the delivery). Nothing looser: a live process delivering an id again,
-/// or two live nodes delivering the same one, fails.
-fn assert_webhooks(hooks: &Hooks, expected: &BTreeSet<(String, String)>) {
-    let bad = hooks.bad.lock().unwrap().clone();
-    assert!(bad.is_empty(), "bad webhook deliveries: {bad:#?}");
-    let arrivals = hooks.arrivals();
-    let kills_at = hooks.kills.lock().unwrap().clone();
-    let mut by_id: HashMap<&str, Vec<&Arrival>> = HashMap::new();
-    let mut ids_of: HashMap<(&str, &str), BTreeSet<&str>> = HashMap::new();
-    for a in &arrivals {
-        by_id.entry(&a.id).or_default().push(a);
-        ids_of
-            .entry((&a.kind, &a.resource))
-            .or_default()
-            .insert(&a.id);
-    }
-    for (id, list) in &mut by_id {
-        list.sort_by_key(|a| a.at);
-        for pair in list.windows(2) {
-            let (first, again) = (pair[0], pair[1]);
-            let killed_before = kills_at
-                .get(&(first.node, first.incarnation))
-                .is_some_and(|k| *k < again.at);
-            assert!(
-                killed_before,
-                "webhook event {id} ({} of {}) delivered again by node {} (process {}) \
-                 {:?} after node {} (process {}) delivered it, and that process was not \
-                 killed in between",
-                first.kind,
-                first.resource,
-                again.node,
-                again.incarnation,
-                again.at - first.at,
-                first.node,
-                first.incarnation
-            );
-        }
-    }
-    for ((kind, resource), ids) in &ids_of {
-        assert_eq!(
-            ids.len(),
-            1,
-            "one event per change: {kind} of {resource} has ids {ids:?}"
-        );
-    }
-    let arrived: BTreeSet<(String, String)> = arrivals
-        .iter()
-        .map(|a| (a.kind.clone(), a.resource.clone()))
-        .collect();
-    assert_eq!(
-        arrived.difference(expected).collect::<Vec<_>>(),
-        Vec::<&(String, String)>::new(),
-        "webhook events for changes that did not happen"
-    );
 }
 
 /// Every payment as the database holds it, by its URL, read once the

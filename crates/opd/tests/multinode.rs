@@ -17,17 +17,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
-use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
 use opd_testkit::client::SigningClient;
+use opd_testkit::webhooks::WebhookReceiver;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 const ADMIN_TOKEN: &str = "multinode-admin-token-0123456789";
+const WEBHOOK_SECRET: &str = "multinode-webhook-secret";
+/// The receiver refuses the first delivery of every this-many-th event, so
+/// that retries happen across the nodes too.
+const REFUSE_EVERY: u64 = 7;
 
 /// One `opd serve` process of the cluster.
 struct Node {
@@ -75,6 +79,7 @@ impl Node {
                 format!("--database-url={database_url}"),
                 "--migrate".to_owned(),
                 format!("--webhook-url={webhook}"),
+                format!("--webhook-secret={WEBHOOK_SECRET}"),
                 // Caches live long: only the change announcements can make
                 // another node see a revocation quickly.
                 "--cache-ttl-ms=60000".to_owned(),
@@ -161,18 +166,19 @@ struct Cluster {
     nodes: Vec<Node>,
     public: Public,
     database_url: String,
-    hooks: Arc<Mutex<Vec<(Instant, Value)>>>,
+    hooks: Arc<WebhookReceiver>,
 }
 
 impl Cluster {
     async fn start() -> Self {
         let database_url = opd_testkit::pg::fresh_schema_url().await;
-        let (hook, hooks) = hook_receiver().await;
-        // The first node migrates; the others start once it is up.
-        let (first, public) = Node::start_ready(&database_url, None, &hook).await;
+        let hooks = WebhookReceiver::start(WEBHOOK_SECRET, REFUSE_EVERY).await;
+        // The first node migrates; the others start once it is up. Each
+        // has its own webhook URL, so deliveries name their node.
+        let (first, public) = Node::start_ready(&database_url, None, &hooks.url(0, 1)).await;
         let mut nodes = vec![first];
-        for _ in 0..2 {
-            let (n, _) = Node::start_ready(&database_url, Some(&public), &hook).await;
+        for i in 1..3 {
+            let (n, _) = Node::start_ready(&database_url, Some(&public), &hooks.url(i, 1)).await;
             nodes.push(n);
         }
         Self {
@@ -231,27 +237,6 @@ async fn send_signed(
         serde_json::from_str(&text).map_err(|e| format!("{status}: {e}: {text}"))?
     };
     Ok((status, body))
-}
-
-/// A webhook receiver recording every delivery and when it arrived.
-async fn hook_receiver() -> (String, Arc<Mutex<Vec<(Instant, Value)>>>) {
-    let seen: Arc<Mutex<Vec<(Instant, Value)>>> = Arc::default();
-    let store = seen.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |body: String| {
-            let store = store.clone();
-            async move {
-                let event = serde_json::from_str(&body).unwrap();
-                store.lock().unwrap().push((Instant::now(), event));
-                StatusCode::OK
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, seen)
 }
 
 /// Wallet addresses alice (funded) and bob, and a client `payer` with a
@@ -401,7 +386,6 @@ async fn a_burst_to_one_receiver_through_three_nodes_completes_exactly_once() {
     // killed halfway (its leased payments come back to the others).
     let mut ids = Vec::new();
     let mut up = [true, true, true];
-    let mut killed_at = None;
     for wave in 0..2 {
         let mut tasks = Vec::new();
         for i in 0..PAYMENTS / 2 {
@@ -424,7 +408,7 @@ async fn a_burst_to_one_receiver_through_three_nodes_completes_exactly_once() {
         ids.extend(futures_util::future::join_all(tasks).await);
         if wave == 0 {
             cluster.nodes[2].kill();
-            killed_at = Some(Instant::now());
+            cluster.hooks.killed(2, 1);
             up[2] = false;
         }
     }
@@ -463,39 +447,36 @@ async fn a_burst_to_one_receiver_through_three_nodes_completes_exactly_once() {
     assert_eq!(ip["receivedAmount"]["value"], (100 * PAYMENTS).to_string());
     assert_eq!(ip["completed"], true);
 
-    // Every event arrives exactly once (deliveries are claimed by one
-    // node at a time); allow the survivors to deliver what node 2 held.
-    let expected = 1 + 1 + 2 * PAYMENTS; // incoming created + completed, per payment created + completed
+    // Every change's event arrives, once: deliveries are claimed by one
+    // node at a time; a refused delivery (503) comes again, and so may
+    // one node 2 made just before it was killed (it may have died between
+    // the receiver's answer and recording it). Signatures are checked.
+    let mut expected = std::collections::BTreeSet::new();
+    expected.insert(("incoming_payment.created".to_owned(), receiver.clone()));
+    expected.insert(("incoming_payment.completed".to_owned(), receiver.clone()));
+    for id in &ids {
+        expected.insert(("outgoing_payment.created".to_owned(), id.clone()));
+        expected.insert(("outgoing_payment.completed".to_owned(), id.clone()));
+    }
     let deadline = Instant::now() + Duration::from_secs(90);
-    let killed_at = killed_at.unwrap();
     loop {
-        let hooks = cluster.hooks.lock().unwrap().clone();
-        let mut arrivals: HashMap<String, Vec<Instant>> = HashMap::new();
-        for (at, h) in &hooks {
-            arrivals
-                .entry(h["id"].as_str().unwrap().to_owned())
-                .or_default()
-                .push(*at);
-        }
-        // Delivery is at least once across a SIGKILL: node 2 may have died
-        // after the receiver answered and before it recorded the delivery,
-        // and the event then comes again from a survivor. That is the only
-        // duplicate allowed: one arrival before the kill, one after.
-        for (id, at) in &arrivals {
-            let allowed =
-                at.len() == 1 || (at.len() == 2 && at[0] < killed_at && at[1] > killed_at);
-            assert!(allowed, "event {id} delivered {} times", at.len());
-        }
-        if arrivals.len() == expected {
+        cluster.hooks.assert_each_once(Some(&expected));
+        let missing = expected.difference(&cluster.hooks.accepted()).count();
+        if missing == 0 {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "{} of {expected} events delivered",
-            arrivals.len()
+            "{missing} of {} events not delivered",
+            expected.len()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let refusals = cluster.hooks.refusals();
+    assert!(
+        refusals >= expected.len() / REFUSE_EVERY as usize,
+        "only {refusals} deliveries refused: the retries were not exercised"
+    );
 
     // The ledger adds up.
     for n in cluster.nodes.iter_mut() {
