@@ -19,3 +19,47 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// How long a command a test runs may take before it counts as hung.
+pub const PROCESS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `cmd` to its end with its output captured, like
+/// `Command::output`, but kills it and fails the test past
+/// [`PROCESS_DEADLINE`]: a hung process names itself instead of hanging
+/// the whole run.
+pub fn output(cmd: &mut std::process::Command) -> std::process::Output {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().unwrap()));
+    let stderr = read_all(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > PROCESS_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {PROCESS_DEADLINE:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}

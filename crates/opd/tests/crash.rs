@@ -1168,12 +1168,12 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     }
 
     // The ledger adds up, checked by the operator's command.
-    let out = Command::new(env!("CARGO_BIN_EXE_opd"))
-        .args(["check", &format!("--database-url={}", cluster.database_url)])
-        .current_dir(cluster.nodes[0].dir.path())
-        .env_remove("OPD_CONFIG")
-        .output()
-        .unwrap();
+    let out = opd_testkit::output(
+        Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["check", &format!("--database-url={}", cluster.database_url)])
+            .current_dir(cluster.nodes[0].dir.path())
+            .env_remove("OPD_CONFIG"),
+    );
     assert!(
         out.status.success(),
         "{}{}",

@@ -482,12 +482,12 @@ async fn a_burst_to_one_receiver_through_three_nodes_completes_exactly_once() {
     for n in cluster.nodes.iter_mut() {
         n.kill();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_opd"))
-        .args(["check", &format!("--database-url={}", cluster.database_url)])
-        .current_dir(cluster.nodes[0].dir.path())
-        .env_remove("OPD_CONFIG")
-        .output()
-        .unwrap();
+    let out = opd_testkit::output(
+        Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["check", &format!("--database-url={}", cluster.database_url)])
+            .current_dir(cluster.nodes[0].dir.path())
+            .env_remove("OPD_CONFIG"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("ledger balanced"),

@@ -333,12 +333,14 @@ async fn settle(w: &mut World) {
 /// row they still lock is passed over, as a real worker passes over it
 /// until its next poll.
 async fn run_until_idle(w: &World) {
-    loop {
+    // Bounded: a worker that never runs dry is a bug, not a long run.
+    for _ in 0..100_000 {
         w.sql.connections_returned().await;
         if worker::run_once(&w.services).await.unwrap() == worker::Step::Idle {
             return;
         }
     }
+    panic!("the worker never ran out of work:\n{}", w.log.join("\n"));
 }
 
 /// The outcome of one seed: the problems found (none when exact), and how

@@ -104,12 +104,12 @@ async fn cli_helpers_manage_wallet_addresses_and_keys() {
     let app = TestApp::spawn().await;
     let addr = app.admin.trim_start_matches("http://").to_owned();
     let opd = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args(["--admin-listen", &addr, "--admin-token", &app.admin_token])
-            .args(args)
-            .env_remove("OPD_CONFIG")
-            .output()
-            .expect("run opd");
+        let out = opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-listen", &addr, "--admin-token", &app.admin_token])
+                .args(args)
+                .env_remove("OPD_CONFIG"),
+        );
         assert!(
             out.status.success(),
             "opd {args:?}: {}",

@@ -201,11 +201,11 @@ async fn opd_client(profile: &std::path::Path, args: &[&str]) -> Output {
     ];
     all.extend(args.iter().map(|a| (*a).to_owned()));
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args(&all)
-            .env_remove("OPD_CLIENT_PROFILE")
-            .output()
-            .unwrap()
+        opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(&all)
+                .env_remove("OPD_CLIENT_PROFILE"),
+        )
     })
     .await
     .unwrap()

@@ -28,10 +28,7 @@ fn script() -> PathBuf {
 }
 
 fn run_script(args: &[&str]) -> String {
-    let out = Command::new(script())
-        .args(args)
-        .output()
-        .expect("scripts/pg-throwaway runs");
+    let out = opd_testkit::output(Command::new(script()).args(args));
     assert!(
         out.status.success(),
         "pg-throwaway {args:?}: {}",

@@ -704,13 +704,14 @@ async fn several_workers_never_send_a_payment_twice() {
                 let services = w.app.services_arc();
                 tokio::spawn(async move {
                     let mut completed = 0;
-                    loop {
+                    for _ in 0..10_000 {
                         match opd_service::worker::run_once(&services).await.unwrap() {
                             Step::Idle => return completed,
                             Step::Completed(_) => completed += 1,
                             other => panic!("{other:?}"),
                         }
                     }
+                    panic!("a worker never ran out of work")
                 })
             })
             .collect();
@@ -843,19 +844,19 @@ async fn externally_funded(db: Db) {
     let (s, again) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
     assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
     // The same from the terminal.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-        .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
-        .args(["--admin-token", &w.app.admin_token])
-        .args([
-            "incoming-payment",
-            "withdraw",
-            ip_uuid,
-            "--idempotency-key",
-            "take-1",
-        ])
-        .env_remove("OPD_CONFIG")
-        .output()
-        .unwrap();
+    let out = opd_testkit::output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
+            .args(["--admin-token", &w.app.admin_token])
+            .args([
+                "incoming-payment",
+                "withdraw",
+                ip_uuid,
+                "--idempotency-key",
+                "take-1",
+            ])
+            .env_remove("OPD_CONFIG"),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -993,14 +994,14 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
     // The operator's command says the same.
     let cwd = tempfile::tempdir().unwrap();
     let check = |extra: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args(["check", &format!("--database-url={url}")])
-            .args(extra)
-            .current_dir(cwd.path())
-            .env_remove("OPD_CONFIG")
-            .env_remove("OPD_EXTERNAL_FUNDING")
-            .output()
-            .unwrap();
+        let out = opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["check", &format!("--database-url={url}")])
+                .args(extra)
+                .current_dir(cwd.path())
+                .env_remove("OPD_CONFIG")
+                .env_remove("OPD_EXTERNAL_FUNDING"),
+        );
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
