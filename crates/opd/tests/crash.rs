@@ -1166,6 +1166,11 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
             "incoming payment {id} at B"
         );
     }
+    // Every packet, those the kills left in flight included, was settled
+    // once: the posted ones add up to each payment's sent and delivered
+    // totals, and none is pending.
+    let settled = packets_settled(&cluster.database_url, &remote_payments, &records).await;
+    eprintln!("  {settled} packets, all settled");
 
     // The ledger adds up, checked by the operator's command.
     let out = opd_testkit::output(
@@ -1211,6 +1216,43 @@ async fn records(
         out.insert(url.to_owned(), record);
     }
     out
+}
+
+/// Checks the packets of each payment in `payments` against its record:
+/// none pending, the posted ones summing to its `sent` (source units) and
+/// `delivered`; returns how many packets there were.
+async fn packets_settled(
+    database_url: &str,
+    payments: &[&Value],
+    records: &HashMap<String, opd_core::outgoing_payment::OutgoingPayment>,
+) -> usize {
+    use opd_store::PacketState;
+    let store = opd_store::connect(&opd_store::ConnectOptions::new(database_url.to_owned()))
+        .await
+        .unwrap();
+    let mut count = 0;
+    for p in payments {
+        let record = &records[p["id"].as_str().unwrap()];
+        let packets = store.packets(record.id).await.unwrap();
+        count += packets.len();
+        let (mut sent, mut delivered) = (0u64, 0u64);
+        for r in &packets {
+            match r.state {
+                PacketState::Pending => panic!("{p}: a packet still pending: {r:?}"),
+                PacketState::Posted { delivered: d } => {
+                    sent += r.packet.source_amount;
+                    delivered += d;
+                }
+                PacketState::Voided => {}
+            }
+        }
+        assert_eq!(
+            (sent, delivered),
+            (record.sent, record.delivered),
+            "{p}: its posted packets against its totals"
+        );
+    }
+    count
 }
 
 /// Why payments failed: the reason the worker recorded, which must be one
