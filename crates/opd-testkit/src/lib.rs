@@ -6,6 +6,7 @@ pub mod client;
 pub mod dice;
 pub mod hostile;
 pub mod pg;
+pub mod spec;
 pub mod stores;
 
 /// A loopback port free right now, for a server process a test starts
