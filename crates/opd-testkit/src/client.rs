@@ -278,11 +278,17 @@ mod tests {
     async fn an_invalid_response_of_a_known_server_fails_the_request() {
         let server = fake_server(201, json!({ "id": "missing every other field" })).await;
         let client = SigningClient::new("http://127.0.0.1:9/me", "k", 1).knowing(server.clone());
-        assert!(quote_panics(client, &server).await, "a 201 the schema refuses");
+        assert!(
+            quote_panics(client, &server).await,
+            "a 201 the schema refuses"
+        );
 
         let server = fake_server(409, json!({ "message": "not opd's error shape" })).await;
         let client = SigningClient::new("http://127.0.0.1:9/me", "k", 1).knowing(server.clone());
-        assert!(quote_panics(client, &server).await, "an error of the wrong shape");
+        assert!(
+            quote_panics(client, &server).await,
+            "an error of the wrong shape"
+        );
     }
 
     #[tokio::test]

@@ -82,13 +82,7 @@ impl Servers {
     ///
     /// When the response is not valid.
     #[track_caller]
-    pub fn check(
-        &self,
-        method: &Method,
-        url: &str,
-        status: StatusCode,
-        body: &Value,
-    ) -> bool {
+    pub fn check(&self, method: &Method, url: &str, status: StatusCode, body: &Value) -> bool {
         match self.operation_of(method, url) {
             Some((server, _, _)) => {
                 spec_reply(&server.base, &server.auth, method, url, status, body);
@@ -281,11 +275,24 @@ mod tests {
     #[test]
     fn a_set_of_servers_finds_each_ones_operations() {
         let mut servers = Servers::default();
-        servers.add(Server::new("http://127.0.0.1:4000", "http://127.0.0.1:4001"));
-        servers.add(Server::new("http://127.0.0.1:5000", "http://127.0.0.1:5001"));
-        let op = |method: Method, url: &str| servers.operation_of(&method, url).map(|(_, _, op)| op);
-        assert_eq!(op(Method::POST, "http://127.0.0.1:4001/"), Some("post-request"));
-        assert_eq!(op(Method::POST, "http://127.0.0.1:5000/quotes"), Some("create-quote"));
+        servers.add(Server::new(
+            "http://127.0.0.1:4000",
+            "http://127.0.0.1:4001",
+        ));
+        servers.add(Server::new(
+            "http://127.0.0.1:5000",
+            "http://127.0.0.1:5001",
+        ));
+        let op =
+            |method: Method, url: &str| servers.operation_of(&method, url).map(|(_, _, op)| op);
+        assert_eq!(
+            op(Method::POST, "http://127.0.0.1:4001/"),
+            Some("post-request")
+        );
+        assert_eq!(
+            op(Method::POST, "http://127.0.0.1:5000/quotes"),
+            Some("create-quote")
+        );
         assert_eq!(op(Method::GET, "http://127.0.0.1:6000/alice"), None);
         assert_eq!(op(Method::GET, "http://127.0.0.1:5001/interact/x/y"), None);
     }
