@@ -12,6 +12,10 @@
 //!
 //! The quickstart uses the default ports (8080 to 8083); this test is the
 //! only one in its binary, and fails loudly when a port is taken.
+//!
+//! The client commands send their HTTP through a recording proxy
+//! (`opd_testkit::proxy`, through `HTTP_PROXY`), so that every Open
+//! Payments and GNAP response they received is validated against the spec.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
@@ -19,6 +23,9 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use opd_testkit::proxy::ValidatingProxy;
+use opd_testkit::spec::{Server, Servers};
 
 const PREFIX: &str = "cargo run --release -- ";
 
@@ -56,6 +63,27 @@ fn command(args: &[String], dir: &std::path::Path) -> Command {
     }
     c.env("OPD_LOG", "warn");
     c
+}
+
+/// A client command of the quickstart (`command`), its HTTP going through
+/// `proxy` (its HTTP client, like any reqwest client, takes `HTTP_PROXY`).
+fn client_command(args: &[String], dir: &std::path::Path, proxy: &ValidatingProxy) -> Command {
+    let mut c = command(args, dir);
+    c.env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env("HTTP_PROXY", &proxy.url)
+        .env("http_proxy", &proxy.url);
+    c
+}
+
+/// The quickstart's server as its clients see it (the default URLs).
+fn quickstart_server() -> Servers {
+    let mut servers = Servers::default();
+    servers.add(Server::new(
+        "http://127.0.0.1:8080",
+        "http://127.0.0.1:8081",
+    ));
+    servers
 }
 
 /// Lines of a child's pipe, read on a thread.
@@ -156,8 +184,13 @@ fn approval(html: &str, password: &str) -> (String, Vec<(String, String)>) {
 /// Runs `opd client pay` with `args` in `dir` and plays the payer in a
 /// browser: opens the consent page it prints, signs in with `password`,
 /// approves; the client must then say `Paid.`.
-async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str) {
-    let mut pay = command(args, dir)
+async fn pay_with_consent(
+    args: &[String],
+    dir: &std::path::Path,
+    password: &str,
+    proxy: &ValidatingProxy,
+) {
+    let mut pay = client_command(args, dir, proxy)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -224,7 +257,9 @@ async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str
     assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
 }
 
-#[tokio::test]
+// Several threads: the test waits for the client's lines blocking its
+// thread, while the proxy (a task) must go on serving the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_quickstart_pays_bob() {
     let commands = quickstart_commands();
     assert_eq!(commands.len(), 3, "serve, pay, list: {commands:?}");
@@ -235,6 +270,7 @@ async fn the_readme_quickstart_pays_bob() {
         });
     }
     let dir = tempfile::tempdir().unwrap();
+    let proxy = ValidatingProxy::start().await;
 
     // 1. The server, which prints alice's password and the next commands.
     let mut serve = command(&commands[0], dir.path())
@@ -258,10 +294,12 @@ async fn the_readme_quickstart_pays_bob() {
     );
 
     // 2. The payment, which prints the consent page to open.
-    pay_with_consent(&commands[1], dir.path(), &password).await;
+    pay_with_consent(&commands[1], dir.path(), &password, &proxy).await;
 
     // 3. bob's incoming payments: the one paid, completed, with 12.34 USD.
-    let list = command(&commands[2], dir.path()).output().unwrap();
+    let list = client_command(&commands[2], dir.path(), &proxy)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(
         list.status.success(),
@@ -320,7 +358,7 @@ async fn the_readme_quickstart_pays_bob() {
         pay_on, commands[1],
         "the README's pay command names bob and alice"
     );
-    pay_with_consent(&pay_on, dir.path(), &bob_password).await;
+    pay_with_consent(&pay_on, dir.path(), &bob_password, &proxy).await;
     let balance = |path: &'static str| {
         let token = token.clone();
         async move {
@@ -341,5 +379,17 @@ async fn the_readme_quickstart_pays_bob() {
         balance("alice").await,
         "10000",
         "alice has her 100.00 USD back"
+    );
+    proxy.validate(
+        &quickstart_server(),
+        &[
+            "get-wallet-address",
+            "post-request",
+            "post-continue",
+            "create-incoming-payment",
+            "create-quote",
+            "create-outgoing-payment",
+            "list-incoming-payments",
+        ],
     );
 }
