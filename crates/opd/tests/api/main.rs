@@ -36,12 +36,15 @@ pub fn amount(value: &str, code: &str, scale: u8) -> Value {
     json!({ "value": value, "assetCode": code, "assetScale": scale })
 }
 
-/// Asserts a resource-server response matches its operation in the spec.
+/// Asserts a resource-server response matches `operation` in the spec. The
+/// test clients validate every response already; tests call this where
+/// they also mean to say which operation the response belongs to.
 pub fn spec_rs(operation: &str, status: reqwest::StatusCode, body: &Value) {
     opd_openapi::assert_response(Api::ResourceServer, operation, status.as_u16(), body);
 }
 
-/// Asserts a wallet-address-server response matches its operation.
+/// Asserts a wallet-address-server response matches `operation` (as
+/// `spec_rs`, an explicit check on top of the clients' own).
 pub fn spec_wa(operation: &str, status: reqwest::StatusCode, body: &Value) {
     opd_openapi::assert_response(Api::WalletAddressServer, operation, status.as_u16(), body);
 }
