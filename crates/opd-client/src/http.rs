@@ -65,6 +65,12 @@ impl Client {
         Ok(Self { profile, http })
     }
 
+    /// A client sending through `http` instead of its own HTTP client (the
+    /// tests pass one going through a recording proxy).
+    pub fn with_http(profile: Profile, http: reqwest::Client) -> Self {
+        Self { profile, http }
+    }
+
     /// An unsigned `GET` (wallet address documents, public incoming
     /// payment views).
     pub async fn get_public(&self, url: &str) -> Result<Value, ClientError> {

@@ -327,6 +327,19 @@ impl AccessItem {
         }
     }
 
+    /// The wire form in a grant response (`access_token.access`): as
+    /// [`AccessItem::to_wire`], except that a quote item leaves out its
+    /// identifier, which the spec's `access-quote` does not have (and its
+    /// `access-item` refuses unknown members). opd accepts one in requests
+    /// and keeps limiting the grant's quotes to that wallet address.
+    pub fn to_response_wire(&self) -> AccessItemWire {
+        let mut wire = self.to_wire();
+        if self.kind == AccessType::Quote {
+            wire.identifier = None;
+        }
+        wire
+    }
+
     /// Whether this item by itself makes a grant interactive under `policy`.
     pub fn requires_interaction(&self, policy: &InteractionPolicy) -> bool {
         let by_type = match self.kind {
@@ -523,6 +536,21 @@ mod tests {
         assert!(!is_http_url("wallet.example/alice"));
         assert!(!is_http_url("https://wallet.example/al ice"));
         assert!(!is_http_url("urn:x"));
+    }
+
+    #[test]
+    fn a_quote_item_in_a_response_has_no_identifier() {
+        // The spec's access-quote has no identifier; the other types keep
+        // theirs.
+        let quote = item(
+            serde_json::json!({"type": "quote", "actions": ["create"], "identifier": "https://w/a"}),
+        );
+        assert_eq!(quote.identifier.as_deref(), Some("https://w/a"));
+        assert_eq!(quote.to_response_wire().identifier, None);
+        let incoming = item(
+            serde_json::json!({"type": "incoming-payment", "actions": ["read"], "identifier": "https://w/a"}),
+        );
+        assert_eq!(incoming.to_response_wire(), incoming.to_wire());
     }
 
     #[test]

@@ -126,7 +126,7 @@ fn token_response(
         value,
         manage: auth_url(services, &format!("token/{}", record.management_id)),
         expires_in: Some(services.config.access_token_ttl.as_secs()),
-        access: access.iter().map(AccessItem::to_wire).collect(),
+        access: access.iter().map(AccessItem::to_response_wire).collect(),
     }
 }
 

@@ -1,6 +1,13 @@
 //! `TestApp`: the real opd server (all three listeners) on port 0 with a
 //! fresh database, a manual clock and a seeded random source, plus a small
 //! JSON client.
+//!
+//! The clients a `TestApp` hands out (`signing_client`, `client_for`, the
+//! default one behind `get`/`post`/`signed`) and its unsigned `send` know
+//! the app's server, so every Open Payments and GNAP response they get is
+//! validated against the spec (see `crate::spec`). A test running a second
+//! server calls `know` on each app before making its clients, so that the
+//! responses of both are validated.
 
 use std::sync::Arc;
 
@@ -10,6 +17,7 @@ use opd_core::{ManualClock, SeededRandom, Timestamp};
 use reqwest::{Method, StatusCode};
 
 use crate::client::SigningClient;
+use crate::spec::{Server, Servers};
 use serde_json::Value;
 
 /// The identity-provider secret every `TestApp` is configured with.
@@ -33,6 +41,9 @@ pub struct TestApp {
     /// for incoming payments (create, read-all, list, complete) and quotes
     /// (create, read-all); `get` and `post` sign with it.
     pub client: Option<(SigningClient, String)>,
+    /// The servers whose responses this app's clients validate: this one,
+    /// plus those added with `know`.
+    pub servers: Servers,
     _dir: tempfile::TempDir,
 }
 
@@ -79,6 +90,8 @@ impl TestApp {
         )
         .await
         .expect("opd starts");
+        let mut servers = Servers::default();
+        servers.add(Server::new(&running.public_url, &running.auth_public_url));
         let mut app = Self {
             base: running.public_url.clone(),
             admin: format!("http://{}", running.admin_addr),
@@ -89,6 +102,7 @@ impl TestApp {
             clock,
             http: reqwest::Client::new(),
             client: None,
+            servers,
             _dir: dir,
         };
         let client = app.signing_client("testclient", 7).await;
@@ -105,11 +119,33 @@ impl TestApp {
         app
     }
 
+    /// This server as its clients see it.
+    pub fn server(&self) -> Server {
+        Server::new(&self.base, &self.auth)
+    }
+
+    /// Makes this app's clients (the default one, and those handed out
+    /// from now on) validate the responses of `other`'s server too.
+    pub fn know(&mut self, other: &TestApp) {
+        self.servers.add(other.server());
+        if let Some((client, _)) = &mut self.client {
+            client.servers.add(other.server());
+        }
+    }
+
+    /// A client of wallet address `wallet_address` signing with a key made
+    /// from `seed` under `kid` (nothing is registered: for impostors and
+    /// clients of other servers), validating the responses of the servers
+    /// this app knows. It signs with the real time, not the app's clock.
+    pub fn client_for(&self, wallet_address: &str, kid: &str, seed: u8) -> SigningClient {
+        SigningClient::new(wallet_address, kid, seed).knowing_all(&self.servers)
+    }
+
     /// Creates a wallet address at `path` (USD, scale 2) with a key made
     /// from `seed`, and returns a client that signs with that key.
     pub async fn signing_client(&self, path: &str, seed: u8) -> SigningClient {
         let url = self.create_wallet(path, "USD", 2).await;
-        let mut client = SigningClient::new(&url, &format!("{path}-key"), seed);
+        let mut client = self.client_for(&url, &format!("{path}-key"), seed);
         client.clock = Some(self.clock.clone());
         let jwk = serde_json::to_value(client.jwk()).expect("jwk");
         let (status, v) = self
@@ -183,21 +219,24 @@ impl TestApp {
         format!("{}/{}", self.base, path.trim_start_matches('/'))
     }
 
-    /// Sends a request and returns the status, the headers and the body
-    /// parsed as JSON (every opd response is JSON; a non-JSON body fails
-    /// the test).
+    /// Sends an unsigned request and returns the status, the headers and
+    /// the body parsed as JSON (every opd response is JSON; a non-JSON body
+    /// fails the test). The response is validated against the spec like a
+    /// signing client's (see `crate::spec`).
     pub async fn send(
         &self,
         method: Method,
         url: &str,
         body: Option<&Value>,
     ) -> (StatusCode, reqwest::header::HeaderMap, Value) {
-        let mut req = self.http.request(method, url);
+        let mut req = self.http.request(method.clone(), url);
         if let Some(b) = body {
             req = req.json(b);
         }
         let resp = req.send().await.expect("request");
-        into_parts(resp).await
+        let (status, headers, value) = into_parts(resp).await;
+        self.servers.check(&method, url, status, &value);
+        (status, headers, value)
     }
 
     /// POSTs raw bytes (for malformed bodies), signed by the default client.

@@ -2,11 +2,21 @@
 //! (`@interledger/open-payments`): label `sig1`, `@method @target-uri
 //! [authorization] [content-digest content-length content-type]`,
 //! `;keyid="...";created=...`, `sha-512` digest over compact JSON.
+//!
+//! Every response that passes through `send`, `try_send` or `send_raw` is
+//! validated against the Open Payments OpenAPI documents when its request
+//! went to a server the client knows (`servers`) and is an Open Payments
+//! or GNAP operation; see `crate::spec` for exactly what is checked and
+//! what is not. A client made with `SigningClient::new` knows no server
+//! (the benchmark uses it that way); the clients a `TestApp` hands out know
+//! its server(s).
 
 use opd_httpsig::{sign_request, Jwk, SigningKey};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
+
+use crate::spec::{Server, Servers};
 
 /// A client identified by a wallet address and an Ed25519 key.
 #[derive(Clone)]
@@ -23,6 +33,8 @@ pub struct SigningClient {
     /// The server's test clock, when the client should sign with its time
     /// (tests that move the clock forward).
     pub clock: Option<opd_core::ManualClock>,
+    /// The opd servers whose responses this client validates.
+    pub servers: Servers,
 }
 
 impl std::fmt::Debug for SigningClient {
@@ -53,7 +65,25 @@ impl SigningClient {
             created: None,
             sequence: Default::default(),
             clock: None,
+            servers: Servers::default(),
         }
+    }
+
+    /// This client, validating the responses of `server` too.
+    #[must_use]
+    pub fn knowing(mut self, server: Server) -> Self {
+        self.servers.add(server);
+        self
+    }
+
+    /// This client, validating the responses of every server in `servers`
+    /// too.
+    #[must_use]
+    pub fn knowing_all(mut self, servers: &Servers) -> Self {
+        for server in servers.iter() {
+            self.servers.add(server.clone());
+        }
+        self
     }
 
     /// The public JWK to register for this client.
@@ -137,7 +167,7 @@ impl SigningClient {
         headers: HeaderMap,
         body: Option<Vec<u8>>,
     ) -> Reply {
-        let mut req = self.http.request(method, url).headers(headers);
+        let mut req = self.http.request(method.clone(), url).headers(headers);
         if let Some(b) = body {
             req = req.body(b);
         }
@@ -150,6 +180,7 @@ impl SigningClient {
         } else {
             serde_json::from_str(&text).unwrap_or_else(|_| panic!("{status}: not JSON: {text:?}"))
         };
+        self.servers.check(&method, url, status, &body);
         Reply {
             status,
             headers,
@@ -158,7 +189,8 @@ impl SigningClient {
     }
 
     /// Like `send`, but a transport failure (the server died) is an error
-    /// instead of a panic, and so is a body that is not JSON.
+    /// instead of a panic, and so is a body that is not JSON. A response
+    /// that arrived whole is validated like `send`'s: an invalid one panics.
     pub async fn try_send(
         &self,
         method: Method,
@@ -168,7 +200,7 @@ impl SigningClient {
     ) -> Result<Reply, String> {
         let bytes = body.map(|b| serde_json::to_vec(b).expect("json"));
         let headers = self.sign(&method, url, token, bytes.as_deref());
-        let mut req = self.http.request(method, url).headers(headers);
+        let mut req = self.http.request(method.clone(), url).headers(headers);
         if let Some(b) = bytes {
             req = req.body(b);
         }
@@ -181,6 +213,7 @@ impl SigningClient {
         } else {
             serde_json::from_str(&text).map_err(|e| e.to_string())?
         };
+        self.servers.check(&method, url, status, &body);
         Ok(Reply {
             status,
             headers,
@@ -200,5 +233,80 @@ impl SigningClient {
         let bytes = body.map(|b| serde_json::to_vec(b).expect("json"));
         let headers = self.sign(&method, url, token, bytes.as_deref());
         self.send_raw(method, url, headers, bytes).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode as AxumStatus;
+    use axum::routing::post;
+    use serde_json::json;
+
+    /// A fake opd whose quote endpoint answers `status` with `body`.
+    async fn fake_server(status: u16, body: Value) -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().route(
+            "/quotes",
+            post(move || {
+                let body = body.clone();
+                async move { (AxumStatus::from_u16(status).unwrap(), axum::Json(body)) }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        // An authorization server URL nothing is sent to in these tests.
+        Server::new(&base, "http://127.0.0.1:9/auth")
+    }
+
+    /// Whether `client` panics while sending a quote request to `server`.
+    async fn quote_panics(client: SigningClient, server: &Server) -> bool {
+        let url = format!("{}/quotes", server.base);
+        let sent = tokio::spawn(async move {
+            client
+                .send(Method::POST, &url, Some("token"), Some(&json!({})))
+                .await
+        })
+        .await;
+        match sent {
+            Ok(_) => false,
+            Err(e) => e.is_panic(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_invalid_response_of_a_known_server_fails_the_request() {
+        let server = fake_server(201, json!({ "id": "missing every other field" })).await;
+        let client = SigningClient::new("http://127.0.0.1:9/me", "k", 1).knowing(server.clone());
+        assert!(
+            quote_panics(client, &server).await,
+            "a 201 the schema refuses"
+        );
+
+        let server = fake_server(409, json!({ "message": "not opd's error shape" })).await;
+        let client = SigningClient::new("http://127.0.0.1:9/me", "k", 1).knowing(server.clone());
+        assert!(
+            quote_panics(client, &server).await,
+            "an error of the wrong shape"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_are_checked_for_shape_only_where_the_spec_is_silent() {
+        // 409 is not documented for `create-quote`: the shape is enough.
+        let error = json!({ "error": { "code": "conflict", "description": "no" } });
+        let server = fake_server(409, error).await;
+        let client = SigningClient::new("http://127.0.0.1:9/me", "k", 1).knowing(server.clone());
+        assert!(!quote_panics(client, &server).await);
+    }
+
+    #[tokio::test]
+    async fn only_the_known_servers_are_validated() {
+        let server = fake_server(201, json!({ "id": "x" })).await;
+        let stranger = SigningClient::new("http://127.0.0.1:9/me", "k", 1);
+        assert!(
+            !quote_panics(stranger, &server).await,
+            "a server the client does not know is not validated"
+        );
     }
 }

@@ -6,6 +6,8 @@ pub mod client;
 pub mod dice;
 pub mod hostile;
 pub mod pg;
+pub mod proxy;
+pub mod spec;
 pub mod stores;
 pub mod webhooks;
 

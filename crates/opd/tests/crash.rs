@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
 use opd_testkit::client::{Reply, SigningClient};
+use opd_testkit::spec::Server;
 use opd_testkit::webhooks::WebhookReceiver;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng};
@@ -565,6 +566,10 @@ impl Load {
                         panic!("{method} {url} on node {i}: {status}, not JSON: {text:?}")
                     })
                 };
+                // Sent by hand to the node of our choice, so validated here
+                // (against the public URL the request is for) rather than
+                // by the client.
+                self.payer.servers.check(&method, url, status, &body);
                 Some(Reply {
                     status,
                     headers,
@@ -796,7 +801,15 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
     let carol = cluster.create_wallet("carol").await;
     let bob = cluster.create_wallet("bob").await;
     let payer_url = cluster.create_wallet("payer").await;
-    let payer = SigningClient::new(&payer_url, "payer-key", 51);
+    // The clients validate the responses of the cluster (at its public
+    // URLs) and of B.
+    let servers = [
+        Server::new(&cluster.public, &cluster.auth_public),
+        Server::new(&remote.base, &remote.auth),
+    ];
+    let payer = SigningClient::new(&payer_url, "payer-key", 51)
+        .knowing(servers[0].clone())
+        .knowing(servers[1].clone());
     let (s, v) = cluster
         .admin(
             Method::POST,
@@ -839,7 +852,9 @@ async fn crash_test(name: &str, database_url: String, nodes: usize, kills: usize
         &create_wallet_at(&remote.admin, "shop").await,
         "shop-key",
         52,
-    );
+    )
+    .knowing(servers[0].clone())
+    .knowing(servers[1].clone());
     admin_ok(
         &remote.admin,
         Method::POST,

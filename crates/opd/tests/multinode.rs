@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
 use opd_testkit::client::SigningClient;
+use opd_testkit::spec::Server;
 use opd_testkit::webhooks::WebhookReceiver;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -223,7 +224,7 @@ async fn send_signed(
 ) -> Result<(StatusCode, Value), String> {
     let mut req = client
         .http
-        .request(method, cluster.on(i, url))
+        .request(method.clone(), cluster.on(i, url))
         .headers(headers);
     if let Some(b) = bytes {
         req = req.body(b);
@@ -236,6 +237,9 @@ async fn send_signed(
     } else {
         serde_json::from_str(&text).map_err(|e| format!("{status}: {e}: {text}"))?
     };
+    // Sent by hand to the node of our choice, so validated here (against
+    // the public URL the request is for) rather than by the client.
+    client.servers.check(&method, url, status, &body);
     Ok((status, body))
 }
 
@@ -255,7 +259,9 @@ async fn setup(cluster: &Cluster) -> (SigningClient, String, String) {
         assert_eq!(s, StatusCode::CREATED, "{v}");
         urls.push(v["url"].as_str().unwrap().to_owned());
     }
-    let payer = SigningClient::new(&urls[2], "payer-key", 61);
+    // It validates the cluster's responses, at its public URLs.
+    let payer = SigningClient::new(&urls[2], "payer-key", 61)
+        .knowing(Server::new(&cluster.public.op, &cluster.public.auth));
     let jwk = json!({ "jwk": serde_json::to_value(payer.jwk()).unwrap() });
     let (s, v) = admin
         .admin(Method::POST, "/wallet-addresses/payer/keys", Some(&jwk))

@@ -17,6 +17,10 @@
 //! A port another process takes between the choice and the server's start
 //! makes it try again, with new ports, a few times. Every wait has a
 //! deadline, and names what it waited for when it passes.
+//!
+//! The client commands send their HTTP through a recording proxy
+//! (`opd_testkit::proxy`, through `HTTP_PROXY`), so that every Open
+//! Payments and GNAP response they received is validated against the spec.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
@@ -24,6 +28,9 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use opd_testkit::proxy::ValidatingProxy;
+use opd_testkit::spec::{Server, Servers};
 
 const PREFIX: &str = "cargo run --release -- ";
 
@@ -153,6 +160,27 @@ fn command(args: &[String], dir: &std::path::Path) -> Command {
     c
 }
 
+/// A client command of the quickstart (`command`), its HTTP going through
+/// `proxy` (its HTTP client, like any reqwest client, takes `HTTP_PROXY`).
+fn client_command(args: &[String], dir: &std::path::Path, proxy: &ValidatingProxy) -> Command {
+    let mut c = command(args, dir);
+    c.env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env("HTTP_PROXY", &proxy.url)
+        .env("http_proxy", &proxy.url);
+    c
+}
+
+/// The quickstart's server as its clients see it, on `ports`.
+fn quickstart_server(ports: Ports) -> Servers {
+    let mut servers = Servers::default();
+    servers.add(Server::new(
+        &ports.public(),
+        &format!("http://127.0.0.1:{}", ports.0[1]),
+    ));
+    servers
+}
+
 /// Lines of a child's pipe, read on a thread.
 fn lines(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -251,8 +279,13 @@ fn approval(html: &str, password: &str) -> (String, Vec<(String, String)>) {
 /// Runs `opd client pay` with `args` in `dir` and plays the payer in a
 /// browser: opens the consent page it prints, signs in with `password`,
 /// approves; the client must then say `Paid.`.
-async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str) {
-    let mut pay = command(args, dir)
+async fn pay_with_consent(
+    args: &[String],
+    dir: &std::path::Path,
+    password: &str,
+    proxy: &ValidatingProxy,
+) {
+    let mut pay = client_command(args, dir, proxy)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -318,7 +351,7 @@ async fn pay_with_consent(args: &[String], dir: &std::path::Path, password: &str
 }
 
 /// The running server: its process, its output, what it printed so far.
-struct Server {
+struct Running {
     _process: Killed,
     out: mpsc::Receiver<String>,
     seen: Vec<String>,
@@ -328,7 +361,7 @@ struct Server {
 /// Starts the quickstart's `serve` command in `dir` on free ports, up to
 /// three times when a port was taken meanwhile (the server then exits);
 /// returns once it printed alice's password.
-fn start_server(serve: &[String], dir: &std::path::Path) -> (Server, String) {
+fn start_server(serve: &[String], dir: &std::path::Path) -> (Running, String) {
     let mut tries = Vec::new();
     for _ in 0..3 {
         let ports = Ports::free();
@@ -357,7 +390,7 @@ fn start_server(serve: &[String], dir: &std::path::Path) -> (Server, String) {
         std::thread::spawn(move || err.iter().for_each(|l| eprintln!("{l}")));
         if let Some(line) = password {
             let password = line.rsplit(' ').next().unwrap().to_owned();
-            let server = Server {
+            let server = Running {
                 _process: Killed(process),
                 out,
                 seen,
@@ -375,12 +408,15 @@ fn start_server(serve: &[String], dir: &std::path::Path) -> (Server, String) {
     panic!("the server did not start in 3 tries:\n{}", tries.join("\n"));
 }
 
-#[tokio::test]
+// Several threads: the test waits for the client's lines blocking its
+// thread, while the proxy (a task) must go on serving the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_quickstart_pays_bob() {
     let readme = quickstart_commands();
     assert_eq!(readme.len(), 3, "serve, pay, list: {readme:?}");
     assert_eq!(readme[0][..2], ["serve", "--demo"]);
     let dir = tempfile::tempdir().unwrap();
+    let proxy = ValidatingProxy::start().await;
 
     // 1. The server, which prints alice's password and the next commands.
     let (mut server, password) = start_server(&readme[0], dir.path());
@@ -397,10 +433,14 @@ async fn the_readme_quickstart_pays_bob() {
     );
 
     // 2. The payment, which prints the consent page to open.
-    pay_with_consent(&commands[1], dir.path(), &password).await;
+    pay_with_consent(&commands[1], dir.path(), &password, &proxy).await;
 
     // 3. bob's incoming payments: the one paid, completed, with 12.34 USD.
-    let (status, text, errors) = output_of(command(&commands[2], dir.path()), "the listing").await;
+    let (status, text, errors) = output_of(
+        client_command(&commands[2], dir.path(), &proxy),
+        "the listing",
+    )
+    .await;
     assert!(status.success(), "{text}{errors}");
     assert!(text.contains("  received        12.34 USD\n"), "{text}");
     assert!(text.contains("  completed       yes\n"), "{text}");
@@ -459,7 +499,7 @@ async fn the_readme_quickstart_pays_bob() {
         pay_on, commands[1],
         "the README's pay command names bob and alice"
     );
-    pay_with_consent(&pay_on, dir.path(), &bob_password).await;
+    pay_with_consent(&pay_on, dir.path(), &bob_password, &proxy).await;
     let balance = |path: &'static str| {
         let (token, admin) = (token.clone(), admin.clone());
         async move {
@@ -480,5 +520,17 @@ async fn the_readme_quickstart_pays_bob() {
         balance("alice").await,
         "10000",
         "alice has her 100.00 USD back"
+    );
+    proxy.validate(
+        &quickstart_server(ports),
+        &[
+            "get-wallet-address",
+            "post-request",
+            "post-continue",
+            "create-incoming-payment",
+            "create-quote",
+            "create-outgoing-payment",
+            "list-incoming-payments",
+        ],
     );
 }

@@ -261,7 +261,9 @@ async fn missing_or_malformed_signatures_are_401() {
     assert_401(&r, &w.app, "invalid_signature");
 
     // The client's kid, another key.
-    let forger = SigningClient::new(&w.client.wallet_address, &w.client.kid, 200);
+    let forger = w
+        .app
+        .client_for(&w.client.wallet_address, &w.client.kid, 200);
     let r = w
         .send_as(
             &forger,
@@ -274,7 +276,9 @@ async fn missing_or_malformed_signatures_are_401() {
     assert_401(&r, &w.app, "invalid_signature");
 
     // A kid the client does not have.
-    let stranger = SigningClient::new(&w.client.wallet_address, "no-such-kid", 31);
+    let stranger = w
+        .app
+        .client_for(&w.client.wallet_address, "no-such-kid", 31);
     let r = w
         .send_as(
             &stranger,

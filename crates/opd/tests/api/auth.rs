@@ -666,7 +666,7 @@ async fn grant_requests_are_validated_and_signed() {
         ),
     );
     // A key the client's JWKS does not have.
-    let impostor = SigningClient::new(&w.shop.wallet_address, "unknown-kid", 99);
+    let impostor = w.app.client_for(&w.shop.wallet_address, "unknown-kid", 99);
     let r = impostor
         .send(
             Method::POST,
@@ -687,7 +687,7 @@ async fn grant_requests_are_validated_and_signed() {
         ),
     );
     // The client's kid, the wrong key.
-    let forger = SigningClient::new(&w.shop.wallet_address, "shop-key", 98);
+    let forger = w.app.client_for(&w.shop.wallet_address, "shop-key", 98);
     let r = forger
         .send(
             Method::POST,
@@ -727,7 +727,7 @@ async fn grant_requests_are_validated_and_signed() {
         ),
     );
     // A directed-identity (jwk) client may take non-interactive grants.
-    let jwk_client = SigningClient::new("", "directed", 77);
+    let jwk_client = w.app.client_for("", "directed", 77);
     let body = json!({
         "access_token": { "access": [{ "type": "quote", "actions": ["create", "read"] }] },
         "client": { "jwk": serde_json::to_value(jwk_client.jwk()).unwrap() }
@@ -909,7 +909,7 @@ async fn the_consent_page_shows_the_client_host_and_marks_a_name_it_does_not_mat
         )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    let client = SigningClient::new(&w.app.url("brand"), "brand-key", 23);
+    let client = w.app.client_for(&w.app.url("brand"), "brand-key", 23);
     let (s, v) = w
         .app
         .admin(

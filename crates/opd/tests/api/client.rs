@@ -4,7 +4,9 @@
 //! itself (human and JSON output, exit codes, the server's errors shown).
 //! Consent is given through the identity-provider API and the browser's
 //! finish redirect to the client's loopback port (the consent page itself
-//! has its own browser tests).
+//! has its own browser tests). The client's traffic goes through a
+//! recording proxy (`opd_testkit::proxy`), so that every Open Payments and
+//! GNAP response it received is validated against the spec.
 
 use std::process::Output;
 
@@ -12,6 +14,7 @@ use opd_client::http::Client;
 use opd_client::pay::{self, Payment, Progress};
 use opd_client::profile::Profile;
 use opd_testkit::app::{decide_interaction, Db, TestApp};
+use opd_testkit::proxy::ValidatingProxy;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -61,9 +64,9 @@ async fn node(address: &str) -> TestApp {
     .await
 }
 
-/// The client `shop` at `app` (its key registered there) and alice with
-/// 100.00 USD and an owner password.
-async fn shop_and_alice(app: &TestApp) -> (Client, String) {
+/// The client `shop` at `app` (its key registered there), sending through
+/// `proxy`, and alice with 100.00 USD and an owner password.
+async fn shop_and_alice(app: &TestApp, proxy: &ValidatingProxy) -> (Client, String) {
     let shop = app.signing_client("shop", 61).await;
     let profile = Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone());
     let alice = app.create_wallet("alice", "USD", 2).await;
@@ -75,7 +78,7 @@ async fn shop_and_alice(app: &TestApp) -> (Client, String) {
         json!({ "password": "alice-password" }),
     )
     .await;
-    (Client::new(profile).unwrap(), alice)
+    (Client::with_http(profile, proxy.client()), alice)
 }
 
 fn payment(receiver: &str, from: &str) -> Payment {
@@ -92,7 +95,8 @@ fn payment(receiver: &str, from: &str) -> Payment {
 #[tokio::test]
 async fn opd_client_pays_a_wallet_address_on_another_server() {
     let Pair { a, b } = pair_of(node("test.a").await, node("test.b").await, 1_000_000, None).await;
-    let (client, alice) = shop_and_alice(&a).await;
+    let proxy = ValidatingProxy::start().await;
+    let (client, alice) = shop_and_alice(&a, &proxy).await;
     let bob = b.create_wallet("bob", "EUR", 2).await;
 
     let mut owner = Owner::new(true);
@@ -141,12 +145,25 @@ async fn opd_client_pays_a_wallet_address_on_another_server() {
         owner.lines
     );
     assert!(owner.lines.iter().any(|l| l.starts_with("sent ")));
+    proxy.validate(
+        &a.servers,
+        &[
+            "get-wallet-address",
+            "post-request",
+            "post-continue",
+            "create-incoming-payment",
+            "create-quote",
+            "create-outgoing-payment",
+            "get-outgoing-payment",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn opd_client_pays_an_incoming_payment_a_fixed_debit() {
     let app = node("test.opd").await;
-    let (client, alice) = shop_and_alice(&app).await;
+    let proxy = ValidatingProxy::start().await;
+    let (client, alice) = shop_and_alice(&app, &proxy).await;
     app.create_wallet("bob", "USD", 2).await;
     // An incoming payment without an amount, made by someone else.
     let (s, ip) = app
@@ -171,12 +188,21 @@ async fn opd_client_pays_an_incoming_payment_a_fixed_debit() {
     );
     assert_eq!(paid.outgoing_payment["sentAmount"], amount("500", "USD", 2));
     assert_eq!(balance(&app, "alice").await, "9500");
+    proxy.validate(
+        &app.servers,
+        &[
+            "get-incoming-payment",
+            "create-quote",
+            "create-outgoing-payment",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn a_refused_consent_sends_nothing() {
     let app = node("test.opd").await;
-    let (client, alice) = shop_and_alice(&app).await;
+    let proxy = ValidatingProxy::start().await;
+    let (client, alice) = shop_and_alice(&app, &proxy).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let mut owner = Owner::new(false);
     let p = Payment {
@@ -190,21 +216,28 @@ async fn a_refused_consent_sends_nothing() {
     );
     assert_eq!(owner.decided.take().unwrap().await.unwrap(), StatusCode::OK);
     assert_eq!(balance(&app, "alice").await, "10000");
+    proxy.validate(&app.servers, &["post-request", "create-quote"]);
 }
 
 /// Runs `opd client --profile <profile> <args>` (off the runtime, which
-/// serves the requests).
-async fn opd_client(profile: &std::path::Path, args: &[&str]) -> Output {
+/// serves the requests), its HTTP going through `proxy` (which its HTTP
+/// client, like any reqwest client, takes from `HTTP_PROXY`).
+async fn opd_client(profile: &std::path::Path, proxy: &ValidatingProxy, args: &[&str]) -> Output {
     let mut all = vec![
         "client".to_owned(),
         format!("--profile={}", profile.display()),
     ];
     all.extend(args.iter().map(|a| (*a).to_owned()));
+    let proxy = proxy.url.clone();
     tokio::task::spawn_blocking(move || {
         opd_testkit::output(
             std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
                 .args(&all)
-                .env_remove("OPD_CLIENT_PROFILE"),
+                .env_remove("OPD_CLIENT_PROFILE")
+                .env_remove("NO_PROXY")
+                .env_remove("no_proxy")
+                .env("HTTP_PROXY", &proxy)
+                .env("http_proxy", &proxy),
         )
     })
     .await
@@ -224,6 +257,7 @@ fn stdout(o: &Output) -> String {
 #[tokio::test]
 async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let app = node("test.opd").await;
+    let proxy = ValidatingProxy::start().await;
     let shop = app.signing_client("shop", 62).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let dir = tempfile::tempdir().unwrap();
@@ -236,6 +270,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let created = stdout(
         &opd_client(
             &profile,
+            &proxy,
             &[
                 "--json",
                 "incoming-payment",
@@ -253,18 +288,19 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let id = ip["id"].as_str().unwrap();
 
     // Text for people: decimals and asset, never minor units.
-    let shown = stdout(&opd_client(&profile, &["incoming-payment", "get", id]).await);
+    let shown = stdout(&opd_client(&profile, &proxy, &["incoming-payment", "get", id]).await);
     assert!(
         shown.starts_with(&format!("Incoming payment  {id}\n")),
         "{shown}"
     );
     assert!(shown.contains("  amount          1.50 USD\n"), "{shown}");
     assert!(shown.contains("  completed       no\n"), "{shown}");
-    let done = stdout(&opd_client(&profile, &["incoming-payment", "complete", id]).await);
+    let done = stdout(&opd_client(&profile, &proxy, &["incoming-payment", "complete", id]).await);
     assert!(done.contains("  completed       yes\n"), "{done}");
     let listed = stdout(
         &opd_client(
             &profile,
+            &proxy,
             &["incoming-payment", "list", "--wallet-address", &bob],
         )
         .await,
@@ -275,6 +311,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let granted: Value = serde_json::from_str(&stdout(
         &opd_client(
             &profile,
+            &proxy,
             &[
                 "--json",
                 "grant",
@@ -296,6 +333,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let rotated: Value = serde_json::from_str(&stdout(
         &opd_client(
             &profile,
+            &proxy,
             &[
                 "--json", "token", "rotate", "--manage", manage, "--token", token,
             ],
@@ -308,6 +346,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     let revoked = stdout(
         &opd_client(
             &profile,
+            &proxy,
             &[
                 "token",
                 "revoke",
@@ -322,6 +361,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     assert_eq!(revoked, "Revoked.\n");
     let refused = opd_client(
         &profile,
+        &proxy,
         &["incoming-payment", "get", id, "--token", new_token],
     )
     .await;
@@ -331,6 +371,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     // The server's refusal, with its status, code and description; exit 1.
     let unknown = opd_client(
         &profile,
+        &proxy,
         &[
             "incoming-payment",
             "create",
@@ -347,6 +388,7 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     // And its own refusals, before any request.
     let precise = opd_client(
         &profile,
+        &proxy,
         &[
             "incoming-payment",
             "create",
@@ -361,15 +403,30 @@ async fn the_command_line_shows_resources_for_people_and_json_for_scripts() {
     assert!(
         String::from_utf8_lossy(&precise.stderr).contains("more decimals than the asset allows")
     );
+    proxy.validate(
+        &app.servers,
+        &[
+            "post-request",
+            "create-incoming-payment",
+            "get-incoming-payment",
+            "complete-incoming-payment",
+            "list-incoming-payments",
+            "post-token",
+            "delete-token",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn keys_generate_writes_a_profile_once_and_shows_its_public_key() {
+    // These commands make no request; the proxy only satisfies `opd_client`.
+    let proxy = ValidatingProxy::start().await;
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("me.json");
     let made = stdout(
         &opd_client(
             &profile,
+            &proxy,
             &[
                 "--json",
                 "keys",
@@ -386,13 +443,14 @@ async fn keys_generate_writes_a_profile_once_and_shows_its_public_key() {
     assert_eq!(made["jwk"]["kid"], "me-1");
     assert_eq!(made["jwk"]["kty"], "OKP");
     let shown: Value = serde_json::from_str(&stdout(
-        &opd_client(&profile, &["--json", "keys", "show"]).await,
+        &opd_client(&profile, &proxy, &["--json", "keys", "show"]).await,
     ))
     .unwrap();
     assert_eq!(shown, made["jwk"]);
     // A key is never overwritten.
     let again = opd_client(
         &profile,
+        &proxy,
         &[
             "keys",
             "generate",

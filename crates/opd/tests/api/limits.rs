@@ -128,6 +128,8 @@ async fn a_body_over_the_limit_is_answered_413_and_the_client_reads_it() {
     // it must get the JSON 413, not a broken pipe.
     let big = vec![b'a'; 10 * 1024 * 1024];
     for url in [app.url("incoming-payments"), format!("{}/", app.auth)] {
+        // Unsigned raw bytes, which the test clients do not send: the
+        // answer is validated explicitly.
         let resp = app
             .http
             .post(&url)
@@ -136,23 +138,20 @@ async fn a_body_over_the_limit_is_answered_413_and_the_client_reads_it() {
             .send()
             .await
             .expect("the answer is read, not a broken pipe");
-        assert_eq!(
-            resp.status(),
-            reqwest::StatusCode::PAYLOAD_TOO_LARGE,
-            "{url}"
-        );
+        let status = resp.status();
+        assert_eq!(status, reqwest::StatusCode::PAYLOAD_TOO_LARGE, "{url}");
         let v: serde_json::Value = resp.json().await.unwrap();
+        assert!(app.servers.check(&reqwest::Method::POST, &url, status, &v));
         assert_eq!(v["error"]["code"], "payload_too_large", "{url}");
     }
 }
 
 #[tokio::test]
 async fn a_key_only_client_has_an_hourly_quota_of_incoming_payments() {
-    use opd_testkit::client::SigningClient;
     let app = TestApp::spawn_with(Db::Sqlite, |s| s.key_only_incoming_per_hour = 2).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let carol = app.create_wallet("carol", "USD", 2).await;
-    let mut anonymous = SigningClient::new("", "anon", 88);
+    let mut anonymous = app.client_for("", "anon", 88);
     // It signs by the server's clock, which the test moves on.
     anonymous.clock = Some(app.clock.clone());
     let token = || async {

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use opd_testkit::app::{Db, TestApp};
-use opd_testkit::client::SigningClient;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -56,7 +55,7 @@ fn quote_grant(client: &str) -> serde_json::Value {
 /// Asks for a grant as the client at `url`; the answer's status and
 /// error description.
 async fn ask(app: &TestApp, url: &str) -> (StatusCode, String) {
-    let client = SigningClient::new(url, "k", 5);
+    let client = app.client_for(url, "k", 5);
     let r = client
         .send(
             Method::POST,

@@ -66,11 +66,14 @@ pub(crate) async fn pair_with(liquidity: u64, max_packet: Option<u64>) -> Pair {
 }
 
 pub(crate) async fn pair_of(
-    a: TestApp,
-    b: TestApp,
+    mut a: TestApp,
+    mut b: TestApp,
     liquidity: u64,
     max_packet: Option<u64>,
 ) -> Pair {
+    // Each side's clients validate the responses of both servers.
+    a.know(&b);
+    b.know(&a);
     let usd = json!({ "code": "USD", "scale": 2 });
     admin_ok(
         &a,

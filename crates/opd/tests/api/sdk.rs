@@ -2,12 +2,10 @@
 //! in its own non-RFC format (unquoted component names, a bare base64
 //! `Signature`), verify; its strict deserialization accepts every response;
 //! and every response it receives is valid against the spec (the SDK's
-//! HTTP client goes through a recording proxy, see `Recorder`).
-
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+//! HTTP client goes through a recording proxy, `opd_testkit::proxy`).
 
 use opd_testkit::app::TestApp;
+use opd_testkit::proxy::ValidatingProxy;
 use open_payments::client::{
     AuthenticatedClient, AuthenticatedResources, ClientConfig, UnauthenticatedResources,
 };
@@ -18,133 +16,12 @@ use open_payments::types::{
     PaymentMethodType, QuoteAction, Receiver,
 };
 use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
-
-use crate::{operation_of, spec_reply};
-
-/// One request the SDK made and the response it got.
-struct Exchange {
-    method: Method,
-    url: String,
-    status: StatusCode,
-    body: Value,
-}
-
-/// A forward HTTP proxy the SDK's client is pointed at: it passes each
-/// request on unchanged (the signature covers it) and records the answer,
-/// so that every response the SDK received can be validated against the
-/// spec, which the SDK's typed results cannot show.
-struct Recorder {
-    url: String,
-    log: Arc<Mutex<Vec<Exchange>>>,
-}
-
-impl Recorder {
-    async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let log: Arc<Mutex<Vec<Exchange>>> = Arc::default();
-        let upstream = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let record = log.clone();
-        // A proxied request carries the absolute URL as its target, so one
-        // fallback route sees every request.
-        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-            let (upstream, record) = (upstream.clone(), record.clone());
-            async move { forward(&upstream, &record, req).await }
-        });
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { url, log }
-    }
-
-    /// An SDK HTTP client that goes through this proxy.
-    fn client(&self) -> reqwest::Client {
-        reqwest::Client::builder()
-            .proxy(reqwest::Proxy::http(&self.url).unwrap())
-            .build()
-            .unwrap()
-    }
-
-    /// Validates every recorded response against the spec, and checks that
-    /// the SDK's traffic did go through the proxy: the operations seen
-    /// include `expected`.
-    #[track_caller]
-    fn validate(&self, app: &TestApp, expected: &[&str]) {
-        let log = self.log.lock().unwrap();
-        let mut seen = BTreeSet::new();
-        for e in log.iter() {
-            spec_reply(&app.base, &app.auth, &e.method, &e.url, e.status, &e.body);
-            if let Some((_, op)) = operation_of(&app.base, &app.auth, &e.method, &e.url) {
-                seen.insert(op);
-            }
-        }
-        let missing: Vec<_> = expected.iter().filter(|op| !seen.contains(*op)).collect();
-        assert!(
-            missing.is_empty(),
-            "the SDK made no {missing:?} request; saw {seen:?}"
-        );
-    }
-}
-
-async fn forward(
-    upstream: &reqwest::Client,
-    record: &Mutex<Vec<Exchange>>,
-    req: axum::extract::Request,
-) -> axum::response::Response {
-    let (parts, body) = req.into_parts();
-    let url = parts.uri.to_string();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    let mut headers = parts.headers.clone();
-    // Hop-by-hop headers; reqwest sets `host` and `content-length` again
-    // from the URL and body (the same values the SDK signed).
-    for name in [
-        "host",
-        "connection",
-        "proxy-connection",
-        "keep-alive",
-        "content-length",
-        "transfer-encoding",
-    ] {
-        headers.remove(name);
-    }
-    let mut out = upstream
-        .request(parts.method.clone(), &url)
-        .headers(headers);
-    if !bytes.is_empty() {
-        out = out.body(bytes.to_vec());
-    }
-    let resp = out.send().await.unwrap();
-    let status = resp.status();
-    let mut headers = resp.headers().clone();
-    headers.remove("transfer-encoding");
-    headers.remove("connection");
-    headers.remove("content-length");
-    let text = resp.bytes().await.unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&text)
-            .unwrap_or_else(|_| panic!("{} {url}: {status}, not JSON: {text:?}", parts.method))
-    };
-    record.lock().unwrap().push(Exchange {
-        method: parts.method,
-        url,
-        status,
-        body,
-    });
-    let mut answer = axum::response::Response::new(axum::body::Body::from(text));
-    *answer.status_mut() = status;
-    *answer.headers_mut() = headers;
-    answer
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_signed_by_the_rust_sdk_verify() {
     let app = TestApp::spawn().await;
-    let recorder = Recorder::start().await;
+    let recorder = ValidatingProxy::start().await;
     let dir = tempfile::tempdir().unwrap();
     let client_wallet = app.create_wallet("sdkclient", "USD", 2).await;
     let mut sdk = AuthenticatedClient::new(ClientConfig {
@@ -296,7 +173,7 @@ async fn requests_signed_by_the_rust_sdk_verify() {
         .await
         .is_err());
     recorder.validate(
-        &app,
+        &app.servers,
         &[
             "get-wallet-address",
             "get-wallet-address-keys",
@@ -316,7 +193,7 @@ async fn requests_signed_by_the_rust_sdk_verify() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_sdk_pays_with_an_interactive_grant() {
     let app = TestApp::spawn().await;
-    let recorder = Recorder::start().await;
+    let recorder = ValidatingProxy::start().await;
     let dir = tempfile::tempdir().unwrap();
     let client_wallet = app.create_wallet("sdkshop", "USD", 2).await;
     let mut sdk = AuthenticatedClient::new(ClientConfig {
@@ -551,7 +428,7 @@ async fn the_rust_sdk_pays_with_an_interactive_grant() {
         .await
         .unwrap();
     recorder.validate(
-        &app,
+        &app.servers,
         &[
             "get-wallet-address",
             "post-request",
