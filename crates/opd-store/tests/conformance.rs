@@ -42,6 +42,7 @@ opd_testkit::conformance!(
     auto_peers_are_counted_kept_apart_and_funded_within_the_total,
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
+    payment_packets_settle_once_and_move_exactly_their_amounts,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -1170,4 +1171,143 @@ async fn outgoing_tokens_are_replaced_only_when_unchanged(s: &dyn Store) {
         .unwrap());
     let stored = s.get_peer(p.id).await.unwrap().unwrap();
     assert_eq!(stored.outgoing.unwrap().auth_token, "new");
+}
+
+/// A payment to another server sent in packets: each packet is settled
+/// once (posted or voided, never both, never twice); a posted one moves
+/// its amount from the payment to the peer and adds to the payment's
+/// totals; completing takes the fee and gives the rest back; nothing is
+/// recorded once the payment ended.
+async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Store) {
+    use opd_store::{PacketState, PaymentPacket};
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    s.ledger_move(alice.id, &usd(), 1000, true, "fund-alice", "d", at)
+        .await
+        .unwrap();
+    let hop = peer("test.hop", 1, PeerOrigin::Operator);
+    s.create_peer(&hop, &[]).await.unwrap();
+    let quote = Quote {
+        id: QuoteId::new(at, &SeededRandom::new(77)),
+        wallet_address_id: alice.id,
+        receiver: "https://elsewhere.example/incoming-payments/x".into(),
+        debit_amount: Amount::new(300, usd()),
+        receive_amount: Amount::new(270, usd()),
+        fee: 10,
+        debit_minus_fees: 290,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    s.create_quote(&quote).await.unwrap();
+    let id = opd_core::OutgoingPaymentId::from_uuid(*quote.id.as_uuid());
+    let payment = OutgoingPaymentRecord {
+        id,
+        wallet_address_id: alice.id,
+        quote_id: quote.id,
+        receiver: quote.receiver.clone(),
+        debit: quote.debit_amount.clone(),
+        receive: quote.receive_amount.clone(),
+        sent: 0,
+        delivered: 0,
+        receiver_baseline: None,
+        state: OutgoingPaymentState::Sending,
+        error: None,
+        metadata: None,
+        client: None,
+        grant_id: None,
+        grant_interval_start: None,
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+    };
+    let created = s
+        .create_outgoing_payment(&payment, None, &[])
+        .await
+        .unwrap();
+    assert!(
+        matches!(created, CreateOutgoing::Created { .. }),
+        "{created:?}"
+    );
+    let packet = |n: i64, amount: u64| PaymentPacket {
+        id: format!("packet-{n}"),
+        payment: id,
+        peer: hop.id,
+        source_asset: usd(),
+        source_amount: amount,
+        peer_asset: usd(),
+        peer_amount: amount,
+        min_delivery: amount - 10,
+        expires_at: at.plus_seconds(30),
+        created_at: Timestamp::from_unix_millis(T0 + 20 + n),
+    };
+    let (p1, p2) = (packet(1, 200), packet(2, 50));
+    assert!(s.packet_sending(&p1).await.unwrap());
+    assert!(s.packet_sending(&p2).await.unwrap());
+    assert_eq!(
+        s.pending_packets(id).await.unwrap(),
+        vec![p1.clone(), p2.clone()]
+    );
+    // Not completed while packets are pending.
+    assert!(!s.complete_sent_payment(id, 10, at, &[]).await.unwrap());
+
+    // The first is fulfilled, once.
+    assert!(s.packet_fulfilled(&p1, 185, at).await.unwrap());
+    assert!(!s.packet_fulfilled(&p1, 185, at).await.unwrap());
+    assert!(!s.packet_rejected(&p1.id, at).await.unwrap());
+    // The second is voided, once, and cannot be posted after.
+    assert!(s.packet_rejected(&p2.id, at).await.unwrap());
+    assert!(!s.packet_rejected(&p2.id, at).await.unwrap());
+    assert!(!s.packet_fulfilled(&p2, 40, at).await.unwrap());
+    assert!(s.pending_packets(id).await.unwrap().is_empty());
+    let states: Vec<_> = s
+        .packets(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.packet.id, r.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (p1.id.clone(), PacketState::Posted { delivered: 185 }),
+            (p2.id.clone(), PacketState::Voided),
+        ]
+    );
+    let record = s.get_outgoing_payment(id).await.unwrap().unwrap();
+    assert_eq!((record.sent, record.delivered), (200, 185));
+    assert_eq!(
+        balance_of(s, AccountKind::Peer, &hop.id.to_string()).await,
+        200
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Outgoing, &id.to_string()).await,
+        100
+    );
+
+    // Completing takes the fee and gives back what was not sent.
+    assert!(s.complete_sent_payment(id, 10, at, &[]).await.unwrap());
+    assert!(!s.complete_sent_payment(id, 10, at, &[]).await.unwrap());
+    assert_eq!(
+        balance_of(s, AccountKind::Outgoing, &id.to_string()).await,
+        0
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &alice.id.to_string()).await,
+        790
+    );
+    let fees: i128 = s
+        .ledger_accounts()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|a| a.kind == AccountKind::Fees)
+        .map(|a| a.balance)
+        .sum();
+    assert_eq!(fees, 10);
+    // An ended payment records no packet.
+    assert!(!s.packet_sending(&packet(3, 10)).await.unwrap());
+    assert_ledger_balanced(s).await;
 }
