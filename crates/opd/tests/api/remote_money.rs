@@ -42,6 +42,14 @@ async fn fees_earned(app: &TestApp, code: &str) -> i128 {
         .sum()
 }
 
+/// No transfer of `app`'s ledger moves nothing (a fee of 0 is not
+/// posted, nor a packet's empty leg).
+async fn no_empty_transfers(app: &TestApp) {
+    let transfers = app.services().store.ledger_all_transfers().await.unwrap();
+    let empty: Vec<_> = transfers.iter().filter(|t| t.amount == 0).collect();
+    assert!(empty.is_empty(), "transfers of nothing: {empty:?}");
+}
+
 /// An outgoing payment being sent from `app`.
 struct Sending<'a> {
     app: &'a TestApp,
@@ -402,4 +410,5 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
     assert_eq!(balance(&w.b, "bob").await, "1000");
     balanced(&w.a).await;
     balanced(&w.b).await;
+    no_empty_transfers(&w.a).await;
 }
