@@ -412,3 +412,39 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
     balanced(&w.b).await;
     no_empty_transfers(&w.a).await;
 }
+
+#[tokio::test]
+async fn a_packet_still_in_flight_is_left_alone_until_it_expires() {
+    let w = paying(pair_with(1_000_000, None).await).await;
+    // A packet another process of A sent and still waits on: pending, not
+    // expired yet.
+    let peer = peer_id(&w.a, "b").await;
+    let mut packet = planted(&w, &peer, "in-flight-elsewhere", 1_000);
+    packet.expires_at = w.a.clock.now().plus_millis(30_000);
+    assert!(w.a.services().store.packet_sending(&packet).await.unwrap());
+
+    // Its answer may still come: the step neither settles it nor sends.
+    let one_step = || opd_service::worker::run_once(w.a.services());
+    let step = one_step().await.unwrap();
+    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    let state = |all: &[PacketRecord]| all.iter().find(|r| r.packet.id == packet.id).unwrap().state;
+    assert_eq!(state(&packets(&w.a, &w.id).await), PacketState::Pending);
+    assert_eq!(w.sent().await, 0);
+
+    // Once it expired unanswered it is voided (B never saw it), and the
+    // payment goes on to deliver exactly what was asked.
+    w.a.clock.advance_millis(31_000);
+    let steps = w.a.run_workers().await;
+    assert!(
+        steps.iter().any(|s| matches!(s, Step::Completed(_))),
+        "{steps:?}"
+    );
+    assert_eq!(state(&packets(&w.a, &w.id).await), PacketState::Voided);
+    let (_, got) = w.b.get(&w.receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    let sent = w.sent().await;
+    assert_eq!(peer_balance(&w.a, "b").await, sent);
+    assert_eq!(peer_balance(&w.b, "a").await, 1_000_000 - sent);
+    assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
+    balanced(&w.a).await;
+}
