@@ -620,3 +620,29 @@ fn spawn_workers(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_service_configuration_never_shows_its_secrets_in_debug() {
+        let mut settings = Settings::for_data_dir(Path::new("/data"));
+        let secrets = [
+            "idp-secret-0123456789",
+            "webhook-secret-0123456789",
+            "token-0123456789",
+        ];
+        settings.serve.idp_secret = Some(secrets[0].into());
+        settings.serve.webhook_secret = Some(secrets[1].into());
+        settings.serve.introspection_token = Some(secrets[2].into());
+        let public_url =
+            PublicUrl::parse("http://127.0.0.1:8080").unwrap_or_else(|e| panic!("{e}"));
+        let config = service_config(&settings, public_url, "http://127.0.0.1:8081/".into())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let shown = format!("{config:?}");
+        for secret in secrets {
+            assert!(!shown.contains(secret), "{secret} shows in {shown}");
+        }
+    }
+}

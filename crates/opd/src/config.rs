@@ -349,7 +349,7 @@ impl ConfigFile {
         let known = file_keys();
         if let Some(unknown) = keys.keys().find(|key| !known.contains(key)) {
             bail!(
-                "unknown key `{unknown}`: the keys are the flags of `opd serve` in snake_case, `fees` and `rates`"
+                "unknown key `{unknown}`: the keys are the flags of `opd serve --help` in snake_case, `fees` and `rates`"
             );
         }
         let tables: FileTables = toml::from_str(text)?;
