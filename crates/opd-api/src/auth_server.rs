@@ -24,6 +24,7 @@ use opd_gnap::{ClientIdent, GnapError, GrantRequest, RotateTokenResponse, Valida
 use opd_service::access::{self, AccessError};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
+use secrecy::ExposeSecret;
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
@@ -326,7 +327,8 @@ fn idp_authorized(services: &Services, headers: &HeaderMap) -> Result<(), ApiErr
         .get("x-idp-secret")
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    let ok = presented.len() == secret.len() && bool::from(presented.ct_eq(secret.as_bytes()));
+    let secret = secret.expose_secret().as_bytes();
+    let ok = presented.len() == secret.len() && bool::from(presented.ct_eq(secret));
     if ok {
         Ok(())
     } else {

@@ -1027,8 +1027,8 @@ fn main() -> anyhow::Result<()> {
 /// The server side: exactly what `opd serve` runs.
 fn serve_internal(args: Vec<String>) -> anyhow::Result<()> {
     use opd::cli::{Cli, Command};
-    let cli = Cli::parse_from(args);
-    let Command::Serve(serve) = cli.command else {
+    let cli = Cli::parse_from(&args);
+    let Command::Serve(_) = cli.command else {
         bail!("only serve is supported")
     };
     tracing_subscriber::fmt()
@@ -1040,7 +1040,7 @@ fn serve_internal(args: Vec<String>) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let settings =
-            opd::config::Settings::resolve(&cli.common, &serve, opd::config::FileConfig::default());
+            opd::config::Settings::from_command_line(args, opd::config::ConfigFile::default())?;
         let running = opd::app::start(
             settings,
             Arc::new(opd_core::SystemClock),

@@ -14,6 +14,7 @@
 
 use opd_gnap::{find_access, AccessType, Action, ClientIdent, OutgoingLimits};
 use opd_httpsig::{parse_signature, RequestParts, SigError};
+use secrecy::ExposeSecret;
 
 use crate::grants::{introspect, ActiveToken};
 use crate::replays::{self, ReplaySlot};
@@ -258,7 +259,7 @@ async fn remote_introspect(
         Ok(req) => {
             let mut req = req.json(&body);
             if let Some(t) = &services.config.introspection_token {
-                req = req.bearer_auth(t);
+                req = req.bearer_auth(t.expose_secret());
             }
             let max = crate::outbound::MAX_DOCUMENT_BYTES;
             services

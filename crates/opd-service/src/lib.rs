@@ -38,11 +38,13 @@ use opd_core::wallet_address::WalletAddress;
 use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate, WalletAddressId};
 use opd_ilp::{IlpAddress, StreamSecret};
 use opd_store::Store;
+use secrecy::SecretString;
 
 pub use error::ServiceError;
 pub use urls::PublicUrl;
 
-/// The configuration the use cases need (a subset of the binary's).
+/// The configuration the use cases need (a subset of the binary's). Its
+/// secrets are `SecretString`s, so that its `Debug` never shows them.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
     /// Base of every wallet address and resource URL.
@@ -106,7 +108,7 @@ pub struct ServiceConfig {
     pub continue_wait_secs: u64,
     /// The shared secret of the operator's consent app (identity-provider
     /// API); `None` disables that API.
-    pub idp_secret: Option<String>,
+    pub idp_secret: Option<SecretString>,
     /// The operator's consent page; `None` uses the built-in one.
     pub idp_consent_url: Option<String>,
     /// Introspect tokens at this URL (another authorization server, such as
@@ -114,7 +116,7 @@ pub struct ServiceConfig {
     /// of in process.
     pub introspection_url: Option<String>,
     /// Bearer token sent to `introspection_url`, when it needs one.
-    pub introspection_token: Option<String>,
+    pub introspection_token: Option<SecretString>,
     /// Freshness window and format leniency of request signatures.
     pub signature_policy: opd_httpsig::VerifyPolicy,
     /// How long a request identical to one still running waits for that
@@ -128,7 +130,7 @@ pub struct ServiceConfig {
     /// Where webhook events are POSTed; `None` keeps them in the outbox.
     pub webhook_url: Option<String>,
     /// The key of the webhook signature header.
-    pub webhook_secret: Option<String>,
+    pub webhook_secret: Option<SecretString>,
     /// How long hot-path lookups (access tokens, wallet addresses) are
     /// cached in memory. Changes on this node clear the caches at once;
     /// other nodes notice within this time. Zero disables caching.

@@ -14,6 +14,7 @@ use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{AmountWire, Timestamp};
+use secrecy::ExposeSecret;
 use sha2::Sha256;
 
 use crate::{ServiceError, Services};
@@ -166,7 +167,10 @@ async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(),
                 .header("content-type", "application/json")
                 .body(e.data.clone());
             if let Some(secret) = &services.config.webhook_secret {
-                req = req.header(SIGNATURE_HEADER, signature(secret, t, e.data.as_bytes()));
+                req = req.header(
+                    SIGNATURE_HEADER,
+                    signature(secret.expose_secret(), t, e.data.as_bytes()),
+                );
             }
             // The receiver's answer is not used: only a little is read.
             services

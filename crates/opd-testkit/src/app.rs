@@ -15,6 +15,7 @@ use opd::app::Running;
 use opd::config::Settings;
 use opd_core::{ManualClock, SeededRandom, Timestamp};
 use reqwest::{Method, StatusCode};
+use secrecy::ExposeSecret;
 
 use crate::client::SigningClient;
 use crate::spec::{Server, Servers};
@@ -65,22 +66,21 @@ impl TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut settings = Settings::for_data_dir(dir.path());
         let any_port = "127.0.0.1:0".parse().expect("address");
-        settings.listen = any_port;
-        settings.auth_listen = any_port;
-        settings.admin_listen = any_port;
-        settings.ilp_listen = any_port;
+        settings.serve.listen = any_port;
+        settings.serve.auth_listen = any_port;
+        settings.common.admin_listen = any_port;
+        settings.serve.ilp_listen = any_port;
         // The tests' other servers (client key sets, peers, webhook
         // receivers) listen on loopback; the SSRF tests clear this.
-        settings.outbound_allow = vec!["127.0.0.1".into(), "::1".into()];
+        settings.serve.outbound_allow = vec!["127.0.0.1".into(), "::1".into()];
         if db == Db::Postgres {
-            settings.database_url = crate::pg::fresh_schema_url().await;
-            settings.database_is_default = false;
-            settings.migrate = true;
+            settings.common.database_url = Some(crate::pg::fresh_schema_url().await.into());
+            settings.serve.migrate = true;
         }
         // Tests drive the workers themselves (`run_workers`), so nothing
         // happens behind their back.
-        settings.workers = false;
-        settings.idp_secret = Some(IDP_SECRET.into());
+        settings.serve.workers = false;
+        settings.serve.idp_secret = Some(IDP_SECRET.into());
         adjust(&mut settings);
         let clock = ManualClock::new(Timestamp::now_utc());
         let running = opd::app::start(
@@ -96,7 +96,7 @@ impl TestApp {
             base: running.public_url.clone(),
             admin: format!("http://{}", running.admin_addr),
             ilp: format!("http://{}/ilp", running.ilp_addr),
-            admin_token: running.admin_token.clone(),
+            admin_token: running.admin_token.expose_secret().to_owned(),
             auth: running.auth_public_url.clone(),
             running: Some(running),
             clock,

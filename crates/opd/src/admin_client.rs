@@ -3,18 +3,19 @@
 //! directory.
 
 use anyhow::{bail, Context};
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::cli::{
     IncomingPaymentCommand, KeyCommand, PeerCommand, PeerSettings, WalletAddressCommand,
 };
-use crate::config::{CommonArgs, FileConfig};
+use crate::config::CommonArgs;
 
 /// A client of the admin API.
 #[derive(Debug)]
 pub struct AdminClient {
     base: String,
-    token: String,
+    token: SecretString,
     http: reqwest::Client,
 }
 
@@ -30,30 +31,18 @@ fn encode_segment(s: &str) -> String {
 }
 
 impl AdminClient {
-    pub fn new(common: &CommonArgs, file: &FileConfig) -> anyhow::Result<Self> {
-        let addr = common
-            .admin_listen
-            .or(file.admin_listen)
-            .unwrap_or_else(|| ([127, 0, 0, 1], 8082).into());
-        let token = match common
-            .admin_token
-            .clone()
-            .or_else(|| file.admin_token.clone())
-        {
-            Some(t) => t,
+    pub fn new(common: &CommonArgs) -> anyhow::Result<Self> {
+        let addr = common.admin_listen;
+        let token = match &common.admin_token {
+            Some(t) => t.clone(),
             None => {
-                let dir = common
-                    .data_dir
-                    .clone()
-                    .or_else(|| file.data_dir.clone())
-                    .unwrap_or_else(|| "opd-data".into());
-                let path = dir.join("admin-token");
+                let path = common.data_dir.join("admin-token");
                 std::fs::read_to_string(&path)
                     .with_context(|| {
                         format!("no admin token: pass --admin-token, set OPD_ADMIN_TOKEN, or run where {} exists", path.display())
                     })?
                     .trim()
-                    .to_owned()
+                    .into()
             }
         };
         Ok(Self {
@@ -72,7 +61,7 @@ impl AdminClient {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
+            .bearer_auth(self.token.expose_secret());
         if let Some(b) = body {
             req = req.json(&b);
         }

@@ -6,39 +6,36 @@ use anyhow::Context;
 use clap::Parser;
 use opd::admin_client::AdminClient;
 use opd::cli::{Cli, Command};
-use opd::config::{FileConfig, Settings};
+use opd::config::{ConfigFile, Settings};
 use opd_core::{OsRandom, SystemClock};
+use secrecy::ExposeSecret;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Checks the command line (and answers --help) before anything else;
+    // its settings are then read again over the file's.
     let cli = Cli::parse();
-    let file = FileConfig::load(cli.common.config.as_deref())?;
-    let node = opd::logging::init(file.log_format(&cli.common));
+    let file = ConfigFile::load(cli.common.config.as_deref())?;
+    let settings = Settings::from_command_line(std::env::args_os(), file)?;
+    let node = opd::logging::init(settings.common.log_format);
     match cli.command {
-        Command::Serve(serve) => {
-            run_serve(Settings::resolve(&cli.common, &serve, file), node).await
-        }
+        Command::Serve(_) => run_serve(settings, node).await,
         Command::Migrate => {
-            let settings = Settings::resolve(&cli.common, &Default::default(), file);
-            opd_store::migrate(&settings.database_url)
+            opd_store::migrate(settings.common.database_url().expose_secret())
                 .await
                 .context("migration failed")?;
             println!("database is up to date");
             Ok(())
         }
         Command::Check { external_funding } => {
-            let serve = opd::config::ServeArgs {
-                external_funding,
-                ..Default::default()
-            };
-            let settings = Settings::resolve(&cli.common, &serve, file);
             let store = opd_store::connect(&opd_store::ConnectOptions::new(
-                settings.database_url.clone(),
+                settings.common.database_url().expose_secret().to_owned(),
             ))
             .await
             .context("cannot open the database")?;
-            let receipts =
-                opd_core::ledger::Receipts::for_external_funding(settings.external_funding);
+            // Its own flag, else the file's `external_funding`.
+            let external_funding = external_funding.unwrap_or(settings.serve.external_funding);
+            let receipts = opd_core::ledger::Receipts::for_external_funding(external_funding);
             let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
             for w in &report.awaiting_withdrawal {
                 println!(
@@ -58,14 +55,14 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::WalletAddress(cmd) => print(
-            AdminClient::new(&cli.common, &file)?
+            AdminClient::new(&settings.common)?
                 .wallet_address(cmd)
                 .await?,
         ),
-        Command::Key(cmd) => print(AdminClient::new(&cli.common, &file)?.key(cmd).await?),
-        Command::Peer(cmd) => print(AdminClient::new(&cli.common, &file)?.peer(cmd).await?),
+        Command::Key(cmd) => print(AdminClient::new(&settings.common)?.key(cmd).await?),
+        Command::Peer(cmd) => print(AdminClient::new(&settings.common)?.peer(cmd).await?),
         Command::IncomingPayment(cmd) => print(
-            AdminClient::new(&cli.common, &file)?
+            AdminClient::new(&settings.common)?
                 .incoming_payment(cmd)
                 .await?,
         ),
@@ -102,7 +99,7 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
         // Printed once, on the start that generated it; it is kept in the data directory.
         println!(
             "admin token (saved in the data directory as admin-token): {}",
-            running.admin_token
+            running.admin_token.expose_secret()
         );
     }
     if let Some(demo) = &running.demo {

@@ -10,6 +10,7 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
 use opd_service::peers;
+use secrecy::ExposeSecret;
 
 use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};
 use crate::admin::AdminState;
@@ -311,14 +312,24 @@ pub(crate) async fn settings(
         ("ILP address", c.ilp_address.to_string()),
         ("Admin token", "set (hidden)".to_owned()),
         ("Secrets key", "set (hidden)".to_owned()),
-        ("Identity-provider secret", masked(c.idp_secret.as_deref())),
+        (
+            "Identity-provider secret",
+            masked(c.idp_secret.as_ref().map(ExposeSecret::expose_secret)),
+        ),
         ("Consent page", or_none(c.idp_consent_url.as_deref())),
         ("Webhook URL", or_none(c.webhook_url.as_deref())),
-        ("Webhook secret", masked(c.webhook_secret.as_deref())),
+        (
+            "Webhook secret",
+            masked(c.webhook_secret.as_ref().map(ExposeSecret::expose_secret)),
+        ),
         ("Introspection URL", or_none(c.introspection_url.as_deref())),
         (
             "Introspection token",
-            masked(c.introspection_token.as_deref()),
+            masked(
+                c.introspection_token
+                    .as_ref()
+                    .map(ExposeSecret::expose_secret),
+            ),
         ),
         ("Rates URL", or_none(c.rates_url.as_deref())),
         ("Fees from the configuration", fees.join("; ")),

@@ -205,11 +205,11 @@ async fn the_data_directory_and_database_are_private() {
     let data = root.path().join("fresh").join("opd-data");
     let mut settings = opd::config::Settings::for_data_dir(&data);
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-    settings.listen = any;
-    settings.auth_listen = any;
-    settings.admin_listen = any;
-    settings.ilp_listen = any;
-    settings.workers = false;
+    settings.serve.listen = any;
+    settings.serve.auth_listen = any;
+    settings.common.admin_listen = any;
+    settings.serve.ilp_listen = any;
+    settings.serve.workers = false;
     let running = opd::app::start(
         settings,
         std::sync::Arc::new(opd_core::SystemClock),
@@ -251,13 +251,13 @@ async fn server_secrets_are_sealed_and_the_key_can_be_rotated() {
     let start = |key_file: Option<std::path::PathBuf>, previous: Option<std::path::PathBuf>| {
         let mut settings = opd::config::Settings::for_data_dir(&data);
         let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-        settings.listen = any;
-        settings.auth_listen = any;
-        settings.admin_listen = any;
-        settings.ilp_listen = any;
-        settings.workers = false;
-        settings.secrets_key_file = key_file;
-        settings.secrets_key_previous_file = previous;
+        settings.serve.listen = any;
+        settings.serve.auth_listen = any;
+        settings.common.admin_listen = any;
+        settings.serve.ilp_listen = any;
+        settings.serve.workers = false;
+        settings.serve.secrets_key_file = key_file;
+        settings.serve.secrets_key_previous_file = previous;
         opd::app::start(
             settings,
             std::sync::Arc::new(opd_core::SystemClock),

@@ -27,7 +27,7 @@ struct World {
 }
 
 async fn world(db: Db) -> World {
-    let app = TestApp::spawn_with(db, |s| s.idp_secret = Some(IDP_SECRET.into())).await;
+    let app = TestApp::spawn_with(db, |s| s.serve.idp_secret = Some(IDP_SECRET.into())).await;
     let alice = app.create_wallet("alice", "USD", 2).await;
     let (s, v) = app
         .admin(
@@ -751,9 +751,9 @@ async fn a_resource_server_can_introspect_at_a_separate_authorization_server() {
         a.auth.clone(),
     );
     let b = TestApp::spawn_with(Db::Sqlite, move |s| {
-        s.introspection_url = Some(introspect_url);
-        s.introspection_token = Some(admin_token);
-        s.auth_public_url = Some(auth_url);
+        s.serve.introspection_url = Some(introspect_url);
+        s.serve.introspection_token = Some(admin_token.into());
+        s.serve.auth_public_url = Some(auth_url);
     })
     .await;
     assert_eq!(b.auth, a.auth);
@@ -850,9 +850,9 @@ async fn a_consent_form_without_its_token_decides_nothing() {
 #[tokio::test]
 async fn grant_floods_are_refused_with_429() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.grant_requests_per_minute = 6;
-        s.max_pending_interactions = 2;
-        s.idp_secret = Some(IDP_SECRET.into());
+        s.serve.grant_requests_per_minute = 6;
+        s.serve.max_pending_interactions = 2;
+        s.serve.idp_secret = Some(IDP_SECRET.into());
     })
     .await;
     let alice = app.create_wallet("alice", "USD", 2).await;

@@ -21,8 +21,8 @@ const BANK_TOKEN: &str = "bank-to-opd-token";
 /// and an operator's peer `test.bank` funded with 1000.
 async fn node(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> (TestApp, String) {
     let app = TestApp::spawn_with(db, |s| {
-        s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
-        s.auto_peering_requests_per_minute = 0;
+        s.serve.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.serve.auto_peering_requests_per_minute = 0;
         adjust(s);
     })
     .await;
@@ -156,8 +156,8 @@ async fn ledger_balanced(app: &TestApp) {
 #[tokio::test]
 async fn an_operators_peer_cannot_be_taken_over() {
     let (app, id) = node(Db::Sqlite, |s| {
-        s.auto_peering_liquidity = 5_000;
-        s.auto_peering_liquidity_total = 100_000;
+        s.serve.auto_peering_liquidity = 5_000;
+        s.serve.auto_peering_liquidity_total = 100_000;
     })
     .await;
     let (_, before) = app.admin(Method::GET, &format!("/peers/{id}"), None).await;
@@ -253,8 +253,8 @@ async fn overlapping_reserved_or_taken_requests_get_one_refusal() {
 #[tokio::test]
 async fn a_renewal_needs_the_token_opd_gave_the_requester() {
     let (app, _) = node(Db::Sqlite, |s| {
-        s.auto_peering_liquidity = 5_000;
-        s.auto_peering_liquidity_total = 100_000;
+        s.serve.auto_peering_liquidity = 5_000;
+        s.serve.auto_peering_liquidity_total = 100_000;
     })
     .await;
     let first = peered(&app, &request("test.rafiki", "rafiki-1"), None).await;
@@ -306,7 +306,7 @@ async fn a_renewal_needs_the_token_opd_gave_the_requester() {
 
 #[tokio::test]
 async fn auto_peered_peers_are_limited_in_number() {
-    let (app, _) = node(Db::Sqlite, |s| s.auto_peering_max_peers = 2).await;
+    let (app, _) = node(Db::Sqlite, |s| s.serve.auto_peering_max_peers = 2).await;
     peered(&app, &request("test.a", "ta"), None).await;
     let b = peered(&app, &request("test.b", "tb"), None).await;
     let (s, _, v) = ask(&app, &request("test.c", "tc"), None).await;
@@ -335,7 +335,7 @@ async fn auto_peered_peers_are_limited_in_number() {
 
 #[tokio::test]
 async fn requests_are_limited_per_address() {
-    let (app, _) = node(Db::Sqlite, |s| s.auto_peering_requests_per_minute = 2).await;
+    let (app, _) = node(Db::Sqlite, |s| s.serve.auto_peering_requests_per_minute = 2).await;
     peered(&app, &request("test.a", "ta"), None).await;
     let (s, _, v) = ask(&app, &request("test.bank", "tb"), None).await;
     assert_refused(s, &v);
@@ -357,8 +357,8 @@ async fn liquidity_is_granted_within_the_total_on_postgres() {
 
 async fn liquidity_total(db: Db) {
     let (app, _) = node(db, |s| {
-        s.auto_peering_liquidity = 5_000;
-        s.auto_peering_liquidity_total = 8_000;
+        s.serve.auto_peering_liquidity = 5_000;
+        s.serve.auto_peering_liquidity_total = 8_000;
     })
     .await;
     for (address, want) in [("test.a", "5000"), ("test.b", "3000"), ("test.c", "0")] {
@@ -375,9 +375,9 @@ async fn liquidity_total(db: Db) {
 #[tokio::test]
 async fn concurrent_requests_stay_within_the_quota_and_the_total_on_postgres() {
     let (app, _) = node(Db::Postgres, |s| {
-        s.auto_peering_liquidity = 5_000;
-        s.auto_peering_liquidity_total = 12_000;
-        s.auto_peering_max_peers = 4;
+        s.serve.auto_peering_liquidity = 5_000;
+        s.serve.auto_peering_liquidity_total = 12_000;
+        s.serve.auto_peering_max_peers = 4;
     })
     .await;
     let bodies: Vec<Value> = (0..10)

@@ -58,8 +58,8 @@ impl Progress for Owner {
 async fn node(address: &str) -> TestApp {
     let address = address.to_owned();
     TestApp::spawn_with(Db::Sqlite, move |s| {
-        s.ilp_address = address;
-        s.workers = true;
+        s.serve.ilp_address = address;
+        s.serve.workers = true;
     })
     .await
 }

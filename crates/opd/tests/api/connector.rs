@@ -15,7 +15,7 @@ use crate::amount;
 
 async fn node(db: Db, address: &str) -> TestApp {
     let address = address.to_owned();
-    TestApp::spawn_with(db, move |s| s.ilp_address = address).await
+    TestApp::spawn_with(db, move |s| s.serve.ilp_address = address).await
 }
 
 /// Creates a peer on `app`; returns its id. `deposit` funds its liquidity.

@@ -350,7 +350,7 @@ async fn forms_without_their_token_change_nothing() {
 #[tokio::test]
 async fn the_peers_page_shows_who_created_each_peer() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.serve.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
     })
     .await;
     let (s, v) = app

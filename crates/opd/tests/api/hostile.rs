@@ -34,15 +34,15 @@ pub(crate) struct Hostile {
 /// settings.
 pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> Hostile {
     let a = TestApp::spawn_with(db, |s| {
-        s.ilp_address = "test.a".into();
-        s.access_token_ttl_secs = LONG_TOKENS_SECS;
+        s.serve.ilp_address = "test.a".into();
+        s.serve.access_token_ttl_secs = LONG_TOKENS_SECS;
         adjust(s);
     })
     .await;
     // Tokens outlive the hours a long randomized run moves the clocks.
     let b = TestApp::spawn_with(db, |s| {
-        s.ilp_address = "test.b".into();
-        s.access_token_ttl_secs = LONG_TOKENS_SECS;
+        s.serve.ilp_address = "test.b".into();
+        s.serve.access_token_ttl_secs = LONG_TOKENS_SECS;
     })
     .await;
     let pair = pair_of(a, b, A_LIQUIDITY_AT_B, None).await;
@@ -345,7 +345,7 @@ async fn f08_without_data_shrinks_a_bounded_number_of_times_then_backs_off() {
 
 #[tokio::test]
 async fn a_per_minute_packet_budget_pauses_a_payment() {
-    let h = hostile_on(Db::Sqlite, |s| s.ilp_packets_per_minute = 2).await;
+    let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packets_per_minute = 2).await;
     h.hop.script(money(Behaviour::TooLargeNoData));
     let step = h.w.step().await;
     assert!(matches!(step, Step::Retry(_)), "{step:?}");
@@ -360,7 +360,7 @@ async fn a_per_minute_packet_budget_pauses_a_payment() {
 
 #[tokio::test]
 async fn a_silent_next_hop_pauses_the_payment_and_moves_nothing() {
-    let h = hostile_on(Db::Sqlite, |s| s.ilp_packet_timeout_ms = 2_000).await;
+    let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packet_timeout_ms = 2_000).await;
     h.hop.script(money(Behaviour::Silent));
     let step = h.w.step().await;
     assert!(matches!(step, Step::Retry(_)), "{step:?}");
@@ -474,8 +474,8 @@ async fn an_answer_that_is_no_ilp_packet_moves_no_money() {
 /// answers, with a 500 ms forward timeout.
 async fn connector_to_silent_hop() -> (TestApp, HostileHop, String) {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.ilp_address = "test.c".into();
-        s.ilp_forward_timeout_ms = 500;
+        s.serve.ilp_address = "test.c".into();
+        s.serve.ilp_forward_timeout_ms = 500;
     })
     .await;
     let hop = HostileHop::start().await;

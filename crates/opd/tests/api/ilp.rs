@@ -416,7 +416,7 @@ async fn a_credit_to_the_wallet_costs_no_extra_round_trip() {
     for db in [Db::Sqlite, Db::Postgres] {
         let mut costs = Vec::new();
         for external in [false, true] {
-            let app = TestApp::spawn_with(db, |s| s.external_funding = external).await;
+            let app = TestApp::spawn_with(db, |s| s.serve.external_funding = external).await;
             app.create_wallet("bob", "USD", 2).await;
             let (s, peer) = app
                 .admin(
@@ -659,9 +659,9 @@ async fn ildcp_and_peer_management() {
 #[tokio::test]
 async fn auto_peering_creates_a_peer_in_one_call() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
-        s.auto_peering_liquidity = 5_000;
-        s.auto_peering_liquidity_total = 50_000;
+        s.serve.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.serve.auto_peering_liquidity = 5_000;
+        s.serve.auto_peering_liquidity_total = 50_000;
     })
     .await;
     let addr = app.running.as_ref().unwrap().auto_peering_addr.unwrap();

@@ -12,8 +12,8 @@ use tokio::net::TcpStream;
 
 async fn app() -> TestApp {
     TestApp::spawn_with(Db::Sqlite, |s| {
-        s.header_timeout_secs = 1;
-        s.request_timeout_secs = 2;
+        s.serve.header_timeout_secs = 1;
+        s.serve.request_timeout_secs = 2;
     })
     .await
 }
@@ -148,7 +148,7 @@ async fn a_body_over_the_limit_is_answered_413_and_the_client_reads_it() {
 
 #[tokio::test]
 async fn a_key_only_client_has_an_hourly_quota_of_incoming_payments() {
-    let app = TestApp::spawn_with(Db::Sqlite, |s| s.key_only_incoming_per_hour = 2).await;
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.key_only_incoming_per_hour = 2).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let carol = app.create_wallet("carol", "USD", 2).await;
     let mut anonymous = app.client_for("", "anon", 88);
@@ -205,7 +205,7 @@ async fn a_key_only_client_has_an_hourly_quota_of_incoming_payments() {
 
 #[tokio::test]
 async fn a_client_creating_too_fast_gets_429_with_retry_after() {
-    let app = TestApp::spawn_with(Db::Sqlite, |s| s.create_requests_per_minute = 3).await;
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.create_requests_per_minute = 3).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let url = app.url("incoming-payments");
     let body = serde_json::json!({ "walletAddress": bob });

@@ -227,7 +227,7 @@ async fn metrics_show_a_payment_its_requests_and_a_bad_signature() {
 async fn readyz_needs_the_database_migrated_and_healthz_only_the_process() {
     let mut db_file = None;
     let app = TestApp::spawn_with(Db::Sqlite, |s| {
-        db_file = Some(s.data_dir.join("opd.sqlite"));
+        db_file = Some(s.common.data_dir.join("opd.sqlite"));
     })
     .await;
     let (s, body) = app.get_public(&app.url("healthz")).await;
@@ -480,7 +480,7 @@ async fn metrics_count_webhook_deliveries_and_the_backlog() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let hook = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
-    let app = TestApp::spawn_with(Db::Sqlite, move |s| s.webhook_url = Some(hook)).await;
+    let app = TestApp::spawn_with(Db::Sqlite, move |s| s.serve.webhook_url = Some(hook)).await;
     let bob = app.create_wallet("bob", "USD", 2).await;
     let (s, ip) = app
         .post(

@@ -101,9 +101,8 @@ async fn postgres_stopped_under_load_gives_503_and_opd_recovers_without_restart(
     let cluster = Cluster::start();
     let url = cluster.url.clone();
     let app = TestApp::spawn_with(Db::Sqlite, move |s| {
-        s.database_url = url;
-        s.database_is_default = false;
-        s.migrate = true;
+        s.common.database_url = Some(url.into());
+        s.serve.migrate = true;
     })
     .await;
     app.create_wallet("alice", "USD", 2).await;

@@ -73,7 +73,7 @@ async fn ask(app: &TestApp, url: &str) -> (StatusCode, String) {
 
 #[tokio::test]
 async fn clients_on_internal_addresses_are_never_contacted() {
-    let app = TestApp::spawn_with(Db::Sqlite, |s| s.outbound_allow = Vec::new()).await;
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.outbound_allow = Vec::new()).await;
     let (port, connections) = server(|mut s| async move {
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 14\r\n\r\n{\"secret\":\"x\"}")

@@ -529,8 +529,8 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
     tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
 
     let app = TestApp::spawn_with(Db::Sqlite, move |s| {
-        s.webhook_url = Some(hook);
-        s.webhook_secret = Some("whsec-test".into());
+        s.serve.webhook_url = Some(hook);
+        s.serve.webhook_secret = Some("whsec-test".into());
     })
     .await;
     let bob = app.create_wallet("bob", "USD", 2).await;
@@ -748,7 +748,7 @@ async fn externally_funded_payments_wait_for_the_operator_on_postgres() {
 /// payments receive waits on them until the operator withdraws it, once
 /// per key.
 async fn externally_funded(db: Db) {
-    let w = world_with(db, |s| s.external_funding = true).await;
+    let w = world_with(db, |s| s.serve.external_funding = true).await;
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
     let ip = incoming(&w.app, &w.bob, "300", "USD").await;
     let q = quote(
@@ -929,17 +929,16 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
     let key_file = keys.path().join("secrets-key");
     std::fs::write(&key_file, "11".repeat(32)).unwrap();
     let on_db = |s: &mut opd::config::Settings| {
-        s.database_url = url.clone();
-        s.database_is_default = false;
-        s.migrate = true;
-        s.secrets_key_file = Some(key_file.clone());
-        s.idp_secret = Some(opd_testkit::app::IDP_SECRET.into());
+        s.common.database_url = Some(url.clone().into());
+        s.serve.migrate = true;
+        s.serve.secrets_key_file = Some(key_file.clone());
+        s.serve.idp_secret = Some(opd_testkit::app::IDP_SECRET.into());
     };
     // Money held on bob's incoming payment, the way older releases
     // credited every incoming payment.
     let w = world_with(Db::Sqlite, |s| {
         on_db(s);
-        s.external_funding = true;
+        s.serve.external_funding = true;
     })
     .await;
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
@@ -1021,11 +1020,11 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         let dir = tempfile::tempdir().unwrap();
         let mut settings = opd::config::Settings::for_data_dir(dir.path());
         let any_port = "127.0.0.1:0".parse().unwrap();
-        settings.listen = any_port;
-        settings.auth_listen = any_port;
-        settings.admin_listen = any_port;
-        settings.ilp_listen = any_port;
-        settings.workers = false;
+        settings.serve.listen = any_port;
+        settings.serve.auth_listen = any_port;
+        settings.common.admin_listen = any_port;
+        settings.serve.ilp_listen = any_port;
+        settings.serve.workers = false;
         on_db(&mut settings);
         let running = opd::app::start(
             settings,
@@ -1066,7 +1065,7 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
 async fn one_grant_spends_its_limit_afresh_in_each_interval() {
     // Tokens live three days here, so one grant (one token) spans two of
     // its daily intervals: what it spent yesterday does not count today.
-    let w = world_with(Db::Sqlite, |s| s.access_token_ttl_secs = 3 * 86_400).await;
+    let w = world_with(Db::Sqlite, |s| s.serve.access_token_ttl_secs = 3 * 86_400).await;
     let now = w.app.clock.now();
     let day_start =
         opd_core::Timestamp::from_unix_millis(now.unix_millis() - now.unix_millis() % 86_400_000);

@@ -20,7 +20,7 @@ pub(crate) struct Pair {
 
 pub(crate) async fn node(db: Db, address: &str) -> TestApp {
     let address = address.to_owned();
-    TestApp::spawn_with(db, move |s| s.ilp_address = address).await
+    TestApp::spawn_with(db, move |s| s.serve.ilp_address = address).await
 }
 
 pub(crate) async fn admin_ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
@@ -595,8 +595,8 @@ async fn token_at(b: &TestApp, token: &Value) -> opd_store::AccessTokenRecord {
 #[tokio::test]
 async fn a_grant_token_about_to_expire_is_rotated_and_kept() {
     let b = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.ilp_address = "test.b".into();
-        s.access_token_ttl_secs = 60;
+        s.serve.ilp_address = "test.b".into();
+        s.serve.access_token_ttl_secs = 60;
     })
     .await;
     let Pair { a, b } = pair_of(node(Db::Sqlite, "test.a").await, b, 1_000_000, None).await;

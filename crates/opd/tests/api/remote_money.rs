@@ -329,8 +329,8 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
     // One packet per step, of at most 300 (B's largest): the payment has
     // delivered before the crash, so what B reports includes those.
     let a = TestApp::spawn_with(Db::Sqlite, |s| {
-        s.ilp_address = "test.a".into();
-        s.ilp_packets_per_step = 1;
+        s.serve.ilp_address = "test.a".into();
+        s.serve.ilp_packets_per_step = 1;
     })
     .await;
     let w = paying(pair_of(a, node(Db::Sqlite, "test.b").await, 1_000_000, Some(300)).await).await;
