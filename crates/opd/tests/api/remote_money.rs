@@ -361,6 +361,17 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
         let packet = planted(&w, &peer, id, age);
         assert!(w.a.services().store.packet_sending(&packet).await.unwrap());
     }
+    // And one that asked the receiver for nothing (a minimum of 0): no
+    // report can prove it arrived, so it is never paid for.
+    let mut nothing_asked = planted(&w, &peer, "asked-nothing", 5_000);
+    nothing_asked.min_delivery = 0;
+    assert!(w
+        .a
+        .services()
+        .store
+        .packet_sending(&nothing_asked)
+        .await
+        .unwrap());
 
     // The next step settles them from B's report: what B received beyond
     // its total before the payment and beyond what A already counted is
@@ -375,10 +386,12 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
         "posted at its minimum delivery"
     );
     assert_eq!(state_of("never-arrived"), PacketState::Voided);
+    assert_eq!(state_of("asked-nothing"), PacketState::Voided);
+    let leftovers = ["fulfilled-at-b", "never-arrived", "asked-nothing"];
     let leftovers_posted = after
         .iter()
-        .filter(|r| r.packet.id == "fulfilled-at-b" || r.packet.id == "never-arrived")
-        .filter(|r| delivered_by(r) > 0)
+        .filter(|r| leftovers.contains(&r.packet.id.as_str()))
+        .filter(|r| matches!(r.state, PacketState::Posted { .. }))
         .count();
     assert_eq!(leftovers_posted, 1);
     assert!(matches!(settled, Step::Retry(_)), "{settled:?}");
@@ -432,8 +445,9 @@ async fn a_packet_still_in_flight_is_left_alone_until_it_expires() {
     assert_eq!(w.sent().await, 0);
 
     // Once it expired unanswered it is voided (B never saw it), and the
-    // payment goes on to deliver exactly what was asked.
-    w.a.clock.advance_millis(31_000);
+    // payment goes on to deliver exactly what was asked. Expired means at
+    // its expiry already, as for an answer arriving then.
+    w.a.clock.advance_millis(30_000);
     let steps = w.a.run_workers().await;
     assert!(
         steps.iter().any(|s| matches!(s, Step::Completed(_))),
