@@ -37,7 +37,7 @@ use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey};
 use opd_core::{Asset, AssetCode, Fee, Rate, WalletAddressId};
-use opd_service::{pricing, wallet_addresses, ServiceError};
+use opd_service::{operator, pricing, wallet_addresses};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -224,11 +224,8 @@ async fn resolve(state: &AdminState, reference: &str) -> ApiResult<WalletAddress
     }
     let path = opd_core::wallet_address::WalletAddressPath::parse_any(reference)
         .map_err(|_| ApiError::not_found("wallet address"))?;
-    services
-        .store
-        .get_wallet_address_by_path(&path)
-        .await
-        .map_err(ServiceError::from)?
+    operator::wallet_address_at(services, &path)
+        .await?
         .ok_or_else(|| ApiError::not_found("wallet address"))
 }
 
@@ -369,13 +366,7 @@ fn parse_asset_path(code: &str, scale: &str) -> ApiResult<Asset> {
 }
 
 async fn list_fees(State(state): State<AdminState>) -> ApiResult<Json<Vec<FeeAdmin>>> {
-    let fees = state
-        .app
-        .services
-        .store
-        .list_fees()
-        .await
-        .map_err(ServiceError::from)?;
+    let fees = operator::fees(&state.app.services).await?;
     Ok(Json(
         fees.iter()
             .map(|f| FeeAdmin {
@@ -431,23 +422,13 @@ struct RatesAdmin {
 async fn list_rates(State(state): State<AdminState>) -> ApiResult<Json<RatesAdmin>> {
     let services = &state.app.services;
     let mut rates: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for r in services
-        .store
-        .list_rates()
-        .await
-        .map_err(ServiceError::from)?
-    {
+    for r in operator::rates(services).await? {
         rates
             .entry(r.base.to_string())
             .or_default()
             .insert(r.counter.to_string(), r.rate.to_string());
     }
-    let rates_url = services
-        .store
-        .get_setting(pricing::RATES_URL_SETTING)
-        .await
-        .map_err(ServiceError::from)?
-        .filter(|u| !u.is_empty());
+    let rates_url = operator::rates_url(services).await?;
     Ok(Json(RatesAdmin { rates, rates_url }))
 }
 
@@ -642,17 +623,15 @@ async fn cancel_outgoing_payment(
 /// `GET /stats`: this node's counters (SQL round trips so far), for
 /// benchmarks and capacity planning.
 async fn stats(State(state): State<AdminState>) -> Json<serde_json::Value> {
-    let services = &state.app.services;
+    let stats = operator::store_stats(&state.app.services);
     Json(serde_json::json!({
-        "backend": format!("{:?}", services.store.backend()).to_lowercase(),
-        "sqlRoundTrips": services.store.round_trips(),
+        "backend": stats.backend,
+        "sqlRoundTrips": stats.round_trips,
     }))
 }
 
 async fn ledger_check(State(state): State<AdminState>) -> ApiResult<Json<serde_json::Value>> {
-    let services = &state.app.services;
-    let report =
-        opd_service::ledger::check(services.store.as_ref(), services.config.receipts()).await?;
+    let report = operator::check_ledger(&state.app.services).await?;
     let waiting: Vec<_> = report
         .awaiting_withdrawal
         .iter()

@@ -2,15 +2,27 @@
 //! target URI (as the client saw it, from the public URL), headers and raw
 //! body go to `opd_service::access`, and its refusals become JSON errors
 //! (401s with `WWW-Authenticate: GNAP as_uri=...`).
+//!
+//! Every protected Open Payments handler takes an [`Authorized`] extractor
+//! naming the access it needs, `Authorized<kind::Quote, action::Create>`:
+//! the token and signature are checked before the handler runs, and the
+//! handler then asks for the [`Caller`] on the wallet address the resource
+//! belongs to (`auth.caller_for(&wallet_url)?`), which it only knows after
+//! reading the body or the resource.
 
-use axum::extract::{FromRequestParts, OriginalUri};
+use std::marker::PhantomData;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, OriginalUri, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode};
-use opd_service::access::{self, AccessError, Authenticated};
+use opd_gnap::{AccessType, Action};
+use opd_service::access::{self, AccessError, Authenticated, Caller, Required};
 use opd_service::replays::ReplaySlot;
 use opd_service::Services;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::RawBody;
 use crate::AppState;
 
 /// The parts of a request its signature covers.
@@ -78,13 +90,6 @@ impl FromRequestParts<AppState> for AuthRequestMeta {
     }
 }
 
-impl RequestMeta {
-    /// Whether the request carries an `Authorization` header at all.
-    pub fn has_authorization(&self) -> bool {
-        self.headers.contains_key(header::AUTHORIZATION)
-    }
-}
-
 /// Maps an access refusal to its response.
 pub fn access_error(services: &Services, e: AccessError) -> ApiError {
     let challenge = format!("GNAP as_uri={}", services.config.auth_server_url);
@@ -140,7 +145,7 @@ pub fn replay_error(e: &AccessError) -> ApiError {
 }
 
 /// Checks token and signature of a request with the given raw body.
-pub async fn authenticate(
+async fn authenticate(
     state: &AppState,
     meta: &RequestMeta,
     body: Option<&[u8]>,
@@ -158,4 +163,173 @@ pub async fn authenticate(
     access::authenticate(services, &parts, authorization, kind, action, slot)
         .await
         .map_err(|e| access_error(services, e))
+}
+
+/// The kind of resource a protected handler serves (the access item's
+/// `type`); implemented by the markers in [`kind`].
+pub trait AccessKind {
+    const KIND: AccessType;
+}
+
+/// What a protected handler does with it (the access item's action);
+/// implemented by the markers in [`action`].
+pub trait AccessAction {
+    const ACTION: Action;
+}
+
+/// The resource kinds, as type parameters of [`Authorized`].
+pub mod kind {
+    use super::{AccessKind, AccessType};
+
+    /// `incoming-payment`.
+    #[derive(Debug)]
+    pub struct IncomingPayment;
+    impl AccessKind for IncomingPayment {
+        const KIND: AccessType = AccessType::IncomingPayment;
+    }
+
+    /// `quote`.
+    #[derive(Debug)]
+    pub struct Quote;
+    impl AccessKind for Quote {
+        const KIND: AccessType = AccessType::Quote;
+    }
+
+    /// `outgoing-payment`.
+    #[derive(Debug)]
+    pub struct OutgoingPayment;
+    impl AccessKind for OutgoingPayment {
+        const KIND: AccessType = AccessType::OutgoingPayment;
+    }
+}
+
+/// The actions, as type parameters of [`Authorized`]. A token granting
+/// `read-all` or `list-all` satisfies `Read` or `List`; the [`Caller`]'s
+/// action says which it holds.
+pub mod action {
+    use super::{AccessAction, Action};
+
+    /// `create`.
+    #[derive(Debug)]
+    pub struct Create;
+    impl AccessAction for Create {
+        const ACTION: Action = Action::Create;
+    }
+
+    /// `read` (or `read-all`).
+    #[derive(Debug)]
+    pub struct Read;
+    impl AccessAction for Read {
+        const ACTION: Action = Action::Read;
+    }
+
+    /// `list` (or `list-all`).
+    #[derive(Debug)]
+    pub struct List;
+    impl AccessAction for List {
+        const ACTION: Action = Action::List;
+    }
+
+    /// `complete`.
+    #[derive(Debug)]
+    pub struct Complete;
+    impl AccessAction for Complete {
+        const ACTION: Action = Action::Complete;
+    }
+}
+
+/// A request whose access token and signature are valid for `K` and `A`.
+///
+/// Extracting it checks the token and the signature (over the body too,
+/// for a POST) before the handler sees anything, so an unauthenticated
+/// caller learns nothing from validation errors. Whether the token allows
+/// `A` on `K` of a given wallet address is asked afterwards, with
+/// [`Authorized::caller_for`]: the wallet address is in the body or the
+/// stored resource. Refusals are the same JSON errors as everywhere on the
+/// resource server ([`access_error`]).
+///
+/// As `Option<Authorized<..>>` it is `None` for a request without an
+/// `Authorization` header (the public view of an incoming payment).
+///
+/// It reads the body, so it comes last among a handler's arguments.
+#[derive(Debug)]
+pub struct Authorized<K, A> {
+    authenticated: Authenticated,
+    state: AppState,
+    body: Bytes,
+    // `fn() -> _`: the markers are only names, whatever their auto traits.
+    access: PhantomData<fn() -> (K, A)>,
+}
+
+impl<K: AccessKind, A: AccessAction> Authorized<K, A> {
+    /// The raw body the signature covered (empty but for a POST).
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The caller, when the token allows `A` on `K` of the wallet address
+    /// at `wallet_address` (its URL); 403 `insufficient_access` otherwise.
+    pub fn caller_for(&self, wallet_address: &str) -> ApiResult<Caller> {
+        self.require(Some(wallet_address))
+    }
+
+    /// The caller, when the token allows `A` on `K` of whatever wallet
+    /// address it names: for what belongs to the grant itself (its
+    /// spending), not to one wallet address's resources.
+    pub fn caller(&self) -> ApiResult<Caller> {
+        self.require(None)
+    }
+
+    /// The checked token, to ask about other access than `A` on `K`.
+    pub fn authenticated(&self) -> &Authenticated {
+        &self.authenticated
+    }
+
+    fn require(&self, wallet_address: Option<&str>) -> ApiResult<Caller> {
+        let required = Required {
+            kind: K::KIND,
+            action: A::ACTION,
+            wallet_address,
+        };
+        self.authenticated
+            .require(required)
+            .map_err(|e| access_error(&self.state.services, e))
+    }
+}
+
+impl<K: AccessKind, A: AccessAction> FromRequest<AppState> for Authorized<K, A> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let meta = RequestMeta::from_request_parts(&mut parts, state).await?;
+        // The resource server's POSTs sign their body (Content-Digest); a
+        // GET is signed without it, and whatever body it has is not read.
+        let body = if parts.method == Method::POST {
+            RawBody::from_request(Request::from_parts(parts, body), state)
+                .await?
+                .0
+        } else {
+            Bytes::new()
+        };
+        let authenticated = authenticate(state, &meta, Some(&body), K::KIND, A::ACTION).await?;
+        Ok(Self {
+            authenticated,
+            state: state.clone(),
+            body,
+            access: PhantomData,
+        })
+    }
+}
+
+impl<K: AccessKind, A: AccessAction> OptionalFromRequest<AppState> for Authorized<K, A> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Option<Self>, ApiError> {
+        if !req.headers().contains_key(header::AUTHORIZATION) {
+            return Ok(None);
+        }
+        let authorized = <Self as FromRequest<AppState>>::from_request(req, state).await?;
+        Ok(Some(authorized))
+    }
 }

@@ -23,9 +23,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use opd_core::Asset;
-use opd_service::peers::{self, PeeringRequest};
+use opd_service::peers::{self, AutoPeeringLimits, PeeringRequest};
 use opd_service::throttle::Throttle;
-use opd_store::AutoPeeringLimits;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ApiResult};

@@ -2,9 +2,11 @@
 //! payments and quotes.
 //!
 //! Every resource endpoint needs a GNAP access token and an HTTP message
-//! signature by the token's client (see `crate::auth`), except the public
-//! incoming payment GET: without an `Authorization` header it answers the
-//! public view (`receivedAmount`, `authServer`).
+//! signature by the token's client: its handler takes an
+//! [`Authorized`] naming the access it needs (see `crate::auth`). The
+//! exception is the public incoming payment GET: without an
+//! `Authorization` header it answers the public view (`receivedAmount`,
+//! `authServer`).
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -15,14 +17,14 @@ use opd_core::pagination::PageRequest;
 use opd_core::quote::QuoteTarget;
 use opd_core::{IncomingPaymentId, QuoteId, Timestamp};
 use opd_gnap::{AccessType, Action};
-use opd_service::access::Required;
+use opd_service::access::{Authenticated, Required};
 use opd_service::incoming_payments::{self, NewIncomingPayment};
 use opd_service::quotes::{self, NewQuote};
 use opd_service::wallet_addresses;
 
-use crate::auth::{authenticate, RequestMeta};
+use crate::auth::{action, kind, Authorized};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json, PathParam, QueryPairs, RawBody};
+use crate::extract::{parse_json, PathParam, QueryPairs};
 use crate::wire::{
     parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
     GrantSpentWire, IncomingPaymentWire, JwkWire, Jwks, ListWire, OutgoingPaymentWire,
@@ -145,22 +147,15 @@ fn cached(mut response: Response, policy: &'static str) -> Response {
     response
 }
 
-fn need(kind: AccessType, action: Action, wallet_address: &str) -> Required<'_> {
-    Required {
-        kind,
-        action,
-        wallet_address: Some(wallet_address),
-    }
-}
-
 /// Whether the token may read every incoming payment of the wallet address.
-fn auth_reads_all(auth: &opd_service::access::Authenticated, wallet_url: &str) -> bool {
-    auth.require(need(AccessType::IncomingPayment, Action::Read, wallet_url))
+fn auth_reads_all(auth: &Authenticated, wallet_url: &str) -> bool {
+    let read = Required {
+        kind: AccessType::IncomingPayment,
+        action: Action::Read,
+        wallet_address: Some(wallet_url),
+    };
+    auth.require(read)
         .is_ok_and(|c| c.action == Action::ReadAll)
-}
-
-fn denied(state: &AppState, e: opd_service::access::AccessError) -> ApiError {
-    crate::auth::access_error(&state.services, e)
 }
 
 /// The per-client limit on creating resources (`--create-requests-per-minute`):
@@ -179,28 +174,11 @@ fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
 
 async fn create_incoming_payment(
     State(state): State<AppState>,
-    meta: RequestMeta,
-    RawBody(raw): RawBody,
+    auth: Authorized<kind::IncomingPayment, action::Create>,
 ) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
     let services = &state.services;
-    // Authenticate before looking at the body: unauthenticated callers learn
-    // nothing from validation errors.
-    let auth = authenticate(
-        &state,
-        &meta,
-        Some(&raw),
-        AccessType::IncomingPayment,
-        Action::Create,
-    )
-    .await?;
-    let req: CreateIncomingPaymentRequest = parse_json(&raw)?;
-    let caller = auth
-        .require(need(
-            AccessType::IncomingPayment,
-            Action::Create,
-            &req.wallet_address,
-        ))
-        .map_err(|e| denied(&state, e))?;
+    let req: CreateIncomingPaymentRequest = parse_json(auth.body())?;
+    let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     let incoming_amount = req
         .incoming_amount
@@ -260,22 +238,12 @@ fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
 
 async fn list_incoming_payments(
     State(state): State<AppState>,
-    meta: RequestMeta,
     query: QueryPairs,
+    auth: Authorized<kind::IncomingPayment, action::List>,
 ) -> ApiResult<Json<ListWire<IncomingPaymentWire>>> {
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        None,
-        AccessType::IncomingPayment,
-        Action::List,
-    )
-    .await?;
     let (wallet_url, page) = parse_page(&query)?;
-    let caller = auth
-        .require(need(AccessType::IncomingPayment, Action::List, &wallet_url))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     let (page, wallet) =
         incoming_payments::list(services, &wallet_url, caller.list_filter(), &page).await?;
     let public = &services.config.public_url;
@@ -292,31 +260,21 @@ fn incoming_payment_id(raw: &str) -> ApiResult<IncomingPaymentId> {
 
 async fn get_incoming_payment(
     State(state): State<AppState>,
-    meta: RequestMeta,
     PathParam(id): PathParam,
+    auth: Option<Authorized<kind::IncomingPayment, action::Read>>,
 ) -> ApiResult<Response> {
     let services = &state.services;
-    if !meta.has_authorization() {
+    let Some(auth) = auth else {
         let (payment, _) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
         let body = PublicIncomingPaymentWire {
             received_amount: (&payment.received_amount()).into(),
             auth_server: services.config.auth_server_url.clone(),
         };
         return Ok(Json(body).into_response());
-    }
-    let auth = authenticate(
-        &state,
-        &meta,
-        None,
-        AccessType::IncomingPayment,
-        Action::Read,
-    )
-    .await?;
+    };
     let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
-    let caller = auth
-        .require(need(AccessType::IncomingPayment, Action::Read, &wallet_url))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
         return Err(ApiError::not_found("incoming payment"));
     }
@@ -325,33 +283,18 @@ async fn get_incoming_payment(
 
 async fn complete_incoming_payment(
     State(state): State<AppState>,
-    meta: RequestMeta,
     PathParam(id): PathParam,
-    RawBody(body): RawBody,
+    auth: Authorized<kind::IncomingPayment, action::Complete>,
 ) -> ApiResult<Json<IncomingPaymentWire>> {
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        Some(&body),
-        AccessType::IncomingPayment,
-        Action::Complete,
-    )
-    .await?;
     let id = incoming_payment_id(&id)?;
     let (payment, wallet) = incoming_payments::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
-    let caller = auth
-        .require(need(
-            AccessType::IncomingPayment,
-            Action::Complete,
-            &wallet_url,
-        ))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     // `complete` has no "-all" form: a client completes what it created,
     // unless its token may read every payment of the wallet address.
     if payment.client.as_deref() != Some(caller.client.as_str())
-        && !auth_reads_all(&auth, &wallet_url)
+        && !auth_reads_all(auth.authenticated(), &wallet_url)
     {
         return Err(ApiError::not_found("incoming payment"));
     }
@@ -366,15 +309,11 @@ async fn complete_incoming_payment(
 
 async fn create_quote(
     State(state): State<AppState>,
-    meta: RequestMeta,
-    RawBody(raw): RawBody,
+    auth: Authorized<kind::Quote, action::Create>,
 ) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
     let services = &state.services;
-    let auth = authenticate(&state, &meta, Some(&raw), AccessType::Quote, Action::Create).await?;
-    let req: CreateQuoteRequest = parse_json(&raw)?;
-    let caller = auth
-        .require(need(AccessType::Quote, Action::Create, &req.wallet_address))
-        .map_err(|e| denied(&state, e))?;
+    let req: CreateQuoteRequest = parse_json(auth.body())?;
+    let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     if req.method != "ilp" {
         return Err(ApiError::invalid_request(
@@ -408,17 +347,14 @@ async fn create_quote(
 
 async fn get_quote(
     State(state): State<AppState>,
-    meta: RequestMeta,
     PathParam(id): PathParam,
+    auth: Authorized<kind::Quote, action::Read>,
 ) -> ApiResult<Json<QuoteWire>> {
     let services = &state.services;
-    let auth = authenticate(&state, &meta, None, AccessType::Quote, Action::Read).await?;
     let id = QuoteId::parse(&id).ok_or_else(|| ApiError::not_found("quote"))?;
     let (quote, wallet) = quotes::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
-    let caller = auth
-        .require(need(AccessType::Quote, Action::Read, &wallet_url))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(quote.client.as_deref()) {
         return Err(ApiError::not_found("quote"));
     }
@@ -440,27 +376,12 @@ fn grant_context(
 
 async fn create_outgoing_payment(
     State(state): State<AppState>,
-    meta: RequestMeta,
-    RawBody(raw): RawBody,
+    auth: Authorized<kind::OutgoingPayment, action::Create>,
 ) -> ApiResult<(StatusCode, Json<OutgoingPaymentWire>)> {
     use opd_service::outgoing_payments::{self as op, NewOutgoingPayment, PaymentSource};
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        Some(&raw),
-        AccessType::OutgoingPayment,
-        Action::Create,
-    )
-    .await?;
-    let req: CreateOutgoingPaymentRequest = parse_json(&raw)?;
-    let caller = auth
-        .require(need(
-            AccessType::OutgoingPayment,
-            Action::Create,
-            &req.wallet_address,
-        ))
-        .map_err(|e| denied(&state, e))?;
+    let req: CreateOutgoingPaymentRequest = parse_json(auth.body())?;
+    let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     let source = match (req.quote_id, req.incoming_payment, &req.debit_amount) {
         (Some(q), None, None) => PaymentSource::Quote(q),
@@ -490,25 +411,15 @@ async fn create_outgoing_payment(
 
 async fn get_outgoing_payment(
     State(state): State<AppState>,
-    meta: RequestMeta,
     PathParam(id): PathParam,
+    auth: Authorized<kind::OutgoingPayment, action::Read>,
 ) -> ApiResult<Json<OutgoingPaymentWire>> {
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        None,
-        AccessType::OutgoingPayment,
-        Action::Read,
-    )
-    .await?;
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
     let (payment, wallet) = opd_service::outgoing_payments::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
-    let caller = auth
-        .require(need(AccessType::OutgoingPayment, Action::Read, &wallet_url))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
         return Err(ApiError::not_found("outgoing payment"));
     }
@@ -521,22 +432,12 @@ async fn get_outgoing_payment(
 
 async fn list_outgoing_payments(
     State(state): State<AppState>,
-    meta: RequestMeta,
     query: QueryPairs,
+    auth: Authorized<kind::OutgoingPayment, action::List>,
 ) -> ApiResult<Json<ListWire<OutgoingPaymentWire>>> {
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        None,
-        AccessType::OutgoingPayment,
-        Action::List,
-    )
-    .await?;
     let (wallet_url, page) = parse_page(&query)?;
-    let caller = auth
-        .require(need(AccessType::OutgoingPayment, Action::List, &wallet_url))
-        .map_err(|e| denied(&state, e))?;
+    let caller = auth.caller_for(&wallet_url)?;
     let (page, wallet) =
         opd_service::outgoing_payments::list(services, &wallet_url, caller.list_filter(), &page)
             .await?;
@@ -550,24 +451,11 @@ async fn list_outgoing_payments(
 
 async fn get_outgoing_payment_grant(
     State(state): State<AppState>,
-    meta: RequestMeta,
+    auth: Authorized<kind::OutgoingPayment, action::Create>,
 ) -> ApiResult<Json<GrantSpentWire>> {
     let services = &state.services;
-    let auth = authenticate(
-        &state,
-        &meta,
-        None,
-        AccessType::OutgoingPayment,
-        Action::Create,
-    )
-    .await?;
-    let caller = auth
-        .require(Required {
-            kind: AccessType::OutgoingPayment,
-            action: Action::Create,
-            wallet_address: None,
-        })
-        .map_err(|e| denied(&state, e))?;
+    // The grant's spending belongs to no one wallet address.
+    let caller = auth.caller()?;
     let spent =
         opd_service::outgoing_payments::grant_spent(services, &grant_context(&caller)).await?;
     let spent = spent.unwrap_or_default();

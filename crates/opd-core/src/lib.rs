@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod backoff;
 pub mod clock;
 pub mod decimal;
 pub mod hex;
@@ -16,6 +17,7 @@ pub mod time;
 pub mod wallet_address;
 pub mod webhook;
 
+pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, OsRandom, Random, SeededRandom, SystemClock};
 pub use ids::{GrantId, IncomingPaymentId, OutgoingPaymentId, PeerId, QuoteId, WalletAddressId};
 pub use money::{Amount, AmountWire, Asset, AssetCode, AssetScale, Fee, MoneyError, Rate};

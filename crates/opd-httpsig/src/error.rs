@@ -109,8 +109,8 @@ pub enum SigError {
     #[error("invalid client key: {0}")]
     InvalidKey(#[from] JwkError),
 
-    /// The signature was already accepted once (see
-    /// [`ReplayCache`](crate::ReplayCache)).
+    /// The signature was already accepted once (for a caller's replay
+    /// log to report).
     #[error("signature has already been used")]
     Replayed,
 

@@ -5,15 +5,13 @@
 //! - [`jwk`] holds the Ed25519 JWK types;
 //! - [`digest`] produces and checks Content-Digest;
 //! - [`sign`] signs requests like the Node client;
-//! - [`verify`] parses and verifies signatures;
-//! - [`replay`] holds the replay cache.
+//! - [`verify`] parses and verifies signatures.
 #![warn(missing_docs)]
 
 mod base;
 pub mod digest;
 mod error;
 pub mod jwk;
-pub mod replay;
 mod sf;
 pub mod sign;
 pub mod verify;
@@ -22,7 +20,6 @@ pub use base::{build_signature_base, RequestParts};
 pub use digest::{content_digest, verify_content_digest};
 pub use error::SigError;
 pub use jwk::{Jwk, JwkError, Jwks};
-pub use replay::ReplayCache;
 pub use sign::{sign_request, SignedHeaders, JSON_CONTENT_TYPE, SIGNATURE_LABEL};
 pub use verify::{parse_signature, ParsedSignature, VerificationKey, VerifyPolicy};
 

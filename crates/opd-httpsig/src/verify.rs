@@ -9,7 +9,8 @@
 //! 2. [`ParsedSignature::verify`] checks the Ed25519 signature with a
 //!    [`VerifyingKey`], a [`Jwk`] or a key set.
 //!
-//! Replay protection is separate: see [`ReplayCache`](crate::ReplayCache).
+//! Replay protection is the caller's: opd keeps a replay log keyed on
+//! [`ParsedSignature::signature_bytes`] (`opd_service::replays`).
 
 use std::time::Duration;
 
@@ -100,7 +101,7 @@ impl ParsedSignature {
     pub fn signature_params(&self) -> &str {
         &self.signature_params
     }
-    /// The 64 signature bytes (e.g. to feed a [`ReplayCache`](crate::ReplayCache)).
+    /// The 64 signature bytes (e.g. the key of a replay log).
     pub fn signature_bytes(&self) -> &[u8] {
         &self.signature
     }

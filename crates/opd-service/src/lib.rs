@@ -13,6 +13,7 @@ pub mod ilp_sender;
 pub mod incoming_payments;
 pub mod ledger;
 pub mod metrics;
+pub mod operator;
 pub mod outbound;
 pub mod outgoing_payments;
 pub mod peers;

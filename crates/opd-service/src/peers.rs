@@ -19,14 +19,15 @@ use opd_core::peer::{overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{Asset, PeerId, Random};
 use opd_ilp::IlpAddress;
-use opd_store::{
-    AutoPeerOutcome, AutoPeeringLimits, LiquidityEvents, ReceiveEvents, Store, StoreError,
-};
+use opd_store::{AutoPeerOutcome, LiquidityEvents, ReceiveEvents, Store, StoreError};
 
 use crate::changes::Change;
+
 use crate::secrets::{self, SecretsKey};
 use crate::webhooks::{event, incoming_event_data};
 use crate::{ServiceError, Services};
+/// The operator's limits on auto-peering, as the store enforces them.
+pub use opd_store::AutoPeeringLimits;
 
 /// What a sealed outgoing token is bound to: its peer.
 fn outgoing_context(id: PeerId) -> String {

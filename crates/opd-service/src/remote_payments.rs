@@ -46,6 +46,7 @@
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
 use opd_core::webhook::EventKind;
+use opd_core::Backoff;
 use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
@@ -61,10 +62,16 @@ const PACKETS_IN_FLIGHT: usize = 4;
 /// refusing more than it still takes).
 const MAX_SHRINKS: u32 = 8;
 
-/// The delay before the `attempts`-th retry: 0.5 s doubling to 30 s.
+/// The delay before a retry: 0.5 s doubling to 30 s.
+const RETRY_BACKOFF: Backoff = Backoff {
+    base_ms: 500,
+    cap_ms: 30_000,
+    max_doublings: 6,
+};
+
+/// The delay before the `attempts`-th retry (the first retry waits the base).
 fn backoff_ms(attempts: i64) -> i64 {
-    let exp = u32::try_from(attempts.clamp(1, 7) - 1).unwrap_or(0);
-    (500i64 << exp).min(30_000)
+    RETRY_BACKOFF.delay_ms(attempts.saturating_sub(1))
 }
 
 async fn pause(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
@@ -604,4 +611,19 @@ async fn send_packets(
         .release_outgoing_payment(p.id, services.clock.now())
         .await?;
     Ok(Step::Retry(p.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff_ms;
+
+    #[test]
+    fn retries_back_off_from_half_a_second_to_thirty() {
+        let pairs = [(0, 500), (1, 500), (2, 1000), (6, 16_000), (7, 30_000)];
+        for (attempts, ms) in pairs {
+            assert_eq!(backoff_ms(attempts), ms, "attempt {attempts}");
+        }
+        assert_eq!(backoff_ms(i64::MIN), 500);
+        assert_eq!(backoff_ms(1000), 30_000);
+    }
 }

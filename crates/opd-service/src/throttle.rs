@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use opd_core::Backoff;
+
 /// Keys kept at most; past it, keys at rest are forgotten.
 const MAX_KEYS: usize = 100_000;
 
@@ -71,8 +73,13 @@ pub struct Lockout {
     failures: Mutex<HashMap<String, (u32, Instant)>>,
 }
 
-/// The longest wait.
-const MAX_LOCKOUT: Duration = Duration::from_secs(15 * 60);
+/// The wait after each failure beyond the free ones: 1 s doubling to 15
+/// minutes.
+const LOCKOUT: Backoff = Backoff {
+    base_ms: 1000,
+    cap_ms: 15 * 60 * 1000,
+    max_doublings: 20,
+};
 
 impl Lockout {
     pub fn new(free: u32) -> Self {
@@ -101,8 +108,8 @@ impl Lockout {
         let (count, until) = failures.entry(key.to_owned()).or_insert((0, now));
         *count = count.saturating_add(1);
         if *count > self.free {
-            let doublings = (*count - self.free - 1).min(20);
-            let wait = Duration::from_secs(1u64 << doublings).min(MAX_LOCKOUT);
+            let wait = LOCKOUT.delay_ms(i64::from(*count - self.free - 1));
+            let wait = Duration::from_millis(u64::try_from(wait).unwrap_or(0));
             *until = now + wait;
         }
     }
@@ -143,5 +150,13 @@ mod tests {
         assert!(second > first, "{first:?} {second:?}");
         l.succeeded("w");
         assert!(l.check("w").is_ok());
+    }
+
+    #[test]
+    fn lockouts_double_from_one_second_to_fifteen_minutes() {
+        assert_eq!(LOCKOUT.delay_ms(0), 1000);
+        assert_eq!(LOCKOUT.delay_ms(9), 512_000);
+        assert_eq!(LOCKOUT.delay_ms(10), 900_000);
+        assert_eq!(LOCKOUT.delay_ms(i64::from(u32::MAX)), 900_000);
     }
 }

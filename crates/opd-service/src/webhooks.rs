@@ -13,7 +13,7 @@ use opd_core::incoming_payment::IncomingPayment;
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::{AmountWire, Timestamp};
+use opd_core::{AmountWire, Backoff, Timestamp};
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
@@ -122,10 +122,16 @@ pub fn signature(secret: &str, timestamp_ms: i64, body: &[u8]) -> String {
     format!("t={timestamp_ms}, v1={hex}")
 }
 
+/// The delay after failed deliveries: 1 s, 2 s, 4 s ... up to 1 h.
+const DELIVERY_BACKOFF: Backoff = Backoff {
+    base_ms: 1000,
+    cap_ms: 3_600_000,
+    max_doublings: 12,
+};
+
 /// Backoff after `attempts` failed deliveries: 1 s, 2 s, 4 s ... up to 1 h.
 pub fn backoff_ms(attempts: i64) -> i64 {
-    let exp = u32::try_from(attempts.clamp(0, 12)).unwrap_or(12);
-    (1000i64 << exp).min(3_600_000)
+    DELIVERY_BACKOFF.delay_ms(attempts)
 }
 
 /// Most deliveries in flight at once from one node (one destination: the
@@ -201,4 +207,24 @@ async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff_ms;
+
+    #[test]
+    fn deliveries_back_off_from_one_second_to_an_hour() {
+        let pairs = [
+            (-1, 1000),
+            (0, 1000),
+            (1, 2000),
+            (11, 2_048_000),
+            (12, 3_600_000),
+        ];
+        for (attempts, ms) in pairs {
+            assert_eq!(backoff_ms(attempts), ms, "after {attempts} attempts");
+        }
+        assert_eq!(backoff_ms(1000), 3_600_000);
+    }
 }

@@ -7,7 +7,7 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
 use opd_core::GrantId;
-use opd_store::GrantRecord;
+use opd_service::operator::{self, GrantSummary};
 
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm, Nav};
 use super::{Session, CSS};
@@ -56,7 +56,7 @@ fn access_words(access: &str) -> Vec<String> {
         .collect()
 }
 
-fn row(g: &GrantRecord) -> Row {
+fn row(g: &GrantSummary) -> Row {
     let finished = matches!(g.finalization.as_deref(), Some("revoked" | "rejected"));
     let state = match &g.finalization {
         Some(f) => format!("{} ({f})", g.state),
@@ -85,11 +85,7 @@ pub(crate) async fn list(
     let wanted = param(&query, "state").filter(|s| STATES.contains(s));
     // A cursor is a grant id; anything else is no cursor.
     let before = param(&query, "before").filter(|b| GrantId::parse(b).is_some());
-    let found = match services
-        .store
-        .dashboard_grants(wanted, before, PAGE + 1)
-        .await
-    {
+    let found = match operator::grants(services, wanted, before, PAGE + 1).await {
         Ok(f) => f,
         Err(e) => return failed(e),
     };

@@ -8,6 +8,7 @@ use askama::Template;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use opd_service::operator;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -116,19 +117,9 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     }
     lockout.succeeded(&key);
     let cookie = csrf::random_value(services);
-    let now = services.clock.now();
-    let expires = now.plus_seconds(SESSION_SECS);
-    if let Err(e) = services
-        .store
-        .create_dashboard_session(&digest(&cookie), now, expires)
-        .await
-    {
+    // Sessions nobody signed out of are swept as others sign in.
+    if let Err(e) = operator::open_session(services, &digest(&cookie), SESSION_SECS).await {
         return failed(e);
-    }
-    // Sessions nobody signed out of are swept as others sign in (no digest
-    // is empty: only the expired ones go).
-    if let Err(e) = services.store.delete_dashboard_session("", now).await {
-        tracing::warn!(error = %e, "expired dashboard sessions not swept");
     }
     let set = csrf::set_cookie(
         COOKIE,
@@ -152,12 +143,7 @@ pub(crate) async fn logout(
     CheckedForm { session, .. }: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    let now = services.clock.now();
-    if let Err(e) = services
-        .store
-        .delete_dashboard_session(&digest(&session.cookie), now)
-        .await
-    {
+    if let Err(e) = operator::close_session(services, &digest(&session.cookie)).await {
         return failed(e);
     }
     let clear = csrf::set_cookie(COOKIE, "", "/dashboard", "Strict", false, Some(0));

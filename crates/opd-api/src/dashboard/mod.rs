@@ -29,7 +29,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use opd_service::Services;
+use opd_service::{operator, Services};
 use sha2::{Digest, Sha256};
 
 use crate::admin::AdminState;
@@ -99,10 +99,7 @@ fn digest(cookie: &str) -> String {
 /// The session of the request, when its cookie names a live one.
 async fn current(services: &Services, headers: &HeaderMap) -> Option<Session> {
     let cookie = csrf::cookie(headers, COOKIE)?;
-    let now = services.clock.now();
-    let valid = services
-        .store
-        .dashboard_session_valid(&digest(&cookie), now)
+    let valid = operator::session_valid(services, &digest(&cookie))
         .await
         .inspect_err(|e| tracing::error!(error = %e, "dashboard session lookup failed"))
         .ok()?;

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_service::peers;
+use opd_service::{operator, peers};
 use secrecy::ExposeSecret;
 
 use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};
@@ -158,11 +158,7 @@ pub(crate) async fn webhooks(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let all = param(&query, "show") == Some("all");
-    let entries = match services
-        .store
-        .dashboard_webhook_events(!all, None, 100)
-        .await
-    {
+    let entries = match operator::webhook_events(services, !all, 100).await {
         Ok(e) => e,
         Err(e) => return failed(e),
     };
@@ -208,8 +204,7 @@ pub(crate) async fn retry(
     _form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    let now = services.clock.now();
-    match services.store.retry_webhook_event(&id, now).await {
+    match operator::retry_webhook_event(services, &id).await {
         Ok(true) => done("/dashboard/webhooks", "retry"),
         Ok(false) => done("/dashboard/webhooks", "not_retried"),
         Err(e) => failed(e),
@@ -237,15 +232,14 @@ pub(crate) async fn ledger(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let problems = if param(&query, "run").is_some() {
-        match opd_service::ledger::check(services.store.as_ref(), services.config.receipts()).await
-        {
+        match operator::check_ledger(services).await {
             Ok(report) => Some(report.problems),
             Err(e) => return failed(e),
         }
     } else {
         None
     };
-    let accounts = match services.store.ledger_accounts().await {
+    let accounts = match operator::ledger_accounts(services).await {
         Ok(a) => a.len(),
         Err(e) => return failed(e),
     };

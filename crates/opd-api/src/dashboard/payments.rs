@@ -13,8 +13,8 @@ use axum::Extension;
 use opd_core::ledger::{AccountKind, Receipts, Transfer};
 use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
+use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::wallet_addresses;
-use opd_store::PaymentFilter;
 
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
 use super::{Nav, Session, CSS};
@@ -103,16 +103,13 @@ pub(crate) async fn list(
     let paths: HashMap<WalletAddressId, String> =
         wallets.iter().map(|w| (w.id, w.path.to_string())).collect();
     let path_of = |id: &WalletAddressId| paths.get(id).cloned().unwrap_or_else(|| id.to_string());
-    let filter = PaymentFilter {
-        wallet: wallet_id,
-        state: state_filter.map(str::to_owned),
-    };
     let mut rows = Vec::new();
     if outgoing {
-        let found = services
-            .store
-            .dashboard_outgoing_payments(&filter, before, PAGE + 1)
-            .await;
+        let filter = OutgoingFilter {
+            wallet: wallet_id,
+            state: state_filter.and_then(OutgoingPaymentState::parse),
+        };
+        let found = operator::outgoing_payments(services, filter, before, PAGE + 1).await;
         let found = match found {
             Ok(f) => f,
             Err(e) => return failed(e),
@@ -130,10 +127,11 @@ pub(crate) async fn list(
             });
         }
     } else {
-        let found = services
-            .store
-            .dashboard_incoming_payments(&filter, before, PAGE + 1)
-            .await;
+        let filter = IncomingFilter {
+            wallet: wallet_id,
+            completed: state_filter.map(|s| s == "completed"),
+        };
+        let found = operator::incoming_payments(services, filter, before, PAGE + 1).await;
         let found = match found {
             Ok(f) => f,
             Err(e) => return failed(e),
@@ -266,7 +264,7 @@ pub(crate) async fn detail(
             let Some(id) = OutgoingPaymentId::parse(&id) else {
                 return not_found("outgoing payment");
             };
-            let p = match services.store.get_outgoing_payment(id).await {
+            let p = match operator::outgoing_payment(services, id).await {
                 Ok(Some(p)) => p,
                 Ok(None) => return not_found("outgoing payment"),
                 Err(e) => return failed(e),
@@ -304,7 +302,7 @@ pub(crate) async fn detail(
             let Some(id) = IncomingPaymentId::parse(&id) else {
                 return not_found("incoming payment");
             };
-            let p = match services.store.get_incoming_payment(id).await {
+            let p = match operator::incoming_payment(services, id).await {
                 Ok(Some(p)) => p,
                 Ok(None) => return not_found("incoming payment"),
                 Err(e) => return failed(e),
@@ -316,7 +314,7 @@ pub(crate) async fn detail(
                     "Received money".to_owned(),
                     "on the wallet address's balance".to_owned(),
                 ),
-                Receipts::Held => match services.store.unwithdrawn(p.id).await {
+                Receipts::Held => match operator::unwithdrawn(services, p.id).await {
                     Ok(v) => ("Waiting for withdrawal".to_owned(), amount(v, &p.asset)),
                     Err(e) => return failed(e),
                 },
@@ -343,7 +341,7 @@ pub(crate) async fn detail(
         }
         _ => return not_found("payment"),
     };
-    let transfers = match services.store.ledger_transfers_of(&account, 200).await {
+    let transfers = match operator::transfers_of(services, &account, 200).await {
         Ok(t) => t,
         Err(e) => return failed(e),
     };

@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Extension;
 use opd_core::ledger::{AccountKind, TransferKind};
 use opd_core::WalletAddressId;
-use opd_service::wallet_addresses;
+use opd_service::{operator, wallet_addresses};
 
 use super::{done_message, failed, not_found, query_pairs, Nav, Session, CSS};
 use crate::admin::AdminState;
@@ -49,7 +49,7 @@ pub(crate) async fn page(
         Err(e) => return failed(e),
     };
     // One read of the balances for the whole table.
-    let accounts = match services.store.ledger_accounts().await {
+    let accounts = match operator::ledger_accounts(services).await {
         Ok(a) => a,
         Err(e) => return failed(e),
     };
