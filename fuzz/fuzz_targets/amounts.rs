@@ -36,17 +36,19 @@ fn reference_rate(text: &str) -> Option<(u128, i32)> {
         exponent = -exponent;
     }
     let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let mut mantissa: u128 = 0;
-    for b in int.bytes().chain(frac.bytes()) {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        mantissa = mantissa.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
+    let digits = format!("{int}{frac}");
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     }
+    // Trailing zeros go into the exponent before the digits are read, so
+    // `1000…0` with a hundred zeros is still a small mantissa.
+    let significant = digits.trim_start_matches('0').trim_end_matches('0');
+    let trailing = digits.trim_start_matches('0').len() - significant.len();
     exponent -= i32::try_from(frac.len()).ok()?;
-    while mantissa != 0 && mantissa % 10 == 0 {
-        mantissa /= 10;
-        exponent += 1;
+    exponent += i32::try_from(trailing).ok()?;
+    let mut mantissa: u128 = 0;
+    for b in significant.bytes() {
+        mantissa = mantissa.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
     }
     Some((mantissa, exponent))
 }
