@@ -478,6 +478,21 @@ mod tests {
     }
 
     #[test]
+    fn assets_and_rates_as_text() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        assert_eq!(usd.code.as_str(), "USD");
+        assert_eq!(usd.code.to_string(), "USD");
+        assert_eq!(usd.to_string(), "USD (scale 2)");
+        // JSON: a string or a number, read from its text.
+        let rate: Rate = serde_json::from_str("\"0.91\"").unwrap();
+        assert_eq!(rate, Rate::parse("0.91").unwrap());
+        let rate: Rate = serde_json::from_str("1.0893").unwrap();
+        assert_eq!(rate, Rate::parse("1.0893").unwrap());
+        assert!(serde_json::from_str::<Rate>("true").is_err());
+        assert_eq!(serde_json::to_string(&rate).unwrap(), "\"1.0893\"");
+    }
+
+    #[test]
     fn asset_rules() {
         assert!(Asset::parse("USD", 0).is_ok());
         assert!(Asset::parse("USD", 255).is_ok());
@@ -496,6 +511,16 @@ mod tests {
         assert_eq!(Rate::parse("1E+2").unwrap().to_string(), "100");
         assert_eq!(Rate::parse("0001.50").unwrap().to_string(), "1.5");
         assert!(Rate::parse("1").unwrap().is_one());
+        assert!(!Rate::parse("0.91").unwrap().is_one());
+        // The limits themselves: 19 significant digits, a four-digit
+        // exponent (leading zeros allowed), 10^±100.
+        assert_eq!(
+            Rate::parse("9.999999999999999999").unwrap().to_string(),
+            "9.999999999999999999"
+        );
+        assert_eq!(Rate::parse("1e0002").unwrap().to_string(), "100");
+        assert!(Rate::parse("1e100").is_ok());
+        assert!(Rate::parse("1e-100").is_ok());
         for bad in [
             "0",
             "0.0",
@@ -513,6 +538,16 @@ mod tests {
             "1e+-5",
             "1e-+5",
             "1e--5",
+            // A sign before the digits: u64's own parser would take it.
+            "+2",
+            "+1.5",
+            // Outside 1e-100..1e100.
+            "1e101",
+            "1e-101",
+            // A ten-digit exponent: refused before the arithmetic on it
+            // could overflow an i32.
+            "1.25e-2147483647",
+            "1e00002",
         ] {
             assert!(Rate::parse(bad).is_err(), "{bad:?}");
         }
@@ -618,6 +653,12 @@ mod tests {
         assert_eq!(less, Rate::parse("2.999e-97").unwrap());
         assert_eq!(Rate::parse(&less.to_string()), Ok(less));
         assert_eq!(Rate::parse("1e-100").unwrap().less_basis_points(1), None);
+        // A product of exactly 19 nines is kept whole.
+        let nines = Rate::parse("9.999999999999999999").unwrap();
+        assert_eq!(
+            nines.less_basis_points(9_999),
+            Rate::parse("0.0009999999999999999999").ok()
+        );
         // 19 significant digits less 1 %: rounded down in the last digit.
         let long = Rate::parse("1.234567890123456789").unwrap();
         let less = long.less_basis_points(100).unwrap();
