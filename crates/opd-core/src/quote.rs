@@ -318,6 +318,17 @@ mod tests {
     }
 
     #[test]
+    fn exactly_the_remaining_amount_may_be_quoted() {
+        let r = terms("USD", 2, Some(1000), 400);
+        let p = pricing(0, 0, "1");
+        let usd = asset("USD", 2);
+        let send = calculate(&usd, &r, &QuoteTarget::FixedSend(amount(600, "USD", 2)), p);
+        assert_eq!(send.map(|q| q.receive), Ok(600));
+        let receive = QuoteTarget::FixedReceive(amount(600, "USD", 2));
+        assert_eq!(calculate(&usd, &r, &receive, p).map(|q| q.debit), Ok(600));
+    }
+
+    #[test]
     fn overpaying_and_wrong_assets_are_refused() {
         let r = terms("USD", 2, Some(1000), 400);
         let p = pricing(0, 0, "1");
