@@ -48,7 +48,9 @@ fn reference_rate(text: &str) -> Option<(u128, i32)> {
     exponent += i32::try_from(trailing).ok()?;
     let mut mantissa: u128 = 0;
     for b in significant.bytes() {
-        mantissa = mantissa.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
+        mantissa = mantissa
+            .checked_mul(10)?
+            .checked_add(u128::from(b - b'0'))?;
     }
     Some((mantissa, exponent))
 }
@@ -114,7 +116,11 @@ fn check_rate(text: &str, value: u64, from: u8, to: u8) {
     let power = exponent + i32::from(to) - i32::from(from);
     // Delivery: floor(v × r × 10^(to − from)), or an explicit overflow.
     let expected = reference_floor(value, mantissa, power).ok_or(MoneyError::Overflow);
-    assert_eq!(rate.convert_floor(value, from, to), expected, "{text} {value} {from}->{to}");
+    assert_eq!(
+        rate.convert_floor(value, from, to),
+        expected,
+        "{text} {value} {from}->{to}"
+    );
 
     // Debit: the least d that delivers at least `value`, or an explicit
     // overflow when not even u64::MAX does.
@@ -148,7 +154,11 @@ fn check_rate(text: &str, value: u64, from: u8, to: u8) {
     let basis_points = u16::try_from(value % 10_001).unwrap_or(0);
     if let Some(less) = rate.less_basis_points(basis_points) {
         let shown = less.to_string();
-        assert_eq!(Rate::parse(&shown), Ok(less), "{rate} less {basis_points} bp");
+        assert_eq!(
+            Rate::parse(&shown),
+            Ok(less),
+            "{rate} less {basis_points} bp"
+        );
         let (lm, le) = reference_rate(&shown).expect("a shown rate is a number");
         // less ≤ rate × (10000 − bp) / 10000, compared on a common exponent.
         let keep = mantissa * u128::from(10_000 - basis_points);
@@ -162,7 +172,10 @@ fn check_rate(text: &str, value: u64, from: u8, to: u8) {
         }
         assert!(a <= b, "{rate} less {basis_points} bp gave {less}");
     } else {
-        assert_eq!(basis_points, 10_000, "{rate} less {basis_points} bp vanished");
+        assert_eq!(
+            basis_points, 10_000,
+            "{rate} less {basis_points} bp vanished"
+        );
     }
 }
 
@@ -175,9 +188,13 @@ fn check_fee(fixed: u64, basis_points: u16, amount: u64) {
         let pct = (u128::from(p) * u128::from(basis_points)).div_ceil(10_000);
         u64::try_from(pct).ok()?.checked_add(fixed)
     };
-    assert_eq!(fee.on(amount), reference(amount).ok_or(MoneyError::Overflow));
+    assert_eq!(
+        fee.on(amount),
+        reference(amount).ok_or(MoneyError::Overflow)
+    );
     // The least gross debit whose net after the fee reaches `amount`.
-    let enough = |d: u64| reference(d).is_some_and(|f| d.checked_sub(f).is_some_and(|n| n >= amount));
+    let enough =
+        |d: u64| reference(d).is_some_and(|f| d.checked_sub(f).is_some_and(|n| n >= amount));
     match fee.min_gross_for_net(amount) {
         Some(d) => {
             assert!(enough(d), "{fee:?} gross {d} for net {amount}");
@@ -200,5 +217,9 @@ fuzz_target!(|data: &[u8]| {
     check_amount(value, code, i64::from(from));
     let v = value.parse::<u64>().unwrap_or(u64::MAX);
     check_rate(rest, v, from, to);
-    check_fee(v.rotate_left(u32::from(to)), u16::from_le_bytes([from, to]) % 10_002, v);
+    check_fee(
+        v.rotate_left(u32::from(to)),
+        u16::from_le_bytes([from, to]) % 10_002,
+        v,
+    );
 });

@@ -46,7 +46,11 @@ fuzz_target!(|data: &[u8]| {
     let key = SigningKey::from_bytes(&[9; 32]);
     let policy = VerifyPolicy::default();
     let first = parse_signature(&request, &policy, NOW);
-    assert_eq!(first, parse_signature(&request, &policy, NOW), "parsing is deterministic");
+    assert_eq!(
+        first,
+        parse_signature(&request, &policy, NOW),
+        "parsing is deterministic"
+    );
     if let Ok(parsed) = first {
         let base = build_signature_base(&request, parsed.components(), parsed.signature_params())
             .expect("the parser built this base already");
@@ -64,12 +68,16 @@ fuzz_target!(|data: &[u8]| {
     match sign_request(&method, URI, &to_sign, body, &key, signature, NOW) {
         Ok(signed) => {
             let mut sent = to_sign.clone();
-            signed.apply_to(&mut sent).expect("signed headers are valid values");
+            signed
+                .apply_to(&mut sent)
+                .expect("signed headers are valid values");
             let request = RequestParts::new(&method, URI, &sent, body);
             let parsed = parse_signature(&request, &policy, NOW).expect("a signed request parses");
             assert_eq!(parsed.keyid(), signature);
             assert!(!parsed.used_compat_format());
-            parsed.verify(&key.verifying_key()).expect("a signed request verifies");
+            parsed
+                .verify(&key.verifying_key())
+                .expect("a signed request verifies");
         }
         Err(e) => assert_eq!(e, SigError::InvalidKeyId, "only the key id can be refused"),
     }

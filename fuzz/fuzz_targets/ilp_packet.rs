@@ -28,7 +28,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(peeked_destination, Ok(prepare.destination.as_str()));
     }
     let encoded = packet.encode();
-    let lossy_message = matches!(&packet, Packet::Reject(r) if r.message.as_bytes() != raw_message(data));
+    let lossy_message =
+        matches!(&packet, Packet::Reject(r) if r.message.as_bytes() != raw_message(data));
     if lossy_message {
         let again = Packet::decode(&encoded).expect("an encoded packet decodes");
         assert_eq!(again, packet);
@@ -47,7 +48,9 @@ fn raw_message(data: &[u8]) -> &[u8] {
             n if n < 0x80 => (usize::from(n), 1),
             n => {
                 let k = usize::from(n & 0x7f);
-                let len = buf[1..=k].iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+                let len = buf[1..=k]
+                    .iter()
+                    .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
                 (len, 1 + k)
             }
         };

@@ -21,10 +21,16 @@ fuzz_target!(|data: &[u8]| {
         let t = Timestamp::from_unix_millis(1_767_225_600_000); // 2026-01-01
         if duration.is_exact() {
             if let Some(later) = duration.add_to(t, 1) {
-                assert_eq!(later.unix_millis() - t.unix_millis(), duration.exact_millis());
+                assert_eq!(
+                    later.unix_millis() - t.unix_millis(),
+                    duration.exact_millis()
+                );
             }
             if let Some(earlier) = duration.add_to(t, -1) {
-                assert_eq!(t.unix_millis() - earlier.unix_millis(), duration.exact_millis());
+                assert_eq!(
+                    t.unix_millis() - earlier.unix_millis(),
+                    duration.exact_millis()
+                );
             }
         }
     }
@@ -32,7 +38,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(interval.to_string(), text);
-    assert_eq!(RepeatingInterval::parse(&interval.to_string()), Ok(interval.clone()));
+    assert_eq!(
+        RepeatingInterval::parse(&interval.to_string()),
+        Ok(interval.clone())
+    );
     let (start, end) = interval.first_interval();
     assert!(start < end);
     assert_eq!(interval.interval_at(start), Some((start, end)));
@@ -55,7 +64,9 @@ fuzz_target!(|data: &[u8]| {
         end.unix_millis() - 1,
         end.unix_millis(),
         start.unix_millis() - 1,
-        start.unix_millis().wrapping_add(offset % 400_000_000_000_000),
+        start
+            .unix_millis()
+            .wrapping_add(offset % 400_000_000_000_000),
     ] {
         let t = Timestamp::from_unix_millis(t);
         if let Some((s, e)) = interval.interval_at(t) {

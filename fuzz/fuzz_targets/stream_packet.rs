@@ -27,8 +27,13 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, packet);
         assert_eq!(again.encode(), encoded, "encoding is stable");
         if encoded.len() <= MAX_PLAINTEXT_LEN {
-            let sealed = packet.encrypt_with(&SECRET, [3; 12]).expect("fits in an ILP packet");
-            assert_eq!(StreamPacket::decrypt_and_decode(&SECRET, &sealed), Ok(packet));
+            let sealed = packet
+                .encrypt_with(&SECRET, [3; 12])
+                .expect("fits in an ILP packet");
+            assert_eq!(
+                StreamPacket::decrypt_and_decode(&SECRET, &sealed),
+                Ok(packet)
+            );
         }
     }
     let _ = StreamPacket::decrypt_and_decode(&SECRET, data);
