@@ -1,7 +1,9 @@
 //! Open Payments request bodies (`POST /incoming-payments`, `/quotes`,
 //! `/outgoing-payments`): any bytes are read as each body, and the values
 //! found are parsed as the handlers parse them (amounts, `expiresAt`,
-//! metadata size), without a panic.
+//! metadata size), without a panic. Properties: an amount that parses
+//! gives back its exact wire form, and a parsed `expiresAt` survives an
+//! RFC 3339 round trip.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,7 +14,10 @@ use opd_core::{Amount, AmountWire, Timestamp};
 
 fn amount(wire: &Option<AmountWire>) {
     if let Some(w) = wire {
-        let _ = Amount::try_from(w);
+        if let Ok(a) = Amount::try_from(w) {
+            // Only canonical values parse, so nothing is lost.
+            assert_eq!(&AmountWire::from(&a), w);
+        }
     }
 }
 
@@ -26,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(r) = serde_json::from_slice::<CreateIncomingPaymentRequest>(data) {
         amount(&r.incoming_amount);
         if let Some(t) = &r.expires_at {
-            let _ = Timestamp::parse_rfc3339(t);
+            if let Ok(ts) = Timestamp::parse_rfc3339(t) {
+                // Shown in UTC to the millisecond, which is what was kept.
+                assert_eq!(Timestamp::parse_rfc3339(&ts.to_rfc3339()), Ok(ts));
+            }
         }
         metadata(&r.metadata);
     }

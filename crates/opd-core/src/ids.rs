@@ -117,12 +117,31 @@ mod tests {
         assert_eq!(QuoteId::parse("not-a-uuid"), None);
         assert_eq!(QuoteId::parse(&a.as_uuid().simple().to_string()), None);
         assert_eq!(a.as_uuid().get_version_num(), 7);
-        let same_ms: Vec<QuoteId> = (0..50)
+        // 600 in one millisecond cross a 256 boundary of the 12-bit
+        // sequence that is not a 4096 one, so its high bits must be kept.
+        let same_ms: Vec<QuoteId> = (0..600)
             .map(|_| QuoteId::new(Timestamp::from_unix_millis(3_000), &r))
             .collect();
         assert!(
             same_ms.windows(2).all(|w| w[0] < w[1]),
             "strictly increasing within one millisecond"
         );
+    }
+
+    #[test]
+    fn v7_layout_carries_the_time_and_the_variant() {
+        let r = SeededRandom::new(9);
+        // Later than any other test's clock (the sequence is per process),
+        // within the 48 bits of the time field.
+        let ms: u64 = 0xF000_0000_0000;
+        let at = Timestamp::from_unix_millis(ms as i64);
+        for _ in 0..64 {
+            let bytes = *new_uuid_v7(at, &r).as_bytes();
+            let mut time = [0u8; 8];
+            time[2..].copy_from_slice(&bytes[..6]);
+            assert_eq!(u64::from_be_bytes(time), ms);
+            assert_eq!(bytes[6] >> 4, 7, "version 7");
+            assert_eq!(bytes[8] >> 6, 0b10, "RFC 9562 variant");
+        }
     }
 }

@@ -84,3 +84,90 @@ pub enum Receivable {
     /// It would pass `incomingAmount` (or u64::MAX): only `room` fits.
     TooMuch { room: u64 },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SeededRandom;
+
+    const NOW: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+    fn payment(incoming: Option<u64>, received: u64) -> IncomingPayment {
+        let random = SeededRandom::new(1);
+        IncomingPayment {
+            id: IncomingPaymentId::new(NOW, &random),
+            wallet_address_id: WalletAddressId::new(NOW, &random),
+            asset: Asset::parse("USD", 2).unwrap(),
+            incoming_amount: incoming,
+            received_amount: received,
+            completed: false,
+            expires_at: NOW.plus_millis(1),
+            metadata: None,
+            client: None,
+            created_at: NOW,
+            updated_at: NOW,
+        }
+    }
+
+    #[test]
+    fn active_until_completed_or_expired() {
+        let p = payment(None, 0);
+        assert!(p.is_active(NOW));
+        assert!(!p.is_expired(NOW));
+        // Expiry is inclusive: at `expires_at` nothing may arrive.
+        assert!(p.is_expired(p.expires_at));
+        assert!(!p.is_active(p.expires_at));
+        assert_eq!(p.receive(1, p.expires_at), Receivable::Closed);
+        let done = IncomingPayment {
+            completed: true,
+            ..payment(None, 0)
+        };
+        assert!(!done.is_active(NOW));
+        assert_eq!(done.receive(1, NOW), Receivable::Closed);
+    }
+
+    #[test]
+    fn amounts_carry_the_asset() {
+        let p = payment(Some(500), 200);
+        let usd = Asset::parse("USD", 2).unwrap();
+        assert_eq!(p.incoming_amount(), Some(Amount::new(500, usd.clone())));
+        assert_eq!(p.received_amount(), Amount::new(200, usd));
+        assert_eq!(p.remaining(), Some(300));
+        assert_eq!(payment(None, 200).remaining(), None);
+        assert_eq!(payment(Some(100), 200).remaining(), Some(0));
+    }
+
+    #[test]
+    fn never_past_the_incoming_amount() {
+        let p = payment(Some(500), 200);
+        assert_eq!(
+            p.receive(299, NOW),
+            Receivable::Yes {
+                received: 499,
+                completes: false
+            }
+        );
+        // Exactly what is left completes it.
+        assert_eq!(
+            p.receive(300, NOW),
+            Receivable::Yes {
+                received: 500,
+                completes: true
+            }
+        );
+        assert_eq!(p.receive(301, NOW), Receivable::TooMuch { room: 300 });
+    }
+
+    #[test]
+    fn without_an_incoming_amount_only_u64_limits() {
+        let p = payment(None, u64::MAX - 10);
+        assert_eq!(
+            p.receive(10, NOW),
+            Receivable::Yes {
+                received: u64::MAX,
+                completes: false
+            }
+        );
+        assert_eq!(p.receive(11, NOW), Receivable::TooMuch { room: 10 });
+    }
+}

@@ -319,6 +319,28 @@ mod tests {
     }
 
     #[test]
+    fn settlement_may_reach_its_floor_exactly() {
+        assert_eq!(
+            post_balances(AccountKind::Settlement, SETTLEMENT_FLOOR + 5, 0, 5),
+            Ok((SETTLEMENT_FLOOR, 5))
+        );
+    }
+
+    #[test]
+    fn receipts_follow_external_funding() {
+        assert_eq!(Receipts::for_external_funding(true), Receipts::Held);
+        assert_eq!(Receipts::for_external_funding(false), Receipts::ToWallet);
+    }
+
+    #[test]
+    fn account_ids_name_kind_owner_and_asset() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let id = AccountKind::Wallet.account_id("w1", &usd);
+        assert_eq!(id, "wallet:w1:USD:2");
+        assert_eq!(AccountKind::of_account(&id), Some(AccountKind::Wallet));
+    }
+
+    #[test]
     fn kinds_round_trip() {
         for k in [
             AccountKind::Wallet,
@@ -326,9 +348,13 @@ mod tests {
             AccountKind::Incoming,
             AccountKind::Fees,
             AccountKind::Settlement,
+            AccountKind::Peer,
+            AccountKind::Hold,
         ] {
             assert_eq!(AccountKind::parse(k.as_str()), Some(k));
+            assert_eq!(k.to_string(), k.as_str());
         }
+        assert_eq!(TransferKind::Settle.to_string(), "settle");
         assert_eq!(
             AccountKind::of_account("settlement:settlement:USD:2"),
             Some(AccountKind::Settlement)

@@ -217,10 +217,11 @@ impl Rate {
         };
         let mut exponent: i32 = match exp_part {
             Some(e) => {
-                let digits = e.strip_prefix('+').unwrap_or(e);
-                let (neg, digits) = match digits.strip_prefix('-') {
-                    Some(d) => (true, d),
-                    None => (false, digits),
+                // One optional sign: `1e+-5` is not a number.
+                let (neg, digits) = match e.as_bytes().first() {
+                    Some(b'-') => (true, &e[1..]),
+                    Some(b'+') => (false, &e[1..]),
+                    _ => (false, e),
                 };
                 if digits.is_empty()
                     || digits.len() > 4
@@ -278,14 +279,19 @@ impl Rate {
     }
 
     /// This rate less `basis_points` out of 10 000 (a slippage allowance),
-    /// exact when the result has at most 19 significant digits, else
-    /// rounded down in its last digit (never above the exact value).
-    /// `None` when nothing would remain.
+    /// exact when the result has at most 19 significant digits and no
+    /// digit below 10^-100, else rounded down in its last kept digit
+    /// (never above the exact value). The result is always a rate
+    /// [`Rate::parse`] accepts, so it can be stored and read back. `None`
+    /// when nothing would remain.
     pub fn less_basis_points(&self, basis_points: u16) -> Option<Rate> {
         let keep = 10_000u128.checked_sub(u128::from(basis_points))?;
         let mut mantissa = u128::from(self.mantissa) * keep;
         let mut exponent = self.exponent - 4;
-        while mantissa > u128::from(MAX_RATE_MANTISSA) || (mantissa != 0 && mantissa % 10 == 0) {
+        while mantissa > u128::from(MAX_RATE_MANTISSA)
+            || (mantissa != 0 && mantissa % 10 == 0)
+            || exponent < -MAX_RATE_EXPONENT
+        {
             mantissa /= 10;
             exponent += 1;
         }
@@ -472,6 +478,21 @@ mod tests {
     }
 
     #[test]
+    fn assets_and_rates_as_text() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        assert_eq!(usd.code.as_str(), "USD");
+        assert_eq!(usd.code.to_string(), "USD");
+        assert_eq!(usd.to_string(), "USD (scale 2)");
+        // JSON: a string or a number, read from its text.
+        let rate: Rate = serde_json::from_str("\"0.91\"").unwrap();
+        assert_eq!(rate, Rate::parse("0.91").unwrap());
+        let rate: Rate = serde_json::from_str("1.0893").unwrap();
+        assert_eq!(rate, Rate::parse("1.0893").unwrap());
+        assert!(serde_json::from_str::<Rate>("true").is_err());
+        assert_eq!(serde_json::to_string(&rate).unwrap(), "\"1.0893\"");
+    }
+
+    #[test]
     fn asset_rules() {
         assert!(Asset::parse("USD", 0).is_ok());
         assert!(Asset::parse("USD", 255).is_ok());
@@ -490,6 +511,16 @@ mod tests {
         assert_eq!(Rate::parse("1E+2").unwrap().to_string(), "100");
         assert_eq!(Rate::parse("0001.50").unwrap().to_string(), "1.5");
         assert!(Rate::parse("1").unwrap().is_one());
+        assert!(!Rate::parse("0.91").unwrap().is_one());
+        // The limits themselves: 19 significant digits, a four-digit
+        // exponent (leading zeros allowed), 10^±100.
+        assert_eq!(
+            Rate::parse("9.999999999999999999").unwrap().to_string(),
+            "9.999999999999999999"
+        );
+        assert_eq!(Rate::parse("1e0002").unwrap().to_string(), "100");
+        assert!(Rate::parse("1e100").is_ok());
+        assert!(Rate::parse("1e-100").is_ok());
         for bad in [
             "0",
             "0.0",
@@ -502,6 +533,21 @@ mod tests {
             "inf",
             "1.2.3",
             "12345678901234567891",
+            // Found by the `amounts` fuzz target: two signs were accepted.
+            "3e+-0",
+            "1e+-5",
+            "1e-+5",
+            "1e--5",
+            // A sign before the digits: u64's own parser would take it.
+            "+2",
+            "+1.5",
+            // Outside 1e-100..1e100.
+            "1e101",
+            "1e-101",
+            // A ten-digit exponent: refused before the arithmetic on it
+            // could overflow an i32.
+            "1.25e-2147483647",
+            "1e00002",
         ] {
             assert!(Rate::parse(bad).is_err(), "{bad:?}");
         }
@@ -600,6 +646,19 @@ mod tests {
         assert_eq!(r.as_fraction(2, 2), Some((9, 10)));
         assert_eq!(r.as_fraction(2, 9), Some((9_000_000, 1)));
         assert_eq!(r.as_fraction(9, 2), Some((9, 100_000_000)));
+        // Digits below 10^-100 are dropped (rounding down), so the result
+        // still parses; found by the `amounts` fuzz target with 3e-97.
+        let tiny = Rate::parse("3e-97").unwrap();
+        let less = tiny.less_basis_points(3).unwrap();
+        assert_eq!(less, Rate::parse("2.999e-97").unwrap());
+        assert_eq!(Rate::parse(&less.to_string()), Ok(less));
+        assert_eq!(Rate::parse("1e-100").unwrap().less_basis_points(1), None);
+        // A product of exactly 19 nines is kept whole.
+        let nines = Rate::parse("9.999999999999999999").unwrap();
+        assert_eq!(
+            nines.less_basis_points(9_999),
+            Rate::parse("0.0009999999999999999999").ok()
+        );
         // 19 significant digits less 1 %: rounded down in the last digit.
         let long = Rate::parse("1.234567890123456789").unwrap();
         let less = long.less_basis_points(100).unwrap();

@@ -232,11 +232,67 @@ mod tests {
             S::Cancelled,
         ] {
             assert_eq!(S::parse(s.as_str()), Some(s));
+            assert_eq!(s.to_string(), s.as_str());
         }
         assert_eq!(S::parse("sent"), None);
         assert!(S::Failed.is_failed() && S::Cancelled.is_failed());
         assert!(!S::Completed.is_failed() && !S::Sending.is_failed());
         assert!(S::Funding.is_open() && S::Sending.is_open() && !S::Completed.is_open());
+    }
+
+    fn sending() -> OutgoingPayment {
+        let now = Timestamp::from_unix_millis(1_000_000);
+        let random = crate::clock::SeededRandom::new(1);
+        let usd = crate::money::Asset::parse("USD", 2).unwrap();
+        OutgoingPayment {
+            id: OutgoingPaymentId::new(now, &random),
+            wallet_address_id: WalletAddressId::new(now, &random),
+            quote_id: QuoteId::new(now, &random),
+            receiver: "https://rs.example/incoming-payments/1".into(),
+            debit: Amount::new(500, usd.clone()),
+            receive: Amount::new(450, usd),
+            sent: 0,
+            delivered: 0,
+            receiver_baseline: None,
+            state: OutgoingPaymentState::Sending,
+            error: None,
+            metadata: None,
+            client: None,
+            grant_id: None,
+            grant_interval_start: None,
+            attempts: 0,
+            next_attempt_at: now,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn completing_and_ending_change_only_their_fields() {
+        let p = sending();
+        let done = p.completed(500);
+        assert_eq!(done.state, OutgoingPaymentState::Completed);
+        assert_eq!(done.sent, 500);
+        assert_eq!(done.sent_amount(), Amount::new(500, p.debit.asset.clone()));
+        assert_eq!(
+            OutgoingPayment {
+                state: p.state,
+                sent: p.sent,
+                ..done
+            },
+            p
+        );
+        let failed = p.ended(OutgoingPaymentState::Failed, "no route");
+        assert_eq!(failed.state, OutgoingPaymentState::Failed);
+        assert_eq!(failed.error.as_deref(), Some("no route"));
+        assert_eq!(
+            OutgoingPayment {
+                state: p.state,
+                error: None,
+                ..failed
+            },
+            p
+        );
     }
 
     #[test]

@@ -318,6 +318,37 @@ mod tests {
     }
 
     #[test]
+    fn a_quote_expires_at_its_expiry_instant() {
+        let now = Timestamp::from_unix_millis(10_000);
+        let random = crate::clock::SeededRandom::new(2);
+        let quote = Quote {
+            id: QuoteId::new(now, &random),
+            wallet_address_id: WalletAddressId::new(now, &random),
+            receiver: "https://rs.example/incoming-payments/1".into(),
+            debit_amount: amount(100, "USD", 2),
+            receive_amount: amount(100, "USD", 2),
+            fee: 0,
+            debit_minus_fees: 100,
+            client: None,
+            created_at: now,
+            expires_at: now.plus_millis(60_000),
+        };
+        assert!(!quote.is_expired(now));
+        assert!(quote.is_expired(quote.expires_at));
+    }
+
+    #[test]
+    fn exactly_the_remaining_amount_may_be_quoted() {
+        let r = terms("USD", 2, Some(1000), 400);
+        let p = pricing(0, 0, "1");
+        let usd = asset("USD", 2);
+        let send = calculate(&usd, &r, &QuoteTarget::FixedSend(amount(600, "USD", 2)), p);
+        assert_eq!(send.map(|q| q.receive), Ok(600));
+        let receive = QuoteTarget::FixedReceive(amount(600, "USD", 2));
+        assert_eq!(calculate(&usd, &r, &receive, p).map(|q| q.debit), Ok(600));
+    }
+
+    #[test]
     fn overpaying_and_wrong_assets_are_refused() {
         let r = terms("USD", 2, Some(1000), 400);
         let p = pricing(0, 0, "1");

@@ -59,3 +59,19 @@ pub struct CreateOutgoingPaymentRequest {
     #[serde(default, deserialize_with = "non_null")]
     pub metadata: Option<Metadata>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_members_are_read_or_refused_as_null() {
+        let body =
+            r#"{"walletAddress":"https://w.example/alice","expiresAt":"2030-01-01T00:00:00Z"}"#;
+        let r: CreateIncomingPaymentRequest = serde_json::from_str(body).unwrap();
+        assert_eq!(r.expires_at.as_deref(), Some("2030-01-01T00:00:00Z"));
+        assert!(r.incoming_amount.is_none());
+        let null = r#"{"walletAddress":"https://w.example/alice","expiresAt":null}"#;
+        assert!(serde_json::from_str::<CreateIncomingPaymentRequest>(null).is_err());
+    }
+}

@@ -81,6 +81,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn millis_and_seconds() {
+        let t = Timestamp::from_unix_millis(1_700_000_000_999);
+        assert_eq!(t.unix_millis(), 1_700_000_000_999);
+        assert_eq!(t.unix_seconds(), 1_700_000_000);
+        // Before 1970 the second is floored, not truncated.
+        assert_eq!(Timestamp::from_unix_millis(-1).unix_seconds(), -1);
+        assert_eq!(t.to_string(), "2023-11-14T22:13:20.999Z");
+        // The system clock reads in milliseconds: after 2020, before 2200.
+        let now = Timestamp::now_utc().unix_millis();
+        assert!(
+            (1_577_836_800_000..7_258_118_400_000).contains(&now),
+            "{now}"
+        );
+    }
+
+    #[test]
     fn formats_with_milliseconds_in_utc() {
         let t = Timestamp::parse_rfc3339("2022-03-12T23:20:50.52Z").unwrap();
         assert_eq!(t.to_rfc3339(), "2022-03-12T23:20:50.520Z");

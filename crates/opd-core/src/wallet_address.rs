@@ -221,6 +221,56 @@ mod tests {
     }
 
     #[test]
+    fn paths_have_at_most_eight_segments() {
+        let eight = "a/b/c/d/e/f/g/h";
+        let path = WalletAddressPath::parse_any(eight).unwrap();
+        assert_eq!(path.to_string(), eight);
+        assert_eq!(
+            WalletAddressPath::parse_any("a/b/c/d/e/f/g/h/i"),
+            Err(WalletAddressPathError::Invalid)
+        );
+    }
+
+    #[test]
+    fn active_until_the_deactivation_instant() {
+        let now = Timestamp::from_unix_millis(5_000);
+        let random = crate::clock::SeededRandom::new(3);
+        let wallet = |deactivated_at| WalletAddress {
+            id: WalletAddressId::new(now, &random),
+            path: WalletAddressPath::parse("alice").unwrap(),
+            asset: crate::money::Asset::parse("USD", 2).unwrap(),
+            public_name: None,
+            created_at: now,
+            deactivated_at,
+        };
+        assert!(wallet(None).is_active(now));
+        assert!(wallet(Some(now.plus_millis(1))).is_active(now));
+        assert!(!wallet(Some(now)).is_active(now));
+        assert!(!wallet(Some(now.plus_millis(-1))).is_active(now));
+    }
+
+    #[test]
+    fn key_ids_up_to_256_characters_and_key_bytes() {
+        let x = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
+        let kid = "k".repeat(256);
+        let key = PublicKey::from_jwk_parts(&kid, "OKP", "Ed25519", None, None, x).unwrap();
+        assert_eq!(
+            PublicKey::from_jwk_parts(&"k".repeat(257), "OKP", "Ed25519", None, None, x),
+            Err(PublicKeyError::Kid)
+        );
+        let expected = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(x)
+            .unwrap();
+        assert_eq!(key.key_bytes().to_vec(), expected);
+        // Only reachable through the public fields: not a key, so zeros.
+        let broken = PublicKey {
+            kid: "k".into(),
+            x: "abc".into(),
+        };
+        assert_eq!(broken.key_bytes(), [0u8; 32]);
+    }
+
+    #[test]
     fn jwk_members_are_validated() {
         let x = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
         assert!(

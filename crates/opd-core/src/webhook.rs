@@ -73,6 +73,14 @@ mod tests {
     use super::EventKind;
 
     #[test]
+    fn kinds_display_as_their_names() {
+        assert_eq!(
+            EventKind::OutgoingPaymentCompleted.to_string(),
+            EventKind::OutgoingPaymentCompleted.as_str()
+        );
+    }
+
+    #[test]
     fn kinds_round_trip() {
         for s in [
             "incoming_payment.created",

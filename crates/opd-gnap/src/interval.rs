@@ -530,10 +530,28 @@ mod tests {
             36 * 3_600_000
         );
         assert!(IsoDuration::parse("P0D").unwrap().is_zero());
+        assert!(!IsoDuration::parse("PT0.001S").unwrap().is_zero());
+        // The fraction of a second counts in the exact length.
+        assert_eq!(
+            IsoDuration::parse("PT1M1.5S").unwrap().exact_millis(),
+            61_500
+        );
+        // The reason is the message without its prefix.
+        let e = RepeatingInterval::parse("R/x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("invalid ISO 8601 repeating interval: {}", e.reason())
+        );
+        assert_eq!(
+            e.reason(),
+            "expected R[n]/<start or duration>/<end or duration>"
+        );
         for bad in [
             "",
             "P",
             "PT",
+            // A fraction that runs to the end: no designator.
+            "PT1.5",
             "1D",
             "P1",
             "PD",

@@ -159,6 +159,9 @@ mod tests {
             "g.US-Bank_1~x.ABC123",
         ] {
             assert!(IlpAddress::is_valid(a), "{a} should be valid");
+            let address = IlpAddress::new(a).unwrap();
+            assert_eq!(address.as_ref(), a);
+            assert_eq!(String::from(address), a);
             assert_eq!(
                 IlpAddress::new(a)
                     .map(IlpAddress::into_string)

@@ -183,6 +183,37 @@ mod tests {
     }
 
     #[test]
+    fn every_rfc_27_code_has_its_name() {
+        // RFC 27 §"Error Codes", in its order.
+        for (code, name) in [
+            ("F00", "Bad Request"),
+            ("F01", "Invalid Packet"),
+            ("F02", "Unreachable"),
+            ("F03", "Invalid Amount"),
+            ("F04", "Insufficient Destination Amount"),
+            ("F05", "Wrong Condition"),
+            ("F06", "Unexpected Payment"),
+            ("F07", "Cannot Receive"),
+            ("F08", "Amount Too Large"),
+            ("F99", "Application Error"),
+            ("T00", "Internal Error"),
+            ("T01", "Peer Unreachable"),
+            ("T02", "Peer Busy"),
+            ("T03", "Connector Busy"),
+            ("T04", "Insufficient Liquidity"),
+            ("T05", "Rate Limited"),
+            ("T99", "Application Error"),
+            ("R00", "Transfer Timed Out"),
+            ("R01", "Insufficient Source Amount"),
+            ("R02", "Insufficient Timeout"),
+            ("R99", "Application Error"),
+        ] {
+            let parsed: ErrorCode = code.parse().unwrap();
+            assert_eq!(parsed.name(), Some(name), "{code}");
+        }
+    }
+
+    #[test]
     fn rejects_other_shapes() {
         for bad in ["", "F0", "F000", "X00", "f00", "F0A", "F\u{0}0"] {
             assert_eq!(

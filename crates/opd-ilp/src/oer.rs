@@ -273,6 +273,7 @@ mod tests {
         buf.extend_from_slice(&[0xaa, 0xbb]);
         let mut r = Reader::new(&buf);
         assert_eq!(r.read_var_octet_string(), Ok(&b"hello"[..]));
+        assert!(!r.is_empty());
         assert_eq!(r.remaining(), &[0xaa, 0xbb]);
         assert_eq!(r.read_u8(), Ok(0xaa));
         assert_eq!(r.read_array::<1>(), Ok([0xbb]));

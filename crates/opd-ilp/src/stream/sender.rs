@@ -429,6 +429,47 @@ mod tests {
     }
 
     #[test]
+    fn ratios_keep_their_parts_and_compare_by_value() {
+        assert_eq!((r(3, 4).num(), r(3, 4).den()), (3, 4));
+        assert_ne!(r(1, 2), r(1, 3));
+        // The minimum rate comes out in lowest terms (smaller numbers
+        // overflow later in `floor_mul` and friends).
+        let m = min_rate(r(3, 4), 0, 2, 2).unwrap();
+        assert_eq!((m.num(), m.den()), (3, 4));
+    }
+
+    #[test]
+    fn bounds_that_only_touch_are_replaced() {
+        // [1, 2) and then [2, 3): no rate is in both, so the new answer wins.
+        let bounds = RateBounds::from_probe(1, 1).unwrap().narrow(1, 2);
+        assert_eq!(bounds, RateBounds::from_probe(1, 2).unwrap());
+    }
+
+    #[test]
+    fn max_packet_learning_edges() {
+        // An F08 that says nothing arrived cannot be scaled: imprecise.
+        let zero = AmountTooLarge {
+            received_amount: 0,
+            maximum_amount: 5,
+        };
+        assert_eq!(
+            MaxPacket::Unknown.learn(100, Some(&zero)),
+            MaxPacket::Imprecise(99)
+        );
+        // The same limit learned imprecisely keeps the precise one.
+        assert_eq!(
+            MaxPacket::Precise(99).learn(100, None),
+            MaxPacket::Precise(99)
+        );
+    }
+
+    #[test]
+    fn a_probed_rate_equal_to_the_minimum_is_enough() {
+        let probed = RateBounds::from_probe(10, 9).unwrap();
+        assert_eq!(check_rate(probed, r(9, 10)), Ok(()));
+    }
+
+    #[test]
     fn ratios_compare_and_round_exactly() {
         assert_eq!(r(1, 3), r(2, 6));
         assert!(r(1, 3) < r(334, 1000));
@@ -548,6 +589,56 @@ mod tests {
                 claimed: None,
                 frames: Vec::new()
             }
+        );
+    }
+
+    #[test]
+    fn rejects_are_read_by_code_and_reply() {
+        let secret = [3u8; 32];
+        let condition = [0u8; 32];
+        let reply = StreamPacket {
+            sequence: 7,
+            ilp_packet_type: PacketType::Reject,
+            prepare_amount: 42,
+            frames: Vec::new(),
+        };
+        let data = reply.encrypt_with(&secret, [1; 12]).unwrap();
+        let reject = |code: ErrorCode, data: &[u8]| Reject {
+            code,
+            triggered_by: None,
+            message: String::new(),
+            data: data.to_vec(),
+        };
+        // Both receiver codes carry the amount that arrived.
+        for code in [
+            ErrorCode::F99_APPLICATION_ERROR,
+            ErrorCode::F05_WRONG_CONDITION,
+        ] {
+            assert_eq!(
+                read_answer(&secret, 7, &condition, Err(&reject(code, &data))),
+                Answer::Refused {
+                    code,
+                    received: 42,
+                    frames: Vec::new()
+                }
+            );
+        }
+        // A reply to another request proves nothing.
+        let f99 = reject(ErrorCode::F99_APPLICATION_ERROR, &data);
+        assert_eq!(
+            read_answer(&secret, 8, &condition, Err(&f99)),
+            Answer::Failed(ErrorCode::F99_APPLICATION_ERROR)
+        );
+        // Without a reply: temporary or not by the code's class.
+        let t04 = reject(ErrorCode::T04_INSUFFICIENT_LIQUIDITY, &[]);
+        assert_eq!(
+            read_answer(&secret, 7, &condition, Err(&t04)),
+            Answer::Temporary(ErrorCode::T04_INSUFFICIENT_LIQUIDITY)
+        );
+        let f02 = reject(ErrorCode::F02_UNREACHABLE, &data);
+        assert_eq!(
+            read_answer(&secret, 7, &condition, Err(&f02)),
+            Answer::Failed(ErrorCode::F02_UNREACHABLE)
         );
     }
 
