@@ -43,6 +43,10 @@ pub enum Behaviour {
     /// this amount, and forwards nothing (the money stops here). Needs the
     /// secret.
     FulfillHere(u64),
+    /// Plays the receiver refusing the packet (F99 with its STREAM reply),
+    /// claiming this amount arrived, and forwards nothing. Needs the
+    /// secret.
+    RefuseHere(u64),
     /// Answers F08 with this maximum (and the packet's amount as received).
     TooLarge(u64),
     /// Answers F08 without data.
@@ -338,6 +342,22 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
                     data: reply.encrypt_with(&secret, [5; 12]).unwrap_or_default(),
                 }
                 .encode()
+            }
+            None => reject(ErrorCode::F02_UNREACHABLE, Vec::new()),
+        },
+        Behaviour::RefuseHere(claim) => match secret {
+            Some(secret) => {
+                let sequence = StreamPacket::decrypt_and_decode(&secret, &prepare.data)
+                    .map(|r| r.sequence)
+                    .unwrap_or(0);
+                let reply = StreamPacket {
+                    sequence,
+                    ilp_packet_type: PacketType::Reject,
+                    prepare_amount: claim,
+                    frames: Vec::new(),
+                };
+                let data = reply.encrypt_with(&secret, [6; 12]).unwrap_or_default();
+                reject(ErrorCode::F99_APPLICATION_ERROR, data)
             }
             None => reject(ErrorCode::F02_UNREACHABLE, Vec::new()),
         },

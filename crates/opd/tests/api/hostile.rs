@@ -635,3 +635,40 @@ async fn an_oversized_ilp_body_gets_a_json_413() {
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["error"]["code"], "payload_too_large", "{v}");
 }
+
+#[tokio::test]
+async fn a_receiver_refusing_more_than_it_takes_gets_smaller_packets_a_bounded_number_of_times() {
+    let h = hostile().await;
+    // The receiver's server refuses every packet while saying it had
+    // arrived in full: it takes no more. Packets shrink, eight times at
+    // most, then the payment fails with nothing sent.
+    h.hop.script(money(Behaviour::RefuseHere(u64::MAX)));
+    let step = h.w.step().await;
+    match step {
+        Step::Failed(_, reason) => {
+            assert!(reason.contains("refuses what is left"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The probes, then 1 + 4 + 4 money packets (rounds of up to four).
+    assert!(h.seen() <= 13 + 9, "{}", h.seen());
+    let books = h.books().await;
+    assert_eq!((books.sent, books.failed, books.received), (0, true, 0));
+    h.w.failed_with_money_back().await;
+}
+
+#[tokio::test]
+async fn a_receiver_refusing_for_too_little_fails_the_payment_at_once() {
+    let h = hostile().await;
+    // The receiver refuses saying less than the packet's minimum arrived:
+    // the rate along the path fell below the quote. No smaller packet
+    // can fix that.
+    h.hop.script(money(Behaviour::RefuseHere(0)));
+    let step = h.w.step().await;
+    match step {
+        Step::Failed(_, reason) => assert!(reason.contains("fell below"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(h.seen() <= 13 + 1, "{}", h.seen());
+    h.w.failed_with_money_back().await;
+}
