@@ -127,6 +127,18 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         )
         .await;
     }
+    // The quote checked the receiving wallet address; it may have been
+    // deactivated since (the operator closed the account): as when
+    // quoting, nothing is delivered to it.
+    let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
+    if !receiver_wallet.as_ref().is_some_and(|w| w.is_active(now)) {
+        return fail_payment(
+            services,
+            &p,
+            "the receiving wallet address is inactive".into(),
+        )
+        .await;
+    }
     if receiver.asset != p.receive.asset {
         return fail_payment(services, &p, "the receiver's asset changed".into()).await;
     }
@@ -155,7 +167,6 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
     let mut credited = receiver.clone();
     credited.received_amount = received;
     credited.completed = completes;
-    let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
     if let Some(rw) = &receiver_wallet {
         if completes {
             let mut data = incoming_event_data(services, &credited, rw);

@@ -1141,3 +1141,53 @@ async fn one_grant_spends_its_limit_afresh_in_each_interval() {
     assert_eq!(balance(&w.app, "bob").await, "1700");
     ledger_balanced(&w.app).await;
 }
+
+#[tokio::test]
+async fn a_receiving_wallet_address_deactivated_after_the_quote_gets_nothing() {
+    let w = world(Db::Sqlite).await;
+    let ip = incoming(&w.app, &w.bob, "500", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    assert_eq!(balance(&w.app, "alice").await, "9500", "funded at creation");
+
+    // The operator closes bob's account before the payment is sent: as a
+    // quote to it would be refused, the payment fails with the money back.
+    let (s, v) = w
+        .app
+        .admin(Method::POST, "/wallet-addresses/bob/deactivate", None)
+        .await;
+    assert!(s.is_success(), "{s} {v}");
+    let steps = w.app.run_workers().await;
+    match steps.as_slice() {
+        [Step::Failed(_, reason)] => assert_eq!(reason, "the receiving wallet address is inactive"),
+        other => panic!("{other:?}"),
+    }
+    let done = read(&w, &token, created["id"].as_str().unwrap()).await;
+    assert_eq!(done["failed"], true);
+    assert_eq!(done["sentAmount"], amount("0", "USD", 2));
+    assert_eq!(balance(&w.app, "alice").await, "10000");
+    let received = w
+        .app
+        .services()
+        .store
+        .get_incoming_payment(
+            opd_core::IncomingPaymentId::parse(ip.rsplit('/').next().unwrap()).unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .received_amount;
+    assert_eq!(received, 0);
+    ledger_balanced(&w.app).await;
+}
