@@ -37,7 +37,8 @@ async fn world_with(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> 
     }
 }
 
-async fn incoming(app: &TestApp, wallet: &str, value: &str, code: &str) -> String {
+/// An incoming payment of `value` (scale 2) for `wallet` at `app`.
+pub(crate) async fn incoming(app: &TestApp, wallet: &str, value: &str, code: &str) -> String {
     let (s, ip) = app
         .post(
             &app.url("incoming-payments"),

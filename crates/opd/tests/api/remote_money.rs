@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use opd_service::worker::Step;
 
 use crate::amount;
+use crate::payments::incoming;
 use crate::remote::{
     admin_ok, balance, balanced, node, pair_of, pair_with, paying, peer_balance, peer_id, Pair,
     Paying,
@@ -123,18 +124,6 @@ impl Sending<'_> {
 
 fn value(amount: &Value) -> u64 {
     amount["value"].as_str().unwrap().parse().unwrap()
-}
-
-/// An incoming payment of `value` at `app` for its wallet address `path`.
-async fn incoming(app: &TestApp, wallet: &str, value: &str, code: &str) -> String {
-    let (s, ip) = app
-        .post(
-            &app.url("incoming-payments"),
-            &json!({ "walletAddress": wallet, "incomingAmount": amount(value, code, 2) }),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{ip}");
-    ip["id"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
