@@ -172,8 +172,16 @@ fn check_rate(text: &str, value: u64, from: u8, to: u8) {
         }
         assert!(a <= b, "{rate} less {basis_points} bp gave {less}");
     } else {
-        assert_eq!(
-            basis_points, 10_000,
+        // Nothing remains: either all of it was taken, or what is left
+        // lies below 10^-100, the smallest digit a rate can hold.
+        let kept = mantissa * u128::from(10_000 - basis_points);
+        let shift = exponent - 4 + 100;
+        let below_smallest = shift < 0
+            && 10u128
+                .checked_pow(shift.unsigned_abs())
+                .is_none_or(|unit| kept < unit);
+        assert!(
+            kept == 0 || below_smallest,
             "{rate} less {basis_points} bp vanished"
         );
     }

@@ -196,8 +196,8 @@ pub struct Rate {
 }
 
 const MAX_RATE_MANTISSA: u64 = 9_999_999_999_999_999_999;
-/// Keeps `10^|p|` computations in range; a rate outside 1e-100..1e100 is
-/// not a currency rate.
+/// Keeps `10^|p|` computations in range: no digit below 10^-100 and a
+/// leading digit at most 10^100; a rate outside that is not a currency rate.
 const MAX_RATE_EXPONENT: i32 = 100;
 
 impl Rate {
@@ -262,7 +262,15 @@ impl Rate {
             return Err(MoneyError::InvalidRate);
         }
         let mantissa: u64 = trimmed.parse().map_err(|_| MoneyError::InvalidRate)?;
-        if mantissa > MAX_RATE_MANTISSA || exponent.abs() > MAX_RATE_EXPONENT {
+        // Bounded by magnitude (its leading digit's power of ten), not by
+        // the exponent alone: a smaller rate (slippage) then always stays
+        // in range, whatever digits it loses.
+        let magnitude =
+            exponent + i32::try_from(trimmed.len()).map_err(|_| MoneyError::InvalidRate)? - 1;
+        if mantissa > MAX_RATE_MANTISSA
+            || exponent < -MAX_RATE_EXPONENT
+            || magnitude > MAX_RATE_EXPONENT
+        {
             return Err(MoneyError::InvalidRate);
         }
         Ok(Self { mantissa, exponent })
@@ -653,6 +661,14 @@ mod tests {
         assert_eq!(less, Rate::parse("2.999e-97").unwrap());
         assert_eq!(Rate::parse(&less.to_string()), Ok(less));
         assert_eq!(Rate::parse("1e-100").unwrap().less_basis_points(1), None);
+        // At the top of the range a long mantissa loses digits, which must
+        // not push the exponent out of range (found by the fuzz target).
+        assert!(Rate::parse("5161510000000000001e95").is_err());
+        let top = Rate::parse("5.161510000000000001e100").unwrap();
+        let less = top.less_basis_points(4).unwrap();
+        assert_eq!(Rate::parse(&less.to_string()), Ok(less));
+        assert!(Rate::parse("1e101").is_err());
+        assert!(Rate::parse("9.999999999999999999e100").is_ok());
         // A product of exactly 19 nines is kept whole.
         let nines = Rate::parse("9.999999999999999999").unwrap();
         assert_eq!(
