@@ -37,7 +37,7 @@ use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey};
 use opd_core::{Asset, AssetCode, Fee, Rate, WalletAddressId};
-use opd_service::{operator, pricing, wallet_addresses};
+use opd_service::{operator, pricing, wallets};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -220,7 +220,7 @@ struct CreateWalletAddress {
 async fn resolve(state: &AdminState, reference: &str) -> ApiResult<WalletAddress> {
     let services = &state.app.services;
     if let Some(id) = WalletAddressId::parse(reference) {
-        return Ok(wallet_addresses::get(services, id).await?);
+        return Ok(wallets::get(services, id).await?);
     }
     let path = opd_core::wallet_address::WalletAddressPath::parse_any(reference)
         .map_err(|_| ApiError::not_found("wallet address"))?;
@@ -235,15 +235,14 @@ async fn create_wallet_address(
 ) -> ApiResult<(StatusCode, Json<WalletAddressAdmin>)> {
     let asset = Asset::parse(&req.asset_code, req.asset_scale)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    let wallet =
-        wallet_addresses::create(&state.app.services, &req.path, asset, req.public_name).await?;
+    let wallet = wallets::create(&state.app.services, &req.path, asset, req.public_name).await?;
     Ok((StatusCode::CREATED, Json(wallet_admin(&state, &wallet))))
 }
 
 async fn list_wallet_addresses(
     State(state): State<AdminState>,
 ) -> ApiResult<Json<Vec<WalletAddressAdmin>>> {
-    let all = wallet_addresses::list(&state.app.services).await?;
+    let all = wallets::list(&state.app.services).await?;
     Ok(Json(all.iter().map(|w| wallet_admin(&state, w)).collect()))
 }
 
@@ -260,7 +259,7 @@ async fn deactivate_wallet_address(
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<WalletAddressAdmin>> {
     let wallet = resolve(&state, &reference).await?;
-    let wallet = wallet_addresses::deactivate(&state.app.services, wallet.id).await?;
+    let wallet = wallets::deactivate(&state.app.services, wallet.id).await?;
     Ok(Json(wallet_admin(&state, &wallet)))
 }
 
@@ -307,7 +306,7 @@ async fn list_keys(
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<Vec<KeyAdmin>>> {
     let wallet = resolve(&state, &reference).await?;
-    let keys = wallet_addresses::keys(&state.app.services, wallet.id).await?;
+    let keys = wallets::keys(&state.app.services, wallet.id).await?;
     Ok(Json(keys.iter().map(KeyAdmin::from).collect()))
 }
 
@@ -327,7 +326,7 @@ async fn add_key(
         &j.x,
     )
     .map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    let stored = wallet_addresses::add_key(&state.app.services, wallet.id, key).await?;
+    let stored = wallets::add_key(&state.app.services, wallet.id, key).await?;
     Ok((StatusCode::CREATED, Json(KeyAdmin::from(&stored))))
 }
 
@@ -336,7 +335,7 @@ async fn revoke_key(
     PathParams2(reference, kid): PathParams2,
 ) -> ApiResult<StatusCode> {
     let wallet = resolve(&state, &reference).await?;
-    wallet_addresses::revoke_key(&state.app.services, wallet.id, &kid).await?;
+    wallets::revoke_key(&state.app.services, wallet.id, &kid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -616,7 +615,7 @@ async fn cancel_outgoing_payment(
 ) -> ApiResult<StatusCode> {
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
-    opd_service::worker::cancel(&state.app.services, id).await?;
+    opd_service::payments::outgoing::lifecycle::cancel(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -681,7 +680,7 @@ async fn fund_outgoing_payment(
 ) -> ApiResult<StatusCode> {
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
-    opd_service::worker::fund(&state.app.services, id).await?;
+    opd_service::payments::outgoing::lifecycle::fund(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use opd_core::peer::{Peer, PeerOutgoing};
 use opd_core::{Asset, PeerId};
-use opd_service::peers::{self, PeerInput};
+use opd_service::interledger::peers::{self, PeerInput};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::admin::{AdminState, MoveMoney, TransferAdmin};

@@ -17,8 +17,8 @@ use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Original
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use opd_gnap::{AccessType, Action};
+use opd_service::access::replays::ReplaySlot;
 use opd_service::access::{self, AccessError, Authenticated, Caller, Required};
-use opd_service::replays::ReplaySlot;
 use opd_service::Services;
 
 use crate::error::{ApiError, ApiResult};

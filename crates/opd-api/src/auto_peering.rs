@@ -8,7 +8,7 @@
 //! a total for all auto-peered peers.
 //!
 //! Requesters are unauthenticated, so the listener only creates peers
-//! (`opd_service::peers::accept_peering` says which), at most
+//! (`opd_service::interledger::peers::accept_peering` says which), at most
 //! `--auto-peering-requests-per-minute` per requester address: a renewal
 //! must carry `Authorization: Bearer <the httpToken opd answered last
 //! time>`. A reference server's `createOrUpdatePeerByUrl` sends no such
@@ -23,8 +23,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use opd_core::Asset;
-use opd_service::peers::{self, AutoPeeringLimits, PeeringRequest};
-use opd_service::throttle::Throttle;
+use opd_service::interledger::peers::{self, AutoPeeringLimits, PeeringRequest};
+use opd_service::platform::throttle::Throttle;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ApiResult};

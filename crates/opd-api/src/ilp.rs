@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use opd_core::peer::Peer;
-use opd_service::{ilp, peers};
+use opd_service::{interledger, interledger::peers};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::RawBody;
@@ -42,9 +42,10 @@ async fn packet(
     // the handler is dropped but a forward still ends (its hold settled)
     // instead of being cut off halfway.
     let task_services = state.services.clone();
-    let reply = tokio::spawn(async move { ilp::handle_packet(&task_services, &peer, &body).await })
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let reply =
+        tokio::spawn(async move { interledger::handle_packet(&task_services, &peer, &body).await })
+            .await
+            .map_err(|_| ApiError::internal())?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],

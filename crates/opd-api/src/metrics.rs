@@ -35,7 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{gauge, histogram, Label};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use opd_service::metrics as m;
+use opd_service::platform::metrics as m;
 
 use crate::AppState;
 

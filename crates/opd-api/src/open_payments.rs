@@ -18,9 +18,9 @@ use opd_core::quote::QuoteTarget;
 use opd_core::{IncomingPaymentId, QuoteId, Timestamp};
 use opd_gnap::{AccessType, Action};
 use opd_service::access::{Authenticated, Required};
-use opd_service::incoming_payments::{self, NewIncomingPayment};
-use opd_service::quotes::{self, NewQuote};
-use opd_service::wallet_addresses;
+use opd_service::payments::incoming::{self, NewIncomingPayment};
+use opd_service::payments::quotes::{self, NewQuote};
+use opd_service::wallets;
 
 use crate::auth::{action, kind, Authorized};
 use crate::error::{ApiError, ApiResult};
@@ -87,7 +87,7 @@ const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(900)
 /// needs; otherwise 503 (`service_unavailable` or `migrations_pending`),
 /// so a load balancer sends requests elsewhere meanwhile.
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
-    use opd_service::health::{readiness, NotReady};
+    use opd_service::platform::health::{readiness, NotReady};
     match readiness(&state.services, READY_TIMEOUT).await {
         Ok(()) => Ok(Json(serde_json::json!({ "status": "ready" }))),
         Err(NotReady::DatabaseUnreachable) => Err(ApiError::unavailable()),
@@ -121,7 +121,7 @@ async fn wallet_address_or_jwks(
         other => other.into(),
     };
     if let Some(wallet_path) = path.strip_suffix("/jwks.json") {
-        let keys = wallet_addresses::jwks(services, wallet_path)
+        let keys = wallets::jwks(services, wallet_path)
             .await
             .map_err(not_found)?;
         let body = Jwks {
@@ -129,9 +129,7 @@ async fn wallet_address_or_jwks(
         };
         return Ok(cached(Json(body).into_response(), "max-age=10"));
     }
-    let wallet = wallet_addresses::by_path(services, &path)
-        .await
-        .map_err(not_found)?;
+    let wallet = wallets::by_path(services, &path).await.map_err(not_found)?;
     let doc = WalletAddressDoc::new(
         &wallet,
         &services.config.public_url,
@@ -205,7 +203,7 @@ async fn create_incoming_payment(
         metadata: req.metadata,
         client: Some(caller.client),
     };
-    let (payment, wallet) = incoming_payments::create(services, input).await?;
+    let (payment, wallet) = incoming::create(services, input).await?;
     Ok((
         StatusCode::CREATED,
         Json(full_view(services, &payment, &wallet)),
@@ -218,7 +216,7 @@ fn full_view(
     payment: &opd_core::incoming_payment::IncomingPayment,
     wallet: &opd_core::wallet_address::WalletAddress,
 ) -> IncomingPaymentWire {
-    let methods = incoming_payments::payment_methods(services, payment);
+    let methods = incoming::payment_methods(services, payment);
     IncomingPaymentWire::new(payment, wallet, &services.config.public_url, Some(methods))
 }
 
@@ -244,8 +242,7 @@ async fn list_incoming_payments(
     let services = &state.services;
     let (wallet_url, page) = parse_page(&query)?;
     let caller = auth.caller_for(&wallet_url)?;
-    let (page, wallet) =
-        incoming_payments::list(services, &wallet_url, caller.list_filter(), &page).await?;
+    let (page, wallet) = incoming::list(services, &wallet_url, caller.list_filter(), &page).await?;
     let public = &services.config.public_url;
     Ok(Json(ListWire::new(
         &page,
@@ -265,14 +262,14 @@ async fn get_incoming_payment(
 ) -> ApiResult<Response> {
     let services = &state.services;
     let Some(auth) = auth else {
-        let (payment, _) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
+        let (payment, _) = incoming::get(services, incoming_payment_id(&id)?).await?;
         let body = PublicIncomingPaymentWire {
             received_amount: (&payment.received_amount()).into(),
             auth_server: services.config.auth_server_url.clone(),
         };
         return Ok(Json(body).into_response());
     };
-    let (payment, wallet) = incoming_payments::get(services, incoming_payment_id(&id)?).await?;
+    let (payment, wallet) = incoming::get(services, incoming_payment_id(&id)?).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
     let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
@@ -288,7 +285,7 @@ async fn complete_incoming_payment(
 ) -> ApiResult<Json<IncomingPaymentWire>> {
     let services = &state.services;
     let id = incoming_payment_id(&id)?;
-    let (payment, wallet) = incoming_payments::get(services, id).await?;
+    let (payment, wallet) = incoming::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
     let caller = auth.caller_for(&wallet_url)?;
     // `complete` has no "-all" form: a client completes what it created,
@@ -298,7 +295,7 @@ async fn complete_incoming_payment(
     {
         return Err(ApiError::not_found("incoming payment"));
     }
-    let (payment, wallet) = incoming_payments::complete(services, id).await?;
+    let (payment, wallet) = incoming::complete(services, id).await?;
     Ok(Json(IncomingPaymentWire::new(
         &payment,
         &wallet,
@@ -367,8 +364,8 @@ async fn get_quote(
 
 fn grant_context(
     caller: &opd_service::access::Caller,
-) -> opd_service::outgoing_payments::GrantContext {
-    opd_service::outgoing_payments::GrantContext {
+) -> opd_service::payments::outgoing::GrantContext {
+    opd_service::payments::outgoing::GrantContext {
         grant_id: caller.grant_id.to_string(),
         limits: caller.limits.clone(),
     }
@@ -378,7 +375,7 @@ async fn create_outgoing_payment(
     State(state): State<AppState>,
     auth: Authorized<kind::OutgoingPayment, action::Create>,
 ) -> ApiResult<(StatusCode, Json<OutgoingPaymentWire>)> {
-    use opd_service::outgoing_payments::{self as op, NewOutgoingPayment, PaymentSource};
+    use opd_service::payments::outgoing::{self as op, NewOutgoingPayment, PaymentSource};
     let services = &state.services;
     let req: CreateOutgoingPaymentRequest = parse_json(auth.body())?;
     let caller = auth.caller_for(&req.wallet_address)?;
@@ -417,7 +414,7 @@ async fn get_outgoing_payment(
     let services = &state.services;
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
-    let (payment, wallet) = opd_service::outgoing_payments::get(services, id).await?;
+    let (payment, wallet) = opd_service::payments::outgoing::get(services, id).await?;
     let wallet_url = services.config.public_url.wallet_address(&wallet.path);
     let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
@@ -439,7 +436,7 @@ async fn list_outgoing_payments(
     let (wallet_url, page) = parse_page(&query)?;
     let caller = auth.caller_for(&wallet_url)?;
     let (page, wallet) =
-        opd_service::outgoing_payments::list(services, &wallet_url, caller.list_filter(), &page)
+        opd_service::payments::outgoing::list(services, &wallet_url, caller.list_filter(), &page)
             .await?;
     let public = &services.config.public_url;
     Ok(Json(ListWire::new(
@@ -457,7 +454,7 @@ async fn get_outgoing_payment_grant(
     // The grant's spending belongs to no one wallet address.
     let caller = auth.caller()?;
     let spent =
-        opd_service::outgoing_payments::grant_spent(services, &grant_context(&caller)).await?;
+        opd_service::payments::outgoing::grant_spent(services, &grant_context(&caller)).await?;
     let spent = spent.unwrap_or_default();
     Ok(Json(GrantSpentWire {
         spent_debit_amount: spent.debit.as_ref().map(opd_core::AmountWire::from),

@@ -1,6 +1,6 @@
 //! The replay layer: a state-changing request identical to one already
 //! accepted gets that one's response, and never runs again (see
-//! `opd_service::replays` for the rule and the fingerprint).
+//! `opd_service::access::replays` for the rule and the fingerprint).
 //!
 //! For every POST, PUT, PATCH and DELETE of the resource and authorization
 //! server listeners, the layer:
@@ -35,7 +35,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use opd_service::replays::{
+use opd_service::access::replays::{
     self, Outcome, ReplaySlot, Slot, StoredResponse, KEPT_HEADERS, MAX_STORED_RESPONSE,
 };
 use tracing::Instrument as _;

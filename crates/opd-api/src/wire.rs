@@ -7,7 +7,7 @@ use opd_core::pagination::Page;
 use opd_core::quote::Quote;
 use opd_core::wallet_address::{PublicKey, WalletAddress};
 use opd_core::{Amount, AmountWire};
-use opd_service::incoming_payments::IlpMethod;
+use opd_service::payments::incoming::IlpMethod;
 use opd_service::PublicUrl;
 use serde::{Deserialize, Serialize};
 

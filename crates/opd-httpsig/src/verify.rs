@@ -10,7 +10,7 @@
 //!    [`VerifyingKey`], a [`Jwk`] or a key set.
 //!
 //! Replay protection is the caller's: opd keeps a replay log keyed on
-//! [`ParsedSignature::signature_bytes`] (`opd_service::replays`).
+//! [`ParsedSignature::signature_bytes`] (`opd_service::access::replays`).
 
 use std::time::Duration;
 

@@ -548,7 +548,7 @@ fn garbage_headers() {
     ));
 }
 
-/// What a caller's replay log relies on (opd's is `opd_service::replays`):
+/// What a caller's replay log relies on (opd's is `opd_service::access::replays`):
 /// a resent request shows the same signature bytes for as long as it is
 /// fresh, then goes stale; a new signature of the same request differs.
 #[test]

@@ -1,35 +1,16 @@
 #![doc = include_str!("../README.md")]
 
 pub mod access;
-pub mod cache;
-pub mod changes;
-pub mod client_keys;
-pub mod connector;
 mod error;
 pub mod grants;
-pub mod health;
-pub mod ilp;
-pub mod ilp_sender;
-pub mod incoming_payments;
+pub mod interledger;
 pub mod ledger;
-pub mod metrics;
 pub mod operator;
-pub mod outbound;
-pub mod outgoing_payments;
-pub mod peers;
+pub mod payments;
+pub mod platform;
 pub mod pricing;
-pub mod quotes;
-pub mod remote_payments;
-pub mod remote_receivers;
-pub mod replay_memory;
-pub mod replay_store;
-pub mod replays;
-pub mod secrets;
-pub mod throttle;
-pub mod urls;
-pub mod wallet_addresses;
+pub mod wallets;
 pub mod webhooks;
-pub mod worker;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,8 +22,11 @@ use opd_ilp::{IlpAddress, StreamSecret};
 use opd_store::Store;
 use secrecy::SecretString;
 
+use access::{client_keys, replays};
+use platform::{cache, outbound, secrets, throttle};
+
 pub use error::ServiceError;
-pub use urls::PublicUrl;
+pub use platform::urls::PublicUrl;
 
 /// The configuration the use cases need (a subset of the binary's). Its
 /// secrets are `SecretString`s, so that its `Debug` never shows them.
@@ -266,7 +250,7 @@ pub struct Services {
     pub peer_cache: cache::TtlCache<String, opd_core::peer::Peer>,
     /// What ILP packets need of their incoming payment (wallet address,
     /// asset): fixed once it exists, so never stale on any node.
-    pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, ilp::ReceiverFacts>,
+    pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, interledger::ReceiverFacts>,
     /// Every peer, for routing forwarded packets.
     pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
     /// Grant requests by client and by client address.
@@ -319,7 +303,7 @@ impl Services {
     pub async fn server_identity(&self) -> Result<Arc<ServerIdentity>, ServiceError> {
         self.identity
             .get_or_try_init(|| async {
-                let (wallet, seed) = wallet_addresses::ensure_server_identity(self).await?;
+                let (wallet, seed) = wallets::ensure_server_identity(self).await?;
                 Ok::<_, ServiceError>(Arc::new(ServerIdentity {
                     client_url: self.config.public_url.wallet_address(&wallet.path),
                     key: opd_httpsig::SigningKey::from_bytes(&seed),
@@ -354,7 +338,7 @@ impl Services {
     ) -> Result<Self, ServiceError> {
         let stream_secret =
             secrets::stream_secret(store.as_ref(), random.as_ref(), &config.secrets_key).await?;
-        let sealed = peers::seal_stored_outgoing_tokens(
+        let sealed = interledger::peers::seal_stored_outgoing_tokens(
             store.as_ref(),
             random.as_ref(),
             &config.secrets_key,
@@ -385,11 +369,11 @@ impl Services {
         // Several nodes share a PostgreSQL database, and so its replay log;
         // a SQLite database has one node, which keeps the log in memory.
         let replays: Arc<dyn replays::ReplayLog> = match store.backend() {
-            opd_store::Backend::Postgres => Arc::new(replay_store::StoreReplayLog::new(
+            opd_store::Backend::Postgres => Arc::new(replays::store::StoreReplayLog::new(
                 store.clone(),
                 clock.clone(),
             )),
-            opd_store::Backend::Sqlite => Arc::new(replay_memory::MemoryReplayLog::new(
+            opd_store::Backend::Sqlite => Arc::new(replays::memory::MemoryReplayLog::new(
                 config.replay_capacity,
                 config.replay_max_bytes,
             )),

@@ -49,7 +49,7 @@ pub struct Pricing {
     snapshot: RwLock<Option<(Instant, std::sync::Arc<AdminSnapshot>)>>,
     fetch_ttl: Duration,
     fetched: tokio::sync::Mutex<HashMap<(String, String), Fetched>>,
-    outbound: crate::outbound::Outbound,
+    outbound: crate::platform::outbound::Outbound,
     timeout: Duration,
 }
 
@@ -63,7 +63,7 @@ struct RatesResponse<'a> {
 impl Pricing {
     pub fn new(
         config: &ServiceConfig,
-        outbound: crate::outbound::Outbound,
+        outbound: crate::platform::outbound::Outbound,
     ) -> Result<Self, ServiceError> {
         Ok(Self {
             config_fees: config.fees.clone(),
@@ -191,7 +191,11 @@ impl Pricing {
             .query(&[("base", base)]);
         let (_, body) = self
             .outbound
-            .send(request, self.timeout, crate::outbound::MAX_DOCUMENT_BYTES)
+            .send(
+                request,
+                self.timeout,
+                crate::platform::outbound::MAX_DOCUMENT_BYTES,
+            )
             .await
             .map_err(|e| unavailable(format!("the rates URL: {e}")))?;
         let parsed: RatesResponse<'_> = serde_json::from_slice(&body)
@@ -240,7 +244,9 @@ pub async fn set_fee(
             }
         }
     }
-    services.changed(crate::changes::Change::Pricing).await;
+    services
+        .changed(crate::platform::changes::Change::Pricing)
+        .await;
     Ok(())
 }
 
@@ -254,7 +260,9 @@ pub async fn set_rates(
         .store
         .set_rates(base, rates, services.clock.now())
         .await?;
-    services.changed(crate::changes::Change::Pricing).await;
+    services
+        .changed(crate::platform::changes::Change::Pricing)
+        .await;
     Ok(())
 }
 
@@ -276,6 +284,8 @@ pub async fn set_rates_url(
         .store
         .set_setting(RATES_URL_SETTING, url.unwrap_or(""))
         .await?;
-    services.changed(crate::changes::Change::Pricing).await;
+    services
+        .changed(crate::platform::changes::Change::Pricing)
+        .await;
     Ok(())
 }

@@ -189,7 +189,7 @@ async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(),
         Err(err) => Err(err.to_string()),
     };
     let after = services.clock.now();
-    crate::metrics::webhook_attempted(e.kind.as_str(), outcome.is_ok());
+    crate::platform::metrics::webhook_attempted(e.kind.as_str(), outcome.is_ok());
     match outcome {
         Ok(()) => {
             services

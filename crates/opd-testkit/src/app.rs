@@ -170,14 +170,14 @@ impl TestApp {
     }
 
     /// Runs the payment worker until nothing is due; returns its steps.
-    pub async fn run_workers(&self) -> Vec<opd_service::worker::Step> {
+    pub async fn run_workers(&self) -> Vec<opd_service::payments::outgoing::lifecycle::Step> {
         let mut steps = Vec::new();
         for _ in 0..10_000 {
-            match opd_service::worker::run_once(self.services())
+            match opd_service::payments::outgoing::lifecycle::run_once(self.services())
                 .await
                 .expect("worker step")
             {
-                opd_service::worker::Step::Idle => break,
+                opd_service::payments::outgoing::lifecycle::Step::Idle => break,
                 step => steps.push(step),
             }
         }

@@ -15,7 +15,7 @@ use opd_api::open_payments::open_payments_router;
 use opd_api::AppState;
 use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate};
 use opd_ilp::IlpAddress;
-use opd_service::{wallet_addresses, PublicUrl, ServiceConfig, Services};
+use opd_service::{wallets, PublicUrl, ServiceConfig, Services};
 use opd_store::ConnectOptions;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::net::TcpListener;
@@ -122,7 +122,7 @@ fn read_key(path: &Path, what: &str) -> anyhow::Result<[u8; 32]> {
 fn secrets_key(
     settings: &Settings,
     random: &dyn Random,
-) -> anyhow::Result<opd_service::secrets::SecretsKey> {
+) -> anyhow::Result<opd_service::platform::secrets::SecretsKey> {
     let current = if let Ok(hex) = std::env::var("OPD_SECRETS_KEY").map(SecretString::from) {
         parse_key(hex.expose_secret(), "OPD_SECRETS_KEY")?
     } else if let Some(path) = &settings.serve.secrets_key_file {
@@ -144,7 +144,7 @@ fn secrets_key(
         .as_deref()
         .map(|p| read_key(p, "the previous secrets key file"))
         .transpose()?;
-    Ok(opd_service::secrets::SecretsKey { current, previous })
+    Ok(opd_service::platform::secrets::SecretsKey { current, previous })
 }
 
 #[cfg(unix)]
@@ -382,7 +382,7 @@ pub async fn start(
     let mut config = service_config(&settings, public_url.clone(), grant_endpoint)?;
     config.secrets_key = sealing_key;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
-    wallet_addresses::ensure_server_identity(&services).await?;
+    wallets::ensure_server_identity(&services).await?;
     opd_service::ledger::settle_received(&services).await?;
     let demo = if settings.serve.demo {
         Some(crate::demo::seed(&services, &settings.common.data_dir).await?)
@@ -425,7 +425,7 @@ pub async fn start(
                 liquidity_per_peer: settings.serve.auto_peering_liquidity,
                 liquidity_total: settings.serve.auto_peering_liquidity_total,
             },
-            throttle: std::sync::Arc::new(opd_service::throttle::Throttle::new(
+            throttle: std::sync::Arc::new(opd_service::platform::throttle::Throttle::new(
                 settings.serve.auto_peering_requests_per_minute,
                 settings.serve.auto_peering_requests_per_minute,
             )),
@@ -462,7 +462,7 @@ pub async fn start(
     {
         let (services, mut stop) = (services.clone(), shutdown.subscribe());
         tasks.spawn(async move {
-            opd_service::changes::follow(services, stop.clone()).await;
+            opd_service::platform::changes::follow(services, stop.clone()).await;
             // A task that ends early reads as a failure: wait for shutdown.
             let _ = stop.wait_for(|s| *s).await;
             Ok(())
@@ -508,7 +508,7 @@ fn spawn_workers(
     services: &Arc<Services>,
     shutdown: &watch::Sender<bool>,
 ) {
-    use opd_service::worker::{self, Step};
+    use opd_service::payments::outgoing::lifecycle::{self, Step};
     let idle = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
     // Several payment loops: each claims its own payment, so sends overlap
     // (and get more turns at SQLite's single writer under API load).
@@ -517,7 +517,7 @@ fn spawn_workers(
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
             loop {
-                match worker::run_once(&services).await {
+                match lifecycle::run_once(&services).await {
                     // Nothing due: wait for a new payment, or poll again
                     // (leases end and funds arrive from other nodes too).
                     Ok(Step::Idle) => tokio::select! {
@@ -543,16 +543,18 @@ fn spawn_workers(
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
             loop {
-                if let Err(e) = worker::expire_incoming_once(&services).await {
+                if let Err(e) = lifecycle::expire_incoming_once(&services).await {
                     tracing::error!(error = %e, "expiry worker step failed");
                 }
-                if let Err(e) = worker::fail_unfunded_once(&services).await {
+                if let Err(e) = lifecycle::fail_unfunded_once(&services).await {
                     tracing::error!(error = %e, "unfunded payments step failed");
                 }
-                if let Err(e) = worker::prune_once(&services).await {
+                if let Err(e) = lifecycle::prune_once(&services).await {
                     tracing::error!(error = %e, "pruning the replay log failed");
                 }
-                if let Err(e) = opd_service::connector::void_expired_once(&services).await {
+                if let Err(e) =
+                    opd_service::interledger::connector::void_expired_once(&services).await
+                {
                     tracing::error!(error = %e, "voiding expired ILP holds failed");
                 }
                 tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
@@ -566,7 +568,7 @@ fn spawn_workers(
         let mut stop = shutdown.subscribe();
         tasks.spawn(async move {
             loop {
-                let pause = match worker::retention_once(&services).await {
+                let pause = match lifecycle::retention_once(&services).await {
                     Ok(p) if p.total() > 0 => {
                         tracing::info!(
                             tokens = p.tokens,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use opd_core::wallet_address::{PublicKey, WalletAddressPath};
 use opd_core::Asset;
-use opd_service::{grants, ledger, wallet_addresses, ServiceError, Services};
+use opd_service::{grants, ledger, wallets, ServiceError, Services};
 use rand::Rng as _;
 
 /// The demo wallet addresses that hold money.
@@ -73,14 +73,14 @@ pub async fn seed(services: &Services, data_dir: &Path) -> anyhow::Result<Demo> 
     let key = PublicKey::from_jwk_parts(&jwk.kid, &jwk.kty, &jwk.crv, None, None, &jwk.x)
         .map_err(|e| anyhow::anyhow!("the demo key: {e:?}"))?;
     let shop = wallet(services, SHOP.0).await?;
-    match wallet_addresses::add_key(services, shop.id, key).await {
+    match wallets::add_key(services, shop.id, key).await {
         Ok(_) | Err(ServiceError::Conflict { .. }) => {}
         Err(e) => return Err(e.into()),
     }
     // Only the profile's key signs for shop: one from a lost profile no more.
-    for old in wallet_addresses::keys(services, shop.id).await? {
+    for old in wallets::keys(services, shop.id).await? {
         if old.key.kid != jwk.kid && old.revoked_at.is_none() {
-            wallet_addresses::revoke_key(services, shop.id, &old.key.kid).await?;
+            wallets::revoke_key(services, shop.id, &old.key.kid).await?;
         }
     }
     Ok(Demo { profile, passwords })
@@ -99,7 +99,7 @@ async fn ensure_wallet(
         .await?
         .is_none()
     {
-        wallet_addresses::create(services, path, asset.clone(), Some(name.to_owned())).await?;
+        wallets::create(services, path, asset.clone(), Some(name.to_owned())).await?;
     }
     Ok(())
 }

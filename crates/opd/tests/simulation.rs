@@ -36,12 +36,12 @@ use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::pagination::PageRequest;
 use opd_core::quote::QuoteTarget;
 use opd_core::{Amount, Asset, AssetCode, Clock, ManualClock, Rate, SeededRandom, Timestamp};
-use opd_service::incoming_payments::NewIncomingPayment;
-use opd_service::outgoing_payments::{NewOutgoingPayment, PaymentSource};
-use opd_service::quotes::NewQuote;
+use opd_service::payments::incoming::NewIncomingPayment;
+use opd_service::payments::outgoing::{NewOutgoingPayment, PaymentSource};
+use opd_service::payments::quotes::NewQuote;
 use opd_service::{
-    incoming_payments, ledger, outgoing_payments, quotes, wallet_addresses, worker, PublicUrl,
-    ServiceConfig, Services,
+    ledger, payments::incoming, payments::outgoing, payments::outgoing::lifecycle,
+    payments::quotes, wallets, PublicUrl, ServiceConfig, Services,
 };
 use opd_store::{Faults, Store};
 use opd_testkit::dice::Dice;
@@ -134,11 +134,11 @@ async fn world(seed: u64, backend: Backend) -> World {
     .await
     .unwrap();
     for (path, asset) in [("alice", &usd), ("bob", &usd), ("carol", &eur)] {
-        wallet_addresses::create(&services, path, asset.clone(), None)
+        wallets::create(&services, path, asset.clone(), None)
             .await
             .unwrap();
     }
-    let alice = wallet_addresses::by_path(&services, "alice").await.unwrap();
+    let alice = wallets::by_path(&services, "alice").await.unwrap();
     ledger::move_money(&services, &alice, 50_000, true, "start")
         .await
         .unwrap();
@@ -198,7 +198,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 metadata: None,
                 client: None,
             };
-            let r = incoming_payments::create(s, input).await;
+            let r = incoming::create(s, input).await;
             if let Ok((p, _)) = &r {
                 let url = s.config.public_url.incoming_payment(p.id);
                 w.incoming.push((url, asset.clone()));
@@ -248,13 +248,13 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 client: None,
                 grant: None,
             };
-            let r = outgoing_payments::create(s, input).await;
+            let r = outgoing::create(s, input).await;
             if let Ok((p, _, _)) = &r {
                 w.outgoing.push(p.id);
             }
             format!("outgoing payment: {:?}", r.map(|(p, _, _)| p.id))
         }
-        8..=10 => format!("worker: {:?}", worker::run_once(s).await),
+        8..=10 => format!("worker: {:?}", lifecycle::run_once(s).await),
         11 => {
             let ms = dice.below(40_000) as i64;
             w.clock.advance_millis(ms);
@@ -264,18 +264,18 @@ async fn step(w: &mut World, dice: &mut Dice) {
             let Some(id) = dice.pick(&w.outgoing).copied() else {
                 return;
             };
-            format!("cancel {id}: {:?}", worker::cancel(s, id).await)
+            format!("cancel {id}: {:?}", lifecycle::cancel(s, id).await)
         }
         13 => {
             let Some((url, _)) = dice.pick(&w.incoming).cloned() else {
                 return;
             };
             let id = s.config.public_url.incoming_payment_id(&url).unwrap();
-            let r = incoming_payments::complete(s, id).await;
+            let r = incoming::complete(s, id).await;
             format!("complete {id}: {:?}", r.map(|(p, _)| p.completed))
         }
         14 => {
-            let alice = match wallet_addresses::by_path(s, "alice").await {
+            let alice = match wallets::by_path(s, "alice").await {
                 Ok(a) => a,
                 Err(e) => return w.log.push(format!("alice: {e:?}")),
             };
@@ -307,8 +307,8 @@ async fn step(w: &mut World, dice: &mut Dice) {
             format!("move {key} {amount}: {:?}", r.map(|(_, new)| new))
         }
         _ => {
-            let expired = worker::expire_incoming_once(s).await;
-            let pruned = worker::retention_once(s).await.map(|_| ());
+            let expired = lifecycle::expire_incoming_once(s).await;
+            let pruned = lifecycle::retention_once(s).await.map(|_| ());
             format!("expire: {expired:?}, retention: {pruned:?}")
         }
     };
@@ -320,12 +320,12 @@ async fn step(w: &mut World, dice: &mut Dice) {
 async fn settle(w: &mut World) {
     w.faults.set_rate(0);
     for _ in 0..3 {
-        w.clock.advance_millis(worker::LEASE_MS + 1);
+        w.clock.advance_millis(lifecycle::LEASE_MS + 1);
         run_until_idle(w).await;
     }
     w.clock.advance_millis(400 * 24 * 3600 * 1000);
     run_until_idle(w).await;
-    while worker::expire_incoming_once(&w.services).await.unwrap() > 0 {}
+    while lifecycle::expire_incoming_once(&w.services).await.unwrap() > 0 {}
 }
 
 /// Runs the payment worker until nothing is due. Each step first waits for
@@ -336,7 +336,7 @@ async fn run_until_idle(w: &World) {
     // Bounded: a worker that never runs dry is a bug, not a long run.
     for _ in 0..100_000 {
         w.sql.connections_returned().await;
-        if worker::run_once(&w.services).await.unwrap() == worker::Step::Idle {
+        if lifecycle::run_once(&w.services).await.unwrap() == lifecycle::Step::Idle {
             return;
         }
     }
@@ -358,7 +358,7 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             .filter_map(|line| line.strip_prefix("PROBLEM: "))
             .map(str::to_owned),
     );
-    let alice = wallet_addresses::by_path(s, "alice").await.unwrap();
+    let alice = wallets::by_path(s, "alice").await.unwrap();
     let alice_account = format!("wallet:{}:", alice.id);
     let mut payments = Vec::new();
     let mut page = PageRequest {
@@ -494,7 +494,7 @@ async fn check(w: &World) -> (Vec<String>, usize) {
     // `receivedAmount`, counted apart from the ledger).
     let accounts = store.ledger_accounts().await.unwrap();
     for path in ["alice", "bob", "carol"] {
-        let wallet = wallet_addresses::by_path(s, path).await.unwrap();
+        let wallet = wallets::by_path(s, path).await.unwrap();
         let account =
             opd_core::ledger::AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
         // Only alice's money is moved by the operator.

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_service::{operator, peers};
+use opd_service::{interledger::peers, operator};
 use secrecy::ExposeSecret;
 
 use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};

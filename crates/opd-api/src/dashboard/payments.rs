@@ -14,7 +14,7 @@ use opd_core::ledger::{AccountKind, Receipts, Transfer};
 use opd_core::outgoing_payment::OutgoingPaymentState;
 use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
-use opd_service::wallet_addresses;
+use opd_service::wallets;
 
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
 use super::{Nav, Session, CSS};
@@ -96,7 +96,7 @@ pub(crate) async fn list(
     // Cursors are ids (UUIDs): anything else is no cursor, never a query
     // the database would refuse.
     let before = param(&query, "before").filter(|b| OutgoingPaymentId::parse(b).is_some());
-    let wallets = match wallet_addresses::list(services).await {
+    let wallets = match wallets::list(services).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -375,7 +375,7 @@ pub(crate) async fn cancel(
         return not_found("outgoing payment");
     };
     let back = format!("/dashboard/payments/outgoing/{payment}");
-    match opd_service::worker::cancel(services, payment).await {
+    match opd_service::payments::outgoing::lifecycle::cancel(services, payment).await {
         Ok(()) => done(&back, "cancelled"),
         Err(opd_service::ServiceError::NotFound(_)) => not_found("outgoing payment"),
         Err(opd_service::ServiceError::Conflict { .. }) => done(&back, "not_cancellable"),

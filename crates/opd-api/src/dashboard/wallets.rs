@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Extension;
 use opd_core::ledger::{AccountKind, TransferKind};
 use opd_core::WalletAddressId;
-use opd_service::{operator, wallet_addresses};
+use opd_service::{operator, wallets};
 
 use super::{done_message, failed, not_found, query_pairs, Nav, Session, CSS};
 use crate::admin::AdminState;
@@ -44,7 +44,7 @@ pub(crate) async fn page(
     uri: Uri,
 ) -> Response {
     let services = &state.app.services;
-    let wallets = match wallet_addresses::list(services).await {
+    let wallets = match wallets::list(services).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -64,7 +64,7 @@ pub(crate) async fn page(
             |_| format!("{balance} (out of range)"),
             |v| display::amount(v, w.asset.code.as_str(), w.asset.scale),
         );
-        let keys = match wallet_addresses::keys(services, w.id).await {
+        let keys = match wallets::keys(services, w.id).await {
             Ok(k) => k,
             Err(e) => return failed(e),
         };
@@ -148,7 +148,7 @@ pub(crate) async fn history(
     let Some(id) = WalletAddressId::parse(&id) else {
         return not_found("wallet address");
     };
-    let wallet = match wallet_addresses::get(services, id).await {
+    let wallet = match wallets::get(services, id).await {
         Ok(w) => w,
         Err(opd_service::ServiceError::NotFound(_)) => return not_found("wallet address"),
         Err(e) => return failed(e),

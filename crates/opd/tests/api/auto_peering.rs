@@ -182,9 +182,10 @@ async fn an_operators_peer_cannot_be_taken_over() {
     assert_eq!(ildcp(&app, BANK_TOKEN).await, Some(true));
     assert_eq!(ildcp(&app, "attacker-token").await, None);
     // Its outgoing token is still the operator's (opened from its seal).
-    let peer = opd_service::peers::get(app.services(), opd_core::PeerId::parse(&id).unwrap())
-        .await
-        .unwrap();
+    let peer =
+        opd_service::interledger::peers::get(app.services(), opd_core::PeerId::parse(&id).unwrap())
+            .await
+            .unwrap();
     assert_eq!(peer.outgoing.unwrap().auth_token, "opd-to-bank");
     ledger_balanced(&app).await;
 }
@@ -419,7 +420,9 @@ async fn outgoing_tokens_are_stored_sealed() {
         assert!(stored.starts_with("v1:"), "{stored}");
         assert!(!stored.contains(clear), "{stored}");
         // The service layer opens it; the admin API never shows it.
-        let opened = opd_service::peers::get(app.services(), id).await.unwrap();
+        let opened = opd_service::interledger::peers::get(app.services(), id)
+            .await
+            .unwrap();
         assert_eq!(opened.outgoing.unwrap().auth_token, clear);
     }
     let (_, shown) = app.admin(Method::GET, "/peers", None).await;
@@ -434,13 +437,15 @@ async fn outgoing_tokens_are_stored_sealed() {
     legacy.outgoing.as_mut().unwrap().auth_token = "legacy-clear-token".into();
     assert!(store.update_peer(&legacy, None).await.unwrap());
     let services = app.services();
-    let opened = opd_service::peers::get(services, legacy.id).await.unwrap();
+    let opened = opd_service::interledger::peers::get(services, legacy.id)
+        .await
+        .unwrap();
     assert_eq!(
         opened.outgoing.unwrap().auth_token,
         "legacy-clear-token",
         "read as clear until sealed"
     );
-    let sealed = opd_service::peers::seal_stored_outgoing_tokens(
+    let sealed = opd_service::interledger::peers::seal_stored_outgoing_tokens(
         store.as_ref(),
         services.random.as_ref(),
         &services.config.secrets_key,
@@ -454,6 +459,8 @@ async fn outgoing_tokens_are_stored_sealed() {
         .unwrap()
         .auth_token
         .contains("legacy-clear-token"));
-    let opened = opd_service::peers::get(services, legacy.id).await.unwrap();
+    let opened = opd_service::interledger::peers::get(services, legacy.id)
+        .await
+        .unwrap();
     assert_eq!(opened.outgoing.unwrap().auth_token, "legacy-clear-token");
 }

@@ -254,14 +254,14 @@ async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
     );
     assert_eq!(liquidity(&app, &from).await, 600);
     assert_eq!(
-        opd_service::connector::void_expired_once(services)
+        opd_service::interledger::connector::void_expired_once(services)
             .await
             .unwrap(),
         0
     );
     app.clock.advance_millis(10_000);
     assert_eq!(
-        opd_service::connector::void_expired_once(services)
+        opd_service::interledger::connector::void_expired_once(services)
             .await
             .unwrap(),
         1

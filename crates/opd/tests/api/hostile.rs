@@ -8,7 +8,7 @@
 use opd_core::{Clock as _, OutgoingPaymentId};
 use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::{condition_of, ErrorCode, IlpAddress};
-use opd_service::worker::Step;
+use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::hostile::{Behaviour, HostileHop, Seen};
 use reqwest::{Method, StatusCode};
@@ -60,7 +60,7 @@ pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Set
     // The hop can act as bob's server would: it finds each packet's
     // shared secret from B's STREAM secret.
     let services = b.services();
-    let stream_secret = opd_service::secrets::stream_secret(
+    let stream_secret = opd_service::platform::secrets::stream_secret(
         services.store.as_ref(),
         services.random.as_ref(),
         &services.config.secrets_key,

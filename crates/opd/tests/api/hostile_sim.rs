@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use opd_core::{ManualClock, OutgoingPaymentId};
 use opd_ilp::ErrorCode;
-use opd_service::worker::Step;
+use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::Db;
 use opd_testkit::dice::Dice;
 use opd_testkit::hostile::{Behaviour, Seen};

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use opd_service::worker::Step;
+use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::{Db, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -527,7 +527,7 @@ async fn metrics_count_webhook_deliveries_and_the_backlog() {
 fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
     let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
     let listing = std::fs::read_to_string(docs.join("metrics.md")).unwrap();
-    for name in opd_service::metrics::ALL {
+    for name in opd_service::platform::metrics::ALL {
         assert!(
             listing.contains(&format!("| `{name}` |")),
             "{name} is not in docs/metrics.md"
@@ -557,7 +557,7 @@ fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
     // Every series name a query reads (a word before `{`) is one of ours,
     // with a histogram's suffixes.
     let ours = |name: &str| {
-        let all = opd_service::metrics::ALL;
+        let all = opd_service::platform::metrics::ALL;
         all.contains(&name)
             || ["_bucket", "_count", "_sum"]
                 .iter()
@@ -583,7 +583,7 @@ fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
         }
     }
     // Every metric is on the dashboard.
-    for name in opd_service::metrics::ALL {
+    for name in opd_service::platform::metrics::ALL {
         assert!(
             exprs.iter().any(|e| e.contains(name)),
             "{name} is on no dashboard panel"

@@ -4,7 +4,7 @@
 //! receiver, intervals, races); expiry; webhooks; the ledger invariant.
 
 use opd_core::Clock as _;
-use opd_service::worker::Step;
+use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::client::SigningClient;
 use reqwest::{Method, StatusCode};
@@ -547,13 +547,13 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
         .await;
     app.clock.advance_millis(61_000);
     assert_eq!(
-        opd_service::worker::expire_incoming_once(app.services())
+        opd_service::payments::outgoing::lifecycle::expire_incoming_once(app.services())
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        opd_service::worker::expire_incoming_once(app.services())
+        opd_service::payments::outgoing::lifecycle::expire_incoming_once(app.services())
             .await
             .unwrap(),
         0,
@@ -706,7 +706,10 @@ async fn several_workers_never_send_a_payment_twice() {
                 tokio::spawn(async move {
                     let mut completed = 0;
                     for _ in 0..10_000 {
-                        match opd_service::worker::run_once(&services).await.unwrap() {
+                        match opd_service::payments::outgoing::lifecycle::run_once(&services)
+                            .await
+                            .unwrap()
+                        {
                             Step::Idle => return completed,
                             Step::Completed(_) => completed += 1,
                             other => panic!("{other:?}"),
@@ -1039,7 +1042,7 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
             .await
             .unwrap();
         assert!(after.problems.is_empty(), "start {start}: {after:?}");
-        let bob = opd_service::wallet_addresses::by_path(services, "bob")
+        let bob = opd_service::wallets::by_path(services, "bob")
             .await
             .unwrap();
         let got = opd_service::ledger::balance(services, &bob).await.unwrap();

@@ -9,7 +9,7 @@ use opd_testkit::app::{Db, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use opd_service::worker::Step;
+use opd_service::payments::outgoing::lifecycle::Step;
 
 use crate::amount;
 
@@ -182,7 +182,7 @@ async fn a_quote_to_another_servers_receiver_probes_the_path() {
     // A token B no longer accepts is replaced by a new grant, once.
     let services = a.services();
     let bogus = json!({ "value": "revoked-token", "manage": format!("{}/token/x", b.auth), "expires_at": null });
-    opd_service::secrets::put_sealed(
+    opd_service::platform::secrets::put_sealed(
         store.as_ref(),
         services.random.as_ref(),
         &services.config.secrets_key,
@@ -563,13 +563,16 @@ fn kept_grant_setting(public: &Value, receiver: &str) -> String {
         .unwrap()
         .origin()
         .ascii_serialization();
-    opd_service::remote_receivers::grant_setting(public["authServer"].as_str().unwrap(), &origin)
+    opd_service::payments::receivers::remote::grant_setting(
+        public["authServer"].as_str().unwrap(),
+        &origin,
+    )
 }
 
 /// The grant A keeps for `setting`, opened.
 async fn kept_grant(a: &TestApp, setting: &str) -> Value {
     let services = a.services();
-    let bytes = opd_service::secrets::get_sealed(
+    let bytes = opd_service::platform::secrets::get_sealed(
         services.store.as_ref(),
         &services.config.secrets_key,
         setting,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use opd_httpsig::{Jwk, VerifyingKey};
 
-use crate::outbound::OutboundError;
+use crate::platform::outbound::OutboundError;
 use crate::{ServiceError, Services};
 
 /// Why a client key could not be found.
@@ -122,7 +122,7 @@ impl ClientKeys {
                 .public_url
                 .wallet_address_path(wallet)
                 .ok_or(KeyLookupError::UnknownClient)?;
-            return match crate::wallet_addresses::jwks(services, path.as_str()).await {
+            return match crate::wallets::jwks(services, path.as_str()).await {
                 Ok(keys) => Ok(keys
                     .iter()
                     .map(|k| Jwk {
@@ -149,7 +149,11 @@ impl ClientKeys {
             .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
         let body = match services
             .outbound
-            .send(request, self.timeout, crate::outbound::MAX_DOCUMENT_BYTES)
+            .send(
+                request,
+                self.timeout,
+                crate::platform::outbound::MAX_DOCUMENT_BYTES,
+            )
             .await
         {
             Ok((_, body)) => body,

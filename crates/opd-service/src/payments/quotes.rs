@@ -10,8 +10,8 @@ use opd_core::{Amount, QuoteId, Timestamp};
 
 use opd_ilp::stream::sender::{check_rate, Ratio};
 
-use crate::remote_receivers::{self, RemoteReceiver};
-use crate::{ilp_sender, wallet_addresses, ServiceError, Services};
+use crate::payments::receivers::{self, remote::RemoteReceiver};
+use crate::{interledger::sender, wallets, ServiceError, Services};
 
 /// A validated create request.
 #[derive(Debug, Clone)]
@@ -95,7 +95,7 @@ struct ReceiverFacts {
 /// another Open Payments server (see [`remote_receivers`]).
 async fn resolve_receiver(services: &Services, url: &str) -> Result<ReceiverFacts, ServiceError> {
     if is_receiver_url(url) && !services.config.public_url.is_ours(url) {
-        let remote = remote_receivers::resolve(services, url).await?;
+        let remote = receivers::remote::resolve(services, url).await?;
         if !remote.is_active(services.clock.now()) {
             return Err(ServiceError::InvalidReceiver(
                 "the incoming payment is completed or expired".into(),
@@ -136,7 +136,7 @@ async fn path_rate(
     let destination = remote.ilp.as_ref().ok_or_else(|| {
         ServiceError::InvalidReceiver("the receiver offers no ilp payment method".into())
     })?;
-    let probe = ilp_sender::probe(services, source, destination).await?;
+    let probe = sender::probe(services, source, destination).await?;
     if let Some((code, scale)) = &probe.receiver_asset {
         if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {
             return Err(ServiceError::InvalidReceiver(
@@ -157,7 +157,7 @@ pub async fn create(
     services: &Services,
     input: NewQuote,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
-    let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
+    let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let receiver = resolve_receiver(services, &input.receiver).await?;
     let store = services.store.as_ref();
     let configured = services

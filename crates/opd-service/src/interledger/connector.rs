@@ -27,7 +27,7 @@ use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::{condition_of, AmountTooLarge, ErrorCode};
 use opd_store::HoldOutcome;
 
-use crate::ilp::{reject, reject_with};
+use crate::interledger::{reject, reject_with};
 use crate::{ServiceError, Services};
 
 /// What each hop keeps of the expiry, to pass the answer back.
@@ -41,7 +41,7 @@ async fn peers(services: &Services) -> Result<Arc<Vec<Peer>>, ServiceError> {
         return Ok(all);
     }
     // Through the peers module: it opens the sealed outgoing tokens.
-    let all = Arc::new(crate::peers::list(services).await?);
+    let all = Arc::new(crate::interledger::peers::list(services).await?);
     services.routing_cache.insert((), all.clone());
     Ok(all)
 }
@@ -262,8 +262,11 @@ pub(crate) async fn send(
         .await
         .map(|(_, bytes)| bytes)
         .map_err(|e| e.to_string());
-    crate::metrics::ilp_round_trip(started.elapsed().as_secs_f64());
-    crate::metrics::ilp_packet(crate::metrics::Direction::Outgoing, answer.as_deref().ok());
+    crate::platform::metrics::ilp_round_trip(started.elapsed().as_secs_f64());
+    crate::platform::metrics::ilp_packet(
+        crate::platform::metrics::Direction::Outgoing,
+        answer.as_deref().ok(),
+    );
     answer
 }
 

@@ -9,16 +9,19 @@
 //! 3. signature valid with the client's key and fresh, else 401
 //!    `Signature validation error: ...` (clients treat the key as revoked);
 //!    a state-changing request identical to one already accepted gets that
-//!    request's response instead of running again (see `crate::replays`);
+//!    request's response instead of running again (see `crate::access::replays`);
 //! 4. token grants the type, action and wallet address, else 403.
+
+pub mod client_keys;
+pub mod replays;
 
 use opd_gnap::{find_access, AccessType, Action, ClientIdent, OutgoingLimits};
 use opd_httpsig::{parse_signature, RequestParts, SigError};
 use secrecy::ExposeSecret;
 
 use crate::grants::{introspect, ActiveToken};
-use crate::replays::{self, ReplaySlot};
 use crate::{ServiceError, Services};
+use replays::ReplaySlot;
 
 /// What a request needs its token to allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,11 +134,11 @@ pub async fn verify_signature(
     slot: Option<&ReplaySlot>,
 ) -> Result<(), AccessError> {
     let sig_err = |e: SigError| {
-        crate::metrics::signature_failed(crate::metrics::signature_reason(&e));
+        crate::platform::metrics::signature_failed(crate::platform::metrics::signature_reason(&e));
         AccessError::Signature(e.to_string())
     };
     let unknown_key = |description: String| {
-        crate::metrics::signature_failed("unknown_key");
+        crate::platform::metrics::signature_failed("unknown_key");
         AccessError::UnknownKey(description)
     };
     let now = unix_now(services);
@@ -261,7 +264,7 @@ async fn remote_introspect(
             if let Some(t) = &services.config.introspection_token {
                 req = req.bearer_auth(t.expose_secret());
             }
-            let max = crate::outbound::MAX_DOCUMENT_BYTES;
+            let max = crate::platform::outbound::MAX_DOCUMENT_BYTES;
             services
                 .outbound
                 .send(req, INTROSPECTION_TIMEOUT, max)

@@ -4,7 +4,7 @@
 //! Incoming tokens are kept only as SHA-256 digests (a leaked database
 //! cannot be used to send packets as a peer). The outgoing token, which
 //! opd must present, is stored sealed under the secrets key (as the server
-//! secrets, [`crate::secrets`]) and bound to its peer's id: the store never
+//! secrets, [`crate::platform::secrets`]) and bound to its peer's id: the store never
 //! sees it in clear. It is sealed here before every write and opened here
 //! after every read, so callers (the connector among them) get it in
 //! clear. Tokens stored in clear by an earlier version are sealed at start
@@ -21,9 +21,9 @@ use opd_core::{Asset, PeerId, Random};
 use opd_ilp::IlpAddress;
 use opd_store::{AutoPeerOutcome, LiquidityEvents, ReceiveEvents, Store, StoreError};
 
-use crate::changes::Change;
+use crate::platform::changes::Change;
 
-use crate::secrets::{self, SecretsKey};
+use crate::platform::secrets::{self, SecretsKey};
 use crate::webhooks::{event, incoming_event_data};
 use crate::{ServiceError, Services};
 /// The operator's limits on auto-peering, as the store enforces them.

@@ -50,10 +50,13 @@ use opd_core::Backoff;
 use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
-use crate::ilp_sender::{self, PathProbe};
-use crate::remote_receivers::{self, IlpDestination, RemoteReceiver};
+use crate::interledger::sender::{self as ilp_sender, PathProbe};
+use crate::payments::outgoing::lifecycle::Step;
+use crate::payments::receivers::{
+    self,
+    remote::{IlpDestination, RemoteReceiver},
+};
 use crate::webhooks::{event, payment_event_data};
-use crate::worker::Step;
 use crate::{ServiceError, Services};
 
 /// Packets of one payment in flight at once.
@@ -92,7 +95,7 @@ async fn fail(
         .get_outgoing_payment(p.id)
         .await?
         .ok_or(ServiceError::NotFound("outgoing payment"))?;
-    crate::worker::fail_payment(services, &now_p, reason).await
+    crate::payments::outgoing::lifecycle::fail_payment(services, &now_p, reason).await
 }
 
 /// Completes the payment: the fee taken, the rest of what was not sent
@@ -121,7 +124,7 @@ async fn complete(
         .complete_sent_payment(p.id, quote.fee, at, &events)
         .await?
     {
-        crate::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
+        crate::platform::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
         Ok(Step::Completed(p.id))
     } else {
         pause(services, p).await
@@ -182,7 +185,7 @@ pub async fn step(
     p: &OutgoingPayment,
     quote: &Quote,
 ) -> Result<Step, ServiceError> {
-    let receiver = match remote_receivers::resolve(services, &p.receiver).await {
+    let receiver = match receivers::remote::resolve(services, &p.receiver).await {
         Ok(r) => r,
         Err(ServiceError::InvalidReceiver(reason)) => {
             tracing::info!(payment = %p.id, reason, "the receiver could not be read; retrying");

@@ -7,6 +7,9 @@
 //! balance into the payment's ledger account. Any refusal leaves nothing
 //! behind.
 
+pub mod lifecycle;
+pub mod remote;
+
 use opd_core::incoming_payment::Metadata;
 use opd_core::outgoing_payment::{
     CreateOutgoing, GrantReservation, GrantSpent, OutgoingPayment, OutgoingPaymentState,
@@ -18,9 +21,9 @@ use opd_core::webhook::EventKind;
 use opd_core::{Amount, OutgoingPaymentId, Timestamp};
 use opd_gnap::OutgoingLimits;
 
-use crate::quotes::{self, NewQuote};
+use crate::payments::quotes::{self, NewQuote};
 use crate::webhooks::{event, payment_event_data};
-use crate::{wallet_addresses, ServiceError, Services};
+use crate::{wallets, ServiceError, Services};
 
 /// Where the payment's terms come from.
 #[derive(Debug, Clone)]
@@ -122,7 +125,7 @@ pub async fn create(
     services: &Services,
     input: NewOutgoingPayment,
 ) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
-    let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
+    let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let invalid_quote = |m: &str| ServiceError::InvalidQuote(m.to_owned());
     let quote = match &input.source {
         PaymentSource::Quote(url) => {
@@ -169,7 +172,7 @@ pub async fn create(
             quotes::create(services, new_quote).await?.0
         }
     };
-    crate::incoming_payments::check_metadata(&input.metadata)?;
+    crate::payments::incoming::check_metadata(&input.metadata)?;
     let now = services.clock.now();
     let grant = input
         .grant
@@ -221,7 +224,7 @@ pub async fn create(
         .await?
     {
         CreateOutgoing::Created { spent_before } => {
-            crate::metrics::payment_created(&record.debit);
+            crate::platform::metrics::payment_created(&record.debit);
             if record.state == OutgoingPaymentState::Sending {
                 services.payments_due.notify_one();
             }
@@ -266,7 +269,7 @@ pub async fn list(
     client: Option<&str>,
     page: &PageRequest,
 ) -> Result<(Page<OutgoingPayment>, WalletAddress), ServiceError> {
-    let wallet = wallet_addresses::by_url(services, wallet_address).await?;
+    let wallet = wallets::by_url(services, wallet_address).await?;
     Ok((
         services
             .store

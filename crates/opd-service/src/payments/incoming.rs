@@ -7,7 +7,7 @@ use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
-use crate::{wallet_addresses, ServiceError, Services};
+use crate::{wallets, ServiceError, Services};
 
 /// The largest `metadata` accepted, as serialized JSON.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024;
@@ -49,7 +49,7 @@ pub async fn create(
     services: &Services,
     input: NewIncomingPayment,
 ) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
-    let wallet = wallet_addresses::by_url(services, &input.wallet_address).await?;
+    let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let now = services.clock.now();
     if let Some(amount) = &input.incoming_amount {
         if amount.asset != wallet.asset {
@@ -165,7 +165,7 @@ pub async fn list(
     client: Option<&str>,
     page: &PageRequest,
 ) -> Result<(Page<IncomingPayment>, WalletAddress), ServiceError> {
-    let wallet = wallet_addresses::by_url(services, wallet_address).await?;
+    let wallet = wallets::by_url(services, wallet_address).await?;
     Ok((
         services
             .store
@@ -204,7 +204,7 @@ pub async fn complete(
         .complete_incoming_payment(id, now, &[event])
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
-    crate::metrics::incoming_completed(&done.asset);
+    crate::platform::metrics::incoming_completed(&done.asset);
     Ok((done, wallet))
 }
 

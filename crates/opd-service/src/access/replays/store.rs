@@ -11,7 +11,7 @@ use base64::Engine as _;
 use opd_core::Clock;
 use opd_store::Store;
 
-use crate::replays::{Begun, Fingerprint, Outcome, ReplayLog, StoredResponse};
+use crate::access::replays::{Begun, Fingerprint, Outcome, ReplayLog, StoredResponse};
 use crate::ServiceError;
 
 /// How often a waiter looks at a request still running.

@@ -6,7 +6,7 @@ use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, Walle
 use opd_core::{Asset, WalletAddressId};
 use opd_store::StoreError;
 
-use crate::{secrets, ServiceError, Services};
+use crate::{platform::secrets, ServiceError, Services};
 
 /// The kid of the server's own key.
 pub const SERVER_KEY_ID: &str = "opd-server-key";
@@ -74,7 +74,9 @@ pub async fn deactivate(
         .deactivate_wallet_address(id, services.clock.now())
         .await?
         .ok_or(ServiceError::NotFound("wallet address"))?;
-    services.changed(crate::changes::Change::Wallets).await;
+    services
+        .changed(crate::platform::changes::Change::Wallets)
+        .await;
     Ok(wallet)
 }
 
@@ -93,7 +95,9 @@ pub async fn add_key(
     };
     match services.store.add_key(&stored).await {
         Ok(()) => {
-            services.changed(crate::changes::Change::Keys).await;
+            services
+                .changed(crate::platform::changes::Change::Keys)
+                .await;
             Ok(stored)
         }
         Err(StoreError::Conflict(_)) => Err(ServiceError::Conflict {
@@ -120,7 +124,9 @@ pub async fn revoke_key(
         .await?
     {
         // Every node stops accepting the key at once.
-        services.changed(crate::changes::Change::Keys).await;
+        services
+            .changed(crate::platform::changes::Change::Keys)
+            .await;
         Ok(())
     } else {
         Err(ServiceError::NotFound("key"))

@@ -13,11 +13,15 @@
 //!    probes (unfulfillable) get F99 with the STREAM reply; money is
 //!    credited, from the peer's liquidity to the payment, in the same
 //!    transaction as the payment's received amount, and then fulfilled;
-//! 6. anything else goes on to another peer (`crate::connector`).
+//! 6. anything else goes on to another peer (`crate::interledger::connector`).
 //!
 //! The credit commits before the Fulfill is sent. If the Fulfill is lost
 //! on its way, the money stays with the payment (as with any ILP receiver):
 //! the peer and the operator settle on the ledger's record.
+
+pub mod connector;
+pub mod peers;
+pub mod sender;
 
 use opd_core::incoming_payment::Receivable;
 use opd_core::peer::Peer;
@@ -29,7 +33,7 @@ use opd_ilp::{
 };
 use opd_store::{IlpCredit, IlpReceive};
 
-use crate::peers::ReceiveWithWallet;
+use crate::interledger::peers::ReceiveWithWallet;
 use crate::{ServiceError, Services};
 
 /// The IL-DCP destination.
@@ -47,7 +51,10 @@ pub async fn handle_packet(services: &Services, peer: &Peer, bytes: &[u8]) -> Ve
         },
         Err(e) => reject(services, ErrorCode::F01_INVALID_PACKET, &e.to_string()),
     };
-    crate::metrics::ilp_packet(crate::metrics::Direction::Incoming, Some(&reply));
+    crate::platform::metrics::ilp_packet(
+        crate::platform::metrics::Direction::Incoming,
+        Some(&reply),
+    );
     reply
 }
 
@@ -100,7 +107,7 @@ async fn answer(
     if ours {
         receive(services, peer, prepare).await
     } else {
-        crate::connector::forward(services, peer, prepare).await
+        crate::interledger::connector::forward(services, peer, prepare).await
     }
 }
 
@@ -210,10 +217,10 @@ async fn receive(
         IlpCredit::Credited(credited) => {
             // A completed payment refuses credit, so one that reads
             // completed now was completed by this packet.
-            crate::metrics::incoming_received(
+            crate::platform::metrics::incoming_received(
                 &credited.asset,
                 arriving,
-                crate::metrics::Via::Interledger,
+                crate::platform::metrics::Via::Interledger,
                 credited.completed,
             );
             let reply = receiver::reply(&request, &facts(true, false));

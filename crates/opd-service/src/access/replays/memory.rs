@@ -27,7 +27,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use crate::replays::{
+use crate::access::replays::{
     Begun, Fingerprint, Outcome, ReplayLog, StoredResponse, KEPT_HEADERS, MAX_STORED_RESPONSE,
 };
 use crate::ServiceError;

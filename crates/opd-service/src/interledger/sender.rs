@@ -16,8 +16,8 @@ use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::stream::sender::{self, Answer, MaxPacket, RateBounds};
 use opd_ilp::{Frame, StreamPacket};
 
-use crate::remote_receivers::IlpDestination;
-use crate::{connector, ServiceError, Services};
+use crate::payments::receivers::remote::IlpDestination;
+use crate::{interledger::connector, ServiceError, Services};
 
 /// How long a probe may take.
 const PROBE_TTL_MS: i64 = 10_000;

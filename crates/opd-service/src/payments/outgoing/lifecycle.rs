@@ -61,7 +61,7 @@ async fn end(
     };
     let ended = services.store.fail_outgoing_payment(&failure).await?;
     if ended {
-        crate::metrics::payment_failed(&p.debit, state.as_str());
+        crate::platform::metrics::payment_failed(&p.debit, state.as_str());
     }
     Ok(ended)
 }
@@ -98,7 +98,7 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         return fail_payment(services, &p, "the payment's quote is missing".into()).await;
     };
     if !services.config.public_url.is_ours(&p.receiver) {
-        return crate::remote_payments::step(services, &p, &quote).await;
+        return crate::payments::outgoing::remote::step(services, &p, &quote).await;
     }
     if quote.is_expired(now) {
         return fail_payment(
@@ -199,16 +199,16 @@ pub async fn run_once(services: &Services) -> Result<Step, ServiceError> {
         events,
     };
     if services.store.deliver_locally(&delivery).await? {
-        crate::metrics::payment_completed(
+        crate::platform::metrics::payment_completed(
             &p.debit.asset,
             quote.debit_minus_fees,
             p.created_at,
             delivery.at,
         );
-        crate::metrics::incoming_received(
+        crate::platform::metrics::incoming_received(
             &p.receive.asset,
             p.receive.value,
-            crate::metrics::Via::Local,
+            crate::platform::metrics::Via::Local,
             completes,
         );
         Ok(Step::Completed(p.id))

@@ -408,7 +408,9 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
         .revoke_grant(grant.record.id, services.clock.now())
         .await
         .map_err(store_error)?;
-    services.changed(crate::changes::Change::Tokens).await;
+    services
+        .changed(crate::platform::changes::Change::Tokens)
+        .await;
     Ok(())
 }
 
@@ -420,7 +422,9 @@ pub async fn revoke_by_operator(services: &Services, id: GrantId) -> Result<bool
         .revoke_grant(id, services.clock.now())
         .await?;
     if revoked {
-        services.changed(crate::changes::Change::Tokens).await;
+        services
+            .changed(crate::platform::changes::Change::Tokens)
+            .await;
     }
     Ok(revoked)
 }
@@ -489,7 +493,9 @@ pub async fn rotate_token(
     {
         return Err(GnapError::invalid_client("invalid access token").with_status(401));
     }
-    services.changed(crate::changes::Change::Tokens).await;
+    services
+        .changed(crate::platform::changes::Change::Tokens)
+        .await;
     Ok(token_response(services, value, &new, &access))
 }
 
@@ -500,7 +506,9 @@ pub async fn revoke_token(services: &Services, managed: &ManagedToken) -> Result
         .revoke_access_token(&managed.token.management_id, services.clock.now())
         .await
         .map_err(store_error)?;
-    services.changed(crate::changes::Change::Tokens).await;
+    services
+        .changed(crate::platform::changes::Change::Tokens)
+        .await;
     Ok(())
 }
 
@@ -777,7 +785,7 @@ pub async fn client_public_name(services: &Services, client: &str) -> Option<Str
         .send(
             request,
             std::time::Duration::from_secs(5),
-            crate::outbound::MAX_DOCUMENT_BYTES,
+            crate::platform::outbound::MAX_DOCUMENT_BYTES,
         )
         .await
         .ok()?;

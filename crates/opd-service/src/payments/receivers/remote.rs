@@ -25,8 +25,8 @@ use opd_core::{Amount, AmountWire, Asset, Timestamp};
 use opd_ilp::IlpAddress;
 use serde::{Deserialize, Serialize};
 
-use crate::outbound::OutboundError;
-use crate::{secrets, ServiceError, Services};
+use crate::platform::outbound::OutboundError;
+use crate::{platform::secrets, ServiceError, Services};
 
 /// How long each request to the other server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -432,7 +432,7 @@ async fn signed(
         &headers,
         body.as_deref(),
         &identity.key,
-        crate::wallet_addresses::SERVER_KEY_ID,
+        crate::wallets::SERVER_KEY_ID,
         created,
     )
     .map_err(|_| OutboundError::Unreachable)?;

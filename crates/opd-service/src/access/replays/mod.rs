@@ -13,7 +13,7 @@
 //!
 //! The bookkeeping sits behind [`ReplayLog`], so that several nodes can
 //! share it in the database;
-//! [`MemoryReplayLog`](crate::replay_memory::MemoryReplayLog) is the
+//! [`MemoryReplayLog`](crate::access::replays::memory::MemoryReplayLog) is the
 //! in-process one.
 //!
 //! Two entry points, both only for state-changing methods:
@@ -28,6 +28,9 @@
 //!   caller runs it and the HTTP layer records the response) or gets the
 //!   answer of an identical request. Only verified signatures reach it, so
 //!   forged requests cannot fill the log.
+
+pub mod memory;
+pub mod store;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -396,7 +399,7 @@ pub async fn admit(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::replay_memory::MemoryReplayLog;
+    use crate::access::replays::memory::MemoryReplayLog;
 
     #[tokio::test]
     async fn a_dropped_claim_records_not_kept() {

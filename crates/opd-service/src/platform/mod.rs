@@ -1,0 +1,13 @@
+//! What every area stands on and nothing business-specific: caches,
+//! throttles, outbound HTTP, sealed secrets, public URLs, metrics, the
+//! change feed between nodes and health. Modules here call nothing in the
+//! business areas (payments, interledger, access, grants).
+
+pub mod cache;
+pub mod changes;
+pub mod health;
+pub mod metrics;
+pub mod outbound;
+pub mod secrets;
+pub mod throttle;
+pub mod urls;
