@@ -4,6 +4,7 @@ pub mod access;
 mod error;
 pub mod grants;
 pub mod interledger;
+pub mod jobs;
 pub mod ledger;
 pub mod operator;
 pub mod payments;

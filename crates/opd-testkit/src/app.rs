@@ -173,7 +173,7 @@ impl TestApp {
     pub async fn run_workers(&self) -> Vec<opd_service::payments::outgoing::lifecycle::Step> {
         let mut steps = Vec::new();
         for _ in 0..10_000 {
-            match opd_service::payments::outgoing::lifecycle::run_once(self.services())
+            match opd_service::jobs::send_payment(self.services())
                 .await
                 .expect("worker step")
             {

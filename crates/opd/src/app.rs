@@ -491,135 +491,22 @@ pub async fn start(
 /// The admin listener's place in the list of listeners.
 const ADMIN_LISTENER: usize = 2;
 
-/// Concurrent payment worker loops per process.
-const PAYMENT_WORKERS: usize = 16;
-
-/// How often an idle payment worker looks for due payments it was not told
-/// about (payments created on other nodes, leases that ended). With every
-/// loop idle, one of them looks every `IDLE_POLL_MS / PAYMENT_WORKERS` on
-/// average.
-const IDLE_POLL_MS: u64 = 250;
-
-/// The background loops: send due payments, announce expired incoming
-/// payments, deliver webhooks. Each sleeps briefly only when idle, and
-/// stops at shutdown.
+/// The background jobs (`opd_service::jobs`), each in its own loops, until
+/// shutdown.
 fn spawn_workers(
     tasks: &mut JoinSet<std::io::Result<()>>,
     services: &Arc<Services>,
     shutdown: &watch::Sender<bool>,
 ) {
-    use opd_service::payments::outgoing::lifecycle::{self, Step};
-    let idle = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
-    // Several payment loops: each claims its own payment, so sends overlap
-    // (and get more turns at SQLite's single writer under API load).
-    for _ in 0..PAYMENT_WORKERS {
-        let services = services.clone();
-        let mut stop = shutdown.subscribe();
-        tasks.spawn(async move {
-            loop {
-                match lifecycle::run_once(&services).await {
-                    // Nothing due: wait for a new payment, or poll again
-                    // (leases end and funds arrive from other nodes too).
-                    Ok(Step::Idle) => tokio::select! {
-                        _ = services.payments_due.notified() => {},
-                        _ = idle(IDLE_POLL_MS) => {},
-                        _ = stop.wait_for(|s| *s) => return Ok(()),
-                    },
-                    Ok(_) => {
-                        if *stop.borrow() {
-                            return Ok(());
-                        }
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "payment worker step failed");
-                        tokio::select! { _ = idle(500) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
-                    }
-                }
-            }
-        });
-    }
-    {
-        let services = services.clone();
-        let mut stop = shutdown.subscribe();
-        tasks.spawn(async move {
-            loop {
-                if let Err(e) = lifecycle::expire_incoming_once(&services).await {
-                    tracing::error!(error = %e, "expiry worker step failed");
-                }
-                if let Err(e) = lifecycle::fail_unfunded_once(&services).await {
-                    tracing::error!(error = %e, "unfunded payments step failed");
-                }
-                if let Err(e) = lifecycle::prune_once(&services).await {
-                    tracing::error!(error = %e, "pruning the replay log failed");
-                }
-                if let Err(e) =
-                    opd_service::interledger::connector::void_expired_once(&services).await
-                {
-                    tracing::error!(error = %e, "voiding expired ILP holds failed");
-                }
-                tokio::select! { _ = idle(200) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
-            }
-        });
-    }
-    // Retention: a pass a minute, or at once again while a pass still
-    // finds full batches to delete.
-    {
-        let services = services.clone();
-        let mut stop = shutdown.subscribe();
-        tasks.spawn(async move {
-            loop {
-                let pause = match lifecycle::retention_once(&services).await {
-                    Ok(p) if p.total() > 0 => {
-                        tracing::info!(
-                            tokens = p.tokens,
-                            grants = p.grants,
-                            quotes = p.quotes,
-                            webhook_events = p.webhook_events,
-                            holds = p.holds,
-                            "pruned past retention"
-                        );
-                        let full = [p.tokens, p.grants, p.quotes, p.webhook_events, p.holds]
-                            .into_iter()
-                            .any(|n| n >= opd_store::PRUNE_BATCH as u64);
-                        if full {
-                            0
-                        } else {
-                            60_000
-                        }
-                    }
-                    Ok(_) => 60_000,
-                    Err(e) => {
-                        tracing::error!(error = %e, "retention pass failed");
-                        60_000
-                    }
-                };
-                tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
-            }
-        });
-    }
-    // Webhooks in a loop of their own, so a slow receiver never holds up
-    // expiry; each step delivers a claimed batch concurrently.
-    {
-        let services = services.clone();
-        let mut stop = shutdown.subscribe();
-        tasks.spawn(async move {
-            loop {
-                let pause = match opd_service::webhooks::deliver_once(&services).await {
-                    Ok(0) => 200,
-                    Ok(_) => 0,
-                    Err(e) => {
-                        tracing::error!(error = %e, "webhook worker step failed");
-                        500
-                    }
-                };
-                if *stop.borrow() {
-                    return Ok(());
-                }
-                if pause > 0 {
-                    tokio::select! { _ = idle(pause) => {}, _ = stop.wait_for(|s| *s) => return Ok(()) }
-                }
-            }
-        });
+    use opd_service::jobs::{self, Job};
+    for job in Job::ALL {
+        for _ in 0..job.loops() {
+            let (services, stop) = (services.clone(), shutdown.subscribe());
+            tasks.spawn(async move {
+                jobs::run(job, services, stop).await;
+                Ok(())
+            });
+        }
     }
 }
 

@@ -254,7 +254,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
             }
             format!("outgoing payment: {:?}", r.map(|(p, _, _)| p.id))
         }
-        8..=10 => format!("worker: {:?}", lifecycle::run_once(s).await),
+        8..=10 => format!("worker: {:?}", opd_service::jobs::send_payment(s).await),
         11 => {
             let ms = dice.below(40_000) as i64;
             w.clock.advance_millis(ms);
@@ -307,8 +307,8 @@ async fn step(w: &mut World, dice: &mut Dice) {
             format!("move {key} {amount}: {:?}", r.map(|(_, new)| new))
         }
         _ => {
-            let expired = lifecycle::expire_incoming_once(s).await;
-            let pruned = lifecycle::retention_once(s).await.map(|_| ());
+            let expired = incoming::expire_once(s).await;
+            let pruned = opd_service::jobs::retention_once(s).await.map(|_| ());
             format!("expire: {expired:?}, retention: {pruned:?}")
         }
     };
@@ -325,7 +325,7 @@ async fn settle(w: &mut World) {
     }
     w.clock.advance_millis(400 * 24 * 3600 * 1000);
     run_until_idle(w).await;
-    while lifecycle::expire_incoming_once(&w.services).await.unwrap() > 0 {}
+    while incoming::expire_once(&w.services).await.unwrap() > 0 {}
 }
 
 /// Runs the payment worker until nothing is due. Each step first waits for
@@ -336,7 +336,7 @@ async fn run_until_idle(w: &World) {
     // Bounded: a worker that never runs dry is a bug, not a long run.
     for _ in 0..100_000 {
         w.sql.connections_returned().await;
-        if lifecycle::run_once(&w.services).await.unwrap() == lifecycle::Step::Idle {
+        if opd_service::jobs::send_payment(&w.services).await.unwrap() == lifecycle::Step::Idle {
             return;
         }
     }

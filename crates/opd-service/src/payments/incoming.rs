@@ -235,3 +235,28 @@ pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<Il
         }
     }
 }
+
+/// Announces incoming payments that expired unfinished; returns how many.
+pub async fn expire_once(services: &Services) -> Result<usize, ServiceError> {
+    let due = services
+        .store
+        .due_expired_incoming_payments(services.clock.now(), 32)
+        .await?;
+    let mut n = 0;
+    for id in due {
+        let Some(p) = services.store.get_incoming_payment(id).await? else {
+            continue;
+        };
+        let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
+            continue;
+        };
+        let mut data = crate::webhooks::incoming_event_data(services, &p, &w);
+        let to_withdraw = crate::ledger::to_withdraw(services, p.id).await?;
+        crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
+        let e = crate::webhooks::event(services, EventKind::IncomingPaymentExpired, data);
+        if services.store.mark_incoming_payment_expired(id, &e).await? {
+            n += 1;
+        }
+    }
+    Ok(n)
+}

@@ -377,7 +377,7 @@ async fn lands_on_the_wallet(db: Db) {
         panic!("an expired payment takes nothing")
     };
     assert_eq!(
-        opd_service::payments::outgoing::lifecycle::expire_incoming_once(app.services())
+        opd_service::payments::incoming::expire_once(app.services())
             .await
             .unwrap(),
         1

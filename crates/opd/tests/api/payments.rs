@@ -547,13 +547,13 @@ async fn webhooks_are_signed_and_retried_until_accepted() {
         .await;
     app.clock.advance_millis(61_000);
     assert_eq!(
-        opd_service::payments::outgoing::lifecycle::expire_incoming_once(app.services())
+        opd_service::payments::incoming::expire_once(app.services())
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        opd_service::payments::outgoing::lifecycle::expire_incoming_once(app.services())
+        opd_service::payments::incoming::expire_once(app.services())
             .await
             .unwrap(),
         0,
@@ -706,10 +706,7 @@ async fn several_workers_never_send_a_payment_twice() {
                 tokio::spawn(async move {
                     let mut completed = 0;
                     for _ in 0..10_000 {
-                        match opd_service::payments::outgoing::lifecycle::run_once(&services)
-                            .await
-                            .unwrap()
-                        {
+                        match opd_service::jobs::send_payment(&services).await.unwrap() {
                             Step::Idle => return completed,
                             Step::Completed(_) => completed += 1,
                             other => panic!("{other:?}"),

@@ -325,7 +325,7 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
     let w = paying(pair_of(a, node(Db::Sqlite, "test.b").await, 1_000_000, Some(300)).await).await;
     // One step only (the worker would go on: a step that delivered is
     // due again at once).
-    let one_step = || opd_service::payments::outgoing::lifecycle::run_once(w.a.services());
+    let one_step = || opd_service::jobs::send_payment(w.a.services());
     assert!(matches!(one_step().await.unwrap(), Step::Retry(_)));
     let before = packets(&w.a, &w.id).await;
     let delivered_before: u64 = before.iter().map(delivered_by).sum();
@@ -449,7 +449,7 @@ async fn a_packet_still_in_flight_is_left_alone_until_it_expires() {
     assert!(w.a.services().store.packet_sending(&packet).await.unwrap());
 
     // Its answer may still come: the step neither settles it nor sends.
-    let one_step = || opd_service::payments::outgoing::lifecycle::run_once(w.a.services());
+    let one_step = || opd_service::jobs::send_payment(w.a.services());
     let step = one_step().await.unwrap();
     assert!(matches!(step, Step::Retry(_)), "{step:?}");
     let state = |all: &[PacketRecord]| all.iter().find(|r| r.packet.id == packet.id).unwrap().state;

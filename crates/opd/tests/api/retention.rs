@@ -55,17 +55,13 @@ async fn prunes(db: Db) {
     }
 
     // Within the retention period nothing goes.
-    let pruned = opd_service::payments::outgoing::lifecycle::retention_once(services)
-        .await
-        .unwrap();
+    let pruned = opd_service::jobs::retention_once(services).await.unwrap();
     assert_eq!(pruned.total(), 0, "{pruned:?}");
 
     // 31 days on: the client's token expired long ago, the quote expired
     // unused, the events were delivered. The incoming payment stays.
     app.clock.advance_millis(31 * 24 * 3600 * 1000);
-    let pruned = opd_service::payments::outgoing::lifecycle::retention_once(services)
-        .await
-        .unwrap();
+    let pruned = opd_service::jobs::retention_once(services).await.unwrap();
     assert!(pruned.tokens >= 1, "{pruned:?}");
     assert_eq!(pruned.quotes, 1, "{pruned:?}");
     assert_eq!(pruned.webhook_events, events.len() as u64, "{pruned:?}");
@@ -83,9 +79,7 @@ async fn prunes(db: Db) {
         .unwrap()
         .is_some());
     // A second pass finds nothing more.
-    let again = opd_service::payments::outgoing::lifecycle::retention_once(services)
-        .await
-        .unwrap();
+    let again = opd_service::jobs::retention_once(services).await.unwrap();
     assert_eq!(again.total(), 0, "{again:?}");
     let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");

@@ -395,6 +395,13 @@ pub async fn admit(
     }
 }
 
+/// Deletes the replay log's entries whose signatures can no longer be
+/// presented (past the freshness window); returns how many.
+pub async fn prune_once(services: &Services) -> Result<u64, ServiceError> {
+    let now = services.clock.now().unix_seconds();
+    Ok(services.store.prune_requests(now).await?)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -8,6 +8,7 @@
 //! behind.
 
 pub mod lifecycle;
+mod local;
 pub mod remote;
 
 use opd_core::incoming_payment::Metadata;
@@ -24,6 +25,7 @@ use opd_gnap::OutgoingLimits;
 use crate::payments::quotes::{self, NewQuote};
 use crate::webhooks::{event, payment_event_data};
 use crate::{wallets, ServiceError, Services};
+use lifecycle::Step;
 
 /// Where the payment's terms come from.
 #[derive(Debug, Clone)]
@@ -293,4 +295,32 @@ pub async fn grant_spent(
         None => Timestamp::from_unix_millis(0),
     };
     Ok(services.store.grant_spent(&grant.grant_id, start).await?)
+}
+
+/// Sends the next due outgoing payment, if any: to an incoming payment
+/// here ([`local`]) or on another server ([`remote`]). In external funding mode,
+/// payments still waiting for outside funds when their quote expires fail
+/// first (otherwise that check runs in the expiry loop, for payments left
+/// from a time the mode was on, and costs a payment nothing).
+pub async fn send_next(services: &Services) -> Result<Step, ServiceError> {
+    let now = services.clock.now();
+    if services.config.external_funding {
+        if let Some(step) = lifecycle::fail_next_unfunded(services).await? {
+            return Ok(step);
+        }
+    }
+    let Some(p) = services
+        .store
+        .claim_due_outgoing_payment(now, lifecycle::LEASE_MS)
+        .await?
+    else {
+        return Ok(Step::Idle);
+    };
+    let Some(quote) = services.quote_by_id(p.quote_id).await? else {
+        return lifecycle::fail(services, &p, "the payment's quote is missing".into()).await;
+    };
+    if !services.config.public_url.is_ours(&p.receiver) {
+        return remote::step(services, &p, &quote).await;
+    }
+    local::send(services, &p, &quote).await
 }

@@ -45,18 +45,15 @@
 
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
-use opd_core::webhook::EventKind;
-use opd_core::Backoff;
 use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
+use super::lifecycle::{self, Step};
 use crate::interledger::sender::{self as ilp_sender, PathProbe};
-use crate::payments::outgoing::lifecycle::Step;
 use crate::payments::receivers::{
     self,
     remote::{IlpDestination, RemoteReceiver},
 };
-use crate::webhooks::{event, payment_event_data};
 use crate::{ServiceError, Services};
 
 /// Packets of one payment in flight at once.
@@ -64,72 +61,6 @@ const PACKETS_IN_FLIGHT: usize = 4;
 /// Most times one step makes packets smaller (F08, or the receiver
 /// refusing more than it still takes).
 const MAX_SHRINKS: u32 = 8;
-
-/// The delay before a retry: 0.5 s doubling to 30 s.
-const RETRY_BACKOFF: Backoff = Backoff {
-    base_ms: 500,
-    cap_ms: 30_000,
-    max_doublings: 6,
-};
-
-/// The delay before the `attempts`-th retry (the first retry waits the base).
-fn backoff_ms(attempts: i64) -> i64 {
-    RETRY_BACKOFF.delay_ms(attempts.saturating_sub(1))
-}
-
-async fn pause(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
-    let at = services.clock.now().plus_millis(backoff_ms(p.attempts));
-    services.store.release_outgoing_payment(p.id, at).await?;
-    Ok(Step::Retry(p.id))
-}
-
-/// Fails the payment, read again first so that its `failed` event and
-/// state carry what its packets really sent.
-async fn fail(
-    services: &Services,
-    p: &OutgoingPayment,
-    reason: String,
-) -> Result<Step, ServiceError> {
-    let now_p = services
-        .store
-        .get_outgoing_payment(p.id)
-        .await?
-        .ok_or(ServiceError::NotFound("outgoing payment"))?;
-    crate::payments::outgoing::lifecycle::fail_payment(services, &now_p, reason).await
-}
-
-/// Completes the payment: the fee taken, the rest of what was not sent
-/// given back, `outgoing_payment.completed` recorded.
-async fn complete(
-    services: &Services,
-    p: &OutgoingPayment,
-    quote: &Quote,
-) -> Result<Step, ServiceError> {
-    let Some(now_p) = services.store.get_outgoing_payment(p.id).await? else {
-        return Err(ServiceError::NotFound("outgoing payment"));
-    };
-    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
-    let done = now_p.completed(now_p.sent);
-    let events = match &wallet {
-        Some(w) => vec![event(
-            services,
-            EventKind::OutgoingPaymentCompleted,
-            payment_event_data(services, &done, w),
-        )],
-        None => Vec::new(),
-    };
-    let at = services.clock.now();
-    if services
-        .store
-        .complete_sent_payment(p.id, quote.fee, at, &events)
-        .await?
-    {
-        crate::platform::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
-        Ok(Step::Completed(p.id))
-    } else {
-        pause(services, p).await
-    }
-}
 
 /// Settles the packets a crash left pending, once they expired, from what
 /// the receiver reports: what it received beyond its total before the
@@ -193,14 +124,14 @@ pub async fn step(
                 && services.store.pending_packets(p.id).await?.is_empty()
             {
                 let reason = "the quote expired before the payment was sent";
-                return fail(services, p, reason.into()).await;
+                return lifecycle::fail_as_sent(services, p, reason.into()).await;
             }
-            return pause(services, p).await;
+            return lifecycle::pause(services, p).await;
         }
         Err(e) => return Err(e),
     };
     if !settle_leftovers(services, p, &receiver).await? {
-        return pause(services, p).await;
+        return lifecycle::pause(services, p).await;
     }
     // Leftovers may have changed the totals.
     let p = services
@@ -220,14 +151,14 @@ pub async fn step(
         left = left.min(remaining);
     }
     if left == 0 {
-        return complete(services, &p, quote).await;
+        return lifecycle::complete_as_sent(services, &p, quote).await;
     }
     if quote.is_expired(services.clock.now()) {
         let reason = "the quote expired before the payment was sent";
-        return fail(services, &p, reason.into()).await;
+        return lifecycle::fail_as_sent(services, &p, reason.into()).await;
     }
     if !receiver.is_active(services.clock.now()) {
-        return fail(
+        return lifecycle::fail_as_sent(
             services,
             &p,
             "the receiver no longer accepts payments".into(),
@@ -235,7 +166,7 @@ pub async fn step(
         .await;
     }
     let Some(rate) = quoted_rate(quote) else {
-        return fail(services, &p, "the quote has no rate".into()).await;
+        return lifecycle::fail_as_sent(services, &p, "the quote has no rate".into()).await;
     };
     let limits = &services.config.ilp;
     let minute_ago = services.clock.now().plus_millis(-60_000);
@@ -250,10 +181,10 @@ pub async fn step(
         .min(u64::from(limits.packets_per_step));
     if allowance == 0 {
         tracing::info!(payment = %p.id, "packets per minute used up; backing off");
-        return pause(services, &p).await;
+        return lifecycle::pause(services, &p).await;
     }
     let Some(destination) = receiver.ilp.as_ref() else {
-        return fail(
+        return lifecycle::fail_as_sent(
             services,
             &p,
             "the receiver offers no ilp payment method".into(),
@@ -264,12 +195,12 @@ pub async fn step(
         Ok(probe) => probe,
         Err(ServiceError::InvalidReceiver(reason)) => {
             tracing::info!(payment = %p.id, reason, "probing failed; retrying");
-            return pause(services, &p).await;
+            return lifecycle::pause(services, &p).await;
         }
         Err(e) => return Err(e),
     };
     if probe.rate.low < rate {
-        return fail(
+        return lifecycle::fail_as_sent(
             services,
             &p,
             "the exchange rate to the receiver fell below the quoted rate".into(),
@@ -519,13 +450,13 @@ async fn send_packets(
     while s.left > 0 && sent < plan.allowance {
         if s.path_too_narrow() {
             let reason = "the path's largest packet is too small to deliver anything";
-            return fail(services, p, reason.into()).await;
+            return lifecycle::fail_as_sent(services, p, reason.into()).await;
         }
         let mut round = s.plan().await?;
         round.truncate(plan.allowance - sent);
         if round.is_empty() {
             let reason = "the quoted amount cannot be delivered within the quoted debit";
-            return fail(services, p, reason.into()).await;
+            return lifecycle::fail_as_sent(services, p, reason.into()).await;
         }
         for planned in &round {
             if !services.store.packet_sending(&planned.packet).await? {
@@ -595,18 +526,20 @@ async fn send_packets(
             }
         }
         match end {
-            Some(Outcome::Fail(reason)) => return fail(services, p, reason).await,
-            Some(_) => return pause(services, p).await,
+            Some(Outcome::Fail(reason)) => {
+                return lifecycle::fail_as_sent(services, p, reason).await
+            }
+            Some(_) => return lifecycle::pause(services, p).await,
             None => {}
         }
     }
     if s.left == 0 {
-        return complete(services, p, quote).await;
+        return lifecycle::complete_as_sent(services, p, quote).await;
     }
     if !progress {
         // Nothing arrived this step: wait as after a temporary error,
         // rather than spin on a path that takes packets but moves nothing.
-        return pause(services, p).await;
+        return lifecycle::pause(services, p).await;
     }
     // Other payments get their turn; this one is due again at once.
     services
@@ -614,19 +547,4 @@ async fn send_packets(
         .release_outgoing_payment(p.id, services.clock.now())
         .await?;
     Ok(Step::Retry(p.id))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::backoff_ms;
-
-    #[test]
-    fn retries_back_off_from_half_a_second_to_thirty() {
-        let pairs = [(0, 500), (1, 500), (2, 1000), (6, 16_000), (7, 30_000)];
-        for (attempts, ms) in pairs {
-            assert_eq!(backoff_ms(attempts), ms, "attempt {attempts}");
-        }
-        assert_eq!(backoff_ms(i64::MIN), 500);
-        assert_eq!(backoff_ms(1000), 30_000);
-    }
 }
