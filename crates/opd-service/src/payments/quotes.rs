@@ -3,14 +3,13 @@
 //! this module resolves the parties, the fee and the rate, and stores the
 //! result.
 
-use opd_core::incoming_payment::IncomingPayment;
 use opd_core::quote::{self, Pricing, Quote, QuoteCalcError, QuoteTarget, ReceiverTerms};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::{Amount, QuoteId, Timestamp};
 
 use opd_ilp::stream::sender::{check_rate, Ratio};
 
-use crate::payments::receivers::{self, remote::RemoteReceiver};
+use crate::payments::receivers::{self, remote::RemoteReceiver, Receiver};
 use crate::{interledger::sender, wallets, ServiceError, Services};
 
 /// A validated create request.
@@ -20,103 +19,6 @@ pub struct NewQuote {
     pub receiver: String,
     pub target: QuoteTarget,
     pub client: Option<String>,
-}
-
-/// Whether a string has the shape the spec gives receivers:
-/// `^(https|http)://(.+)/incoming-payments/(.+)$`.
-pub fn is_receiver_url(s: &str) -> bool {
-    let Some(rest) = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"))
-    else {
-        return false;
-    };
-    match rest.rfind("/incoming-payments/") {
-        Some(i) => i > 0 && rest.len() > i + "/incoming-payments/".len(),
-        None => false,
-    }
-}
-
-/// Resolves a receiver URL to one of our active incoming payments.
-pub async fn resolve_local_receiver(
-    services: &Services,
-    receiver: &str,
-) -> Result<IncomingPayment, ServiceError> {
-    let public = &services.config.public_url;
-    if !is_receiver_url(receiver) {
-        return Err(ServiceError::InvalidReceiver(
-            "receiver must be the URL of an incoming payment".into(),
-        ));
-    }
-    if !public.is_ours(receiver) {
-        return Err(ServiceError::InvalidReceiver(
-            "receivers on other Open Payments servers are not supported yet".into(),
-        ));
-    }
-    let id = public
-        .incoming_payment_id(receiver)
-        .ok_or_else(|| ServiceError::InvalidReceiver("no such incoming payment".into()))?;
-    let payment = services
-        .store
-        .get_incoming_payment(id)
-        .await?
-        .ok_or_else(|| ServiceError::InvalidReceiver("no such incoming payment".into()))?;
-    let now = services.clock.now();
-    let wallet = services.wallet_by_id(payment.wallet_address_id).await?;
-    if !wallet.is_some_and(|w| w.is_active(now)) {
-        return Err(ServiceError::InvalidReceiver(
-            "the receiving wallet address is inactive".into(),
-        ));
-    }
-    if payment.completed {
-        return Err(ServiceError::InvalidReceiver(
-            "the incoming payment is completed".into(),
-        ));
-    }
-    if payment.is_expired(now) {
-        return Err(ServiceError::InvalidReceiver(
-            "the incoming payment has expired".into(),
-        ));
-    }
-    Ok(payment)
-}
-
-/// What a quote needs of its receiver, on this server or another.
-struct ReceiverFacts {
-    asset: opd_core::Asset,
-    incoming_amount: Option<u64>,
-    received_amount: u64,
-    expires_at: Option<Timestamp>,
-    /// Set for a receiver on another server.
-    remote: Option<RemoteReceiver>,
-}
-
-/// Resolves a receiver URL: one of our incoming payments, or one on
-/// another Open Payments server (see [`remote_receivers`]).
-async fn resolve_receiver(services: &Services, url: &str) -> Result<ReceiverFacts, ServiceError> {
-    if is_receiver_url(url) && !services.config.public_url.is_ours(url) {
-        let remote = receivers::remote::resolve(services, url).await?;
-        if !remote.is_active(services.clock.now()) {
-            return Err(ServiceError::InvalidReceiver(
-                "the incoming payment is completed or expired".into(),
-            ));
-        }
-        return Ok(ReceiverFacts {
-            asset: remote.asset.clone(),
-            incoming_amount: remote.incoming_amount,
-            received_amount: remote.received_amount,
-            expires_at: remote.expires_at,
-            remote: Some(remote),
-        });
-    }
-    let local = resolve_local_receiver(services, url).await?;
-    Ok(ReceiverFacts {
-        asset: local.asset,
-        incoming_amount: local.incoming_amount,
-        received_amount: local.received_amount,
-        expires_at: Some(local.expires_at),
-        remote: None,
-    })
 }
 
 /// The rate a quote to a receiver on another server is made at: the
@@ -158,24 +60,24 @@ pub async fn create(
     input: NewQuote,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
-    let receiver = resolve_receiver(services, &input.receiver).await?;
+    let receiver = receivers::resolve(services, &input.receiver).await?;
     let store = services.store.as_ref();
     let configured = services
         .pricing
-        .rate(store, &wallet.asset, &receiver.asset)
+        .rate(store, &wallet.asset, receiver.asset())
         .await?;
-    let rate = match &receiver.remote {
-        None => configured,
-        Some(remote) => path_rate(services, &wallet.asset, remote, configured).await?,
+    let rate = match &receiver {
+        Receiver::Local(_) => configured,
+        Receiver::Remote(remote) => path_rate(services, &wallet.asset, remote, configured).await?,
     };
     let pricing = Pricing {
         fee: services.pricing.fee(store, &wallet.asset).await?,
         rate,
     };
     let terms = ReceiverTerms {
-        asset: receiver.asset.clone(),
-        incoming_amount: receiver.incoming_amount,
-        received_amount: receiver.received_amount,
+        asset: receiver.asset().clone(),
+        incoming_amount: receiver.incoming_amount(),
+        received_amount: receiver.received_amount(),
     };
     let amounts =
         quote::calculate(&wallet.asset, &terms, &input.target, pricing).map_err(|e| match e {
@@ -191,7 +93,7 @@ pub async fn create(
     let now = services.clock.now();
     let lifespan = i64::try_from(services.config.quote_lifespan.as_millis()).unwrap_or(i64::MAX);
     let mut expires_at: Timestamp = now.plus_millis(lifespan);
-    if let Some(t) = receiver.expires_at {
+    if let Some(t) = receiver.expires_at() {
         expires_at = expires_at.min(t);
     }
     let quote = Quote {
@@ -199,7 +101,7 @@ pub async fn create(
         wallet_address_id: wallet.id,
         receiver: input.receiver,
         debit_amount: Amount::new(amounts.debit, wallet.asset.clone()),
-        receive_amount: Amount::new(amounts.receive, receiver.asset.clone()),
+        receive_amount: Amount::new(amounts.receive, receiver.asset().clone()),
         fee: amounts.fee,
         debit_minus_fees: amounts.debit_minus_fees,
         client: input.client,
@@ -222,21 +124,4 @@ pub async fn get(services: &Services, id: QuoteId) -> Result<(Quote, WalletAddre
         .await?
         .ok_or(ServiceError::NotFound("quote"))?;
     Ok((quote, wallet))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_receiver_url;
-
-    #[test]
-    fn receiver_pattern() {
-        assert!(is_receiver_url("https://x.example/incoming-payments/abc"));
-        assert!(is_receiver_url(
-            "http://x.example/alice/incoming-payments/1"
-        ));
-        assert!(!is_receiver_url("ftp://x.example/incoming-payments/abc"));
-        assert!(!is_receiver_url("https://x.example/incoming-payments/"));
-        assert!(!is_receiver_url("https:///incoming-payments/a"));
-        assert!(!is_receiver_url("https://x.example/quotes/abc"));
-    }
 }

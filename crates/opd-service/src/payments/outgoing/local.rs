@@ -4,12 +4,14 @@
 //! not, never twice. The receiver is checked again first: it may have
 //! completed, expired, changed or closed since the quote.
 
+use opd_core::incoming_payment::Receivable;
 use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{LocalDelivery, OutgoingPayment};
 use opd_core::quote::Quote;
 use opd_core::webhook::EventKind;
 
 use super::lifecycle::{fail, Step};
+use crate::payments::receivers::{self, Unpayable};
 use crate::webhooks::{event, incoming_event_data, payment_event_data};
 use crate::{ServiceError, Services};
 
@@ -28,52 +30,44 @@ pub(super) async fn send(
         )
         .await;
     }
-    let Some(incoming_id) = services.config.public_url.incoming_payment_id(&p.receiver) else {
-        return fail(
-            services,
-            p,
-            "the receiver is not an incoming payment".into(),
-        )
-        .await;
+    // The quote checked the receiver; it may have completed, expired or
+    // been closed since (the operator deactivated its wallet address).
+    let receiver = match receivers::local(services, &p.receiver).await? {
+        Ok(receiver) => receiver,
+        Err(why) => {
+            let reason = match why {
+                Unpayable::NotFound => "the receiver does not exist",
+                Unpayable::WalletInactive => "the receiving wallet address is inactive",
+                Unpayable::Completed | Unpayable::Expired => {
+                    "the receiver no longer accepts payments"
+                }
+            };
+            return fail(services, p, reason.into()).await;
+        }
     };
-    let Some(receiver) = services.store.get_incoming_payment(incoming_id).await? else {
-        return fail(services, p, "the receiver does not exist".into()).await;
-    };
-    if receiver.completed || receiver.is_expired(now) {
-        return fail(
-            services,
-            p,
-            "the receiver no longer accepts payments".into(),
-        )
-        .await;
-    }
-    // The quote checked the receiving wallet address; it may have been
-    // deactivated since (the operator closed the account): as when
-    // quoting, nothing is delivered to it.
     let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
-    if !receiver_wallet.as_ref().is_some_and(|w| w.is_active(now)) {
-        return fail(
-            services,
-            p,
-            "the receiving wallet address is inactive".into(),
-        )
-        .await;
-    }
     if receiver.asset != p.receive.asset {
         return fail(services, p, "the receiver's asset changed".into()).await;
     }
-    if receiver.remaining().is_some_and(|r| r < p.receive.value) {
-        return fail(
-            services,
-            p,
-            "the receiver can no longer accept the quoted amount".into(),
-        )
-        .await;
-    }
-    let Some(received) = receiver.received_amount.checked_add(p.receive.value) else {
-        return fail(services, p, "the receiver's total would overflow".into()).await;
+    // The same rule as an Interledger packet's credit.
+    let (received, completes) = match receiver.receive(p.receive.value, now) {
+        Receivable::Yes {
+            received,
+            completes,
+        } => (received, completes),
+        Receivable::Closed => {
+            let reason = "the receiver no longer accepts payments";
+            return fail(services, p, reason.into()).await;
+        }
+        Receivable::TooMuch { .. } if receiver.incoming_amount.is_some() => {
+            let reason = "the receiver can no longer accept the quoted amount";
+            return fail(services, p, reason.into()).await;
+        }
+        Receivable::TooMuch { .. } => {
+            let reason = "the receiver's total would overflow";
+            return fail(services, p, reason.into()).await;
+        }
     };
-    let completes = receiver.incoming_amount.is_some_and(|i| received >= i);
     let wallet = services.wallet_by_id(p.wallet_address_id).await?;
     let done = p.completed(quote.debit_minus_fees);
     let mut events = Vec::new();

@@ -23,6 +23,7 @@ use opd_core::{Amount, OutgoingPaymentId, Timestamp};
 use opd_gnap::OutgoingLimits;
 
 use crate::payments::quotes::{self, NewQuote};
+use crate::payments::receivers;
 use crate::webhooks::{event, payment_event_data};
 use crate::{wallets, ServiceError, Services};
 use lifecycle::Step;
@@ -150,14 +151,11 @@ pub async fn create(
             // is read again by the worker before anything is sent (reading
             // it here would cost every payment a round trip there).
             if services.config.public_url.is_ours(&quote.receiver) {
-                quotes::resolve_local_receiver(services, &quote.receiver)
-                    .await
-                    .map_err(|e| match e {
-                        ServiceError::InvalidReceiver(reason) => {
-                            ServiceError::InvalidQuote(format!("the quote's receiver: {reason}"))
-                        }
-                        other => other,
-                    })?;
+                if let Err(why) = receivers::local(services, &quote.receiver).await? {
+                    return Err(ServiceError::InvalidQuote(format!(
+                        "the quote's receiver: {why}"
+                    )));
+                }
             }
             quote
         }
