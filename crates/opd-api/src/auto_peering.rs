@@ -23,7 +23,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use opd_core::Asset;
-use opd_service::interledger::peers::{self, AutoPeeringLimits, PeeringRequest};
+use opd_service::interledger::peers::AutoPeeringLimits;
+use opd_service::interledger::{accept_peering, PeeringRequest};
 use opd_service::platform::throttle::Throttle;
 use serde::{Deserialize, Serialize};
 
@@ -142,7 +143,7 @@ async fn accept(
         proof: bearer(&headers),
     };
     let services = &state.app.services;
-    let (_, token) = peers::accept_peering(services, &request, state.limits).await?;
+    let (_, token) = accept_peering(services, &request, state.limits).await?;
     Ok((
         StatusCode::OK,
         Json(Answer {

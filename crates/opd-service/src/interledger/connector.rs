@@ -27,7 +27,7 @@ use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::{condition_of, AmountTooLarge, ErrorCode};
 use opd_store::HoldOutcome;
 
-use crate::interledger::{reject, reject_with};
+use super::reply::{reject, reject_with};
 use crate::{ServiceError, Services};
 
 /// What each hop keeps of the expiry, to pass the answer back.

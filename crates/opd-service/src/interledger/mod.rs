@@ -20,21 +20,22 @@
 //! the peer and the operator settle on the ledger's record.
 
 pub mod connector;
+mod events;
+mod peering;
 pub mod peers;
+mod receive;
+pub(crate) mod reply;
 pub mod sender;
 
-use opd_core::incoming_payment::Receivable;
-use opd_core::peer::Peer;
-use opd_core::{Asset, IncomingPaymentId};
-use opd_ilp::packet::{Fulfill, Prepare, Reject};
-use opd_ilp::stream::receiver::{self, ReplyFacts, Verdict};
-use opd_ilp::{
-    condition_of, decode_destination, fulfillment_for, AmountTooLarge, ErrorCode, StreamPacket,
-};
-use opd_store::{IlpCredit, IlpReceive};
+pub use peering::{accept_peering, PeeringRequest};
+pub use receive::ReceiverFacts;
 
-use crate::interledger::peers::ReceiveWithWallet;
+use opd_core::peer::Peer;
+use opd_ilp::packet::{Fulfill, Prepare};
+use opd_ilp::{condition_of, AmountTooLarge, ErrorCode};
+
 use crate::{ServiceError, Services};
+use reply::{reject, reject_with};
 
 /// The IL-DCP destination.
 const ILDCP_DESTINATION: &str = "peer.config";
@@ -105,7 +106,7 @@ async fn answer(
         .strip_prefix(services.config.ilp_address.as_str())
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
     if ours {
-        receive(services, peer, prepare).await
+        receive::receive(services, peer, prepare).await
     } else {
         crate::interledger::connector::forward(services, peer, prepare).await
     }
@@ -120,236 +121,6 @@ fn ildcp(peer: &Peer) -> Vec<u8> {
     opd_ilp::oer::write_var_octet_string(&mut data, peer.asset.code.as_str().as_bytes());
     Fulfill {
         fulfillment: [0; 32],
-        data,
-    }
-    .encode()
-}
-
-/// The STREAM receiver for Prepares addressed to our incoming payments.
-async fn receive(
-    services: &Services,
-    peer: &Peer,
-    prepare: &Prepare,
-) -> Result<Vec<u8>, ServiceError> {
-    let token = match decode_destination(
-        &services.stream_secret,
-        &services.config.ilp_address,
-        prepare.destination.as_str(),
-    ) {
-        Ok(t) => t,
-        Err(e) => {
-            let code = e.reject_code().unwrap_or(ErrorCode::F02_UNREACHABLE);
-            return Ok(reject(services, code, "no such receiver"));
-        }
-    };
-    let secret = token.shared_secret;
-    let Ok(request) = StreamPacket::decrypt_and_decode(&secret, &prepare.data) else {
-        return Ok(reject(services, ErrorCode::F06_UNEXPECTED_PAYMENT, ""));
-    };
-    let Some(payment) = lookup(services, &token.payment_tag).await? else {
-        return Ok(reject(
-            services,
-            ErrorCode::F02_UNREACHABLE,
-            "no such receiver",
-        ));
-    };
-    let arriving = match convert(services, prepare.amount, &peer.asset, &payment.asset).await {
-        Ok(v) => v,
-        Err(ServiceError::NoExchangeRate { .. }) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F02_UNREACHABLE,
-                "no exchange rate",
-            ))
-        }
-        Err(ServiceError::AmountOverflow) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F08_AMOUNT_TOO_LARGE,
-                "amount too large",
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    let fulfillment = fulfillment_for(&secret, &prepare.data);
-    let fulfillable = condition_of(&fulfillment) == prepare.execution_condition;
-    let asset = (payment.asset.code.as_str(), payment.asset.scale);
-    let facts = |fulfill: bool, close: bool| ReplyFacts {
-        fulfill,
-        received_amount: arriving,
-        asset: Some(asset),
-        close_connection: close,
-        max_money: None,
-    };
-    match receiver::assess(&request, arriving, fulfillable) {
-        Verdict::NotAPrepare => return Ok(reject(services, ErrorCode::F00_BAD_REQUEST, "")),
-        Verdict::ZeroAmount => {
-            let reply = receiver::reply(&request, &facts(true, false));
-            return Ok(fulfill(services, &secret, fulfillment, &reply));
-        }
-        Verdict::Money => {}
-        // A probe, too little arriving, or the sender closing: F99 with
-        // the reply (echoing the close).
-        refused => {
-            let close = refused == Verdict::ClosedBySender;
-            let reply = receiver::reply(&request, &facts(false, close));
-            let code = refused
-                .reject_code()
-                .unwrap_or(ErrorCode::F99_APPLICATION_ERROR);
-            return Ok(stream_reject(services, code, &secret, &reply));
-        }
-    }
-    let wallet = services
-        .wallet_by_id(payment.wallet_address_id)
-        .await?
-        .ok_or_else(|| {
-            ServiceError::Internal("an incoming payment without wallet address".into())
-        })?;
-    let credit = IlpReceive {
-        incoming: payment.id,
-        amount: prepare.amount,
-        deliver: arriving,
-        receipts: services.config.receipts(),
-        at: services.clock.now(),
-    };
-    let events = ReceiveWithWallet { services, wallet };
-    match services.store.ilp_receive(peer, &credit, &events).await? {
-        IlpCredit::Credited(credited) => {
-            // A completed payment refuses credit, so one that reads
-            // completed now was completed by this packet.
-            crate::platform::metrics::incoming_received(
-                &credited.asset,
-                arriving,
-                crate::platform::metrics::Via::Interledger,
-                credited.completed,
-            );
-            let reply = receiver::reply(&request, &facts(true, false));
-            Ok(fulfill(services, &secret, fulfillment, &reply))
-        }
-        IlpCredit::Unknown => Ok(reject(
-            services,
-            ErrorCode::F02_UNREACHABLE,
-            "no such receiver",
-        )),
-        IlpCredit::Refused(Receivable::Closed) => {
-            // Completed or expired: tell the sender the connection is over.
-            let reply = receiver::reply(&request, &facts(false, true));
-            Ok(stream_reject(
-                services,
-                ErrorCode::F99_APPLICATION_ERROR,
-                &secret,
-                &reply,
-            ))
-        }
-        IlpCredit::Refused(_) | IlpCredit::Overflow => {
-            // More than the payment can take: refused, the connection
-            // stays open for a smaller amount.
-            let reply = receiver::reply(&request, &facts(false, false));
-            Ok(stream_reject(
-                services,
-                ErrorCode::F99_APPLICATION_ERROR,
-                &secret,
-                &reply,
-            ))
-        }
-        IlpCredit::InsufficientLiquidity { .. } => Ok(reject(
-            services,
-            ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
-            "insufficient liquidity",
-        )),
-    }
-}
-
-/// What a packet needs of its incoming payment before the transaction:
-/// facts that never change once it exists, so they are cached (the
-/// transaction reads the payment's state itself).
-#[derive(Debug, Clone)]
-pub struct ReceiverFacts {
-    id: IncomingPaymentId,
-    wallet_address_id: opd_core::WalletAddressId,
-    asset: Asset,
-}
-
-async fn lookup(services: &Services, tag: &str) -> Result<Option<ReceiverFacts>, ServiceError> {
-    let Some(id) = IncomingPaymentId::parse(tag) else {
-        return Ok(None);
-    };
-    if let Some(facts) = services.receiver_cache.get(&id) {
-        return Ok(Some(facts));
-    }
-    let Some(p) = services.store.get_incoming_payment(id).await? else {
-        return Ok(None);
-    };
-    let facts = ReceiverFacts {
-        id,
-        wallet_address_id: p.wallet_address_id,
-        asset: p.asset,
-    };
-    services.receiver_cache.insert(id, facts.clone());
-    Ok(Some(facts))
-}
-
-/// `amount` of the peer's asset in the payment's asset, rounded down.
-async fn convert(
-    services: &Services,
-    amount: u64,
-    from: &Asset,
-    to: &Asset,
-) -> Result<u64, ServiceError> {
-    if from == to {
-        return Ok(amount);
-    }
-    let rate = services
-        .pricing
-        .rate(services.store.as_ref(), from, to)
-        .await?;
-    rate.convert_floor(amount, from.scale, to.scale)
-        .map_err(|_| ServiceError::AmountOverflow)
-}
-
-fn fulfill(
-    services: &Services,
-    secret: &[u8; 32],
-    fulfillment: [u8; 32],
-    reply: &StreamPacket,
-) -> Vec<u8> {
-    Fulfill {
-        fulfillment,
-        data: encrypt(services, secret, reply),
-    }
-    .encode()
-}
-
-fn stream_reject(
-    services: &Services,
-    code: ErrorCode,
-    secret: &[u8; 32],
-    reply: &StreamPacket,
-) -> Vec<u8> {
-    reject_with(services, code, "", encrypt(services, secret, reply))
-}
-
-fn encrypt(services: &Services, secret: &[u8; 32], reply: &StreamPacket) -> Vec<u8> {
-    let mut iv = [0u8; 12];
-    services.random.fill(&mut iv);
-    // A reply is a few frames: far below the ILP data limit.
-    reply.encrypt_with(secret, iv).unwrap_or_default()
-}
-
-pub(crate) fn reject(services: &Services, code: ErrorCode, message: &str) -> Vec<u8> {
-    reject_with(services, code, message, Vec::new())
-}
-
-pub(crate) fn reject_with(
-    services: &Services,
-    code: ErrorCode,
-    message: &str,
-    data: Vec<u8>,
-) -> Vec<u8> {
-    Reject {
-        code,
-        triggered_by: Some(services.config.ilp_address.clone()),
-        message: message.to_owned(),
         data,
     }
     .encode()

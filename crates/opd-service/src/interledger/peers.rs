@@ -10,21 +10,19 @@
 //! clear. Tokens stored in clear by an earlier version are sealed at start
 //! ([`seal_stored_outgoing_tokens`]) and read as clear until then.
 //!
-//! Auto-peering ([`accept_peering`]) creates peers for unauthenticated
-//! requesters, within limits, and renews only those it created, for the
-//! requester that proves it is theirs.
+//! Auto-peering (`super::peering`) creates and renews peers through the
+//! same checks.
 
 use opd_core::ledger::Transfer;
-use opd_core::peer::{overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
-use opd_core::webhook::{EventKind, WebhookEvent};
+use opd_core::peer::{Peer, PeerOrigin, PeerOutgoing};
 use opd_core::{Asset, PeerId, Random};
 use opd_ilp::IlpAddress;
-use opd_store::{AutoPeerOutcome, LiquidityEvents, ReceiveEvents, Store, StoreError};
+use opd_store::{Store, StoreError};
 
 use crate::platform::changes::Change;
 
+use super::events::Events;
 use crate::platform::secrets::{self, SecretsKey};
-use crate::webhooks::{event, incoming_event_data};
 use crate::{ServiceError, Services};
 /// The operator's limits on auto-peering, as the store enforces them.
 pub use opd_store::AutoPeeringLimits;
@@ -35,7 +33,7 @@ fn outgoing_context(id: PeerId) -> String {
 }
 
 /// The peer as stored: its outgoing token sealed.
-fn sealed(services: &Services, peer: &Peer) -> Peer {
+pub(super) fn sealed(services: &Services, peer: &Peer) -> Peer {
     let mut stored = peer.clone();
     if let Some(o) = &mut stored.outgoing {
         o.auth_token = secrets::seal_value(
@@ -246,7 +244,7 @@ fn conflict(e: StoreError) -> ServiceError {
 }
 
 /// A new peer from `input` (all checks included), and its token digests.
-fn new_peer(
+pub(super) fn new_peer(
     services: &Services,
     input: &PeerInput,
     origin: PeerOrigin,
@@ -402,173 +400,6 @@ pub async fn transfers(
     Ok(services.store.ledger_transfers_of(&account, limit).await?)
 }
 
-/// A peering request of the reference server's auto-peering protocol.
-#[derive(Debug, Clone)]
-pub struct PeeringRequest {
-    pub static_ilp_address: String,
-    /// The requester's ILP-over-HTTP endpoint.
-    pub ilp_connector_url: String,
-    pub asset: Asset,
-    /// The token the requester will present to us.
-    pub http_token: String,
-    pub max_packet_amount: Option<u64>,
-    pub name: Option<String>,
-    /// The bearer token of the request's `Authorization` header: to renew
-    /// a peering, the token opd gave the requester when it created it.
-    pub proof: Option<String>,
-}
-
-/// ILP allocation schemes a peer's address may not be in: `peer` (IL-DCP
-/// and other link-local protocols), `self` and `local` (this node).
-const RESERVED_SCHEMES: [&str; 3] = ["peer", "self", "local"];
-
-fn refused(reason: impl Into<String>) -> ServiceError {
-    ServiceError::PeeringRefused(reason.into())
-}
-
-/// Whether the address may be given to an auto-peered peer, whatever is
-/// stored: not in a reserved scheme, not under or above our own address.
-fn routable(services: &Services, address: &str) -> Result<(), ServiceError> {
-    let scheme = address.split('.').next().unwrap_or(address);
-    if RESERVED_SCHEMES.contains(&scheme) {
-        return Err(refused(format!("{address} is in a reserved scheme")));
-    }
-    if overlaps(address, services.config.ilp_address.as_str()) {
-        return Err(refused(format!("{address} overlaps our own address")));
-    }
-    Ok(())
-}
-
-/// Any refusal of the store that says what exists (a taken name, address
-/// or token) becomes the one refusal.
-fn refused_if_taken(e: StoreError) -> ServiceError {
-    match e {
-        StoreError::Conflict(m) => refused(m),
-        other => other.into(),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.len() == b.len() && bool::from(a.ct_eq(b))
-}
-
-/// Accepts a peering request; returns the peer and the fresh token opd
-/// will present to it, which the requester must accept from us.
-///
-/// - A new static address: creates the peer (its one route is that
-///   address) and deposits min(`limits.liquidity_per_peer`, what is left
-///   of `limits.liquidity_total`), unless `limits.max_peers` auto-peered
-///   peers exist.
-/// - The static address of a peer auto-peering created: renews its
-///   incoming token, endpoint, outgoing token and max packet amount, only
-///   when `req.proof` is the token opd gave the requester last time. No
-///   second deposit.
-/// - Anything else — an operator's peer, no or a wrong proof, another
-///   asset, an address in a reserved scheme, under or above our address or
-///   any peer's route or address, a name or token in use — is the same
-///   [`ServiceError::PeeringRefused`], so a refusal tells nothing of what
-///   exists.
-pub async fn accept_peering(
-    services: &Services,
-    req: &PeeringRequest,
-    limits: AutoPeeringLimits,
-) -> Result<(Peer, String), ServiceError> {
-    let mut bytes = [0u8; 24];
-    services.random.fill(&mut bytes);
-    let ours = opd_core::hex::lower(&bytes);
-    let input = PeerInput {
-        name: Some(
-            req.name
-                .clone()
-                .unwrap_or_else(|| req.static_ilp_address.clone()),
-        ),
-        static_ilp_address: Some(req.static_ilp_address.clone()),
-        asset: Some(req.asset.clone()),
-        max_packet_amount: Some(req.max_packet_amount),
-        routes: None,
-        incoming_tokens: Some(vec![req.http_token.clone()]),
-        outgoing: Some(Some(PeerOutgoing {
-            endpoint: req.ilp_connector_url.clone(),
-            auth_token: ours.clone(),
-        })),
-        liquidity_low: None,
-        liquidity_high: None,
-    };
-    // Malformed input is told apart (400) before anything stored is read.
-    let (peer, digests) = new_peer(services, &input, PeerOrigin::AutoPeering)?;
-    routable(services, &peer.static_ilp_address)?;
-    let existing = list(services)
-        .await?
-        .into_iter()
-        .find(|p| p.static_ilp_address == peer.static_ilp_address);
-    if let Some(existing) = existing {
-        return renew(services, existing, req, &input, ours).await;
-    }
-    let key = format!("peer-deposit:{}:auto-peering", peer.id);
-    let outcome = services
-        .store
-        .create_auto_peer(&sealed(services, &peer), &digests, limits, &key)
-        .await
-        .map_err(refused_if_taken)?;
-    match outcome {
-        AutoPeerOutcome::Created { deposited } => {
-            tracing::info!(peer = %peer.id, address = %peer.static_ilp_address, deposited, "auto-peering created a peer");
-        }
-        AutoPeerOutcome::QuotaReached => return Err(ServiceError::PeeringQuotaReached),
-        AutoPeerOutcome::Overlaps => {
-            return Err(refused(format!(
-                "{} overlaps another peer's route or address",
-                peer.static_ilp_address
-            )))
-        }
-    }
-    services.changed(Change::Peers).await;
-    Ok((peer, ours))
-}
-
-/// Renews a peering auto-peering created, for the requester that proves
-/// it is theirs.
-async fn renew(
-    services: &Services,
-    existing: Peer,
-    req: &PeeringRequest,
-    input: &PeerInput,
-    ours: String,
-) -> Result<(Peer, String), ServiceError> {
-    if existing.created_by != PeerOrigin::AutoPeering {
-        return Err(refused("the address is an operator's peer"));
-    }
-    // Checked before anything else about it is told: without the proof,
-    // the asset (or anything) of the peer stays unknown.
-    let proven = match (&existing.outgoing, &req.proof) {
-        (Some(o), Some(p)) => constant_time_eq(o.auth_token.as_bytes(), p.as_bytes()),
-        _ => false,
-    };
-    if !proven {
-        return Err(refused(
-            "a renewal without the token opd gave the requester",
-        ));
-    }
-    if existing.asset != req.asset {
-        return Err(refused("a renewal in another asset"));
-    }
-    // The name and routes stay; no second deposit.
-    let input = PeerInput {
-        name: None,
-        asset: None,
-        ..input.clone()
-    };
-    let peer = update(services, existing.id, &input)
-        .await
-        .map_err(|e| match e {
-            ServiceError::Conflict { message, .. } => refused(message),
-            other => other,
-        })?;
-    tracing::info!(peer = %peer.id, "auto-peering renewed a peer");
-    Ok((peer, ours))
-}
-
 /// The peer with this incoming bearer token, from the cache when fresh.
 pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, ServiceError> {
     let digest = token_digest(token);
@@ -585,66 +416,6 @@ pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, 
         services.peer_cache.insert(digest, p.clone());
     }
     Ok(found)
-}
-
-/// The `peer.liquidity_*` events of liquidity movements.
-pub(crate) struct Events<'a> {
-    pub(crate) services: &'a Services,
-}
-
-impl LiquidityEvents for Events<'_> {
-    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
-        liquidity_event(self.services, peer, zone, balance)
-    }
-}
-
-/// The events of an ILP credit to an incoming payment of `wallet` (looked
-/// up before the transaction).
-pub(crate) struct ReceiveWithWallet<'a> {
-    pub(crate) services: &'a Services,
-    pub(crate) wallet: opd_core::wallet_address::WalletAddress,
-}
-
-impl LiquidityEvents for ReceiveWithWallet<'_> {
-    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent {
-        liquidity_event(self.services, peer, zone, balance)
-    }
-}
-
-impl ReceiveEvents for ReceiveWithWallet<'_> {
-    fn completed(
-        &self,
-        payment: &opd_core::incoming_payment::IncomingPayment,
-        to_withdraw: u64,
-    ) -> WebhookEvent {
-        let mut data = incoming_event_data(self.services, payment, &self.wallet);
-        crate::webhooks::add_withdrawal(&mut data, payment, to_withdraw);
-        event(self.services, EventKind::IncomingPaymentCompleted, data)
-    }
-
-    fn as_liquidity(&self) -> &dyn LiquidityEvents {
-        self
-    }
-}
-
-fn liquidity_event(
-    services: &Services,
-    peer: &Peer,
-    zone: LiquidityZone,
-    balance: u64,
-) -> WebhookEvent {
-    let (kind, threshold) = match zone {
-        LiquidityZone::Low => (EventKind::PeerLiquidityLow, peer.liquidity_low),
-        LiquidityZone::High => (EventKind::PeerLiquidityHigh, peer.liquidity_high),
-    };
-    let data = serde_json::json!({
-        "id": peer.id.to_string(),
-        "name": peer.name,
-        "asset": {"code": peer.asset.code.as_str(), "scale": peer.asset.scale},
-        "liquidityThreshold": threshold.map(|t| t.to_string()),
-        "balance": balance.to_string(),
-    });
-    event(services, kind, data)
 }
 
 #[cfg(test)]

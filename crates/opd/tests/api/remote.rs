@@ -563,10 +563,7 @@ fn kept_grant_setting(public: &Value, receiver: &str) -> String {
         .unwrap()
         .origin()
         .ascii_serialization();
-    opd_service::payments::receivers::remote::grant_setting(
-        public["authServer"].as_str().unwrap(),
-        &origin,
-    )
+    opd_service::payments::receivers::grant_setting(public["authServer"].as_str().unwrap(), &origin)
 }
 
 /// The grant A keeps for `setting`, opened.

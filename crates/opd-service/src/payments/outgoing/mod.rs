@@ -9,6 +9,7 @@
 
 pub mod lifecycle;
 mod local;
+mod packets;
 pub mod remote;
 
 use opd_core::incoming_payment::Metadata;

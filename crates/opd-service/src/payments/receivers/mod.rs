@@ -4,7 +4,10 @@
 //! set of checks decides whether a receiver can be paid; quoting, creating
 //! a payment and delivering it locally all ask here.
 
+mod client;
 pub mod remote;
+
+pub use client::grant_setting;
 
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::{Asset, Timestamp};
