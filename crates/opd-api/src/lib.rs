@@ -1,22 +1,17 @@
 #![doc = include_str!("../README.md")]
 
 pub mod admin;
-mod admin_peers;
-pub mod auth;
 pub mod auth_server;
-pub mod auto_peering;
-mod consent;
 mod csrf;
-mod dashboard;
 pub mod display;
 mod drain;
 pub mod error;
 pub mod extract;
-pub mod ilp;
+pub mod interledger;
 pub mod metrics;
-pub mod open_payments;
 mod pages;
 mod replays;
+pub mod resource_server;
 pub mod wire;
 
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 //!    request may itself have replaced it (a continuation rotates its
 //!    token, a cancel deletes the grant);
 //! 2. otherwise hands the handler a [`ReplaySlot`]: the shared signature
-//!    check (`crate::auth::authenticate`, `auth_server::verify`) claims the
+//!    check (`crate::resource_server::auth::authenticate`, `auth_server::verify`) claims the
 //!    request there after verifying it, or leaves the answer of an
 //!    identical request that won the race;
 //! 3. records the response of a claimed request (status, kept headers and
@@ -40,9 +40,9 @@ use opd_service::access::replays::{
 };
 use tracing::Instrument as _;
 
-use crate::auth::{as_target_uri, replay_error, rs_target_uri};
 use crate::error::ApiError;
 use crate::extract::{payload_too_large, MAX_BODY_BYTES};
+use crate::resource_server::auth::{as_target_uri, replay_error, rs_target_uri};
 use crate::AppState;
 
 /// The layer of the resource server listener.
@@ -181,11 +181,11 @@ fn refusal(
 ) -> Response {
     use opd_service::access::AccessError;
     match e {
-        _ if resource_server => crate::auth::access_error(&state.services, e),
+        _ if resource_server => crate::resource_server::auth::access_error(&state.services, e),
         AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
             replay_error(&e)
         }
-        other => crate::auth::access_error(&state.services, other),
+        other => crate::resource_server::auth::access_error(&state.services, other),
     }
     .into_response()
 }

@@ -1,6 +1,7 @@
-//! The service layer's shape, checked: folders by business area, short
+//! The shape of the service layer (`opd-service`) and of the HTTP layer
+//! (`opd-api`), checked: folders by business area or listener, short
 //! files, no folder with a long flat list, and no import circle between
-//! its modules (two files that each need the other are one concept cut in
+//! modules (two files that each need the other are one concept cut in
 //! two). See ARCHITECTURE.md.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
@@ -11,8 +12,10 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 500;
 const MAX_FILES_PER_FOLDER: usize = 12;
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The checked crates' source folders.
+fn crates() -> [PathBuf; 2] {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [here.join("src"), here.join("../opd-api/src")]
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -29,8 +32,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The module path of a file: `payments/outgoing/mod.rs` is
 /// `payments::outgoing`, `lib.rs` is the empty path.
-fn module_of(file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src()).expect("under src");
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
     let mut parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -60,8 +63,8 @@ fn code(file: &Path) -> String {
 /// Module paths a file names: `crate::a::b::c` and `super::x` (resolved
 /// against the file's own module), each as its longest prefix that is a
 /// known module.
-fn uses(file: &Path, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
-    let own = module_of(file);
+fn uses(src: &Path, file: &Path, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
+    let own = module_of(src, file);
     let text = code(file);
     let mut found = BTreeSet::new();
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
@@ -106,8 +109,14 @@ fn uses(file: &Path, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
 
 #[test]
 fn files_are_short_and_folders_small() {
+    for src in crates() {
+        files_are_short_and_folders_small_in(&src);
+    }
+}
+
+fn files_are_short_and_folders_small_in(src: &Path) {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files(src, &mut files);
     let mut per_folder: BTreeMap<PathBuf, usize> = BTreeMap::new();
     for f in &files {
         let lines = std::fs::read_to_string(f)
@@ -130,12 +139,18 @@ fn files_are_short_and_folders_small() {
 
 #[test]
 fn no_module_imports_one_that_imports_it_back() {
+    for src in crates() {
+        no_import_circle_in(&src);
+    }
+}
+
+fn no_import_circle_in(src: &Path) {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
+    rust_files(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
     let graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = files
         .iter()
-        .map(|f| (module_of(f), uses(f, &modules)))
+        .map(|f| (module_of(src, f), uses(src, f, &modules)))
         .collect();
     // A parent re-exporting or declaring its children is not a use, and a
     // child using its parent's shared helpers is the usual shape: only
@@ -154,7 +169,11 @@ fn no_module_imports_one_that_imports_it_back() {
     }
     // The root (`lib.rs`: `Services`) is what every module takes; the
     // platform modules that take `Services` are noted in ARCHITECTURE.md.
-    assert!(circles.is_empty(), "import circles: {circles:#?}");
+    assert!(
+        circles.is_empty(),
+        "import circles in {}: {circles:#?}",
+        src.display()
+    );
 }
 
 /// Whether `from` reaches `to` through unrelated modules.

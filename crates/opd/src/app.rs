@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use opd_api::admin::{admin_router, AdminState};
 use opd_api::auth_server::auth_router;
-use opd_api::open_payments::open_payments_router;
+use opd_api::resource_server::open_payments_router;
 use opd_api::AppState;
 use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate};
 use opd_ilp::IlpAddress;
@@ -412,11 +412,15 @@ pub async fn start(
             "admin",
             admin_router(AdminState::new(app.clone(), admin_token.expose_secret())),
         ),
-        (ilp_listener, "ilp", opd_api::ilp::ilp_router(app.clone())),
+        (
+            ilp_listener,
+            "ilp",
+            opd_api::interledger::ilp_router(app.clone()),
+        ),
     ];
     let mut auto_peering_addr = None;
     if let Some((listener, addr)) = auto_peering {
-        let state = opd_api::auto_peering::AutoPeering {
+        let state = opd_api::interledger::auto_peering::AutoPeering {
             app: app.clone(),
             ilp_connector_url: ilp_public_url.clone(),
             name: "opd".into(),
@@ -433,7 +437,7 @@ pub async fn start(
         listeners.push((
             listener,
             "auto_peering",
-            opd_api::auto_peering::auto_peering_router(state),
+            opd_api::interledger::auto_peering::auto_peering_router(state),
         ));
         auto_peering_addr = Some(addr);
     }

@@ -3,10 +3,12 @@
 //!
 //! Every resource endpoint needs a GNAP access token and an HTTP message
 //! signature by the token's client: its handler takes an
-//! [`Authorized`] naming the access it needs (see `crate::auth`). The
+//! [`Authorized`] naming the access it needs (see `crate::resource_server::auth`). The
 //! exception is the public incoming payment GET: without an
 //! `Authorization` header it answers the public view (`receivedAmount`,
 //! `authServer`).
+
+pub mod auth;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -22,9 +24,9 @@ use opd_service::payments::incoming::{self, NewIncomingPayment};
 use opd_service::payments::quotes::{self, NewQuote};
 use opd_service::wallets;
 
-use crate::auth::{action, kind, Authorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs};
+use crate::resource_server::auth::{action, kind, Authorized};
 use crate::wire::{
     parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
     GrantSpentWire, IncomingPaymentWire, JwkWire, Jwks, ListWire, OutgoingPaymentWire,

@@ -11,7 +11,7 @@ use opd_service::operator::{self, GrantSummary};
 
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm, Nav};
 use super::{Session, CSS};
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{display, pages};
 
 const PAGE: i64 = 25;

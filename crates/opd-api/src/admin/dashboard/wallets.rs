@@ -12,7 +12,7 @@ use opd_core::WalletAddressId;
 use opd_service::{operator, wallets};
 
 use super::{done_message, failed, not_found, query_pairs, Nav, Session, CSS};
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{display, pages};
 
 /// One wallet address as the table shows it.

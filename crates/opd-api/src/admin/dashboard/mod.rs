@@ -32,7 +32,7 @@ use axum::Router;
 use opd_service::{operator, Services};
 use sha2::{Digest, Sha256};
 
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
 /// The session cookie.

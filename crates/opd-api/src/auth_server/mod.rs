@@ -15,6 +15,8 @@
 //!
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
+mod consent;
+
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -28,12 +30,12 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
-use crate::auth::{AuthRequestMeta, RequestMeta};
-use crate::consent::{self, after_decision, error_page};
 use crate::error::ApiError;
 use crate::extract::{parse_json, PathParam, PathParams2, RawBody};
 use crate::pages;
+use crate::resource_server::auth::{AuthRequestMeta, RequestMeta};
 use crate::AppState;
+use consent::{after_decision, error_page};
 
 /// The authorization server routes.
 pub fn auth_router(state: AppState) -> Router {
@@ -105,7 +107,7 @@ fn signature_error(e: AccessError) -> Gnap {
     match e {
         AccessError::UnknownKey(m) => Gnap::Protocol(GnapError::invalid_client(m).with_status(400)),
         AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
-            Gnap::Own(crate::auth::replay_error(&e))
+            Gnap::Own(crate::resource_server::auth::replay_error(&e))
         }
         AccessError::Unavailable => Gnap::Own(ApiError::unavailable()),
         other => Gnap::Protocol(GnapError::invalid_client(other.to_string()).with_status(401)),

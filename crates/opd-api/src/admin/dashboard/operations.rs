@@ -13,7 +13,7 @@ use opd_service::{interledger::peers, operator};
 use secrecy::ExposeSecret;
 
 use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{display, pages};
 
 struct PeerRow {

@@ -18,7 +18,7 @@ use opd_service::wallets;
 
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
 use super::{Nav, Session, CSS};
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{display, pages};
 
 const PAGE: i64 = 20;

@@ -6,6 +6,8 @@
 //! whatever the packet holds; only a missing or unknown token (401), a
 //! wrong content type (400) or an oversized body (413) get a JSON error.
 
+pub mod auto_peering;
+
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -15,7 +15,8 @@ use opd_core::{Asset, PeerId};
 use opd_service::interledger::peers::{self, PeerInput};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::admin::{AdminState, MoveMoney, TransferAdmin};
+use super::money::{idempotent_status, MoveMoney, TransferAdmin};
+use super::state::AdminState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, PathParam};
 
@@ -248,7 +249,7 @@ async fn move_liquidity(
     let (transfer, new) =
         peers::move_liquidity(services, &peer, value, deposit, &req.idempotency_key).await?;
     let balance = peers::liquidity(services, &peer).await?;
-    let status = crate::admin::idempotent_status(new);
+    let status = idempotent_status(new);
     Ok((
         status,
         Json(serde_json::json!({

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
-use crate::admin::AdminState;
+use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
 #[derive(Template)]

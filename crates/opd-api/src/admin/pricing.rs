@@ -1,0 +1,155 @@
+//! Admin routes for fees and exchange rates (they take precedence over
+//! the configuration file's).
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use opd_core::{Asset, AssetCode, Fee, Rate};
+use opd_service::{operator, pricing};
+use serde::{Deserialize, Serialize};
+
+use super::state::AdminState;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, PathParam, PathParams2};
+
+/// This part's routes.
+pub(super) fn routes() -> Router<AdminState> {
+    Router::new()
+        .route("/fees", get(list_fees))
+        .route("/fees/{code}/{scale}", put(set_fee).delete(delete_fee))
+        .route("/rates", get(list_rates))
+        .route("/rates/{base}", put(set_rates))
+        .route("/rates-url", put(set_rates_url))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FeeInput {
+    /// Minor units, as a decimal string like every amount.
+    fixed: String,
+    basis_points: i64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FeeAdmin {
+    asset_code: String,
+    asset_scale: u8,
+    fixed: String,
+    basis_points: u16,
+    updated_at: String,
+}
+
+fn parse_asset_path(code: &str, scale: &str) -> ApiResult<Asset> {
+    let scale: i64 = scale
+        .parse()
+        .map_err(|_| ApiError::invalid_request("asset scale must be an integer from 0 to 255"))?;
+    Asset::parse(code, scale).map_err(|e| ApiError::invalid_request(e.to_string()))
+}
+
+async fn list_fees(State(state): State<AdminState>) -> ApiResult<Json<Vec<FeeAdmin>>> {
+    let fees = operator::fees(&state.app.services).await?;
+    Ok(Json(
+        fees.iter()
+            .map(|f| FeeAdmin {
+                asset_code: f.asset.code.to_string(),
+                asset_scale: f.asset.scale,
+                fixed: f.fee.fixed.to_string(),
+                basis_points: f.fee.basis_points,
+                updated_at: f.updated_at.to_rfc3339(),
+            })
+            .collect(),
+    ))
+}
+
+async fn set_fee(
+    State(state): State<AdminState>,
+    PathParams2(code, scale): PathParams2,
+    JsonBody { value: req, .. }: JsonBody<FeeInput>,
+) -> ApiResult<StatusCode> {
+    let asset = parse_asset_path(&code, &scale)?;
+    let fixed = opd_core::money::parse_u64_canonical(&req.fixed).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_amount",
+            format!("fixed: {e}"),
+        )
+    })?;
+    let bp = u16::try_from(req.basis_points).ok();
+    let fee = bp.and_then(|bp| Fee::new(fixed, bp).ok()).ok_or_else(|| {
+        ApiError::invalid_request("basisPoints must be an integer from 0 to 10000")
+    })?;
+    pricing::set_fee(&state.app.services, &asset, Some(fee)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_fee(
+    State(state): State<AdminState>,
+    PathParams2(code, scale): PathParams2,
+) -> ApiResult<StatusCode> {
+    let asset = parse_asset_path(&code, &scale)?;
+    pricing::set_fee(&state.app.services, &asset, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RatesAdmin {
+    /// base -> counter -> rate, as exact decimal strings.
+    rates: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rates_url: Option<String>,
+}
+
+async fn list_rates(State(state): State<AdminState>) -> ApiResult<Json<RatesAdmin>> {
+    let services = &state.app.services;
+    let mut rates: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in operator::rates(services).await? {
+        rates
+            .entry(r.base.to_string())
+            .or_default()
+            .insert(r.counter.to_string(), r.rate.to_string());
+    }
+    let rates_url = operator::rates_url(services).await?;
+    Ok(Json(RatesAdmin { rates, rates_url }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRates {
+    /// counter -> rate; rates may be strings (`"0.91"`) or numbers.
+    rates: BTreeMap<String, Rate>,
+}
+
+async fn set_rates(
+    State(state): State<AdminState>,
+    PathParam(base): PathParam,
+    JsonBody { value: req, .. }: JsonBody<SetRates>,
+) -> ApiResult<StatusCode> {
+    let base = AssetCode::parse(&base).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    let mut rates = Vec::new();
+    for (counter, rate) in req.rates {
+        let counter =
+            AssetCode::parse(&counter).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+        rates.push((counter, rate));
+    }
+    pricing::set_rates(&state.app.services, &base, &rates).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRatesUrl {
+    url: Option<String>,
+}
+
+async fn set_rates_url(
+    State(state): State<AdminState>,
+    JsonBody { value: req, .. }: JsonBody<SetRatesUrl>,
+) -> ApiResult<StatusCode> {
+    pricing::set_rates_url(&state.app.services, req.url.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
