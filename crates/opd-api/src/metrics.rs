@@ -202,7 +202,12 @@ fn status_label(status: StatusCode) -> metrics::SharedString {
 /// webhook backlog are sampled now, for this server.
 pub async fn scrape(State(app): State<AppState>) -> Response {
     let handle = install();
-    m::sample(&app.services).await;
+    let services = &app.services;
+    m::sample(
+        services.store.as_ref(),
+        services.config.webhook_url.is_some(),
+    )
+    .await;
     (
         [(
             header::CONTENT_TYPE,

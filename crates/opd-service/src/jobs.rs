@@ -4,15 +4,21 @@
 //! and says whether more is waiting, so a job runs again at once while
 //! busy and rests while idle.
 //!
+//! Beside them, every node follows the changes other nodes announce
+//! ([`follow_changes`]), workers or not.
+//!
 //! Every job is safe on several nodes at once: each step claims what it
 //! works on in the database (payments by lease, webhooks by claim), or its
 //! work is idempotent (expiry, pruning, voiding expired holds).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use opd_store::Heard;
 use tokio::sync::watch;
 
 use crate::payments::outgoing::lifecycle::{self, Step};
+use crate::platform::changes::Change;
 use crate::{ServiceError, Services};
 
 /// A background job.
@@ -201,7 +207,7 @@ pub async fn retention_once(services: &Services) -> Result<opd_store::Pruned, Se
 }
 
 /// Runs `job`'s steps at its cadence until `stop` turns true.
-pub async fn run(job: Job, services: std::sync::Arc<Services>, mut stop: watch::Receiver<bool>) {
+pub async fn run(job: Job, services: Arc<Services>, mut stop: watch::Receiver<bool>) {
     let cadence = job.cadence();
     loop {
         let (pause, idle) = match job.step(&services).await {
@@ -220,7 +226,7 @@ pub async fn run(job: Job, services: std::sync::Arc<Services>, mut stop: watch::
         }
         let woken = async {
             if job == Job::Payments && idle {
-                services.payments_due.notified().await;
+                services.payments.due.notified().await;
             } else {
                 std::future::pending::<()>().await;
             }
@@ -229,6 +235,55 @@ pub async fn run(job: Job, services: std::sync::Arc<Services>, mut stop: watch::
             _ = woken => {},
             _ = tokio::time::sleep(pause) => {},
             _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Listens for changes announced by any node and drops the matching cached
+/// data, until `stop` says so; returns at once on SQLite (one node). A lost
+/// connection drops everything (changes may have been missed) and listens
+/// again.
+pub async fn follow_changes(services: Arc<Services>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let feed = tokio::select! {
+            f = services.store.listen_changes() => f,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let mut feed = match feed {
+            Ok(Some(feed)) => feed,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for changes from other nodes; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        };
+        // Whatever changed before the feed listened is unknown.
+        for c in Change::ALL {
+            services.forget(c).await;
+        }
+        loop {
+            let heard = tokio::select! {
+                h = feed.next() => h,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            match heard {
+                Ok(Heard::Topic(t)) => match Change::from_topic(&t) {
+                    Some(c) => services.forget(c).await,
+                    None => tracing::debug!(topic = %t, "ignored an unknown change topic"),
+                },
+                Ok(Heard::Reconnected) => {
+                    for c in Change::ALL {
+                        services.forget(c).await;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "lost the change feed; listening again");
+                    break;
+                }
+            }
         }
     }
 }

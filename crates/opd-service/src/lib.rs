@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use opd_core::wallet_address::WalletAddress;
 use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate, WalletAddressId};
-use opd_ilp::{IlpAddress, StreamSecret};
+use opd_ilp::IlpAddress;
 use opd_store::Store;
 use secrecy::SecretString;
 
 use access::{client_keys, replays};
+use platform::changes::Change;
 use platform::{cache, outbound, secrets, throttle};
 
 pub use error::ServiceError;
@@ -223,48 +224,33 @@ impl ServiceConfig {
 
 /// Everything a use case may touch, shared by all requests.
 pub struct Services {
+    // The platform handles every area uses.
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub config: ServiceConfig,
-    pub pricing: pricing::Pricing,
-    /// Client wallet addresses' public keys, cached.
-    pub client_keys: client_keys::ClientKeys,
-    /// Freshness rules for request signatures.
-    pub signature_policy: opd_httpsig::VerifyPolicy,
-    /// State-changing requests seen within the signature freshness window
-    /// and their responses (replays are answered from it). In memory by
-    /// default; a deployment sharing it across nodes replaces it before
-    /// serving.
-    pub replays: Arc<dyn replays::ReplayLog>,
     /// The one HTTP client for calls to other servers (see [`outbound`]).
     pub outbound: outbound::Outbound,
-    /// Live access tokens by digest, with their expiry.
-    pub token_cache: cache::TtlCache<String, (grants::ActiveToken, opd_core::Timestamp)>,
-    /// Wallet addresses by id and by path.
-    pub wallet_cache: cache::TtlCache<WalletAddressId, WalletAddress>,
-    pub wallet_path_cache: cache::TtlCache<String, WalletAddress>,
-    /// Quotes by id. A quote never changes once stored, so a cached copy is
-    /// never stale, on any node; the bound only limits memory.
-    pub quote_cache: cache::TtlCache<opd_core::QuoteId, opd_core::quote::Quote>,
-    /// Interledger peers by the digest of their incoming token.
-    pub peer_cache: cache::TtlCache<String, opd_core::peer::Peer>,
-    /// What ILP packets need of their incoming payment (wallet address,
-    /// asset): fixed once it exists, so never stale on any node.
-    pub receiver_cache: cache::TtlCache<opd_core::IncomingPaymentId, interledger::ReceiverFacts>,
-    /// Every peer, for routing forwarded packets.
-    pub routing_cache: cache::TtlCache<(), Arc<Vec<opd_core::peer::Peer>>>,
-    /// Grant requests by client and by client address.
-    pub grant_throttle: throttle::Throttle,
-    /// Resource creation by client.
-    pub create_throttle: throttle::Throttle,
-    /// Failed consent-page passwords, by wallet address and by address.
-    pub password_lockout: throttle::Lockout,
-    /// Signalled when a payment becomes due (created or funded here), so an
-    /// idle payment worker starts on it at once instead of at its next poll.
-    pub payments_due: tokio::sync::Notify,
-    stream_secret: StreamSecret,
+    /// Fees and exchange rates (payments and Interledger alike).
+    pub pricing: pricing::Pricing,
+    // One part per area.
+    pub access: access::AccessState,
+    pub wallets: wallets::WalletCache,
+    pub payments: payments::PaymentState,
+    pub interledger: interledger::IlpState,
+    pub limits: Limits,
     identity: tokio::sync::OnceCell<Arc<ServerIdentity>>,
+}
+
+/// Per-client limits on what costs the server (grant requests, creating
+/// resources) and on guessing passwords and tokens.
+pub struct Limits {
+    /// Grant requests by client and by client address.
+    pub grants: throttle::Throttle,
+    /// Resource creation by client.
+    pub creates: throttle::Throttle,
+    /// Failed consent-page passwords and admin tokens, by key.
+    pub password_lockout: throttle::Lockout,
 }
 
 /// Who this server is when it acts as a client of other Open Payments
@@ -290,12 +276,12 @@ impl Services {
         &self,
         id: WalletAddressId,
     ) -> Result<Option<WalletAddress>, ServiceError> {
-        if let Some(w) = self.wallet_cache.get(&id) {
+        if let Some(w) = self.wallets.by_id.get(&id) {
             return Ok(Some(w));
         }
         let found = self.store.get_wallet_address(id).await?;
         if let Some(w) = &found {
-            self.wallet_cache.insert(id, w.clone());
+            self.wallets.by_id.insert(id, w.clone());
         }
         Ok(found)
     }
@@ -314,17 +300,39 @@ impl Services {
             .cloned()
     }
 
+    /// Drops what `change` made stale on this node, then tells the other
+    /// nodes (`jobs::follow_changes`). Call it after the change committed.
+    pub async fn changed(&self, change: Change) {
+        self.forget(change).await;
+        if let Err(e) = self.store.announce_change(change.topic()).await {
+            // The change itself is stored; other nodes then see it when
+            // their caches expire (`cache_ttl`).
+            tracing::warn!(error = %e, change = change.topic(), "could not announce a change to the other nodes");
+        }
+    }
+
+    /// Drops this node's cached copies of what `change` touches, area by
+    /// area.
+    pub async fn forget(&self, change: Change) {
+        self.access.forget(change);
+        self.wallets.forget(change);
+        self.interledger.forget(change);
+        if change == Change::Pricing {
+            self.pricing.invalidate().await;
+        }
+    }
+
     /// A quote by id, from the cache when this node stored or read it.
     pub async fn quote_by_id(
         &self,
         id: opd_core::QuoteId,
     ) -> Result<Option<opd_core::quote::Quote>, ServiceError> {
-        if let Some(q) = self.quote_cache.get(&id) {
+        if let Some(q) = self.payments.quotes.get(&id) {
             return Ok(Some(q));
         }
         let found = self.store.get_quote(id).await?;
         if let Some(q) = &found {
-            self.quote_cache.insert(id, q.clone());
+            self.payments.quotes.insert(id, q.clone());
         }
         Ok(found)
     }
@@ -357,7 +365,6 @@ impl Services {
         let pricing = pricing::Pricing::new(&config, outbound.clone())?;
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);
-        let signature_policy = config.signature_policy.clone();
         let cache_ttl = config.cache_ttl;
         let create_throttle = throttle::Throttle::new(
             config.create_requests_per_minute,
@@ -384,23 +391,21 @@ impl Services {
             clock,
             random,
             config,
-            pricing,
-            client_keys,
-            signature_policy,
-            replays,
             outbound,
-            token_cache: cache::TtlCache::new(cache_ttl, 100_000),
-            wallet_cache: cache::TtlCache::new(cache_ttl, 100_000),
-            quote_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
-            wallet_path_cache: cache::TtlCache::new(cache_ttl, 100_000),
-            peer_cache: cache::TtlCache::new(cache_ttl, 10_000),
-            routing_cache: cache::TtlCache::new(cache_ttl, 1),
-            receiver_cache: cache::TtlCache::new(std::time::Duration::from_secs(600), 10_000),
-            grant_throttle,
-            create_throttle,
-            password_lockout: throttle::Lockout::new(3),
-            payments_due: tokio::sync::Notify::new(),
-            stream_secret,
+            pricing,
+            access: access::AccessState {
+                client_keys,
+                replays,
+                tokens: cache::TtlCache::new(cache_ttl, 100_000),
+            },
+            wallets: wallets::WalletCache::new(cache_ttl),
+            payments: payments::PaymentState::new(),
+            interledger: interledger::IlpState::new(stream_secret, cache_ttl),
+            limits: Limits {
+                grants: grant_throttle,
+                creates: create_throttle,
+                password_lockout: throttle::Lockout::new(3),
+            },
             identity: tokio::sync::OnceCell::new(),
         })
     }

@@ -6,10 +6,36 @@ use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, Walle
 use opd_core::{Asset, WalletAddressId};
 use opd_store::StoreError;
 
+use crate::platform::cache::TtlCache;
+use crate::platform::changes::Change;
 use crate::{platform::secrets, ServiceError, Services};
 
 /// The kid of the server's own key.
 pub const SERVER_KEY_ID: &str = "opd-server-key";
+
+/// Wallet addresses by id and by path, cached (dropped everywhere when
+/// one is deactivated).
+pub struct WalletCache {
+    pub by_id: TtlCache<WalletAddressId, WalletAddress>,
+    pub by_path: TtlCache<String, WalletAddress>,
+}
+
+impl WalletCache {
+    pub fn new(ttl: std::time::Duration) -> Self {
+        Self {
+            by_id: TtlCache::new(ttl, 100_000),
+            by_path: TtlCache::new(ttl, 100_000),
+        }
+    }
+
+    /// Drops what `change` made stale.
+    pub fn forget(&self, change: Change) {
+        if change == Change::Wallets {
+            self.by_id.clear();
+            self.by_path.clear();
+        }
+    }
+}
 
 /// Admin: creates a wallet address. The path is lowercased.
 pub async fn create(
@@ -150,7 +176,7 @@ async fn active_at(
     when_inactive: ServiceError,
 ) -> Result<WalletAddress, ServiceError> {
     let key = path.as_str().to_owned();
-    let wallet = match services.wallet_path_cache.get(&key) {
+    let wallet = match services.wallets.by_path.get(&key) {
         Some(w) => w,
         None => {
             let w = services
@@ -158,7 +184,7 @@ async fn active_at(
                 .get_wallet_address_by_path(path)
                 .await?
                 .ok_or(ServiceError::UnknownWalletAddress)?;
-            services.wallet_path_cache.insert(key, w.clone());
+            services.wallets.by_path.insert(key, w.clone());
             w
         }
     };

@@ -200,3 +200,30 @@ fn reaches(
     }
     false
 }
+
+/// The platform modules stand on nothing business-specific: not on the
+/// areas, and not on `Services` (the composition root).
+#[test]
+fn platform_modules_use_nothing_above_them() {
+    let src = &crates()[0];
+    let mut files = Vec::new();
+    rust_files(&src.join("platform"), &mut files);
+    for f in files {
+        let text = code(&f);
+        for word in [
+            "Services",
+            "crate::payments",
+            "crate::interledger",
+            "crate::access",
+            "crate::grants",
+            "crate::jobs",
+            "crate::wallets",
+            "crate::webhooks",
+            "crate::ledger",
+            "crate::pricing",
+            "crate::operator",
+        ] {
+            assert!(!text.contains(word), "{} uses {word}", f.display());
+        }
+    }
+}

@@ -466,7 +466,7 @@ pub async fn start(
     {
         let (services, mut stop) = (services.clone(), shutdown.subscribe());
         tasks.spawn(async move {
-            opd_service::platform::changes::follow(services, stop.clone()).await;
+            opd_service::jobs::follow_changes(services, stop.clone()).await;
             // A task that ends early reads as a failure: wait for shutdown.
             let _ = stop.wait_for(|s| *s).await;
             Ok(())

@@ -102,7 +102,7 @@ async fn require_token(
         .map(|c| c.0.ip().to_string())
         .unwrap_or_default();
     let key = format!("admin:{peer}");
-    let lockout = &state.app.services.password_lockout;
+    let lockout = &state.app.services.limits.password_lockout;
     if let Err(wait) = lockout.check(&key) {
         let mut e = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

@@ -6,7 +6,7 @@
 //! The form carries a token bound to the interaction and to a cookie of the
 //! browser (see [`crate::csrf`]): a POST without it decides nothing. Wrong
 //! passwords are slowed per wallet address and per client address
-//! (`services.password_lockout`).
+//! (`services.limits.password_lockout`).
 
 use askama::Template;
 use axum::extract::{ConnectInfo, State};
@@ -338,7 +338,7 @@ pub(crate) async fn consent_decision(
     ];
     let locked = keys
         .iter()
-        .filter_map(|k| services.password_lockout.check(k).err())
+        .filter_map(|k| services.limits.password_lockout.check(k).err())
         .max();
     if let Some(wait) = locked {
         let secs = wait.as_secs().max(1);
@@ -361,10 +361,10 @@ pub(crate) async fn consent_decision(
     match grants::check_owner_password(services, interaction.wallet.id, &form.password).await {
         Ok(true) => keys
             .iter()
-            .for_each(|k| services.password_lockout.succeeded(k)),
+            .for_each(|k| services.limits.password_lockout.succeeded(k)),
         Ok(false) => {
             keys.iter()
-                .for_each(|k| services.password_lockout.failed(k));
+                .for_each(|k| services.limits.password_lockout.failed(k));
             let status = StatusCode::UNAUTHORIZED;
             return page(
                 services,

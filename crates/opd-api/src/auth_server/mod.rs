@@ -148,14 +148,14 @@ async fn grant_request(
     RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
-    throttled(services.grant_throttle.take(&format!("ip:{}", peer.ip())))?;
+    throttled(services.limits.grants.take(&format!("ip:{}", peer.ip())))?;
     let request: GrantRequest = parse_json(&body)?;
     let validated = ValidatedGrantRequest::parse(&request)?;
     verify(services, &meta, &body, &validated.client).await?;
     // Counted once the signature verified, so nobody else can use up a
     // client's allowance.
     let client = opd_service::access::client_identity(&validated.client);
-    throttled(services.grant_throttle.take(&format!("client:{client}")))?;
+    throttled(services.limits.grants.take(&format!("client:{client}")))?;
     let response = grants::request_grant(services, validated).await?;
     Ok(Json(response).into_response())
 }

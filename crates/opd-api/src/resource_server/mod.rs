@@ -90,7 +90,7 @@ const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(900)
 /// so a load balancer sends requests elsewhere meanwhile.
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
     use opd_service::platform::health::{readiness, NotReady};
-    match readiness(&state.services, READY_TIMEOUT).await {
+    match readiness(state.services.store.as_ref(), READY_TIMEOUT).await {
         Ok(()) => Ok(Json(serde_json::json!({ "status": "ready" }))),
         Err(NotReady::DatabaseUnreachable) => Err(ApiError::unavailable()),
         Err(NotReady::MigrationsPending { applied, latest }) => {
@@ -161,7 +161,7 @@ fn auth_reads_all(auth: &Authenticated, wallet_url: &str) -> bool {
 /// The per-client limit on creating resources (`--create-requests-per-minute`):
 /// 429 `too_many_requests` with `Retry-After` when the client is over it.
 fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
-    state.services.create_throttle.take(client).map_err(|wait| {
+    state.services.limits.creates.take(client).map_err(|wait| {
         let mut e = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_requests",

@@ -20,8 +20,37 @@ use opd_httpsig::{parse_signature, RequestParts, SigError};
 use secrecy::ExposeSecret;
 
 use crate::grants::{introspect, ActiveToken};
+use crate::platform::changes::Change;
 use crate::{ServiceError, Services};
 use replays::ReplaySlot;
+
+/// What the resource server's door keeps between requests.
+pub struct AccessState {
+    /// Client wallet addresses' public keys, cached.
+    pub client_keys: client_keys::ClientKeys,
+    /// State-changing requests seen within the signature freshness window
+    /// and their responses (replays are answered from it): in memory on
+    /// SQLite (one node), in the database on PostgreSQL (every node).
+    pub replays: std::sync::Arc<dyn replays::ReplayLog>,
+    /// Live access tokens by digest, with their expiry.
+    pub tokens: crate::platform::cache::TtlCache<String, (ActiveToken, opd_core::Timestamp)>,
+}
+
+impl AccessState {
+    /// Drops what `change` made stale.
+    pub fn forget(&self, change: Change) {
+        match change {
+            Change::Tokens => self.tokens.clear(),
+            Change::Keys => self.client_keys.invalidate(),
+            // A deactivated wallet address's tokens and keys go too.
+            Change::Wallets => {
+                self.tokens.clear();
+                self.client_keys.invalidate();
+            }
+            Change::Pricing | Change::Peers => {}
+        }
+    }
+}
 
 /// What a request needs its token to allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,13 +171,15 @@ pub async fn verify_signature(
         AccessError::UnknownKey(description)
     };
     let now = unix_now(services);
-    let parsed = parse_signature(request, &services.signature_policy, now).map_err(sig_err)?;
+    let parsed =
+        parse_signature(request, &services.config.signature_policy, now).map_err(sig_err)?;
     if parsed.used_compat_format() {
         tracing::debug!("accepted a signature in the open-payments Rust SDK's non-RFC format");
     }
     match client {
         ClientIdent::WalletAddress(wallet) => {
             let key = services
+                .access
                 .client_keys
                 .key(services, wallet, parsed.keyid())
                 .await

@@ -110,7 +110,7 @@ pub async fn introspect(
     token: &str,
 ) -> Result<Option<ActiveToken>, ServiceError> {
     let digest = token_digest(token);
-    if let Some((active, expires_at)) = services.token_cache.get(&digest) {
+    if let Some((active, expires_at)) = services.access.tokens.get(&digest) {
         if services.clock.now() < expires_at {
             return Ok(Some(active));
         }
@@ -138,7 +138,8 @@ pub async fn introspect(
         client: grant.client,
     };
     services
-        .token_cache
+        .access
+        .tokens
         .insert(digest, (active.clone(), record.expires_at));
     Ok(Some(active))
 }

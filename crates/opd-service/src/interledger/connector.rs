@@ -37,12 +37,12 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Every peer, cached until peers change (`Change::Peers`).
 async fn peers(services: &Services) -> Result<Arc<Vec<Peer>>, ServiceError> {
-    if let Some(all) = services.routing_cache.get(&()) {
+    if let Some(all) = services.interledger.routes.get(&()) {
         return Ok(all);
     }
     // Through the peers module: it opens the sealed outgoing tokens.
     let all = Arc::new(crate::interledger::peers::list(services).await?);
-    services.routing_cache.insert((), all.clone());
+    services.interledger.routes.insert((), all.clone());
     Ok(all)
 }
 

@@ -34,8 +34,46 @@ use opd_core::peer::Peer;
 use opd_ilp::packet::{Fulfill, Prepare};
 use opd_ilp::{condition_of, AmountTooLarge, ErrorCode};
 
+use std::sync::Arc;
+
+use opd_ilp::StreamSecret;
+
+use crate::platform::cache::TtlCache;
+use crate::platform::changes::Change;
 use crate::{ServiceError, Services};
 use reply::{reject, reject_with};
+
+/// What the Interledger area keeps between packets.
+pub struct IlpState {
+    /// The secret STREAM credentials of incoming payments derive from.
+    pub(crate) stream_secret: StreamSecret,
+    /// Peers by the digest of their incoming token.
+    pub peers: TtlCache<String, Peer>,
+    /// Every peer, for routing forwarded packets.
+    pub routes: TtlCache<(), Arc<Vec<Peer>>>,
+    /// What packets need of their incoming payment (wallet address, asset):
+    /// fixed once it exists, so never stale on any node.
+    pub receivers: TtlCache<opd_core::IncomingPaymentId, ReceiverFacts>,
+}
+
+impl IlpState {
+    pub fn new(stream_secret: StreamSecret, ttl: std::time::Duration) -> Self {
+        Self {
+            stream_secret,
+            peers: TtlCache::new(ttl, 10_000),
+            routes: TtlCache::new(ttl, 1),
+            receivers: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
+        }
+    }
+
+    /// Drops what `change` made stale.
+    pub fn forget(&self, change: Change) {
+        if change == Change::Peers {
+            self.peers.clear();
+            self.routes.clear();
+        }
+    }
+}
 
 /// The IL-DCP destination.
 const ILDCP_DESTINATION: &str = "peer.config";

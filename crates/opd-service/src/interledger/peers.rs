@@ -403,7 +403,7 @@ pub async fn transfers(
 /// The peer with this incoming bearer token, from the cache when fresh.
 pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, ServiceError> {
     let digest = token_digest(token);
-    if let Some(p) = services.peer_cache.get(&digest) {
+    if let Some(p) = services.interledger.peers.get(&digest) {
         return Ok(Some(p));
     }
     let found = services
@@ -413,7 +413,7 @@ pub async fn by_token(services: &Services, token: &str) -> Result<Option<Peer>, 
         .map(|p| opened(services, p))
         .transpose()?;
     if let Some(p) = &found {
-        services.peer_cache.insert(digest, p.clone());
+        services.interledger.peers.insert(digest, p.clone());
     }
     Ok(found)
 }

@@ -24,7 +24,7 @@ pub(super) async fn receive(
     prepare: &Prepare,
 ) -> Result<Vec<u8>, ServiceError> {
     let token = match decode_destination(
-        &services.stream_secret,
+        &services.interledger.stream_secret,
         &services.config.ilp_address,
         prepare.destination.as_str(),
     ) {
@@ -166,7 +166,7 @@ async fn lookup(services: &Services, tag: &str) -> Result<Option<ReceiverFacts>,
     let Some(id) = IncomingPaymentId::parse(tag) else {
         return Ok(None);
     };
-    if let Some(facts) = services.receiver_cache.get(&id) {
+    if let Some(facts) = services.interledger.receivers.get(&id) {
         return Ok(Some(facts));
     }
     let Some(p) = services.store.get_incoming_payment(id).await? else {
@@ -177,7 +177,7 @@ async fn lookup(services: &Services, tag: &str) -> Result<Option<ReceiverFacts>,
         wallet_address_id: p.wallet_address_id,
         asset: p.asset,
     };
-    services.receiver_cache.insert(id, facts.clone());
+    services.interledger.receivers.insert(id, facts.clone());
     Ok(Some(facts))
 }
 

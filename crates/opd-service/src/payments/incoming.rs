@@ -219,7 +219,7 @@ pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<Il
     services.random.fill(&mut iv);
     let asset = Some((payment.asset.code.as_str(), payment.asset.scale));
     match opd_ilp::generate_credentials(
-        &services.stream_secret,
+        &services.interledger.stream_secret,
         &services.config.ilp_address,
         &payment.id.to_string(),
         asset,

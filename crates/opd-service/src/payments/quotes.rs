@@ -109,7 +109,7 @@ pub async fn create(
         expires_at,
     };
     services.store.create_quote(&quote).await?;
-    services.quote_cache.insert(quote.id, quote.clone());
+    services.payments.quotes.insert(quote.id, quote.clone());
     Ok((quote, wallet))
 }
 

@@ -4,9 +4,7 @@
 
 use std::time::Duration;
 
-use opd_store::Readiness;
-
-use crate::Services;
+use opd_store::{Readiness, Store};
 
 /// Why the server is not ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +19,8 @@ pub enum NotReady {
 /// up after `within` (a paused or unreachable database would otherwise
 /// hold a probe for the pool's whole acquire timeout, or forever on a
 /// connection that stopped answering).
-pub async fn readiness(services: &Services, within: Duration) -> Result<(), NotReady> {
-    match tokio::time::timeout(within, services.store.readiness()).await {
+pub async fn readiness(store: &dyn Store, within: Duration) -> Result<(), NotReady> {
+    match tokio::time::timeout(within, store.readiness()).await {
         Ok(Ok(Readiness::Ready)) => Ok(()),
         Ok(Ok(Readiness::MigrationsPending { applied, latest })) => {
             Err(NotReady::MigrationsPending { applied, latest })

@@ -24,7 +24,7 @@ use metrics::{counter, gauge, histogram, Label};
 use opd_core::{Amount, Asset, Timestamp};
 use opd_httpsig::SigError;
 
-use crate::Services;
+use opd_store::Store;
 
 /// Request duration by listener, method, route template and status.
 pub const HTTP_REQUEST_DURATION: &str = "http_server_request_duration_seconds";
@@ -115,8 +115,8 @@ const BACKLOG_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Sets the gauges read from the server's state rather than counted as
 /// things happen: its database pools and its webhook backlog.
-pub async fn sample(services: &Services) {
-    for pool in services.store.pool_stats() {
+pub async fn sample(store: &dyn Store, webhooks_on: bool) {
+    for pool in store.pool_stats() {
         let name = pool.name;
         for (state, n) in [("idle", pool.idle), ("used", pool.used)] {
             gauge!(DB_CONNECTIONS, "db_client_connection_pool_name" => name, "db_client_connection_state" => state)
@@ -131,10 +131,8 @@ pub async fn sample(services: &Services) {
         }
     }
     // Without a webhook URL nothing is ever delivered: no backlog to watch.
-    if services.config.webhook_url.is_some() {
-        let count =
-            tokio::time::timeout(BACKLOG_TIMEOUT, services.store.webhook_backlog(BACKLOG_CAP))
-                .await;
+    if webhooks_on {
+        let count = tokio::time::timeout(BACKLOG_TIMEOUT, store.webhook_backlog(BACKLOG_CAP)).await;
         match count {
             Ok(Ok(n)) => gauge!(WEBHOOK_BACKLOG).set(n as f64),
             // The gauge keeps its last value; the database's trouble shows

@@ -98,7 +98,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     }
     let token = field("token");
     let key = format!("admin:{peer}");
-    let lockout = &services.password_lockout;
+    let lockout = &services.limits.password_lockout;
     if let Err(wait) = lockout.check(&key) {
         let secs = wait.as_secs().max(1);
         let message = format!("Too many wrong tokens. Try again in {secs} seconds.");

@@ -296,7 +296,12 @@ fn answer(outcome: Outcome) -> Result<Arc<StoredResponse>, AccessError> {
 }
 
 async fn wait_for(services: &Services, fp: &Fingerprint) -> Result<Outcome, AccessError> {
-    match services.replays.wait(fp, services.config.replay_wait).await {
+    match services
+        .access
+        .replays
+        .wait(fp, services.config.replay_wait)
+        .await
+    {
         Ok(Some(outcome)) => Ok(outcome),
         Ok(None) => Err(AccessError::ReplayPending),
         Err(e) => {
@@ -319,13 +324,13 @@ pub async fn recall(
         return Ok(None);
     }
     let now = unix_now(services);
-    let Ok(parsed) = parse_signature(request, &services.signature_policy, now) else {
+    let Ok(parsed) = parse_signature(request, &services.config.signature_policy, now) else {
         return Ok(None);
     };
     let Some(fp) = fingerprint(request, &parsed, None) else {
         return Ok(None);
     };
-    let seen = services.replays.peek(&fp, now).await.map_err(|e| {
+    let seen = services.access.replays.peek(&fp, now).await.map_err(|e| {
         tracing::error!(error = %e, "replay log unavailable");
         AccessError::Unavailable
     })?;
@@ -359,9 +364,10 @@ pub async fn admit(
     // later it is stale and refused before it gets here.
     let expires_at = parsed
         .created()
-        .saturating_add(services.signature_policy.max_age.as_secs())
+        .saturating_add(services.config.signature_policy.max_age.as_secs())
         .saturating_add(1);
     let begun = services
+        .access
         .replays
         .begin(&fp, expires_at, now)
         .await
@@ -372,7 +378,7 @@ pub async fn admit(
     let outcome = match begun {
         Begun::First => {
             let guard = ClaimGuard {
-                log: Arc::clone(&services.replays),
+                log: Arc::clone(&services.access.replays),
                 fingerprint: fp,
                 finished: false,
             };

@@ -204,7 +204,7 @@ pub async fn fund(
         .fund_outgoing_payment(id, services.clock.now(), &[])
         .await?
     {
-        services.payments_due.notify_one();
+        services.payments.due.notify_one();
         Ok(())
     } else {
         Err(ServiceError::Conflict {

@@ -227,7 +227,7 @@ pub async fn create(
         CreateOutgoing::Created { spent_before } => {
             crate::platform::metrics::payment_created(&record.debit);
             if record.state == OutgoingPaymentState::Sending {
-                services.payments_due.notify_one();
+                services.payments.due.notify_one();
             }
             Ok((record, wallet, spent_before))
         }
