@@ -10,6 +10,7 @@ pub mod operator;
 pub mod payments;
 pub mod platform;
 pub mod pricing;
+pub mod views;
 pub mod wallets;
 pub mod webhooks;
 

@@ -17,6 +17,7 @@ use opd_core::{AmountWire, Backoff, Timestamp};
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
+use crate::views::{IncomingPaymentWire, OutgoingPaymentWire};
 use crate::{ServiceError, Services};
 
 /// How long one delivery attempt may take.
@@ -46,28 +47,15 @@ pub fn event(services: &Services, kind: EventKind, data: serde_json::Value) -> W
     }
 }
 
-/// The webhook body of an incoming payment: its Open Payments view.
+/// The webhook body of an incoming payment: its Open Payments view, as
+/// `GET /incoming-payments/{id}` shows it (without its payment methods).
 pub(crate) fn incoming_event_data(
     services: &Services,
     p: &IncomingPayment,
     wallet: &WalletAddress,
 ) -> serde_json::Value {
-    let public = &services.config.public_url;
-    let mut data = serde_json::json!({
-        "id": public.incoming_payment(p.id),
-        "walletAddress": public.wallet_address(&wallet.path),
-        "receivedAmount": AmountWire::from(&p.received_amount()),
-        "completed": p.completed,
-        "expiresAt": p.expires_at.to_rfc3339(),
-        "createdAt": p.created_at.to_rfc3339(),
-    });
-    if let Some(a) = p.incoming_amount() {
-        data["incomingAmount"] = serde_json::json!(AmountWire::from(&a));
-    }
-    if let Some(m) = &p.metadata {
-        data["metadata"] = serde_json::Value::Object(m.clone());
-    }
-    data
+    let view = IncomingPaymentWire::new(p, wallet, &services.config.public_url, None);
+    serde_json::to_value(view).unwrap_or_default()
 }
 
 /// Adds to an `incoming_payment.completed` or `.expired` body what the
@@ -81,26 +69,19 @@ pub(crate) fn add_withdrawal(data: &mut serde_json::Value, p: &IncomingPayment, 
     data["amountToWithdraw"] = serde_json::json!(AmountWire::from(&amount));
 }
 
-/// The webhook body of an outgoing payment.
+/// The webhook body of an outgoing payment: its Open Payments view, as
+/// `GET /outgoing-payments/{id}` shows it, plus opd's `state` (`funding`,
+/// `sending`, `completed`, `failed` or `cancelled`) and, for one that
+/// failed or was cancelled, why (`error`; with `sentAmount`, what really
+/// left before it ended).
 pub(crate) fn payment_event_data(
     services: &Services,
     p: &OutgoingPayment,
     wallet: &WalletAddress,
 ) -> serde_json::Value {
-    let public = &services.config.public_url;
-    let mut data = serde_json::json!({
-        "id": public.outgoing_payment(p.id),
-        "walletAddress": public.wallet_address(&wallet.path),
-        "quoteId": public.quote(p.quote_id),
-        "receiver": p.receiver,
-        "debitAmount": AmountWire::from(&p.debit),
-        "receiveAmount": AmountWire::from(&p.receive),
-        "sentAmount": AmountWire::from(&p.sent_amount()),
-        "state": p.state.as_str(),
-        "createdAt": p.created_at.to_rfc3339(),
-    });
-    // A failed or cancelled payment says why (with `sentAmount`, what
-    // really left before it ended).
+    let view = OutgoingPaymentWire::new(p, wallet, &services.config.public_url);
+    let mut data = serde_json::to_value(view).unwrap_or_default();
+    data["state"] = serde_json::Value::String(p.state.as_str().to_owned());
     if let Some(error) = &p.error {
         data["error"] = serde_json::Value::String(error.clone());
     }

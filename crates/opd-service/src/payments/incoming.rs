@@ -7,6 +7,7 @@ use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
+use crate::views::IlpMethodWire;
 use crate::{wallets, ServiceError, Services};
 
 /// The largest `metadata` accepted, as serialized JSON.
@@ -21,14 +22,6 @@ pub struct NewIncomingPayment {
     pub metadata: Option<Metadata>,
     /// The client (its wallet address URL) making the request, when known.
     pub client: Option<String>,
-}
-
-/// The ILP payment details of an incoming payment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IlpMethod {
-    pub ilp_address: String,
-    /// Unpadded base64url.
-    pub shared_secret: String,
 }
 
 /// Refuses metadata larger than `MAX_METADATA_BYTES` of JSON.
@@ -211,7 +204,7 @@ pub async fn complete(
 /// The payment methods an incoming payment advertises: ILP STREAM
 /// credentials while it is active, none once completed or expired. Each
 /// call mints new credentials that all lead to the same payment.
-pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<IlpMethod> {
+pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<IlpMethodWire> {
     if !payment.is_active(services.clock.now()) {
         return Vec::new();
     }
@@ -225,7 +218,8 @@ pub fn payment_methods(services: &Services, payment: &IncomingPayment) -> Vec<Il
         asset,
         iv,
     ) {
-        Ok(c) => vec![IlpMethod {
+        Ok(c) => vec![IlpMethodWire {
+            type_: "ilp",
             ilp_address: c.ilp_address.as_str().to_owned(),
             shared_secret: c.shared_secret_base64url(),
         }],

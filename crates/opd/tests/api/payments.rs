@@ -1192,3 +1192,66 @@ async fn a_receiving_wallet_address_deactivated_after_the_quote_gets_nothing() {
     assert_eq!(received, 0);
     ledger_balanced(&w.app).await;
 }
+
+/// A webhook's `data` is the resource as a client reads it: the same Open
+/// Payments view (`failed`, `metadata`, ...), plus opd's additions (an
+/// outgoing payment's `state`, a finished incoming payment's
+/// `amountToWithdraw`), and nothing else.
+#[tokio::test]
+async fn webhooks_carry_the_view_a_client_reads() {
+    let w = world(Db::Sqlite).await;
+    let ip = incoming(&w.app, &w.bob, "1200", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"], "metadata": { "order": 9 } }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap();
+    let steps = w.app.run_workers().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    let events = w
+        .app
+        .services()
+        .store
+        .due_webhook_events(w.app.clock.now().plus_millis(1), 1000)
+        .await
+        .unwrap();
+    let data_of = |kind: opd_core::webhook::EventKind| -> Value {
+        let found: Vec<Value> = events
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| serde_json::from_str::<Value>(&e.data).unwrap()["data"].clone())
+            .collect();
+        assert_eq!(found.len(), 1, "{kind:?}: {found:?}");
+        found[0].clone()
+    };
+
+    let mut expected = read(&w, &token, id).await;
+    expected["state"] = json!("completed");
+    let sent = data_of(opd_core::webhook::EventKind::OutgoingPaymentCompleted);
+    assert_eq!(sent, expected);
+    assert_eq!(sent["metadata"]["order"], 9);
+    assert_eq!(sent["failed"], false);
+
+    // Payment methods (STREAM credentials) are for payers: never in a
+    // webhook (a completed payment offers none anyway).
+    let (_, mut expected) = w.app.get(&ip).await;
+    let methods = expected.as_object_mut().unwrap().remove("methods");
+    assert_eq!(methods, Some(json!([])), "{expected}");
+    expected["amountToWithdraw"] = amount("0", "USD", 2);
+    assert_eq!(
+        data_of(opd_core::webhook::EventKind::IncomingPaymentCompleted),
+        expected
+    );
+}
