@@ -13,7 +13,7 @@
 //! exactly, never through a float.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use opd_core::{Asset, AssetCode, Fee, Rate, Timestamp};
@@ -33,11 +33,8 @@ struct AdminSnapshot {
     rates_url: Option<String>,
 }
 
-#[derive(Debug)]
-struct Fetched {
-    at: Instant,
-    rates: HashMap<String, Rate>,
-}
+/// Counter asset code -> rate, of one base, as the rates URL gave them.
+type FetchedRates = Arc<HashMap<String, Rate>>;
 
 /// Fee and rate lookups with their caches.
 #[derive(Debug)]
@@ -48,7 +45,9 @@ pub struct Pricing {
     snapshot_ttl: Duration,
     snapshot: RwLock<Option<(Instant, std::sync::Arc<AdminSnapshot>)>>,
     fetch_ttl: Duration,
-    fetched: tokio::sync::Mutex<HashMap<(String, String), Fetched>>,
+    /// Rates fetched from the rates URL, by (URL, base). Concurrent quotes
+    /// for one base share one request; other bases never wait for it.
+    fetched: quick_cache::sync::Cache<(String, String), (Instant, FetchedRates)>,
     outbound: crate::platform::outbound::Outbound,
     timeout: Duration,
 }
@@ -72,7 +71,7 @@ impl Pricing {
             snapshot_ttl: config.pricing_cache_ttl,
             snapshot: RwLock::new(None),
             fetch_ttl: config.rates_cache_ttl,
-            fetched: tokio::sync::Mutex::new(HashMap::new()),
+            fetched: quick_cache::sync::Cache::new(1_000),
             outbound,
             timeout: config.rates_timeout,
         })
@@ -84,7 +83,7 @@ impl Pricing {
         if let Ok(mut s) = self.snapshot.write() {
             *s = None;
         }
-        self.fetched.lock().await.clear();
+        self.fetched.clear();
     }
 
     async fn admin(
@@ -173,16 +172,37 @@ impl Pricing {
         rates.get(to.code.as_str()).copied().ok_or_else(no_rate)
     }
 
-    /// The rates of one base from the rates URL, cached for the TTL. The
-    /// lock is held across the request so concurrent quotes share it.
-    async fn fetch(&self, url: &str, base: &str) -> Result<HashMap<String, Rate>, ServiceError> {
-        let mut cache = self.fetched.lock().await;
-        let key = (url.to_owned(), base.to_owned());
-        if let Some(f) = cache.get(&key) {
-            if f.at.elapsed() < self.fetch_ttl {
-                return Ok(f.rates.clone());
-            }
+    /// The rates of one base from the rates URL, cached for the TTL;
+    /// concurrent callers for one base share one request.
+    async fn fetch(
+        &self,
+        url: &str,
+        base: &str,
+    ) -> Result<Arc<HashMap<String, Rate>>, ServiceError> {
+        if self.fetch_ttl.is_zero() {
+            return self.fetch_now(url, base).await.map(Arc::new);
         }
+        let key = (url.to_owned(), base.to_owned());
+        if let Some((at, rates)) = self.fetched.get(&key) {
+            if at.elapsed() < self.fetch_ttl {
+                return Ok(rates);
+            }
+            self.fetched.remove(&key);
+        }
+        let fetch = async {
+            let rates = self.fetch_now(url, base).await?;
+            Ok::<_, ServiceError>((Instant::now(), Arc::new(rates)))
+        };
+        let (_, rates) = self.fetched.get_or_insert_async(&key, fetch).await?;
+        Ok(rates)
+    }
+
+    /// One request to the rates URL.
+    async fn fetch_now(
+        &self,
+        url: &str,
+        base: &str,
+    ) -> Result<HashMap<String, Rate>, ServiceError> {
         let unavailable = |why: String| ServiceError::RatesUnavailable(why);
         let request = self
             .outbound
@@ -218,13 +238,6 @@ impl Pricing {
                 }
             }
         }
-        cache.insert(
-            key,
-            Fetched {
-                at: Instant::now(),
-                rates: rates.clone(),
-            },
-        );
         Ok(rates)
     }
 }

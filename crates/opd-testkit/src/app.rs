@@ -184,7 +184,16 @@ impl TestApp {
         steps
     }
 
-    /// Deposits into a walladdress through the admin API.
+    /// Runs every background job (`opd_service::jobs`: payments,
+    /// housekeeping, retention, webhooks) until each is idle, as `opd
+    /// serve` would before anything new arrives; returns the payment steps.
+    pub async fn run_jobs(&self) -> Vec<opd_service::payments::outgoing::lifecycle::Step> {
+        opd_service::jobs::drain(self.services())
+            .await
+            .expect("background jobs")
+    }
+
+    /// Deposits into a wallet address through the admin API.
     pub async fn deposit(&self, path: &str, amount: u64) {
         let key = format!("deposit-{path}-{amount}-{}", uuid::Uuid::new_v4());
         let body = serde_json::json!({ "amount": amount.to_string(), "idempotencyKey": key });

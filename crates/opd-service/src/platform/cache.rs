@@ -1,29 +1,38 @@
-//! Small in-memory caches for the hot path (tokens, wallet addresses).
+//! Bounded in-memory caches for the hot path (tokens, wallet addresses,
+//! quotes, peers), on `quick_cache`: entries live for a TTL, the least
+//! useful go first when the bound is reached (instead of all at once), and
+//! readers of different keys rarely share a lock (the cache is sharded).
 //!
-//! Entries live for a short TTL. Changes made on this node clear the
-//! affected cache at once; other nodes sharing the database see them within
-//! the TTL (documented as `cache_ttl`).
+//! Changes made on this node clear the affected cache at once; other nodes
+//! sharing the database drop theirs when they hear of the change, or at
+//! the latest after the TTL (documented as `cache_ttl`).
 
-use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A bounded map whose entries expire after a TTL.
-#[derive(Debug)]
+/// A bounded map whose entries expire after a TTL; a TTL of zero caches
+/// nothing.
 pub struct TtlCache<K, V> {
     ttl: Duration,
-    capacity: usize,
-    map: Mutex<HashMap<K, (Instant, V)>>,
+    cache: quick_cache::sync::Cache<K, (Instant, V)>,
 }
 
-impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
+impl<K, V> std::fmt::Debug for TtlCache<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TtlCache")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, V> TtlCache<K, V>
+where
+    K: Eq + Hash + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
     pub fn new(ttl: Duration, capacity: usize) -> Self {
-        Self {
-            ttl,
-            capacity,
-            map: Mutex::new(HashMap::new()),
-        }
+        let cache = quick_cache::sync::Cache::new(capacity.max(1));
+        Self { ttl, cache }
     }
 
     /// The cached value, if fresh.
@@ -31,28 +40,40 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
         if self.ttl.is_zero() {
             return None;
         }
-        let map = self.map.lock().ok()?;
-        map.get(key)
-            .filter(|(at, _)| at.elapsed() < self.ttl)
-            .map(|(_, v)| v.clone())
+        let (at, value) = self.cache.get(key)?;
+        if at.elapsed() < self.ttl {
+            Some(value)
+        } else {
+            self.cache.remove(key);
+            None
+        }
     }
 
     pub fn insert(&self, key: K, value: V) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        if let Ok(mut map) = self.map.lock() {
-            if map.len() >= self.capacity {
-                // Cheap bound: drop everything rather than track recency.
-                map.clear();
-            }
-            map.insert(key, (Instant::now(), value));
+        if !self.ttl.is_zero() {
+            self.cache.insert(key, (Instant::now(), value));
         }
     }
 
     pub fn clear(&self) {
-        if let Ok(mut map) = self.map.lock() {
-            map.clear();
-        }
+        self.cache.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TtlCache;
+    use std::time::Duration;
+
+    #[test]
+    fn values_come_back_until_cleared_and_a_zero_ttl_keeps_nothing() {
+        let c = TtlCache::new(Duration::from_secs(60), 10);
+        c.insert(1, "one");
+        assert_eq!(c.get(&1), Some("one"));
+        c.clear();
+        assert_eq!(c.get(&1), None);
+        let off = TtlCache::new(Duration::ZERO, 10);
+        off.insert(1, "one");
+        assert_eq!(off.get(&1), None);
     }
 }

@@ -1,8 +1,9 @@
 //! Limits on how fast one client or one address may ask for things:
 //! - [`Throttle`]: token buckets by key (grant requests per client and per
-//!   address), answered 429 with `Retry-After` when empty;
+//!   address), answered 429 with `Retry-After` when empty, on `governor`;
 //! - [`Lockout`]: growing delays after failed password attempts, by key
-//!   (per wallet address and per address), reset by a success.
+//!   (per wallet address and per address), reset by a success (no crate
+//!   does this doubling lockout).
 //!
 //! Both are kept per node, in memory: a cluster of N nodes allows up to N
 //! times the rate. They bound abuse rather than enforce a contract (the
@@ -10,6 +11,7 @@
 //! client, are counted in the database).
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,49 +20,45 @@ use opd_core::Backoff;
 /// Keys kept at most; past it, keys at rest are forgotten.
 const MAX_KEYS: usize = 100_000;
 
-/// Token buckets: `burst` requests at once, refilled at `per_minute`.
-#[derive(Debug)]
+/// Token buckets by key (`governor`'s GCRA): `burst` requests at once,
+/// refilled at `per_minute`.
 pub struct Throttle {
-    per_minute: u32,
-    burst: u32,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+    limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
+}
+
+impl std::fmt::Debug for Throttle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Throttle")
+            .field("on", &self.limiter.is_some())
+            .finish()
+    }
 }
 
 impl Throttle {
     /// `per_minute` 0 turns the limit off.
     pub fn new(per_minute: u32, burst: u32) -> Self {
-        Self {
-            per_minute,
-            burst: burst.max(1),
-            buckets: Mutex::new(HashMap::new()),
-        }
+        let limiter = NonZeroU32::new(per_minute).map(|rate| {
+            let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+            governor::RateLimiter::keyed(governor::Quota::per_minute(rate).allow_burst(burst))
+        });
+        Self { limiter }
     }
 
-    /// Takes one request for `key`; `Err` with how long to wait when the
-    /// bucket is empty.
+    /// Takes one request for `key`; `Err` with how long to wait (at least
+    /// a second, as `Retry-After` counts) when the bucket is empty.
     pub fn take(&self, key: &str) -> Result<(), Duration> {
-        if self.per_minute == 0 {
+        let Some(limiter) = &self.limiter else {
             return Ok(());
-        }
-        let now = Instant::now();
-        let rate = f64::from(self.per_minute) / 60.0;
-        let burst = f64::from(self.burst);
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if buckets.len() >= MAX_KEYS {
+        };
+        if limiter.len() >= MAX_KEYS {
             // Forget the keys whose bucket has refilled: they are at rest.
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
-            });
+            limiter.retain_recent();
         }
-        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - *tokens) / rate).max(Duration::from_secs(1)))
-        }
+        let key = key.to_owned();
+        limiter.check_key(&key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(governor::clock::Clock::now(limiter.clock()));
+            wait.max(Duration::from_secs(1))
+        })
     }
 }
 

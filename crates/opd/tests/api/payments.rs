@@ -1255,3 +1255,65 @@ async fn webhooks_carry_the_view_a_client_reads() {
         expected
     );
 }
+
+/// `TestApp::run_jobs` drives the list of background jobs `opd serve` runs:
+/// one call sends the due payment, announces the expired incoming payment
+/// and delivers every webhook, each once, and then everything is idle.
+#[tokio::test]
+async fn the_background_jobs_do_everything_that_is_due_and_stop() {
+    let hooks = opd_testkit::webhooks::WebhookReceiver::start("whsec-jobs", 0).await;
+    let url = hooks.url(0, 0);
+    let w = world_with(Db::Sqlite, move |s| {
+        s.serve.webhook_url = Some(url);
+        s.serve.webhook_secret = Some("whsec-jobs".into());
+    })
+    .await;
+    let ip = incoming(&w.app, &w.bob, "500", "USD").await;
+    let soon = {
+        use opd_core::Clock;
+        w.app.clock.now().plus_seconds(60).to_rfc3339()
+    };
+    let (s, lapsing) = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": w.bob, "expiresAt": soon }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{lapsing}");
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    w.app.clock.advance_millis(61_000);
+
+    let steps = w.app.run_jobs().await;
+    assert!(
+        matches!(steps.as_slice(), [Step::Completed(_)]),
+        "{steps:?}"
+    );
+    let change = |kind: &str, id: &Value| (kind.to_owned(), id.as_str().unwrap().to_owned());
+    let expected: std::collections::BTreeSet<(String, String)> = [
+        change("incoming_payment.created", &json!(ip)),
+        change("incoming_payment.created", &lapsing["id"]),
+        change("incoming_payment.completed", &json!(ip)),
+        change("incoming_payment.expired", &lapsing["id"]),
+        change("outgoing_payment.created", &created["id"]),
+        change("outgoing_payment.completed", &created["id"]),
+    ]
+    .into();
+    assert_eq!(hooks.accepted(), expected);
+    hooks.assert_each_once(Some(&expected));
+    assert_eq!(balance(&w.app, "bob").await, "500");
+    assert!(w.app.run_jobs().await.is_empty(), "nothing left to do");
+    assert_eq!(hooks.arrivals().len(), expected.len(), "nothing sent twice");
+}
