@@ -1191,6 +1191,21 @@ async fn a_receiving_wallet_address_deactivated_after_the_quote_gets_nothing() {
         .received_amount;
     assert_eq!(received, 0);
     ledger_balanced(&w.app).await;
+
+    // The same check answers a new quote to it up front.
+    let (s, v) = w
+        .app
+        .post(
+            &w.app.url("quotes"),
+            &json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_receiver", "{v}");
+    assert_eq!(
+        v["error"]["details"]["reason"], "the receiving wallet address is inactive",
+        "{v}"
+    );
 }
 
 /// A webhook's `data` is the resource as a client reads it: the same Open
