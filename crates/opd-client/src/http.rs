@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use opd_httpsig::sign_request;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
+use opd_httpsig::signed_request_headers;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -92,26 +92,17 @@ impl Client {
             .map(serde_json::to_vec)
             .transpose()
             .map_err(|e| unexpected(&e))?;
-        let mut headers = HeaderMap::new();
-        if let Some(t) = token {
-            let value = HeaderValue::from_str(&format!("GNAP {t}")).map_err(|e| unexpected(&e))?;
-            headers.insert(AUTHORIZATION, value);
-        }
         let created = time::OffsetDateTime::now_utc().unix_timestamp();
-        let signed = sign_request(
+        let headers = signed_request_headers(
             &method,
             url,
-            &headers,
+            token,
             bytes.as_deref(),
             self.profile.key(),
             &self.profile.key_id,
             u64::try_from(created).unwrap_or_default(),
         )
         .map_err(|e| unexpected(&e))?;
-        for (name, value) in signed.pairs() {
-            let value = HeaderValue::from_str(value).map_err(|e| unexpected(&e))?;
-            headers.insert(HeaderName::from_static(name), value);
-        }
         self.exchange(method, url, headers, bytes).await
     }
 

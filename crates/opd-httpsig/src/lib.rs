@@ -20,7 +20,9 @@ pub use base::{build_signature_base, RequestParts};
 pub use digest::{content_digest, verify_content_digest};
 pub use error::SigError;
 pub use jwk::{Jwk, JwkError, Jwks};
-pub use sign::{sign_request, SignedHeaders, JSON_CONTENT_TYPE, SIGNATURE_LABEL};
+pub use sign::{
+    sign_request, signed_request_headers, SignedHeaders, JSON_CONTENT_TYPE, SIGNATURE_LABEL,
+};
 pub use verify::{parse_signature, ParsedSignature, VerificationKey, VerifyPolicy};
 
 /// Re-exported so callers need not depend on `ed25519-dalek` directly.

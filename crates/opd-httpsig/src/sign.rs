@@ -83,6 +83,39 @@ impl SignedHeaders {
     }
 }
 
+/// The headers of a signed Open Payments request, as the official clients
+/// send them: `Authorization: GNAP <token>` when there is a token, then the
+/// signature over it and, with a body, the body's digest, length and type
+/// (see [`sign_request`]). Every client opd has (its own requests to other
+/// servers, `opd client`, the test kit) builds its requests here.
+pub fn signed_request_headers(
+    method: &Method,
+    target_uri: &str,
+    gnap_token: Option<&str>,
+    body: Option<&[u8]>,
+    key: &SigningKey,
+    kid: &str,
+    created: u64,
+) -> Result<HeaderMap, SigError> {
+    let malformed = |reason: &str| SigError::MalformedHeader {
+        header: "Authorization",
+        reason: reason.to_owned(),
+    };
+    let mut headers = HeaderMap::new();
+    if let Some(token) = gnap_token {
+        let value = HeaderValue::from_str(&format!("GNAP {token}"))
+            .map_err(|_| malformed("the token is not a header value"))?;
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
+    sign_request(method, target_uri, &headers, body, key, kid, created)?
+        .apply_to(&mut headers)
+        .map_err(|_| SigError::MalformedHeader {
+            header: "Signature",
+            reason: "not a header value".to_owned(),
+        })?;
+    Ok(headers)
+}
+
 /// Signs a request the way the Node Open Payments client does.
 ///
 /// - `target_uri` is the full URL as sent (the Node client uses the WHATWG

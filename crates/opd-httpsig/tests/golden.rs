@@ -209,6 +209,40 @@ fn node_examples_sign_byte_for_byte() {
     assert_eq!(lens, [Some(125), None, Some(55)]);
 }
 
+/// The headers every opd client builds with (`signed_request_headers`)
+/// carry the Node client's exact signature, and the token as it sends it.
+#[test]
+fn node_examples_from_the_shared_request_headers() {
+    let key = rfc8037_key();
+    for ex in examples() {
+        let token = ex.authorization.map(|a| a.strip_prefix("GNAP ").unwrap());
+        let h = opd_httpsig::signed_request_headers(
+            &ex.method, ex.uri, token, ex.body, &key, KID, CREATED,
+        )
+        .unwrap();
+        let get = |name: &str| h.get(name).map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(get("authorization").as_deref(), ex.authorization);
+        assert_eq!(
+            get("signature-input").unwrap(),
+            ex.signature_input,
+            "{}",
+            ex.uri
+        );
+        assert_eq!(get("signature").unwrap(), ex.signature, "{}", ex.uri);
+        assert_eq!(get("content-digest").as_deref(), ex.content_digest);
+    }
+    let bad = opd_httpsig::signed_request_headers(
+        &Method::GET,
+        "https://x.example/",
+        Some("a\nb"),
+        None,
+        &key,
+        KID,
+        CREATED,
+    );
+    assert!(bad.is_err(), "a token that is no header value is refused");
+}
+
 #[test]
 fn node_examples_verify_byte_for_byte() {
     let key = rfc8037_key();

@@ -11,8 +11,8 @@
 //! (the benchmark uses it that way); the clients a `TestApp` hands out know
 //! its server(s).
 
-use opd_httpsig::{sign_request, Jwk, SigningKey};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use opd_httpsig::{Jwk, SigningKey};
+use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -139,23 +139,9 @@ impl SigningClient {
         token: Option<&str>,
         body: Option<&[u8]>,
     ) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        if let Some(t) = token {
-            headers.insert(
-                reqwest::header::AUTHORIZATION,
-                HeaderValue::from_str(&format!("GNAP {t}")).expect("token header"),
-            );
-        }
         let created = self.created.unwrap_or_else(|| self.next_created());
-        let signed =
-            sign_request(method, url, &headers, body, &self.key, &self.kid, created).expect("sign");
-        for (name, value) in signed.pairs() {
-            headers.insert(
-                HeaderName::from_static(name),
-                HeaderValue::from_str(value).expect("header value"),
-            );
-        }
-        headers
+        opd_httpsig::signed_request_headers(method, url, token, body, &self.key, &self.kid, created)
+            .expect("sign")
     }
 
     /// Sends a signed request with the given headers (as `sign` made them,

@@ -250,27 +250,18 @@ async fn signed(
         .await
         .map_err(|_| OutboundError::Unreachable)?;
     let body = body.map(|b| b.to_string().into_bytes());
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(t) = token {
-        let value = reqwest::header::HeaderValue::from_str(&format!("GNAP {t}"))
-            .map_err(|_| OutboundError::Unreachable)?;
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-    }
     let created = u64::try_from(services.clock.now().unix_seconds()).unwrap_or(0);
     let target = services.outbound.check(url)?.to_string();
-    let signature = opd_httpsig::sign_request(
+    let mut headers = opd_httpsig::signed_request_headers(
         &method,
         &target,
-        &headers,
+        token,
         body.as_deref(),
         &identity.key,
         crate::wallets::SERVER_KEY_ID,
         created,
     )
     .map_err(|_| OutboundError::Unreachable)?;
-    signature
-        .apply_to(&mut headers)
-        .map_err(|_| OutboundError::Unreachable)?;
     headers.insert(
         reqwest::header::ACCEPT,
         reqwest::header::HeaderValue::from_static("application/json"),
