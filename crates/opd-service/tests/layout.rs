@@ -227,3 +227,36 @@ fn platform_modules_use_nothing_above_them() {
         }
     }
 }
+
+/// The areas' order (ARCHITECTURE.md): the Interledger and access areas
+/// serve the payments area and never call it; the authorization server
+/// calls neither.
+#[test]
+fn areas_call_downwards_only() {
+    let src = &crates()[0];
+    let rules: [(&str, &[&str]); 3] = [
+        (
+            "interledger",
+            &["crate::payments", "crate::access", "crate::jobs"],
+        ),
+        (
+            "access",
+            &["crate::payments", "crate::interledger", "crate::jobs"],
+        ),
+        (
+            "grants",
+            &["crate::payments", "crate::interledger", "crate::jobs"],
+        ),
+    ];
+    for (area, forbidden) in rules {
+        let mut files = Vec::new();
+        rust_files(&src.join(area), &mut files);
+        assert!(!files.is_empty(), "{area} has no files");
+        for f in files {
+            let text = code(&f);
+            for word in forbidden {
+                assert!(!text.contains(word), "{} uses {word}", f.display());
+            }
+        }
+    }
+}

@@ -11,6 +11,10 @@
 //!    a state-changing request identical to one already accepted gets that
 //!    request's response instead of running again (see `crate::access::replays`);
 //! 4. token grants the type, action and wallet address, else 403.
+//!
+//! Lives here: `authenticate` and `Authenticated::require`, the client keys
+//! cache (`client_keys`) and the replay log (`replays/`). May call
+//! `grants` (introspection), `wallets` and `platform`.
 
 pub mod client_keys;
 pub mod replays;

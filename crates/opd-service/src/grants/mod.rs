@@ -5,6 +5,9 @@
 //! Request signatures are verified by the HTTP layer before these run; the
 //! functions here take the already-identified client or grant. Token values
 //! are only ever stored as SHA-256 digests.
+//!
+//! May call `wallets`, the store and `platform`; nothing here calls the
+//! resource server's areas.
 
 //!
 //! - [`request`]: grant requests, continuation, cancellation;

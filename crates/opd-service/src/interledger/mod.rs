@@ -18,6 +18,12 @@
 //! The credit commits before the Fulfill is sent. If the Fulfill is lost
 //! on its way, the money stays with the payment (as with any ILP receiver):
 //! the peer and the operator settle on the ledger's record.
+//!
+//! Lives here: this packet path (`receive`, `reply`, `connector`), the
+//! sending side's probes and prepares (`sender`), peers (`peers`,
+//! `peering`) and the webhooks of money moved by packets (`events`). May
+//! call `pricing`, `webhooks`, `wallets`, `ledger`, the store and
+//! `platform`; the payments area calls in (to send), never the other way.
 
 pub mod connector;
 mod events;

@@ -14,10 +14,24 @@ use opd_core::peer::Peer;
 use opd_core::Asset;
 use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::stream::sender::{self, Answer, MaxPacket, RateBounds};
-use opd_ilp::{Frame, StreamPacket};
+use opd_ilp::{Frame, IlpAddress, StreamPacket};
 
-use crate::payments::receivers::remote::IlpDestination;
 use crate::{interledger::connector, ServiceError, Services};
+
+/// An incoming payment's ILP address and STREAM secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IlpDestination {
+    pub address: IlpAddress,
+    pub shared_secret: [u8; 32],
+}
+
+impl std::fmt::Debug for IlpDestination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IlpDestination")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How long a probe may take.
 const PROBE_TTL_MS: i64 = 10_000;

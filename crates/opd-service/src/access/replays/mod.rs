@@ -28,6 +28,10 @@
 //!   caller runs it and the HTTP layer records the response) or gets the
 //!   answer of an identical request. Only verified signatures reach it, so
 //!   forged requests cannot fill the log.
+//!
+//! Lives here: the `ReplayLog` trait and its two homes, `memory` (SQLite,
+//! one node) and `store` (PostgreSQL, every node). May call the parent's
+//! identity helpers, the store and `platform`.
 
 pub mod memory;
 pub mod store;

@@ -6,6 +6,11 @@
 //! creation time, and its `debitAmount` moves from the wallet address's
 //! balance into the payment's ledger account. Any refusal leaves nothing
 //! behind.
+//!
+//! The rest of a payment's life lives beside this file: `lifecycle` (every
+//! way it ends or waits), `local` (delivery here), `remote` and `packets`
+//! (delivery over STREAM). May call `quotes`, `receivers`, `incoming`,
+//! `interledger::sender`, `webhooks`, `ledger`, the store and `platform`.
 
 pub mod lifecycle;
 mod local;

@@ -9,8 +9,8 @@ use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
 use super::lifecycle::{self, Step};
+use crate::interledger::sender::IlpDestination;
 use crate::interledger::sender::{self as ilp_sender, PathProbe};
-use crate::payments::receivers::remote::IlpDestination;
 use crate::{ServiceError, Services};
 
 /// Packets of one payment in flight at once.

@@ -49,7 +49,7 @@ use opd_ilp::stream::sender::Ratio;
 
 use super::lifecycle::{self, Step};
 use super::packets::{self, Plan};
-use crate::interledger::sender::{self as ilp_sender};
+use crate::interledger::sender as ilp_sender;
 use crate::payments::receivers::{self, remote::RemoteReceiver};
 use crate::{ServiceError, Services};
 

@@ -3,6 +3,9 @@
 //! ([`Receiver::Remote`], read through Open Payments by [`remote`]). One
 //! set of checks decides whether a receiver can be paid; quoting, creating
 //! a payment and delivering it locally all ask here.
+//!
+//! May call the store, `wallets`, `platform::outbound` (through `client`)
+//! and `platform`.
 
 mod client;
 pub mod remote;

@@ -24,6 +24,7 @@ use opd_ilp::IlpAddress;
 use serde::Deserialize;
 
 use super::client;
+use crate::interledger::sender::IlpDestination;
 use crate::{ServiceError, Services};
 
 /// How long each request to the other server may take.
@@ -42,21 +43,6 @@ pub struct RemoteReceiver {
     /// Where to send ILP packets; `None` when it offers no `ilp` method
     /// (a completed or expired incoming payment shows none).
     pub ilp: Option<IlpDestination>,
-}
-
-/// An incoming payment's ILP address and STREAM secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct IlpDestination {
-    pub address: IlpAddress,
-    pub shared_secret: [u8; 32],
-}
-
-impl std::fmt::Debug for IlpDestination {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IlpDestination")
-            .field("address", &self.address)
-            .finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for RemoteReceiver {
