@@ -32,8 +32,8 @@ pub(super) async fn send(
     }
     // The quote checked the receiver; it may have completed, expired or
     // been closed since (the operator deactivated its wallet address).
-    let receiver = match receivers::local(services, &p.receiver).await? {
-        Ok(receiver) => receiver,
+    let (receiver, receiver_wallet) = match receivers::local(services, &p.receiver).await? {
+        Ok(found) => found,
         Err(why) => {
             let reason = match why {
                 Unpayable::NotFound => "the receiver does not exist",
@@ -45,7 +45,6 @@ pub(super) async fn send(
             return fail(services, p, reason.into()).await;
         }
     };
-    let receiver_wallet = services.wallet_by_id(receiver.wallet_address_id).await?;
     if receiver.asset != p.receive.asset {
         return fail(services, p, "the receiver's asset changed".into()).await;
     }
@@ -81,21 +80,19 @@ pub(super) async fn send(
     let mut credited = receiver.clone();
     credited.received_amount = received;
     credited.completed = completes;
-    if let Some(rw) = &receiver_wallet {
-        if completes {
-            let mut data = incoming_event_data(services, &credited, rw);
-            // Held in external mode: what waits, with this delivery.
-            let to_withdraw = match services.config.receipts() {
-                Receipts::ToWallet => 0,
-                Receipts::Held => services
-                    .store
-                    .unwithdrawn(receiver.id)
-                    .await?
-                    .saturating_add(p.receive.value),
-            };
-            crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
-            events.push(event(services, EventKind::IncomingPaymentCompleted, data));
-        }
+    if completes {
+        let mut data = incoming_event_data(services, &credited, &receiver_wallet);
+        // Held in external mode: what waits, with this delivery.
+        let to_withdraw = match services.config.receipts() {
+            Receipts::ToWallet => 0,
+            Receipts::Held => services
+                .store
+                .unwithdrawn(receiver.id)
+                .await?
+                .saturating_add(p.receive.value),
+        };
+        crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
+        events.push(event(services, EventKind::IncomingPaymentCompleted, data));
     }
     let delivery = LocalDelivery {
         payment: p.id,

@@ -13,6 +13,7 @@ pub mod remote;
 pub use client::grant_setting;
 
 use opd_core::incoming_payment::IncomingPayment;
+use opd_core::wallet_address::WalletAddress;
 use opd_core::{Asset, Timestamp};
 
 use crate::{ServiceError, Services};
@@ -104,7 +105,7 @@ pub async fn resolve(services: &Services, url: &str) -> Result<Receiver, Service
     }
     if services.config.public_url.is_ours(url) {
         return match local(services, url).await? {
-            Ok(payment) => Ok(Receiver::Local(payment)),
+            Ok((payment, _)) => Ok(Receiver::Local(payment)),
             Err(why) => Err(ServiceError::InvalidReceiver(why.to_string())),
         };
     }
@@ -117,13 +118,13 @@ pub async fn resolve(services: &Services, url: &str) -> Result<Receiver, Service
     Ok(Receiver::Remote(remote))
 }
 
-/// One of our incoming payments by its URL, if it can be paid now: it
-/// exists, its wallet address is active, it is neither completed nor
-/// expired.
+/// One of our incoming payments by its URL, with its wallet address, if it
+/// can be paid now: it exists, its wallet address is active, it is neither
+/// completed nor expired.
 pub async fn local(
     services: &Services,
     url: &str,
-) -> Result<Result<IncomingPayment, Unpayable>, ServiceError> {
+) -> Result<Result<(IncomingPayment, WalletAddress), Unpayable>, ServiceError> {
     let Some(id) = services.config.public_url.incoming_payment_id(url) else {
         return Ok(Err(Unpayable::NotFound));
     };
@@ -132,14 +133,15 @@ pub async fn local(
     };
     let now = services.clock.now();
     let wallet = services.wallet_by_id(payment.wallet_address_id).await?;
-    Ok(if !wallet.is_some_and(|w| w.is_active(now)) {
-        Err(Unpayable::WalletInactive)
-    } else if payment.completed {
+    let Some(wallet) = wallet.filter(|w| w.is_active(now)) else {
+        return Ok(Err(Unpayable::WalletInactive));
+    };
+    Ok(if payment.completed {
         Err(Unpayable::Completed)
     } else if payment.is_expired(now) {
         Err(Unpayable::Expired)
     } else {
-        Ok(payment)
+        Ok((payment, wallet))
     })
 }
 
