@@ -262,7 +262,7 @@ pub async fn follow_changes(services: Arc<Services>, mut stop: watch::Receiver<b
         };
         // Whatever changed before the feed listened is unknown.
         for c in Change::ALL {
-            services.forget(c).await;
+            services.forget(c);
         }
         loop {
             let heard = tokio::select! {
@@ -271,12 +271,12 @@ pub async fn follow_changes(services: Arc<Services>, mut stop: watch::Receiver<b
             };
             match heard {
                 Ok(Heard::Topic(t)) => match Change::from_topic(&t) {
-                    Some(c) => services.forget(c).await,
+                    Some(c) => services.forget(c),
                     None => tracing::debug!(topic = %t, "ignored an unknown change topic"),
                 },
                 Ok(Heard::Reconnected) => {
                     for c in Change::ALL {
-                        services.forget(c).await;
+                        services.forget(c);
                     }
                 }
                 Err(e) => {

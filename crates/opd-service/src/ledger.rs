@@ -9,16 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::{ServiceError, Services};
 
-/// Moves money into (`deposit`) or out of a wallet address. A repeat with
-/// the same key and request returns the first transfer; the same key with
-/// another request is a conflict.
-pub async fn move_money(
-    services: &Services,
-    wallet: &WalletAddress,
-    amount: u64,
-    deposit: bool,
-    idempotency_key: &str,
-) -> Result<(Transfer, bool), ServiceError> {
+/// What every deposit and withdrawal (of a wallet address or of a peer's
+/// liquidity) must have: a positive amount and an idempotency key of 1 to
+/// 200 characters.
+pub(crate) fn check_movement(amount: u64, idempotency_key: &str) -> Result<(), ServiceError> {
     if amount == 0 {
         return Err(ServiceError::InvalidAmount(
             "amount must be greater than 0".into(),
@@ -29,6 +23,20 @@ pub async fn move_money(
             "idempotencyKey must be 1 to 200 characters".into(),
         ));
     }
+    Ok(())
+}
+
+/// Moves money into (`deposit`) or out of a wallet address. A repeat with
+/// the same key and request returns the first transfer; the same key with
+/// another request is a conflict.
+pub async fn move_money(
+    services: &Services,
+    wallet: &WalletAddress,
+    amount: u64,
+    deposit: bool,
+    idempotency_key: &str,
+) -> Result<(Transfer, bool), ServiceError> {
+    check_movement(amount, idempotency_key)?;
     let kind = if deposit { "deposit" } else { "withdrawal" };
     let digest = opd_core::hex::lower(&Sha256::digest(
         format!("{kind}|{}|{}|{amount}", wallet.id, wallet.asset).as_bytes(),

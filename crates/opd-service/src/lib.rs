@@ -304,7 +304,7 @@ impl Services {
     /// Drops what `change` made stale on this node, then tells the other
     /// nodes (`jobs::follow_changes`). Call it after the change committed.
     pub async fn changed(&self, change: Change) {
-        self.forget(change).await;
+        self.forget(change);
         if let Err(e) = self.store.announce_change(change.topic()).await {
             // The change itself is stored; other nodes then see it when
             // their caches expire (`cache_ttl`).
@@ -314,12 +314,12 @@ impl Services {
 
     /// Drops this node's cached copies of what `change` touches, area by
     /// area.
-    pub async fn forget(&self, change: Change) {
+    pub fn forget(&self, change: Change) {
         self.access.forget(change);
         self.wallets.forget(change);
         self.interledger.forget(change);
         if change == Change::Pricing {
-            self.pricing.invalidate().await;
+            self.pricing.invalidate();
         }
     }
 

@@ -79,7 +79,7 @@ impl Pricing {
 
     /// Forgets cached admin settings and fetched rates (after an admin
     /// change on this node).
-    pub async fn invalidate(&self) {
+    pub fn invalidate(&self) {
         if let Ok(mut s) = self.snapshot.write() {
             *s = None;
         }

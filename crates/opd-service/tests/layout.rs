@@ -205,12 +205,9 @@ fn reaches(
 /// areas, and not on `Services` (the composition root).
 #[test]
 fn platform_modules_use_nothing_above_them() {
-    let src = &crates()[0];
-    let mut files = Vec::new();
-    rust_files(&src.join("platform"), &mut files);
-    for f in files {
-        let text = code(&f);
-        for word in [
+    uses_none(
+        "platform",
+        &[
             "Services",
             "crate::payments",
             "crate::interledger",
@@ -222,10 +219,8 @@ fn platform_modules_use_nothing_above_them() {
             "crate::ledger",
             "crate::pricing",
             "crate::operator",
-        ] {
-            assert!(!text.contains(word), "{} uses {word}", f.display());
-        }
-    }
+        ],
+    );
 }
 
 /// The areas' order (ARCHITECTURE.md): the Interledger and access areas
@@ -233,7 +228,6 @@ fn platform_modules_use_nothing_above_them() {
 /// calls neither.
 #[test]
 fn areas_call_downwards_only() {
-    let src = &crates()[0];
     let rules: [(&str, &[&str]); 3] = [
         (
             "interledger",
@@ -249,14 +243,20 @@ fn areas_call_downwards_only() {
         ),
     ];
     for (area, forbidden) in rules {
-        let mut files = Vec::new();
-        rust_files(&src.join(area), &mut files);
-        assert!(!files.is_empty(), "{area} has no files");
-        for f in files {
-            let text = code(&f);
-            for word in forbidden {
-                assert!(!text.contains(word), "{} uses {word}", f.display());
-            }
+        uses_none(area, forbidden);
+    }
+}
+
+/// Panics if any file of `area` (a folder of opd-service) names one of
+/// `forbidden` outside comments and unit tests.
+fn uses_none(area: &str, forbidden: &[&str]) {
+    let mut files = Vec::new();
+    rust_files(&crates()[0].join(area), &mut files);
+    assert!(!files.is_empty(), "{area} has no files");
+    for f in files {
+        let text = code(&f);
+        for word in forbidden {
+            assert!(!text.contains(word), "{} uses {word}", f.display());
         }
     }
 }

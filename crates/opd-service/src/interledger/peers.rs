@@ -369,14 +369,7 @@ pub async fn move_liquidity(
     deposit: bool,
     idempotency_key: &str,
 ) -> Result<(Transfer, bool), ServiceError> {
-    if amount == 0 {
-        return Err(ServiceError::InvalidAmount(
-            "amount must be greater than 0".into(),
-        ));
-    }
-    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
-        return Err(invalid("idempotencyKey must be 1 to 200 characters"));
-    }
+    crate::ledger::check_movement(amount, idempotency_key)?;
     let kind = if deposit { "deposit" } else { "withdrawal" };
     // Keys share one namespace with wallet movements: prefixed apart.
     let key = format!("peer-{kind}:{}:{idempotency_key}", peer.id);
