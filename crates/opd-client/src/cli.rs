@@ -425,7 +425,7 @@ async fn grant_command(client: &Client, a: GrantArgs, out: &Output) -> anyhow::R
         Output::consent_prompt,
     )
     .await?;
-    out.value(&token.to_json(), |_| token_text(&token));
+    out.value(&gnap::token_json(&token), |_| token_text(&token));
     Ok(())
 }
 
@@ -441,7 +441,7 @@ async fn token_command(client: &Client, cmd: TokenCommand, out: &Output) -> anyh
     match cmd {
         TokenCommand::Rotate { manage, token } => {
             let t = gnap::rotate(client, &manage, &token).await?;
-            out.value(&t.to_json(), |_| token_text(&t));
+            out.value(&gnap::token_json(&t), |_| token_text(&t));
         }
         TokenCommand::Revoke { manage, token } => {
             gnap::revoke(client, &manage, &token).await?;
@@ -642,7 +642,7 @@ async fn outgoing_command(
             // A script needs the token to read the payment later.
             let mut shown = payment.clone();
             if let Some(t) = granted {
-                shown["accessToken"] = t.to_json();
+                shown["accessToken"] = gnap::token_json(&t);
             }
             out.value(&shown, |_| render::resource(&payment));
         }

@@ -3,9 +3,14 @@
 //! quotes), or with the user's consent in a browser (outgoing payments):
 //! the client prints the consent URL, receives the finish redirect on a
 //! loopback port, checks its hash and continues the grant.
+//!
+//! What GNAP says (bodies, answers, the finish hash) is in
+//! `opd_gnap::client`, shared with the server's own client of other
+//! servers; this module is the transport and the loopback listener.
 
 use std::time::Duration;
 
+use opd_gnap::client::{self as gnap, Consent, FinishAt, GrantAnswer};
 use rand::Rng as _;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -15,76 +20,20 @@ use tokio::net::TcpListener;
 use crate::http::{Client, ClientError};
 
 /// An access token and where to manage it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
-    pub value: String,
-    /// The token management URL (rotate with POST, revoke with DELETE).
-    pub manage: String,
-    /// Seconds it is valid for, when the server says.
-    pub expires_in: Option<u64>,
-    /// What it grants, as the server described it.
-    pub access: Value,
+pub type Token = gnap::IssuedToken;
+
+/// A token as `opd client` prints it in JSON.
+pub fn token_json(t: &Token) -> Value {
+    json!({
+        "value": t.value,
+        "manage": t.manage,
+        "expiresIn": t.expires_in,
+        "access": t.access,
+    })
 }
 
-impl Token {
-    fn from_json(v: &Value) -> Result<Self, ClientError> {
-        let text = |k: &str| {
-            v[k].as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| ClientError::Unexpected(format!("the access token has no {k}")))
-        };
-        Ok(Self {
-            value: text("value")?,
-            manage: text("manage")?,
-            expires_in: v["expires_in"].as_u64(),
-            access: v["access"].clone(),
-        })
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "value": self.value,
-            "manage": self.manage,
-            "expiresIn": self.expires_in,
-            "access": self.access,
-        })
-    }
-}
-
-/// A grant request waiting for the user: where to send them and how to
-/// continue.
-#[derive(Debug, Clone)]
-pub struct Pending {
-    /// The consent URL the user opens.
-    pub redirect: String,
-    /// The server's nonce for the finish hash.
-    pub finish_nonce: String,
-    pub continue_uri: String,
-    pub continue_token: String,
-}
-
-/// The answer to a grant request.
-#[derive(Debug, Clone)]
-pub enum Outcome {
-    Granted(Token),
-    Pending(Pending),
-}
-
-fn outcome_of(v: &Value) -> Result<Outcome, ClientError> {
-    if v.get("access_token").is_some() {
-        return Token::from_json(&v["access_token"]).map(Outcome::Granted);
-    }
-    let text = |x: &Value, what: &str| {
-        x.as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| ClientError::Unexpected(format!("the grant answer has no {what}")))
-    };
-    Ok(Outcome::Pending(Pending {
-        redirect: text(&v["interact"]["redirect"], "interact.redirect")?,
-        finish_nonce: text(&v["interact"]["finish"], "interact.finish")?,
-        continue_uri: text(&v["continue"]["uri"], "continue.uri")?,
-        continue_token: text(&v["continue"]["access_token"]["value"], "continue token")?,
-    }))
+fn answer(v: &Value) -> Result<GrantAnswer, ClientError> {
+    GrantAnswer::from_json(v).map_err(|e| ClientError::Unexpected(e.0))
 }
 
 /// A grant without interaction (incoming payments, quotes): the token, or
@@ -94,28 +43,16 @@ pub async fn request(
     auth_server: &str,
     access: Value,
 ) -> Result<Token, ClientError> {
-    let body = json!({
-        "access_token": { "access": access },
-        "client": client.profile.wallet_address,
-    });
-    let answer = client
+    let body = gnap::grant_request(&client.profile.wallet_address, &access, None);
+    let reply = client
         .signed(Method::POST, auth_server, None, Some(&body))
         .await?;
-    match outcome_of(&answer)? {
-        Outcome::Granted(t) => Ok(t),
-        Outcome::Pending(_) => Err(ClientError::Unexpected(
+    match answer(&reply)? {
+        GrantAnswer::Granted(t) => Ok(t),
+        GrantAnswer::Pending(_) => Err(ClientError::Unexpected(
             "the authorization server wants the user's consent for this grant".into(),
         )),
     }
-}
-
-/// Where the user's consent ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Consent {
-    /// Approved: the finish redirect's `interact_ref` (hash checked).
-    Approved(String),
-    /// The user rejected it, or the server ended it (`result=...`).
-    Refused(String),
 }
 
 /// A grant the user consents to in a browser: `show` is called with the
@@ -132,21 +69,18 @@ pub async fn request_with_consent(
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let finish_uri = format!("http://{}/finish", listener.local_addr()?);
     let nonce = random_nonce();
-    let body = json!({
-        "access_token": { "access": access },
-        "client": client.profile.wallet_address,
-        "interact": {
-            "start": ["redirect"],
-            "finish": { "method": "redirect", "uri": finish_uri, "nonce": nonce },
-        },
-    });
-    let answer = client
+    let finish = FinishAt {
+        uri: &finish_uri,
+        nonce: &nonce,
+    };
+    let body = gnap::grant_request(&client.profile.wallet_address, &access, Some(finish));
+    let reply = client
         .signed(Method::POST, auth_server, None, Some(&body))
         .await?;
-    let pending = match outcome_of(&answer)? {
+    let pending = match answer(&reply)? {
         // Some servers grant at once what they need no consent for.
-        Outcome::Granted(t) => return Ok(t),
-        Outcome::Pending(p) => p,
+        GrantAnswer::Granted(t) => return Ok(t),
+        GrantAnswer::Pending(p) => p,
     };
     show(&pending.redirect);
     let consent = tokio::time::timeout(
@@ -164,17 +98,17 @@ pub async fn request_with_consent(
         Consent::Approved(r) => r,
         Consent::Refused(why) => anyhow::bail!("the grant was not approved ({why})"),
     };
-    let answer = client
+    let reply = client
         .signed(
             Method::POST,
             &pending.continue_uri,
             Some(&pending.continue_token),
-            Some(&json!({ "interact_ref": interact_ref })),
+            Some(&gnap::continue_request(&interact_ref)),
         )
         .await?;
-    match outcome_of(&answer)? {
-        Outcome::Granted(t) => Ok(t),
-        Outcome::Pending(_) => anyhow::bail!("the grant is still pending after the consent"),
+    match answer(&reply)? {
+        GrantAnswer::Granted(t) => Ok(t),
+        GrantAnswer::Pending(_) => anyhow::bail!("the grant is still pending after the consent"),
     }
 }
 
@@ -204,12 +138,13 @@ async fn receive_finish(
                 .await;
             continue;
         };
-        let consent = judge_finish(
+        let consent = gnap::judge_finish(
             query.trim_start_matches('?'),
             client_nonce,
             server_nonce,
             grant_endpoint,
-        );
+        )
+        .map_err(|e| anyhow::anyhow!(e));
         let message = match &consent {
             Ok(Consent::Approved(_)) => {
                 "Approved. You can close this window and return to the terminal."
@@ -253,50 +188,12 @@ async fn read_request_target(stream: &mut tokio::net::TcpStream) -> Option<Strin
     }
 }
 
-/// What the finish redirect's query says: `interact_ref` and a `hash`
-/// that must match, or `result=<why>` when not approved.
-fn judge_finish(
-    query: &str,
-    client_nonce: &str,
-    server_nonce: &str,
-    grant_endpoint: &str,
-) -> anyhow::Result<Consent> {
-    let mut interact_ref = None;
-    let mut hash = None;
-    let mut result = None;
-    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-        match k.as_ref() {
-            "interact_ref" => interact_ref = Some(v.into_owned()),
-            "hash" => hash = Some(v.into_owned()),
-            "result" => result = Some(v.into_owned()),
-            _ => {}
-        }
-    }
-    match (interact_ref, hash, result) {
-        (Some(r), Some(h), _) => {
-            if opd_gnap::interaction_hash_matches(
-                &h,
-                client_nonce,
-                server_nonce,
-                &r,
-                grant_endpoint,
-            ) {
-                Ok(Consent::Approved(r))
-            } else {
-                anyhow::bail!("the finish redirect's hash does not match: not continuing")
-            }
-        }
-        (_, _, Some(why)) => Ok(Consent::Refused(why)),
-        _ => anyhow::bail!("the finish redirect has neither interact_ref and hash nor result"),
-    }
-}
-
 /// Rotates a token: the new one.
 pub async fn rotate(client: &Client, manage: &str, token: &str) -> Result<Token, ClientError> {
-    let answer = client
+    let reply = client
         .signed(Method::POST, manage, Some(token), None)
         .await?;
-    Token::from_json(&answer["access_token"])
+    gnap::rotation_from_json(&reply).map_err(|e| ClientError::Unexpected(e.0))
 }
 
 /// Revokes a token.
@@ -305,46 +202,4 @@ pub async fn revoke(client: &Client, manage: &str, token: &str) -> Result<(), Cl
         .signed(Method::DELETE, manage, Some(token), None)
         .await
         .map(drop)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_finish_hash_is_checked() {
-        let good = opd_gnap::interaction_hash("cn", "sn", "ref1", "https://auth.example/");
-        let query = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("hash", &good)
-            .append_pair("interact_ref", "ref1")
-            .finish();
-        assert_eq!(
-            judge_finish(&query, "cn", "sn", "https://auth.example/").unwrap(),
-            Consent::Approved("ref1".into())
-        );
-        // Another grant endpoint, another nonce: refused.
-        assert!(judge_finish(&query, "cn", "sn", "https://evil.example/").is_err());
-        assert!(judge_finish(&query, "other", "sn", "https://auth.example/").is_err());
-        assert_eq!(
-            judge_finish("result=grant_rejected", "cn", "sn", "x").unwrap(),
-            Consent::Refused("grant_rejected".into())
-        );
-        assert!(judge_finish("", "cn", "sn", "x").is_err());
-    }
-
-    #[test]
-    fn reads_both_grant_answers() {
-        let granted = json!({ "access_token": { "value": "t", "manage": "https://a/token/1", "expires_in": 600, "access": [] } });
-        assert!(
-            matches!(outcome_of(&granted), Ok(Outcome::Granted(t)) if t.value == "t" && t.expires_in == Some(600))
-        );
-        let pending = json!({
-            "interact": { "redirect": "https://a/interact/1/2", "finish": "sn" },
-            "continue": { "uri": "https://a/continue/1", "access_token": { "value": "ct" }, "wait": 5 }
-        });
-        assert!(
-            matches!(outcome_of(&pending), Ok(Outcome::Pending(p)) if p.finish_nonce == "sn" && p.continue_token == "ct")
-        );
-        assert!(outcome_of(&json!({})).is_err());
-    }
 }

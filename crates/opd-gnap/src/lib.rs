@@ -8,10 +8,13 @@
 //! - [`interval`]: ISO 8601 repeating intervals;
 //! - [`token`]: token values, token digests and the finish hash;
 //! - [`state`]: the grant state machine and continuation rules;
-//! - [`error`]: GNAP error codes.
+//! - [`error`]: GNAP error codes;
+//! - [`client`]: the client side: request bodies, reading answers,
+//!   rotation timing and the finish redirect check.
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod client;
 pub mod error;
 pub mod interval;
 pub mod request;

@@ -4,9 +4,13 @@
 //! One grant per (authorization server, resource server) pair, kept sealed
 //! in the database so every node shares it, reused, rotated shortly before
 //! it expires, and requested anew when the resource server refuses it.
+//! What GNAP says (the bodies, reading answers, when to rotate) is in
+//! `opd_gnap::client`, shared with `opd client`; this module adds the
+//! hardened transport and the shared storage.
 
 use std::time::Duration;
 
+use opd_gnap::client::{self as gnap, GrantAnswer, IssuedToken};
 use serde::{Deserialize, Serialize};
 
 use crate::platform::outbound::OutboundError;
@@ -16,11 +20,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest answer read (an incoming payment with 16 KiB of metadata,
 /// or a grant, fits many times over).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
-/// A token this close to its expiry is rotated before use.
-const ROTATE_BEFORE_MS: i64 = 30_000;
-
-/// An incoming payment on another server, as its owner reports it.
-/// The token of a grant at another authorization server.
+/// The token of a grant at another authorization server, as kept (this
+/// shape is stored: changing it loses every node's kept grants).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct StoredGrant {
     value: String,
@@ -29,22 +30,14 @@ struct StoredGrant {
     expires_at: Option<i64>,
 }
 
-#[derive(Deserialize)]
-struct GrantAnswer {
-    access_token: Option<TokenAnswer>,
-}
-
-#[derive(Deserialize)]
-struct TokenAnswer {
-    value: String,
-    manage: String,
-    #[serde(default)]
-    expires_in: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct RotateAnswer {
-    access_token: TokenAnswer,
+impl StoredGrant {
+    fn issued(services: &Services, token: IssuedToken) -> Self {
+        Self {
+            expires_at: token.expires_at(services.clock.now().unix_millis()),
+            value: token.value,
+            manage: token.manage,
+        }
+    }
 }
 
 fn invalid(reason: impl Into<String>) -> ServiceError {
@@ -119,8 +112,7 @@ async fn token(services: &Services, key: &GrantKey) -> Result<StoredGrant, Servi
     let Some(grant) = stored else {
         return token_anew(services, key).await;
     };
-    let now = services.clock.now().unix_millis();
-    if grant.expires_at.is_none_or(|t| t - ROTATE_BEFORE_MS > now) {
+    if !gnap::needs_rotation(grant.expires_at, services.clock.now().unix_millis()) {
         return Ok(grant);
     }
     match rotate(services, &grant).await {
@@ -155,20 +147,12 @@ async fn forget(services: &Services, key: &GrantKey) -> Result<(), ServiceError>
     Ok(services.store.set_setting(&key.setting(), "").await?)
 }
 
-fn expiry(services: &Services, answer: &TokenAnswer) -> Option<i64> {
-    answer
-        .expires_in
-        .map(|s| services.clock.now().unix_millis() + s.saturating_mul(1000))
-}
-
 /// Requests a non-interactive `incoming-payment` `read-all` grant and
 /// keeps its token.
 async fn token_anew(services: &Services, key: &GrantKey) -> Result<StoredGrant, ServiceError> {
     let identity = services.server_identity().await?;
-    let body = serde_json::json!({
-        "access_token": { "access": [{ "type": "incoming-payment", "actions": ["read-all"] }] },
-        "client": identity.client_url,
-    });
+    let access = serde_json::json!([{ "type": "incoming-payment", "actions": ["read-all"] }]);
+    let body = gnap::grant_request(&identity.client_url, &access, None);
     let bytes = signed(
         services,
         reqwest::Method::POST,
@@ -182,15 +166,18 @@ async fn token_anew(services: &Services, key: &GrantKey) -> Result<StoredGrant, 
             "the receiver's authorization server refused a grant: {e}"
         ))
     })?;
-    let answer: GrantAnswer = serde_json::from_slice(&bytes)
-        .map_err(|_| invalid("the receiver's authorization server answered no grant"))?;
-    let token = answer
-        .access_token
-        .ok_or_else(|| invalid("the receiver's authorization server asks for an interaction"))?;
-    let grant = StoredGrant {
-        expires_at: expiry(services, &token),
-        value: token.value,
-        manage: token.manage,
+    let grant = match GrantAnswer::parse(&bytes) {
+        Ok(GrantAnswer::Granted(token)) => StoredGrant::issued(services, token),
+        Ok(GrantAnswer::Pending(_)) => {
+            return Err(invalid(
+                "the receiver's authorization server asks for an interaction",
+            ))
+        }
+        Err(e) => {
+            return Err(invalid(format!(
+                "the receiver's authorization server answered no grant: {e}"
+            )))
+        }
     };
     keep(services, key, &grant).await?;
     Ok(grant)
@@ -206,13 +193,8 @@ async fn rotate(services: &Services, grant: &StoredGrant) -> Result<StoredGrant,
         None,
     )
     .await?;
-    let answer: RotateAnswer =
-        serde_json::from_slice(&bytes).map_err(|_| OutboundError::Unreachable)?;
-    Ok(StoredGrant {
-        expires_at: expiry(services, &answer.access_token),
-        value: answer.access_token.value,
-        manage: answer.access_token.manage,
-    })
+    let token = gnap::parse_rotation(&bytes).map_err(|_| OutboundError::Unreachable)?;
+    Ok(StoredGrant::issued(services, token))
 }
 
 /// A GET, signed when there is a token.
