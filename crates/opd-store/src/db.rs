@@ -88,18 +88,6 @@ pub(crate) struct Db {
     faults: Option<Arc<Faults>>,
 }
 
-fn sqlite_query<'q>(sql: &'q str, params: &[Param]) -> driver::Query<'q> {
-    let mut q = driver::query(sql);
-    for p in params {
-        q = match p {
-            Param::Int(v) => q.bind(*v),
-            Param::Text(v) => q.bind(v.clone()),
-            Param::Bool(v) => q.bind(*v),
-        };
-    }
-    q
-}
-
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 fn pg_query<'q>(sql: &'q str, params: &'q [Param]) -> PgQuery<'q> {
@@ -155,24 +143,8 @@ impl Ran {
     }
 }
 
-async fn run_sqlite<E: driver::Executor>(
-    on: E,
-    sql: &str,
-    params: &[Param],
-    want: Want,
-) -> StoreResult<Ran> {
-    let query = sqlite_query(sql, params);
-    Ok(match want {
-        Want::Changed => Ran::Changed(query.execute(on).await?.rows_affected()),
-        Want::Rows => Ran::Rows(
-            query
-                .fetch_all(on)
-                .await?
-                .into_iter()
-                .map(Row::Sqlite)
-                .collect(),
-        ),
-    })
+fn sqlite_rows(rows: Vec<driver::Row>) -> Ran {
+    Ran::Rows(rows.into_iter().map(Row::Sqlite).collect())
 }
 
 async fn run_pg<'c, E>(on: E, sql: &str, params: &[Param], want: Want) -> StoreResult<Ran>
@@ -302,12 +274,14 @@ impl Db {
         }
         let sql = stmt.sql(self.backend());
         let ran = match (&self.pools, on) {
+            // Reads only ever want rows.
             (Pools::Sqlite { reader, .. }, On::Reader) => {
-                run_sqlite(reader, sql, params, want).await
+                Ok(sqlite_rows(reader.query(sql, params)?))
             }
-            (Pools::Sqlite { writer, .. }, On::Writer) => {
-                run_sqlite(writer, sql, params, want).await
-            }
+            (Pools::Sqlite { writer, .. }, On::Writer) => match want {
+                Want::Changed => Ok(Ran::Changed(writer.execute(sql, params).await?)),
+                Want::Rows => Ok(sqlite_rows(writer.query(sql, params).await?)),
+            },
             (Pools::Postgres(pool), _) => run_pg(pool, sql, params, want).await,
         }?;
         if fault == AtCommit::FailAfter {
@@ -354,7 +328,7 @@ impl Db {
     pub(crate) async fn prepare(&self, stmt: &Stmt) -> StoreResult<()> {
         let sql = stmt.sql(self.backend());
         match &self.pools {
-            Pools::Sqlite { reader, .. } => reader.prepare(sql).await?,
+            Pools::Sqlite { reader, .. } => reader.prepare(sql)?,
             Pools::Postgres(pool) => {
                 use sqlx::Executor as _;
                 let mut conn = pool.acquire().await?;
@@ -366,7 +340,7 @@ impl Db {
 }
 
 enum TxInner {
-    Sqlite(driver::Tx<'static>),
+    Sqlite(driver::WriterTx),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
 }
 
@@ -393,7 +367,10 @@ impl Tx<'_> {
         self.db.fault_before_statement()?;
         let sql = stmt.sql(self.db.backend());
         match &mut self.inner {
-            TxInner::Sqlite(tx) => run_sqlite(&mut **tx, sql, params, want).await,
+            TxInner::Sqlite(tx) => Ok(match want {
+                Want::Changed => Ran::Changed(tx.execute(sql, params)?),
+                Want::Rows => sqlite_rows(tx.query(sql, params)?),
+            }),
             TxInner::Postgres(tx) => run_pg(&mut **tx, sql, params, want).await,
         }
     }
@@ -450,7 +427,7 @@ impl Tx<'_> {
     pub(crate) async fn rollback(self) -> StoreResult<()> {
         self.db.count(1);
         match self.inner {
-            TxInner::Sqlite(tx) => tx.rollback().await?,
+            TxInner::Sqlite(tx) => tx.rollback()?,
             TxInner::Postgres(tx) => tx.rollback().await?,
         }
         Ok(())

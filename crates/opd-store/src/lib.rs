@@ -155,7 +155,7 @@ impl SqlStore {
     /// Table name -> sorted column names, for the migration parity test.
     pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
         match &self.db.pools {
-            db::Pools::Sqlite { reader, .. } => sqlite::schema_columns(reader).await,
+            db::Pools::Sqlite { reader, .. } => sqlite::schema_columns(reader),
             db::Pools::Postgres(pool) => postgres::schema_columns(pool).await,
         }
     }

@@ -12,6 +12,17 @@ pub(crate) enum Param {
     Bool(bool),
 }
 
+/// Bound by SQLite as it is, borrowed: text is never copied to be sent.
+impl rusqlite::ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Param::Int(v) => v.to_sql(),
+            Param::Text(v) => v.to_sql(),
+            Param::Bool(v) => v.to_sql(),
+        }
+    }
+}
+
 /// An amount (or any u64) for a `?::numeric` parameter.
 pub(crate) fn num(value: u64) -> Param {
     Param::Text(Some(value.to_string()))

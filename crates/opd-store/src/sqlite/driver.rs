@@ -1,7 +1,9 @@
-//! A small synchronous SQLite driver over rusqlite: `query(..).bind(..)`
-//! with `execute` / `fetch_one/optional/all`, `query_scalar`, and
-//! transactions (`begin`/`commit`) on the single writer with group commit.
-//! The store reaches it only through [`crate::db`].
+//! A small synchronous SQLite driver over rusqlite: reads on a pool of
+//! read-only connections ([`ReadPool::query`]), and writes on the single
+//! writer, alone ([`WritePool::execute`], [`WritePool::query`]) or in a
+//! transaction ([`WritePool::begin`], [`WriterTx`]) with group commit.
+//! The store reaches it only through [`crate::db`], which binds its
+//! parameters (anything `rusqlite::ToSql`).
 //!
 //! Why not sqlx here: sqlx runs each SQLite connection on a thread of its
 //! own and hands it every statement over a channel, so each statement costs
@@ -15,14 +17,12 @@
 //! without waiting. SQLite calls take microseconds, less than any hand-off
 //! to another thread.
 
-use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
 
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 256;
@@ -40,8 +40,6 @@ pub enum Error {
         expected: &'static str,
         found: &'static str,
     },
-    #[error("the query returned no rows")]
-    RowNotFound,
     #[error("the transaction has already ended")]
     TransactionEnded,
     #[error("{0}")]
@@ -80,68 +78,6 @@ impl Error {
 fn is_full(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.code == ErrorCode::DiskFull || f.extended_code == rusqlite::ffi::SQLITE_IOERR_WRITE)
-}
-
-/// A value a statement parameter can take.
-pub trait Bind {
-    fn into_value(self) -> Value;
-}
-
-impl Bind for String {
-    fn into_value(self) -> Value {
-        Value::Text(self)
-    }
-}
-
-impl Bind for &str {
-    fn into_value(self) -> Value {
-        Value::Text(self.to_owned())
-    }
-}
-
-impl Bind for &String {
-    fn into_value(self) -> Value {
-        Value::Text(self.clone())
-    }
-}
-
-impl Bind for i64 {
-    fn into_value(self) -> Value {
-        Value::Integer(self)
-    }
-}
-
-impl Bind for i32 {
-    fn into_value(self) -> Value {
-        Value::Integer(i64::from(self))
-    }
-}
-
-impl Bind for i16 {
-    fn into_value(self) -> Value {
-        Value::Integer(i64::from(self))
-    }
-}
-
-impl Bind for bool {
-    fn into_value(self) -> Value {
-        Value::Integer(i64::from(self))
-    }
-}
-
-impl<T: Bind> Bind for Option<T> {
-    fn into_value(self) -> Value {
-        self.map_or(Value::Null, Bind::into_value)
-    }
-}
-
-impl<'a, T> Bind for &'a Option<T>
-where
-    &'a T: Bind,
-{
-    fn into_value(self) -> Value {
-        self.as_ref().map_or(Value::Null, Bind::into_value)
-    }
 }
 
 /// A Rust value a column can be read as.
@@ -185,20 +121,6 @@ impl Decode for i64 {
     }
 }
 
-impl Decode for i32 {
-    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
-        i32::try_from(i64::decode(value, column)?)
-            .map_err(|_| mismatch(value, column, "a 32-bit integer"))
-    }
-}
-
-impl Decode for i16 {
-    fn decode(value: &Value, column: &str) -> Result<Self, Error> {
-        i16::try_from(i64::decode(value, column)?)
-            .map_err(|_| mismatch(value, column, "a 16-bit integer"))
-    }
-}
-
 impl Decode for bool {
     fn decode(value: &Value, column: &str) -> Result<Self, Error> {
         Ok(i64::decode(value, column)? != 0)
@@ -222,9 +144,8 @@ pub struct Row {
 }
 
 impl Row {
-    /// The value of `column`, as sqlx's `Row::try_get`.
-    pub fn try_get<T: Decode, C: AsRef<str>>(&self, column: C) -> Result<T, Error> {
-        let column = column.as_ref();
+    /// The value of `column`.
+    pub fn try_get<T: Decode>(&self, column: &str) -> Result<T, Error> {
         let index = self
             .columns
             .iter()
@@ -232,49 +153,22 @@ impl Row {
             .ok_or_else(|| Error::ColumnNotFound(column.to_owned()))?;
         T::decode(&self.values[index], column)
     }
-
-    fn first<T: Decode>(&self) -> Result<T, Error> {
-        match (self.values.first(), self.columns.first()) {
-            (Some(v), Some(c)) => T::decode(v, c),
-            _ => Err(Error::ColumnNotFound("(first column)".into())),
-        }
-    }
 }
 
-/// What a statement changed.
-#[derive(Debug, Clone, Copy)]
-pub struct Done {
-    rows_affected: u64,
-}
-
-impl Done {
-    pub fn rows_affected(&self) -> u64 {
-        self.rows_affected
-    }
-}
-
-/// Where a statement runs: the reader pool, the writer (one statement in
-/// its own transaction) or an open transaction.
-pub trait Executor: Send {
-    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
-    where
-        R: Send,
-        F: FnOnce(&Connection) -> Result<R, Error> + Send;
-}
-
-fn execute(conn: &Connection, sql: &str, params: &[Value]) -> Result<Done, Error> {
+/// Runs `sql` to its end; returns how many rows it changed (for a
+/// statement that changes none, SQLite reports the previous change count:
+/// only writes ask). Stepped rather than `execute`d, which refuses
+/// statements that return rows.
+fn execute<P: ToSql>(conn: &Connection, sql: &str, params: &[P]) -> Result<u64, Error> {
     let mut statement = conn.prepare_cached(sql)?;
-    let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
-    // Stepped to the end rather than `execute`d, which refuses statements
-    // that return rows.
+    let mut rows = statement.query(rusqlite::params_from_iter(params))?;
     while rows.next()?.is_some() {}
     drop(rows);
-    Ok(Done {
-        rows_affected: conn.changes(),
-    })
+    Ok(conn.changes())
 }
 
-fn fetch(conn: &Connection, sql: &str, params: &[Value], limit: usize) -> Result<Vec<Row>, Error> {
+/// Runs `sql`; returns every row.
+fn query<P: ToSql>(conn: &Connection, sql: &str, params: &[P]) -> Result<Vec<Row>, Error> {
     let mut statement = conn.prepare_cached(sql)?;
     let columns: Arc<[String]> = statement
         .column_names()
@@ -282,10 +176,9 @@ fn fetch(conn: &Connection, sql: &str, params: &[Value], limit: usize) -> Result
         .map(str::to_owned)
         .collect();
     let width = columns.len();
-    let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
+    let mut rows = statement.query(rusqlite::params_from_iter(params))?;
     let mut out = Vec::new();
-    while out.len() < limit {
-        let Some(row) = rows.next()? else { break };
+    while let Some(row) = rows.next()? {
         let mut values = Vec::with_capacity(width);
         for i in 0..width {
             values.push(row.get::<_, Value>(i)?);
@@ -296,89 +189,6 @@ fn fetch(conn: &Connection, sql: &str, params: &[Value], limit: usize) -> Result
         });
     }
     Ok(out)
-}
-
-/// A statement with its parameters.
-#[must_use]
-pub struct Query<'q> {
-    sql: &'q str,
-    params: Vec<Value>,
-}
-
-/// A statement, as `sqlx::query`.
-pub fn query(sql: &str) -> Query<'_> {
-    Query {
-        sql,
-        params: Vec::new(),
-    }
-}
-
-impl<'q> Query<'q> {
-    pub fn bind<T: Bind>(mut self, value: T) -> Self {
-        self.params.push(value.into_value());
-        self
-    }
-
-    pub async fn execute<E: Executor>(self, on: E) -> Result<Done, Error> {
-        on.run(move |c| execute(c, self.sql, &self.params)).await
-    }
-
-    pub async fn fetch_all<E: Executor>(self, on: E) -> Result<Vec<Row>, Error> {
-        on.run(move |c| fetch(c, self.sql, &self.params, usize::MAX))
-            .await
-    }
-
-    pub async fn fetch_optional<E: Executor>(self, on: E) -> Result<Option<Row>, Error> {
-        let rows = on.run(move |c| fetch(c, self.sql, &self.params, 1)).await?;
-        Ok(rows.into_iter().next())
-    }
-
-    pub async fn fetch_one<E: Executor>(self, on: E) -> Result<Row, Error> {
-        self.fetch_optional(on).await?.ok_or(Error::RowNotFound)
-    }
-}
-
-/// A statement whose result is its first column, as `sqlx::query_scalar`.
-#[must_use]
-pub struct QueryScalar<'q, O> {
-    inner: Query<'q>,
-    out: PhantomData<fn() -> O>,
-}
-
-pub fn query_scalar<O: Decode>(sql: &str) -> QueryScalar<'_, O> {
-    QueryScalar {
-        inner: query(sql),
-        out: PhantomData,
-    }
-}
-
-impl<'q, O: Decode + Send> QueryScalar<'q, O> {
-    pub fn bind<T: Bind>(mut self, value: T) -> Self {
-        self.inner = self.inner.bind(value);
-        self
-    }
-
-    pub async fn fetch_all<E: Executor>(self, on: E) -> Result<Vec<O>, Error> {
-        self.inner
-            .fetch_all(on)
-            .await?
-            .iter()
-            .map(Row::first)
-            .collect()
-    }
-
-    pub async fn fetch_optional<E: Executor>(self, on: E) -> Result<Option<O>, Error> {
-        self.inner
-            .fetch_optional(on)
-            .await?
-            .as_ref()
-            .map(Row::first)
-            .transpose()
-    }
-
-    pub async fn fetch_one<E: Executor>(self, on: E) -> Result<O, Error> {
-        self.inner.fetch_one(on).await?.first()
-    }
 }
 
 /// Settings every connection gets.
@@ -460,34 +270,30 @@ impl ReadPool {
         (idle, self.in_use.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// Runs a read; returns every row. It runs on the caller's thread
+    /// while holding one connection.
+    pub fn query<P: ToSql>(&self, sql: &str, params: &[P]) -> Result<Vec<Row>, Error> {
+        self.with(|conn| query(conn, sql, params))
+    }
+
     /// Compiles `sql` without running it (the store's statement test);
     /// SQLite compiles writes on a read-only connection too.
-    pub async fn prepare(&self, sql: &str) -> Result<(), Error> {
-        self.run(|conn| {
+    pub fn prepare(&self, sql: &str) -> Result<(), Error> {
+        self.with(|conn| {
             conn.prepare(sql)?;
             Ok(())
         })
-        .await
     }
-}
 
-impl Executor for &ReadPool {
-    #[allow(clippy::manual_async_fn)]
-    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
-    where
-        R: Send,
-        F: FnOnce(&Connection) -> Result<R, Error> + Send,
-    {
-        async move {
-            let conn = self.take()?;
-            self.in_use
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let result = work(&conn);
-            self.in_use
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-            self.give_back(conn);
-            result
-        }
+    fn with<R>(&self, work: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
+        let conn = self.take()?;
+        self.in_use
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let result = work(&conn);
+        self.in_use
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.give_back(conn);
+        result
     }
 }
 
@@ -735,16 +541,31 @@ impl WritePool {
 
     /// Takes the writer and begins a transaction on it; the writer is
     /// released when the transaction commits, rolls back or is dropped.
-    pub async fn begin(&self) -> Result<Tx<'static>, Error> {
+    pub async fn begin(&self) -> Result<WriterTx, Error> {
         let mut writer = self.take().await;
         writer.begin_member()?;
-        Ok(Tx {
-            conn: TxConn {
-                writer: Some(writer),
-                pool: self.clone(),
-            },
-            _borrow: PhantomData,
+        Ok(WriterTx {
+            writer: Some(writer),
+            pool: self.clone(),
         })
+    }
+
+    /// Runs one writing statement in a transaction of its own; returns how
+    /// many rows it changed once that is committed.
+    pub async fn execute<P: ToSql>(&self, sql: &str, params: &[P]) -> Result<u64, Error> {
+        let mut tx = self.begin().await?;
+        let changed = tx.execute(sql, params)?;
+        tx.commit().await?;
+        Ok(changed)
+    }
+
+    /// Runs one writing statement with `RETURNING` in a transaction of its
+    /// own; returns its rows once that is committed.
+    pub async fn query<P: ToSql>(&self, sql: &str, params: &[P]) -> Result<Vec<Row>, Error> {
+        let mut tx = self.begin().await?;
+        let rows = tx.query(sql, params)?;
+        tx.commit().await?;
+        Ok(rows)
     }
 
     /// Waits for group `id` to be committed; commits it if nobody else
@@ -776,31 +597,34 @@ impl WritePool {
     }
 }
 
-impl Executor for &WritePool {
-    #[allow(clippy::manual_async_fn)]
-    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
-    where
-        R: Send,
-        F: FnOnce(&Connection) -> Result<R, Error> + Send,
-    {
-        async move {
-            let mut tx = self.begin().await?;
-            let result = (&mut *tx).run(work).await?;
-            tx.commit().await?;
-            Ok(result)
-        }
-    }
-}
-
-/// The writer, inside a caller's transaction.
+/// A caller's transaction on the writer. Every statement runs to its end
+/// without awaiting, so the writer is never held across an await except
+/// by `commit`, which waits for its group's commit after releasing it.
 #[derive(Debug)]
-pub struct TxConn {
+pub struct WriterTx {
     /// `None` once the transaction has ended.
     writer: Option<tokio::sync::OwnedMutexGuard<Writer>>,
     pool: WritePool,
 }
 
-impl TxConn {
+impl WriterTx {
+    fn conn(&self) -> Result<&Connection, Error> {
+        self.writer
+            .as_ref()
+            .map(|w| &w.conn)
+            .ok_or(Error::TransactionEnded)
+    }
+
+    /// Runs a statement; returns how many rows it changed.
+    pub fn execute<P: ToSql>(&mut self, sql: &str, params: &[P]) -> Result<u64, Error> {
+        execute(self.conn()?, sql, params)
+    }
+
+    /// Runs a statement; returns every row.
+    pub fn query<P: ToSql>(&mut self, sql: &str, params: &[P]) -> Result<Vec<Row>, Error> {
+        query(self.conn()?, sql, params)
+    }
+
     /// Ends a group that nobody queued is going to carry on.
     fn close_group_if_last(&self, writer: &mut Writer) -> Result<(), GroupFailure> {
         if writer.group.is_some() && !self.pool.others_queued() {
@@ -808,9 +632,38 @@ impl TxConn {
         }
         Ok(())
     }
+
+    /// Commits: returns once the work is committed to the database.
+    pub async fn commit(mut self) -> Result<(), Error> {
+        let mut writer = self.writer.take().ok_or(Error::TransactionEnded)?;
+        if let Err(e) = writer.conn.execute_batch("RELEASE member") {
+            let _ = writer.rollback_member();
+            let _ = self.close_group_if_last(&mut writer);
+            return Err(e.into());
+        }
+        let Some(group) = writer.group.as_mut() else {
+            return Err(Error::TransactionEnded);
+        };
+        group.released += 1;
+        if self.pool.others_queued() && group.released < MAX_GROUP {
+            // Let the next caller carry the group on; wait for its commit.
+            let (id, outcome) = (group.id, group.outcome.subscribe());
+            drop(writer);
+            return self.pool.await_group(id, outcome).await;
+        }
+        writer.end_group(Ok(())).map_err(Error::GroupCommit)
+    }
+
+    /// Undoes this transaction's work.
+    pub fn rollback(mut self) -> Result<(), Error> {
+        let mut writer = self.writer.take().ok_or(Error::TransactionEnded)?;
+        let undone = writer.rollback_member();
+        let _ = self.close_group_if_last(&mut writer);
+        undone
+    }
 }
 
-impl Drop for TxConn {
+impl Drop for WriterTx {
     fn drop(&mut self) {
         if let Some(mut writer) = self.writer.take() {
             // An early return or an error: nothing of it is kept.
@@ -825,76 +678,11 @@ impl Drop for TxConn {
     }
 }
 
-impl Executor for &mut TxConn {
-    #[allow(clippy::manual_async_fn)]
-    fn run<R, F>(self, work: F) -> impl std::future::Future<Output = Result<R, Error>> + Send
-    where
-        R: Send,
-        F: FnOnce(&Connection) -> Result<R, Error> + Send,
-    {
-        async move {
-            match self.writer.as_ref() {
-                Some(writer) => work(&writer.conn),
-                None => Err(Error::TransactionEnded),
-            }
-        }
-    }
-}
-
-/// An open transaction, as `sqlx::Transaction` (`&mut *tx` executes in it).
-#[derive(Debug)]
-pub struct Tx<'c> {
-    conn: TxConn,
-    _borrow: PhantomData<&'c ()>,
-}
-
-impl Tx<'_> {
-    /// Commits: returns once the work is committed to the database.
-    pub async fn commit(mut self) -> Result<(), Error> {
-        let mut writer = self.conn.writer.take().ok_or(Error::TransactionEnded)?;
-        if let Err(e) = writer.conn.execute_batch("RELEASE member") {
-            let _ = writer.rollback_member();
-            let _ = self.conn.close_group_if_last(&mut writer);
-            return Err(e.into());
-        }
-        let Some(group) = writer.group.as_mut() else {
-            return Err(Error::TransactionEnded);
-        };
-        group.released += 1;
-        if self.conn.pool.others_queued() && group.released < MAX_GROUP {
-            // Let the next caller carry the group on; wait for its commit.
-            let (id, outcome) = (group.id, group.outcome.subscribe());
-            drop(writer);
-            return self.conn.pool.await_group(id, outcome).await;
-        }
-        writer.end_group(Ok(())).map_err(Error::GroupCommit)
-    }
-
-    /// Undoes this transaction's work.
-    pub async fn rollback(mut self) -> Result<(), Error> {
-        let mut writer = self.conn.writer.take().ok_or(Error::TransactionEnded)?;
-        let undone = writer.rollback_member();
-        let _ = self.conn.close_group_if_last(&mut writer);
-        undone
-    }
-}
-
-impl Deref for Tx<'_> {
-    type Target = TxConn;
-    fn deref(&self) -> &TxConn {
-        &self.conn
-    }
-}
-
-impl DerefMut for Tx<'_> {
-    fn deref_mut(&mut self) -> &mut TxConn {
-        &mut self.conn
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NONE: [&dyn ToSql; 0] = [];
 
     /// A fresh database with one table made by `create`, its writer and
     /// `readers` read connections.
@@ -902,9 +690,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sqlite");
         let writer = WritePool::open(&path, true).unwrap();
-        query(create).execute(&writer).await.unwrap();
+        writer.execute(create, &NONE).await.unwrap();
         let readers = ReadPool::open(&path, readers).unwrap();
         (dir, writer, readers)
+    }
+
+    fn count(readers: &ReadPool) -> i64 {
+        let rows = readers.query("SELECT COUNT(*) AS n FROM t", &NONE).unwrap();
+        rows[0].try_get("n").unwrap()
     }
 
     #[tokio::test]
@@ -916,59 +709,55 @@ mod tests {
         .await;
 
         let mut tx = writer.begin().await.unwrap();
-        let done = query("INSERT INTO t (id, name, flag) VALUES (?, ?, ?)")
-            .bind(1_i64)
-            .bind("one")
-            .bind(true)
-            .execute(&mut *tx)
-            .await
+        let changed = tx
+            .execute(
+                "INSERT INTO t (id, name, flag) VALUES (?, ?, ?)",
+                &[&1_i64 as &dyn ToSql, &"one", &true],
+            )
             .unwrap();
-        assert_eq!(done.rows_affected(), 1);
+        assert_eq!(changed, 1);
         tx.commit().await.unwrap();
 
         {
             let mut tx = writer.begin().await.unwrap();
-            query("INSERT INTO t (id, name, flag) VALUES (?, ?, ?)")
-                .bind(2_i64)
-                .bind(None::<String>)
-                .bind(false)
-                .execute(&mut *tx)
-                .await
-                .unwrap();
+            tx.execute(
+                "INSERT INTO t (id, name, flag) VALUES (?, ?, ?)",
+                &[&2_i64 as &dyn ToSql, &None::<String>, &false],
+            )
+            .unwrap();
             // Dropped without commit: rolled back, writer released.
         }
 
-        let rows = query("SELECT id, name, flag FROM t ORDER BY id")
-            .fetch_all(&readers)
-            .await
+        let rows = readers
+            .query("SELECT id, name, flag FROM t ORDER BY id", &NONE)
             .unwrap();
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].try_get::<i64, _>("id").unwrap(), 1);
-        assert_eq!(rows[0].try_get::<String, _>("name").unwrap(), "one");
-        assert!(rows[0].try_get::<bool, _>("flag").unwrap());
-        assert!(rows[0].try_get::<String, _>("missing").is_err());
-        assert!(rows[0].try_get::<String, _>("id").is_err());
-
-        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
-            .fetch_one(&readers)
-            .await
+        assert_eq!(rows[0].try_get::<i64>("id").unwrap(), 1);
+        assert_eq!(rows[0].try_get::<String>("name").unwrap(), "one");
+        assert!(rows[0].try_get::<bool>("flag").unwrap());
+        assert!(rows[0].try_get::<String>("missing").is_err());
+        assert!(rows[0].try_get::<String>("id").is_err());
+        let none = readers
+            .query("SELECT name FROM t WHERE id = ?", &[5_i64])
             .unwrap();
-        assert_eq!(count, 1);
-        let none: Option<String> = query_scalar("SELECT name FROM t WHERE id = ?")
-            .bind(5_i64)
-            .fetch_optional(&readers)
-            .await
-            .unwrap();
-        assert!(none.is_none());
+        assert!(none.is_empty());
+        assert_eq!(count(&readers), 1);
 
-        let dup = query("INSERT INTO t (id) VALUES (?)")
-            .bind(1_i64)
-            .execute(&writer)
+        let dup = writer
+            .execute("INSERT INTO t (id) VALUES (?)", &[1_i64])
             .await
             .unwrap_err();
         assert!(dup.is_unique_violation());
+        // Writes return their rows too.
+        let returned = writer
+            .query("INSERT INTO t (id) VALUES (?) RETURNING id", &[7_i64])
+            .await
+            .unwrap();
+        assert_eq!(returned[0].try_get::<i64>("id").unwrap(), 7);
         // Statements that return rows can be executed too.
-        query("SELECT 1").execute(&readers).await.unwrap();
+        let mut tx = writer.begin().await.unwrap();
+        tx.execute("SELECT 1", &NONE).unwrap();
+        tx.rollback().unwrap();
     }
 
     /// Many concurrent writers: each one's commit is visible to readers as
@@ -982,38 +771,26 @@ mod tests {
             let (writer, readers) = (writer.clone(), readers.clone());
             tasks.push(tokio::spawn(async move {
                 let mut tx = writer.begin().await.unwrap();
-                query("INSERT INTO t (id) VALUES (?)")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
+                tx.execute("INSERT INTO t (id) VALUES (?)", &[id]).unwrap();
                 tokio::task::yield_now().await;
                 match id % 3 {
                     0 => tx.commit().await.unwrap(),
-                    1 => tx.rollback().await.unwrap(),
+                    1 => tx.rollback().unwrap(),
                     _ => drop(tx),
                 }
-                let seen: Option<i64> = query_scalar("SELECT id FROM t WHERE id = ?")
-                    .bind(id)
-                    .fetch_optional(&readers)
-                    .await
+                let seen = readers
+                    .query("SELECT id FROM t WHERE id = ?", &[id])
                     .unwrap();
-                assert_eq!(seen.is_some(), id % 3 == 0, "row {id}");
+                assert_eq!(!seen.is_empty(), id % 3 == 0, "row {id}");
             }));
         }
         for t in tasks {
             t.await.unwrap();
         }
-        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
-            .fetch_one(&readers)
-            .await
-            .unwrap();
-        assert_eq!(count, 67);
+        assert_eq!(count(&readers), 67);
         // The writer is free and no transaction is left open.
         let mut tx = writer.begin().await.unwrap();
-        query("INSERT INTO t (id) VALUES (1000)")
-            .execute(&mut *tx)
-            .await
+        tx.execute("INSERT INTO t (id) VALUES (1000)", &NONE)
             .unwrap();
         tx.commit().await.unwrap();
         let state = writer.writer.lock().await;
@@ -1029,18 +806,14 @@ mod tests {
     async fn a_lost_group_fails_every_member() {
         let (_dir, writer, readers) = database("CREATE TABLE t (id INTEGER PRIMARY KEY)", 1).await;
         let mut first = writer.begin().await.unwrap();
-        query("INSERT INTO t (id) VALUES (1)")
-            .execute(&mut *first)
-            .await
+        first
+            .execute("INSERT INTO t (id) VALUES (1)", &NONE)
             .unwrap();
         let second = {
             let writer = writer.clone();
             tokio::spawn(async move {
                 let mut tx = writer.begin().await.unwrap();
-                (&mut *tx)
-                    .run(|c| Ok(c.execute_batch("ROLLBACK")?))
-                    .await
-                    .unwrap();
+                tx.execute("ROLLBACK", &NONE).unwrap();
                 tx.commit().await
             })
         };
@@ -1052,14 +825,10 @@ mod tests {
         let committed = first.commit().await;
         assert!(committed.is_err(), "{committed:?}");
         assert!(second.await.unwrap().is_err());
-        let count: i64 = query_scalar("SELECT COUNT(*) FROM t")
-            .fetch_one(&readers)
-            .await
-            .unwrap();
-        assert_eq!(count, 0);
+        assert_eq!(count(&readers), 0);
         // The writer works again afterwards.
-        query("INSERT INTO t (id) VALUES (2)")
-            .execute(&writer)
+        writer
+            .execute("INSERT INTO t (id) VALUES (2)", &NONE)
             .await
             .unwrap();
     }
@@ -1067,9 +836,8 @@ mod tests {
     #[tokio::test]
     async fn read_only_connections_cannot_write() {
         let (_dir, _writer, readers) = database("CREATE TABLE t (id INTEGER)", 1).await;
-        assert!(query("INSERT INTO t (id) VALUES (1)")
-            .execute(&readers)
-            .await
+        assert!(readers
+            .query("INSERT INTO t (id) VALUES (1)", &NONE)
             .is_err());
     }
 }

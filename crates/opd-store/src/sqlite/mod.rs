@@ -1,27 +1,44 @@
 //! The embedded SQLite store: one file, WAL journal, a single writer
 //! connection (SQLite allows one writer at a time; queuing writers is
 //! cheaper than retrying on `SQLITE_BUSY`) and a pool of readers, all
-//! driven synchronously on the caller's thread by [`driver`]. sqlx only
-//! applies the migrations.
+//! driven synchronously on the caller's thread by [`driver`], after
+//! [`migrations`] brought the schema up to date.
 
 pub mod driver;
+mod migrations;
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use rusqlite::{Connection, OpenFlags};
 
 use self::driver::{ReadPool, WritePool};
 
 use crate::db::Pools;
 use crate::{ConnectOptions, SqlStore, StoreError, StoreResult};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
 /// The latest migration this binary has.
 pub(crate) fn latest_migration() -> i64 {
-    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+    migrations::latest()
+}
+
+/// Opens (or creates) the database file in WAL mode and migrates it, on a
+/// connection closed afterwards.
+fn migrate(file: &Path, create: bool) -> StoreResult<()> {
+    let open = || -> Result<Connection, rusqlite::Error> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(file, flags)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        Ok(conn)
+    };
+    let mut conn = open()
+        .map_err(|e| StoreError::Config(format!("cannot open SQLite database {file:?}: {e}")))?;
+    migrations::run(&mut conn)
 }
 
 /// Locks `<database>.opd-lock` so that no other opd process serves the same
@@ -87,23 +104,7 @@ pub async fn connect(options: &ConnectOptions) -> StoreResult<SqlStore> {
     } else {
         None
     };
-    let base = SqliteConnectOptions::from_str(&format!("sqlite://{path}"))
-        .map_err(|e| StoreError::Config(format!("invalid SQLite URL: {e}")))?
-        .create_if_missing(create)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(5))
-        .foreign_keys(true);
-    // sqlx creates the file and applies the migrations, then steps
-    // aside for the synchronous driver.
-    let migrating = SqlitePoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(base)
-        .await
-        .map_err(|e| StoreError::Config(format!("cannot open SQLite database {path:?}: {e}")))?;
-    MIGRATOR.run(&migrating).await?;
-    migrating.close().await;
+    migrate(file, create)?;
     let cannot_open =
         |e: driver::Error| StoreError::Config(format!("cannot open SQLite database {path:?}: {e}"));
     let writer = WritePool::open(file, false).map_err(cannot_open)?;
@@ -115,18 +116,20 @@ pub async fn connect(options: &ConnectOptions) -> StoreResult<SqlStore> {
 }
 
 /// Table name -> sorted column names, for the migration parity test.
-pub(crate) async fn schema_columns(reader: &ReadPool) -> StoreResult<Vec<(String, Vec<String>)>> {
-    let tables: Vec<String> = driver::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
-        )
-        .fetch_all(reader)
-        .await?;
+pub(crate) fn schema_columns(reader: &ReadPool) -> StoreResult<Vec<(String, Vec<String>)>> {
+    let names = |rows: Vec<driver::Row>| -> StoreResult<Vec<String>> {
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get::<String>("name"))
+            .collect::<Result<_, _>>()?)
+    };
+    let tables = names(reader.query(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' ORDER BY name",
+        &[] as &[&str],
+    )?)?;
     let mut out = Vec::new();
     for t in tables {
-        let mut cols: Vec<String> = driver::query_scalar("SELECT name FROM pragma_table_info(?)")
-            .bind(&t)
-            .fetch_all(reader)
-            .await?;
+        let mut cols = names(reader.query("SELECT name FROM pragma_table_info(?)", &[&t])?)?;
         cols.sort();
         out.push((t, cols));
     }
