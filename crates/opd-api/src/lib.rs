@@ -56,7 +56,8 @@ fn panic_to_json(err: Box<dyn std::any::Any + Send + 'static>) -> Response {
 }
 
 /// The layers every listener gets: body limit, JSON panics and errors,
-/// request tracing (method and path only: headers carry secrets).
+/// request tracing (method and path only: headers carry secrets, and
+/// [`loggable_path`] takes the rest out of the path).
 pub(crate) fn with_common_layers(router: Router) -> Router {
     router
         .fallback(not_found_fallback)
@@ -66,5 +67,31 @@ pub(crate) fn with_common_layers(router: Router) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_to_json,
         ))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().make_span_with(
+                |request: &axum::http::Request<_>| {
+                    tracing::debug_span!(
+                        "request",
+                        method = %request.method(),
+                        path = %loggable_path(request.uri().path()),
+                    )
+                },
+            ),
+        )
+}
+
+/// Paths under which a URL carries an interaction's id and nonce: whoever
+/// reads them can act in the user's place (see the consent page).
+const INTERACTION_PATHS: [&str; 3] = ["/interact/", "/consent/", "/idp/interactions/"];
+
+/// A request's path as logs may show it: what follows an interaction path
+/// is cut off, and the query string is never shown (the caller passes
+/// the path alone).
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    for marker in INTERACTION_PATHS {
+        if let Some(at) = path.find(marker) {
+            return format!("{}…", &path[..at + marker.len()]).into();
+        }
+    }
+    path.into()
 }

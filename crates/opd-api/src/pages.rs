@@ -1,6 +1,7 @@
 //! What every HTML page shares: rendering an askama template into a
 //! response with the security headers, the stylesheet, and a page with a
-//! title and a few paragraphs (errors, "done").
+//! title and a few paragraphs (errors, "done"), and the escaper every
+//! page's text goes through ([`PageText`], named in `askama.toml`).
 
 use askama::Template;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -73,4 +74,56 @@ pub(crate) fn message(status: StatusCode, title: &str, paragraphs: &[&str]) -> R
             paragraphs: paragraphs.iter().map(|p| (*p).to_owned()).collect(),
         },
     )
+}
+
+/// The escaper of every page (`askama.toml`): HTML escaping, plus control
+/// and bidirectional formatting characters written as their code point
+/// (`[U+202E]`), so that a name sent by a client or a peer cannot reorder
+/// or hide the text around it (a client named `shop\u{202E}evil` would
+/// otherwise read as another name on the consent page).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageText;
+
+/// Whether `c` must be shown as its code point: C0 and C1 controls (but
+/// line breaks and tabs, which HTML shows as spaces), the bidirectional
+/// marks, embeddings, overrides and isolates, and other invisible format
+/// characters that can disguise text.
+fn neutralised(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{61c}' | '\u{200b}' | '\u{200e}' | '\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}'
+        | '\u{feff}')
+}
+
+impl askama::filters::Escaper for PageText {
+    fn write_escaped_str<W: std::fmt::Write>(&self, mut dest: W, text: &str) -> std::fmt::Result {
+        let html = askama::filters::Html;
+        let mut rest = text;
+        while let Some((at, c)) = rest.char_indices().find(|(_, c)| neutralised(*c)) {
+            html.write_escaped_str(&mut dest, &rest[..at])?;
+            write!(dest, "[U+{:04X}]", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        html.write_escaped_str(dest, rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use askama::filters::Escaper as _;
+
+    fn escaped(text: &str) -> String {
+        let mut out = String::new();
+        super::PageText.write_escaped_str(&mut out, text).unwrap();
+        out
+    }
+
+    #[test]
+    fn controls_and_bidi_characters_are_shown_as_code_points() {
+        assert_eq!(escaped("shop\u{202E}lave"), "shop[U+202E]lave");
+        assert_eq!(escaped("<b>\u{2066}x\u{0}"), "&#60;b&#62;[U+2066]x[U+0000]");
+        assert_eq!(escaped("Café 🙂 line\nbreak"), "Café 🙂 line\nbreak");
+        assert_eq!(escaped(""), "");
+    }
 }

@@ -95,11 +95,12 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
         node = %node,
         "opd is serving"
     );
-    if running.admin_token_generated {
-        // Printed once, on the start that generated it; it is kept in the data directory.
+    if let Some(path) = &running.admin_token_generated {
+        // Where it is, not what it is: standard output often ends up in a
+        // log collector, and the token opens the whole admin API.
         println!(
-            "admin token (saved in the data directory as admin-token): {}",
-            running.admin_token.expose_secret()
+            "admin token: generated into {} (readable by this user only; the admin helpers read it there)",
+            path.display()
         );
     }
     if let Some(demo) = &running.demo {
@@ -112,7 +113,8 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
 fn print_demo(demo: &opd::demo::Demo, public_url: &str) {
     println!("demo: wallet addresses {public_url}/alice (100.00 USD) and {public_url}/bob;");
     for (path, password) in &demo.passwords {
-        println!("demo: {path}'s password on the consent page: {password}");
+        // Demo data, printed so that the quickstart can be tried at once.
+        println!("demo: {path}'s password on the consent page (demo data): {password}");
     }
     let profile = if demo.profile == std::path::Path::new(opd_client::profile::DEFAULT_PROFILE) {
         String::new()

@@ -30,7 +30,7 @@ import {
 const here = path.dirname(fileURLToPath(import.meta.url))
 const repoRoot = path.resolve(here, '../../..')
 
-export const ADMIN_TOKEN = 'interop-admin-token-0123456789'
+export const ADMIN_TOKEN = 'interop-admin-token-0123456789abcdef'
 export const IDP_SECRET = 'interop-idp-secret-0123456789'
 export const OWNER_PASSWORD = 'alice owns this wallet'
 export const FINISH_URI = 'http://127.0.0.1:9/interop-finish'

@@ -1,5 +1,6 @@
 //! The admin API (loopback by default). Every request carries
-//! `Authorization: Bearer <admin token>`, compared in constant time.
+//! `Authorization: Bearer <admin token>`, compared in constant time; a
+//! wrong one is answered after a fixed delay (`AdminState::token_matches`).
 //!
 //! Routes:
 //! - `POST /wallet-addresses`, `GET /wallet-addresses`,
@@ -42,8 +43,6 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 
@@ -94,29 +93,9 @@ async fn require_token(
     let Some(token) = presented else {
         return Err(refused());
     };
-    // Guessing is slowed per address: after three wrong tokens each
-    // further one doubles the wait, during which no token is checked.
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0.ip().to_string())
-        .unwrap_or_default();
-    let key = format!("admin:{peer}");
-    let lockout = &state.app.services.limits.password_lockout;
-    if let Err(wait) = lockout.check(&key) {
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_attempts",
-            "too many wrong admin tokens from this address; try again later",
-        );
-        e.retry_after = Some(u32::try_from(wait.as_secs().max(1)).unwrap_or(u32::MAX));
-        return Err(e);
-    }
-    let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-    if !bool::from(digest.ct_eq(state.token_sha256())) {
-        lockout.failed(&key);
+    // Slowed, not locked out: see `AdminState::token_matches`.
+    if !state.token_matches(token).await {
         return Err(refused());
     }
-    lockout.succeeded(&key);
     Ok(next.run(request).await)
 }

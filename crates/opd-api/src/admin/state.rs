@@ -1,6 +1,10 @@
-//! The admin listener's state: the app and the admin token's digest.
+//! The admin listener's state: the app and the admin token's digest, and
+//! the one check of a presented admin token.
+
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::AppState;
 
@@ -19,8 +23,23 @@ impl AdminState {
         }
     }
 
-    /// The SHA-256 of the admin token (the dashboard's login compares it).
-    pub(crate) fn token_sha256(&self) -> &[u8; 32] {
-        &self.token_sha256
+    /// Whether `presented` is the admin token, compared as a digest in
+    /// constant time. A wrong one answers only after [`WRONG_TOKEN_DELAY`].
+    ///
+    /// There is no lockout: on a loopback listener every client has the
+    /// same address, so a lockout would let any local process lock the
+    /// operator out. The token's entropy is the defence (256 bits when
+    /// generated, at least 32 characters when given); the delay makes each
+    /// wrong guess cost a second of the guesser's time.
+    pub(crate) async fn token_matches(&self, presented: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let matches = bool::from(digest.ct_eq(&self.token_sha256));
+        if !matches {
+            tokio::time::sleep(WRONG_TOKEN_DELAY).await;
+        }
+        matches
     }
 }
+
+/// How long a wrong admin token waits for its 401.
+pub(crate) const WRONG_TOKEN_DELAY: Duration = Duration::from_secs(1);

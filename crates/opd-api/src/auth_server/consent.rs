@@ -330,17 +330,16 @@ pub(crate) async fn consent_decision(
         );
     };
     let here = (id.as_str(), nonce.as_str());
-    // Guessing is slowed per wallet address and per address: after three
-    // wrong passwords each further one doubles the wait.
-    let keys = [
-        format!("wallet:{}", interaction.wallet.id),
-        format!("ip:{}", peer.ip()),
-    ];
-    let locked = keys
-        .iter()
-        .filter_map(|k| services.limits.password_lockout.check(k).err())
-        .max();
-    if let Some(wait) = locked {
+    // Guessing is slowed per wallet address and client address, and per
+    // interaction: three attempts, then each further one waits twice as
+    // long. Not per wallet address alone, so that a stranger guessing
+    // cannot lock the owner out of approving another client's grant. The
+    // attempt is counted before the password is checked.
+    let by_wallet = format!("wallet:{}@{}", interaction.wallet.id, peer.ip());
+    let by_interaction = format!("interaction:{id}");
+    let keys = [by_wallet.as_str(), by_interaction.as_str()];
+    let lockout = &services.limits.password_lockout;
+    if let Err(wait) = lockout.attempt(&keys) {
         let secs = wait.as_secs().max(1);
         let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
         let status = StatusCode::TOO_MANY_REQUESTS;
@@ -359,12 +358,8 @@ pub(crate) async fn consent_decision(
         return response;
     }
     match grants::check_owner_password(services, interaction.wallet.id, &form.password).await {
-        Ok(true) => keys
-            .iter()
-            .for_each(|k| services.limits.password_lockout.succeeded(k)),
+        Ok(true) => lockout.succeeded(&keys),
         Ok(false) => {
-            keys.iter()
-                .for_each(|k| services.limits.password_lockout.failed(k));
             let status = StatusCode::UNAUTHORIZED;
             return page(
                 services,

@@ -1,9 +1,10 @@
 //! Limits on how fast one client or one address may ask for things:
 //! - [`Throttle`]: token buckets by key (grant requests per client and per
 //!   address), answered 429 with `Retry-After` when empty, on `governor`;
-//! - [`Lockout`]: growing delays after failed password attempts, by key
-//!   (per wallet address and per address), reset by a success (no crate
-//!   does this doubling lockout).
+//! - [`Lockout`]: growing delays after password attempts, by key (the
+//!   consent page's: per wallet address and client address, and per
+//!   interaction), counted before the password is checked and reset by a
+//!   success (no crate does this doubling lockout).
 //!
 //! Both are kept per node, in memory: a cluster of N nodes allows up to N
 //! times the rate. They bound abuse rather than enforce a contract (the
@@ -62,16 +63,22 @@ impl Throttle {
     }
 }
 
-/// Growing delays after failures: the first `free` failures cost
-/// nothing, each further one doubles the wait (1 s, 2 s, 4 s, ... up to
-/// 15 minutes) before the key may try again.
+/// Growing delays after attempts: the first `free` attempts in a row
+/// cost nothing more, then each further one waits twice as long as the
+/// last (1 s, 2 s, 4 s, ... up to 15 minutes) before the keys may try
+/// again; a success starts them afresh.
+///
+/// An attempt is counted when it is taken, before the password is
+/// checked, so that concurrent guesses cannot all pass the check before
+/// any of them is counted: however many arrive at once, at most `free` are
+/// evaluated before the first wait.
 #[derive(Debug)]
 pub struct Lockout {
     free: u32,
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
+    attempts: Mutex<HashMap<String, (u32, Instant)>>,
 }
 
-/// The wait after each failure beyond the free ones: 1 s doubling to 15
+/// The wait after each attempt beyond the free ones: 1 s doubling to 15
 /// minutes.
 const LOCKOUT: Backoff = Backoff {
     base_ms: 1000,
@@ -80,42 +87,50 @@ const LOCKOUT: Backoff = Backoff {
 };
 
 impl Lockout {
+    /// `free` attempts in a row before the first wait (at least one).
     pub fn new(free: u32) -> Self {
         Self {
-            free,
-            failures: Mutex::new(HashMap::new()),
+            free: free.max(1),
+            attempts: Mutex::new(HashMap::new()),
         }
     }
 
-    /// `Err` with how long `key` must still wait before trying.
-    pub fn check(&self, key: &str) -> Result<(), Duration> {
-        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        match failures.get(key) {
-            Some(&(_, until)) if until > Instant::now() => Err(until - Instant::now()),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records a failed attempt of `key`.
-    pub fn failed(&self, key: &str) {
+    /// Takes an attempt for every one of `keys` at once: `Err` with how
+    /// long to wait (and nothing counted) while any of them waits.
+    pub fn attempt(&self, keys: &[&str]) -> Result<(), Duration> {
         let now = Instant::now();
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        if failures.len() >= MAX_KEYS {
-            failures.retain(|_, (_, until)| *until > now);
+        let mut attempts = self.attempts.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = keys
+            .iter()
+            .filter_map(|k| attempts.get(*k))
+            .filter(|(_, until)| *until > now)
+            .map(|(_, until)| *until - now)
+            .max();
+        if let Some(wait) = wait {
+            return Err(wait);
         }
-        let (count, until) = failures.entry(key.to_owned()).or_insert((0, now));
-        *count = count.saturating_add(1);
-        if *count > self.free {
-            let wait = LOCKOUT.delay_ms(i64::from(*count - self.free - 1));
-            let wait = Duration::from_millis(u64::try_from(wait).unwrap_or(0));
-            *until = now + wait;
+        if attempts.len() >= MAX_KEYS {
+            attempts.retain(|_, (_, until)| *until > now);
         }
+        for key in keys {
+            let (count, until) = attempts.entry((*key).to_owned()).or_insert((0, now));
+            *count = count.saturating_add(1);
+            if *count >= self.free {
+                // This attempt is the last before a wait: the next one
+                // waits, whether or not this one turns out right.
+                let wait = LOCKOUT.delay_ms(i64::from(*count - self.free));
+                *until = now + Duration::from_millis(u64::try_from(wait).unwrap_or(0));
+            }
+        }
+        Ok(())
     }
 
-    /// A success: `key` starts afresh.
-    pub fn succeeded(&self, key: &str) {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        failures.remove(key);
+    /// A success: `keys` start afresh.
+    pub fn succeeded(&self, keys: &[&str]) {
+        let mut attempts = self.attempts.lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            attempts.remove(*key);
+        }
     }
 }
 
@@ -136,18 +151,34 @@ mod tests {
     }
 
     #[test]
-    fn failures_beyond_the_free_ones_lock_the_key_out_for_longer_each_time() {
-        let l = Lockout::new(2);
-        l.failed("w");
-        l.failed("w");
-        assert!(l.check("w").is_ok());
-        l.failed("w");
-        let first = l.check("w").err().unwrap_or_default();
-        l.failed("w");
-        let second = l.check("w").err().unwrap_or_default();
-        assert!(second > first, "{first:?} {second:?}");
-        l.succeeded("w");
-        assert!(l.check("w").is_ok());
+    fn attempts_beyond_the_free_ones_wait_and_are_not_counted_while_waiting() {
+        let l = Lockout::new(3);
+        assert!(l.attempt(&["w", "i"]).is_ok());
+        assert!(l.attempt(&["w", "i"]).is_ok());
+        // The third is taken, and makes the next ones wait.
+        assert!(l.attempt(&["w", "i"]).is_ok());
+        let first = l.attempt(&["w", "i"]).err().unwrap_or_default();
+        assert!(first > Duration::from_millis(900), "{first:?}");
+        // Either key waiting is enough; another key is free.
+        assert!(l.attempt(&["w", "other"]).is_err());
+        assert!(l.attempt(&["other"]).is_ok());
+        l.succeeded(&["w", "i"]);
+        assert!(l.attempt(&["w", "i"]).is_ok());
+    }
+
+    #[test]
+    fn concurrent_attempts_get_only_the_free_ones() {
+        let l = std::sync::Arc::new(Lockout::new(3));
+        let taken: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..16)
+                .map(|_| {
+                    let l = l.clone();
+                    scope.spawn(move || (0..50).filter(|_| l.attempt(&["w"]).is_ok()).count())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        });
+        assert_eq!(taken, 3);
     }
 
     #[test]

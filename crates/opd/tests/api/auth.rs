@@ -16,17 +16,17 @@ use sha2::{Digest, Sha256};
 use crate::spec_reply;
 
 const IDP_SECRET: &str = "idp-secret-for-tests-0123";
-const PASSWORD: &str = "correct horse battery";
-const FINISH: &str = "https://shop.example/finish";
+pub(crate) const PASSWORD: &str = "correct horse battery";
+pub(crate) const FINISH: &str = "https://shop.example/finish";
 
-struct World {
-    app: TestApp,
-    shop: SigningClient,
-    alice: String,
-    browser: reqwest::Client,
+pub(crate) struct World {
+    pub(crate) app: TestApp,
+    pub(crate) shop: SigningClient,
+    pub(crate) alice: String,
+    pub(crate) browser: reqwest::Client,
 }
 
-async fn world(db: Db) -> World {
+pub(crate) async fn world(db: Db) -> World {
     let app = TestApp::spawn_with(db, |s| s.serve.idp_secret = Some(IDP_SECRET.into())).await;
     let alice = app.create_wallet("alice", "USD", 2).await;
     let (s, v) = app
@@ -50,7 +50,7 @@ async fn world(db: Db) -> World {
     }
 }
 
-fn outgoing_grant(w: &World, finish: Option<&str>, nonce: &str) -> Value {
+pub(crate) fn outgoing_grant(w: &World, finish: Option<&str>, nonce: &str) -> Value {
     let mut interact = json!({ "start": ["redirect"] });
     if let Some(uri) = finish {
         interact["finish"] = json!({ "method": "redirect", "uri": uri, "nonce": nonce });
@@ -67,7 +67,7 @@ fn outgoing_grant(w: &World, finish: Option<&str>, nonce: &str) -> Value {
     })
 }
 
-async fn ask(w: &World, body: &Value) -> Value {
+pub(crate) async fn ask(w: &World, body: &Value) -> Value {
     let reply = w
         .shop
         .send(Method::POST, &format!("{}/", w.app.auth), None, Some(body))
@@ -106,14 +106,14 @@ async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
     (status, r.json().await.unwrap())
 }
 
-fn location(resp: &reqwest::Response) -> String {
+pub(crate) fn location(resp: &reqwest::Response) -> String {
     resp.headers()[reqwest::header::LOCATION]
         .to_str()
         .unwrap()
         .to_owned()
 }
 
-fn query(url: &str) -> std::collections::HashMap<String, String> {
+pub(crate) fn query(url: &str) -> std::collections::HashMap<String, String> {
     let q = url.split_once('?').map(|(_, q)| q).unwrap_or_default();
     url::form_urlencoded::parse(q.as_bytes())
         .into_owned()
@@ -136,20 +136,40 @@ fn expected_hash(
 
 /// Drives the built-in consent page like a browser: follow the redirect to
 /// the page, read the form, post the password and the decision.
-async fn consent_in_browser(
+pub(crate) async fn consent_in_browser(
     w: &World,
     redirect: &str,
     password: &str,
     decision: &str,
 ) -> reqwest::Response {
-    let start = w.browser.get(redirect).send().await.unwrap();
+    open_consent(w, &w.browser, redirect)
+        .await
+        .post(&w.browser, password, decision)
+        .await
+}
+
+/// The consent form of an interaction, as a browser holds it: where it
+/// posts, its token and the cookie the token is bound to.
+pub(crate) struct ConsentForm {
+    action: String,
+    token: String,
+    cookie: Option<String>,
+}
+
+/// Follows an interaction's redirect to its consent page in `browser`.
+pub(crate) async fn open_consent(
+    w: &World,
+    browser: &reqwest::Client,
+    redirect: &str,
+) -> ConsentForm {
+    let start = browser.get(redirect).send().await.unwrap();
     assert_eq!(
         start.status(),
         StatusCode::SEE_OTHER,
         "interaction start redirects to the consent page"
     );
     let page_url = format!("{}{}", w.app.auth, location(&start));
-    let page = w.browser.get(&page_url).send().await.unwrap();
+    let page = browser.get(&page_url).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     // The form token is bound to this cookie, as a browser keeps it.
     let cookie = page
@@ -174,7 +194,7 @@ async fn consent_in_browser(
             .unwrap()
             .to_owned()
     };
-    let action = attribute("action");
+    let action = format!("{}{}", w.app.auth, attribute("action"));
     let token = html
         .split("name=\"csrf\" value=\"")
         .nth(1)
@@ -183,19 +203,34 @@ async fn consent_in_browser(
         .next()
         .unwrap()
         .to_owned();
-    let form = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("csrf", &token)
-        .append_pair("password", password)
-        .append_pair("decision", decision)
-        .finish();
-    let mut post = w
-        .browser
-        .post(format!("{}{action}", w.app.auth))
-        .header("content-type", "application/x-www-form-urlencoded");
-    if let Some(c) = cookie {
-        post = post.header(reqwest::header::COOKIE, c);
+    ConsentForm {
+        action,
+        token,
+        cookie,
     }
-    post.body(form).send().await.unwrap()
+}
+
+impl ConsentForm {
+    /// Sends the form with `password` and `decision`.
+    pub(crate) async fn post(
+        &self,
+        browser: &reqwest::Client,
+        password: &str,
+        decision: &str,
+    ) -> reqwest::Response {
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("csrf", &self.token)
+            .append_pair("password", password)
+            .append_pair("decision", decision)
+            .finish();
+        let mut post = browser
+            .post(&self.action)
+            .header("content-type", "application/x-www-form-urlencoded");
+        if let Some(c) = &self.cookie {
+            post = post.header(reqwest::header::COOKIE, c);
+        }
+        post.body(form).send().await.unwrap()
+    }
 }
 
 async fn introspect(app: &TestApp, token: &str) -> Value {
@@ -784,9 +819,9 @@ async fn password_guessing_on_the_consent_page_is_slowed_down() {
     let w = world(Db::Sqlite).await;
     let grant = ask(&w, &outgoing_grant(&w, Some(FINISH), "n")).await;
     let redirect = grant["interact"]["redirect"].as_str().unwrap().to_owned();
-    // Three wrong passwords cost nothing more than a 401; the fourth
-    // starts a lockout, during which even the right password is refused.
-    for _ in 0..4 {
+    // Three wrong passwords cost nothing more than a 401; then a lockout
+    // starts, during which even the right password is refused.
+    for _ in 0..3 {
         let r = consent_in_browser(&w, &redirect, "not the password", "approve").await;
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     }

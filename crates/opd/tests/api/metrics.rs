@@ -273,11 +273,18 @@ async fn opd_serve_logs_json_lines_and_serves_metrics() {
             .env("OPD_NODE_ID", "metrics-test-node")
             .env_remove("OPD_LOG")
             .env_remove("OPD_LOG_FORMAT")
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("opd starts"),
     );
+    let stdout = child.0.stdout.take().unwrap();
+    let printed = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
     // The first lines: JSON objects, one of them saying where it serves.
     let stderr = child.0.stderr.take().unwrap();
     let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
@@ -341,6 +348,19 @@ async fn opd_serve_logs_json_lines_and_serves_metrics() {
             "the admin token in a log line: {line}"
         );
     }
+    // Nor on standard output, which says where the token is instead.
+    let printed = printed.join().unwrap();
+    assert!(
+        printed.iter().all(|l| !l.contains(token)),
+        "the admin token printed: {printed:?}"
+    );
+    let file = dir.path().join("admin-token");
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.contains("admin token") && l.contains(&*file.to_string_lossy())),
+        "{printed:?}"
+    );
 }
 
 /// Creates a peer through the admin API, funded with `deposit`.

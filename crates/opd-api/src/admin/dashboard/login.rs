@@ -5,12 +5,10 @@
 //! its choosing.
 
 use askama::Template;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use opd_service::operator;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use super::{digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
 use crate::admin::state::AdminState;
@@ -71,16 +69,11 @@ pub(crate) async fn form(State(state): State<AdminState>, headers: HeaderMap) ->
     login_page(&state.app.services, cookie, StatusCode::OK, None)
 }
 
-/// `POST /dashboard/login`: the token, slowed after wrong ones per address
-/// (the same allowance as the admin API's), then a new session.
+/// `POST /dashboard/login`: the token (a wrong one answered after the same
+/// fixed delay as the admin API's), then a new session.
 pub(crate) async fn submit(State(state): State<AdminState>, request: Request) -> Response {
     let services = &state.app.services;
     let cookie = csrf::cookie(request.headers(), LOGIN_COOKIE);
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0.ip().to_string())
-        .unwrap_or_default();
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
         let error = Some("The form could not be read.".into());
@@ -97,25 +90,11 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         return refused();
     }
     let token = field("token");
-    let key = format!("admin:{peer}");
-    let lockout = &services.limits.password_lockout;
-    if let Err(wait) = lockout.check(&key) {
-        let secs = wait.as_secs().max(1);
-        let message = format!("Too many wrong tokens. Try again in {secs} seconds.");
-        return login_page(
-            services,
-            cookie,
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(message),
-        );
-    }
-    let presented: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
-    if !bool::from(presented.ct_eq(state.token_sha256())) {
-        lockout.failed(&key);
+    // Slowed, not locked out: see `AdminState::token_matches`.
+    if !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
         return login_page(services, cookie, StatusCode::UNAUTHORIZED, error);
     }
-    lockout.succeeded(&key);
     let cookie = csrf::random_value(services);
     // Sessions nobody signed out of are swept as others sign in.
     if let Err(e) = operator::open_session(services, &digest(&cookie), SESSION_SECS).await {

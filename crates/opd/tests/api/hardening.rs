@@ -1,0 +1,229 @@
+//! Hardening, round 2, each as an attacker would try it: password guesses
+//! sent all at once, a stranger aiming the consent lockout at the owner,
+//! a local process guessing the admin token, and secrets that must not
+//! reach logs or pages.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+
+use opd_testkit::app::Db;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::auth::{
+    ask, consent_in_browser, location, open_consent, outgoing_grant, query, world, FINISH, PASSWORD,
+};
+
+/// A browser on another loopback address than the tests' 127.0.0.1: a
+/// stranger, as the server sees them.
+fn stranger_browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)))
+        .build()
+        .unwrap()
+}
+
+/// 200 wrong passwords sent at once by a stranger: only the free three are
+/// checked, and the owner, at another address, still approves another
+/// client's grant at once.
+#[tokio::test]
+async fn concurrent_password_guesses_get_three_checks_and_cannot_lock_out_the_owner() {
+    let w = world(Db::Sqlite).await;
+    let target = ask(&w, &outgoing_grant(&w, Some(FINISH), "n1")).await;
+    let redirect = target["interact"]["redirect"].as_str().unwrap();
+    let stranger = stranger_browser();
+    let form = open_consent(&w, &stranger, redirect).await;
+    let guesses = (0..200).map(|i| {
+        let (form, stranger) = (&form, &stranger);
+        async move {
+            form.post(stranger, &format!("guess {i}"), "approve")
+                .await
+                .status()
+        }
+    });
+    let statuses = futures_util::future::join_all(guesses).await;
+    let checked = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let waited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((checked, waited), (3, 197), "{statuses:?}");
+
+    // The interaction guessed at waits for everyone, even its owner.
+    let r = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Another grant of the same wallet address, from the owner's address:
+    // approved at once.
+    let other = ask(&w, &outgoing_grant(&w, Some(FINISH), "n2")).await;
+    let redirect = other["interact"]["redirect"].as_str().unwrap();
+    let r = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+}
+
+/// Wrong admin tokens from the loopback address everyone shares are each
+/// refused, and the right token keeps working: no lockout the operator
+/// can be locked out by.
+#[tokio::test]
+async fn wrong_admin_tokens_never_lock_out_the_right_one() {
+    let w = world(Db::Sqlite).await;
+    let app = &w.app;
+    let url = format!("{}/wallet-addresses", app.admin);
+    let guesses = (0..8).map(|i| {
+        let url = &url;
+        async move {
+            app.http
+                .get(url)
+                .bearer_auth(format!("a-wrong-guess-{i:032}"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    for status in futures_util::future::join_all(guesses).await {
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let right = app
+        .http
+        .get(&url)
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), StatusCode::OK);
+}
+
+/// Log lines captured from this test's thread (the server under test runs
+/// on it).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// A whole interactive grant with debug logging on: the requests are
+/// logged, but not the interaction's id, its nonce or the `interact_ref`.
+#[tokio::test]
+async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
+    // tracing caches whether anyone listens to a log statement for the
+    // whole process; with one subscriber alive it asks only the thread
+    // that first runs the statement (another test's, listening to
+    // nothing). A second one, alive for the test, makes it ask all.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(captured.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let w = world(Db::Sqlite).await;
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let interact_ref = query(&location(&done))["interact_ref"].clone();
+    let granted = w
+        .shop
+        .send(
+            Method::POST,
+            pending["continue"]["uri"].as_str().unwrap(),
+            pending["continue"]["access_token"]["value"].as_str(),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let mut parts = redirect.rsplit('/');
+    let (nonce, id) = (parts.next().unwrap(), parts.next().unwrap());
+    assert!(
+        log.contains("/interact/…"),
+        "the requests are logged: {log}"
+    );
+    assert!(log.contains("/consent/…"), "{log}");
+    for (what, secret) in [
+        ("id", id),
+        ("nonce", nonce),
+        ("interact_ref", &interact_ref),
+    ] {
+        assert!(!secret.is_empty());
+        assert!(
+            !log.contains(secret),
+            "the interaction's {what} is in the log:\n{log}"
+        );
+    }
+}
+
+/// A client whose public name carries a right-to-left override cannot
+/// disguise itself on the consent page: the character is shown as its
+/// code point.
+#[tokio::test]
+async fn bidi_overrides_in_a_client_name_are_shown_as_code_points() {
+    let w = world(Db::Sqlite).await;
+    let name = "Shop\u{202E}knaB yM";
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses",
+            Some(&json!({ "path": "spoof", "assetCode": "USD", "assetScale": 2, "publicName": name })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let client = w.app.client_for(&w.app.url("spoof"), "spoof-key", 24);
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses/spoof/keys",
+            Some(&json!({ "jwk": serde_json::to_value(client.jwk()).unwrap() })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body["client"] = json!(client.wallet_address);
+    let r = client
+        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let start = w
+        .browser
+        .get(r.body["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let html = w
+        .browser
+        .get(format!("{}{}", w.app.auth, location(&start)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("<span class=\"client-name\">Shop[U+202E]knaB yM</span>"),
+        "{html}"
+    );
+    assert!(!html.contains('\u{202E}'), "{html}");
+}
