@@ -2,7 +2,13 @@
 //! that nothing a client can create grows without bound. Payments, the
 //! ledger's accounts and transfers, and grants still in use are kept
 //! forever; these go once older than the cutoff:
-//! - access tokens expired or revoked;
+//! - access tokens revoked or rotated away; and expired tokens, except the
+//!   current token of a live grant its owner consented to (approved or
+//!   issued, not revoked): that one stays, so the client can rotate it
+//!   however long it goes unused (a monthly payment, say), rather than
+//!   needing the owner's consent again. A grant given without consent
+//!   (incoming payments, quotes) is asked for again without anyone, so its
+//!   expired tokens go;
 //! - grants revoked, rejected, or whose interaction expired undecided,
 //!   once they have no tokens left;
 //! - quotes expired and never paid (a paid quote stays with its payment);
@@ -46,8 +52,12 @@ pub trait RetentionStore: Send + Sync {
 }
 
 static PRUNE_TOKENS: Stmt = Stmt::new(&[
-    "DELETE FROM access_tokens WHERE digest IN (SELECT digest FROM access_tokens \
-     WHERE expires_at < ? OR revoked_at < ? LIMIT ?)",
+    "DELETE FROM access_tokens WHERE digest IN (SELECT t.digest FROM access_tokens t \
+     JOIN grants g ON g.id = t.grant_id \
+     WHERE t.revoked_at < ? OR (t.revoked_at IS NULL AND t.expires_at < ? \
+     AND NOT (g.interact_id IS NOT NULL \
+     AND (g.state = 'approved' OR (g.state = 'finalized' AND g.finalization = 'issued')))) \
+     LIMIT ?)",
 ]);
 static PRUNE_GRANTS: Stmt =
     Stmt::new(&["DELETE FROM grants WHERE id IN (SELECT id FROM grants g \

@@ -84,3 +84,65 @@ async fn prunes(db: Db) {
     let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!((s, &v["balanced"]), (StatusCode::OK, &json!(true)), "{v}");
 }
+
+/// An approved monthly grant whose client goes quiet for longer than the
+/// retention period keeps its current token: the client rotates it and
+/// pays on, without asking its owner again. What it rotated away goes.
+#[tokio::test]
+async fn a_quiet_monthly_grant_can_still_be_rotated_after_retention() {
+    use crate::auth::{ask, consent_in_browser, location, outgoing_grant, query, world, FINISH};
+    let w = world(Db::Sqlite).await;
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "n")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let done = consent_in_browser(&w, redirect, crate::auth::PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let interact_ref = query(&location(&done))["interact_ref"].clone();
+    let granted = w
+        .shop
+        .send(
+            Method::POST,
+            pending["continue"]["uri"].as_str().unwrap(),
+            pending["continue"]["access_token"]["value"].as_str(),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    let token = &granted.body["access_token"];
+    let rotate = |manage: &str, value: &str| {
+        let (manage, value) = (manage.to_owned(), value.to_owned());
+        let shop = &w.shop;
+        async move { shop.send(Method::POST, &manage, Some(&value), None).await }
+    };
+
+    // Forty days without a payment: the token expired long before the
+    // retention period ended, and a pass ran.
+    let services = w.app.services();
+    w.app.clock.advance_millis(40 * 24 * 3600 * 1000);
+    opd_service::jobs::retention_once(services).await.unwrap();
+    let rotated = rotate(
+        token["manage"].as_str().unwrap(),
+        token["value"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.body);
+    let new = &rotated.body["access_token"];
+    assert_ne!(new["value"], token["value"]);
+
+    // Forty more days: the rotated-away token is gone, the current one
+    // (expired again) still rotates.
+    w.app.clock.advance_millis(40 * 24 * 3600 * 1000);
+    let pruned = opd_service::jobs::retention_once(services).await.unwrap();
+    assert!(pruned.tokens >= 1, "{pruned:?}");
+    let again = rotate(
+        new["manage"].as_str().unwrap(),
+        new["value"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    let stale = rotate(
+        token["manage"].as_str().unwrap(),
+        token["value"].as_str().unwrap(),
+    )
+    .await;
+    assert_ne!(stale.status, StatusCode::OK, "{}", stale.body);
+}
