@@ -78,6 +78,9 @@ impl From<ServiceError> for ApiError {
         use ServiceError as S;
         match e {
             S::InvalidRequest(m) => ApiError::invalid_request(m),
+            e @ S::MetadataTooLarge { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "metadata_too_large", e.to_string())
+            }
             S::InvalidAmount(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_amount", m),
             S::InvalidExpiry(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_expiry", m),
             // Deployed clients match this description exactly.

@@ -10,6 +10,9 @@ pub enum ServiceError {
     /// The request is malformed in a way the wire layer could not catch.
     #[error("{0}")]
     InvalidRequest(String),
+    /// `metadata` is larger than `MAX_METADATA_BYTES` of JSON.
+    #[error("metadata must be at most {max} bytes of JSON, not {size}")]
+    MetadataTooLarge { size: usize, max: usize },
     /// An amount is not acceptable here (asset, zero, beyond what is owed).
     #[error("{0}")]
     InvalidAmount(String),

@@ -78,6 +78,10 @@ pub struct ServiceConfig {
     /// Incoming payments a client identified by a key alone may create per
     /// hour on one wallet address.
     pub key_only_incoming_per_hour: u32,
+    /// Incoming payments all clients identified by a key alone may create
+    /// together per hour on one wallet address, and from one network
+    /// address (per node).
+    pub key_only_incoming_per_hour_total: u32,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -201,6 +205,7 @@ impl ServiceConfig {
             create_requests_per_minute: 6000,
             max_pending_interactions: 100,
             key_only_incoming_per_hour: 100,
+            key_only_incoming_per_hour_total: 500,
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),
@@ -250,6 +255,8 @@ pub struct Limits {
     pub grants: throttle::Throttle,
     /// Resource creation by client.
     pub creates: throttle::Throttle,
+    /// Incoming payments created by key-only clients, by network address.
+    pub key_only_incoming: throttle::Throttle,
     /// Failed consent-page passwords and admin tokens, by key.
     pub password_lockout: throttle::Lockout,
 }
@@ -371,6 +378,8 @@ impl Services {
             config.create_requests_per_minute,
             config.create_requests_per_minute,
         );
+        let key_only_incoming =
+            throttle::Throttle::per_hour(config.key_only_incoming_per_hour_total);
         let grant_throttle = throttle::Throttle::new(
             config.grant_requests_per_minute,
             config.grant_requests_per_minute,
@@ -405,6 +414,7 @@ impl Services {
             limits: Limits {
                 grants: grant_throttle,
                 creates: create_throttle,
+                key_only_incoming,
                 password_lockout: throttle::Lockout::new(3),
             },
             identity: tokio::sync::OnceCell::new(),

@@ -50,6 +50,13 @@ pub trait IncomingPaymentStore: Send + Sync {
         client: &str,
         since: Timestamp,
     ) -> StoreResult<u64>;
+    /// How many incoming payments clients identified by a key alone
+    /// (`client` starting `jwk:`) created on `wallet` since `since`.
+    async fn key_only_incoming_payments_since(
+        &self,
+        wallet: WalletAddressId,
+        since: Timestamp,
+    ) -> StoreResult<u64>;
     async fn due_expired_incoming_payments(
         &self,
         now: Timestamp,
@@ -96,9 +103,16 @@ static CREATED_BY: Stmt = Stmt::new(&[
     "SELECT COUNT(*) AS n FROM incoming_payments WHERE wallet_address_id = ?::uuid \
      AND client = ? AND created_at >= ?",
 ]);
+/// `jwk:` clients as a range (`;` follows `:`), which an index serves
+/// where `LIKE` would not on SQLite.
+static CREATED_BY_KEYS: Stmt = Stmt::new(&[
+    "SELECT COUNT(*) AS n FROM incoming_payments WHERE wallet_address_id = ?::uuid \
+     AND client >= 'jwk:' AND client < 'jwk;' AND created_at >= ?",
+]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &CREATED_BY,
+    &CREATED_BY_KEYS,
     &INSERT_INCOMING,
     &INCOMING_BY_ID,
     &COMPLETE,
@@ -177,6 +191,23 @@ impl IncomingPaymentStore for SqlStore {
         let row = self
             .db
             .read_opt(&CREATED_BY, params![wallet.to_string(), client, since])
+            .await?;
+        let n = match row {
+            Some(r) => r.int("n")?,
+            None => 0,
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn key_only_incoming_payments_since(
+        &self,
+        wallet: WalletAddressId,
+        since: Timestamp,
+    ) -> StoreResult<u64> {
+        use crate::rows::Columns;
+        let row = self
+            .db
+            .read_opt(&CREATED_BY_KEYS, params![wallet.to_string(), since])
             .await?;
         let n = match row {
             Some(r) => r.int("n")?,

@@ -231,6 +231,7 @@ fn service_config(
     config.slippage_basis_points = settings.serve.slippage_basis_points;
     config.max_pending_interactions = settings.serve.max_pending_interactions;
     config.key_only_incoming_per_hour = settings.serve.key_only_incoming_per_hour;
+    config.key_only_incoming_per_hour_total = settings.serve.key_only_incoming_per_hour_total;
     // What the operator configured by URL is trusted to be reached, even
     // on an internal address; anything else needs --outbound-allow.
     config.outbound_allow = settings.serve.outbound_allow.clone();

@@ -192,6 +192,13 @@ pub struct ServeArgs {
     /// Incoming payments a client identified by a key alone (no wallet address) may create per hour on one wallet address.
     #[arg(long, env = "OPD_KEY_ONLY_INCOMING_PER_HOUR", default_value_t = 100)]
     pub key_only_incoming_per_hour: u32,
+    /// Incoming payments all clients identified by a key alone may create together per hour on one wallet address (counted in the database), and from one network address (per node).
+    #[arg(
+        long,
+        env = "OPD_KEY_ONLY_INCOMING_PER_HOUR_TOTAL",
+        default_value_t = 500
+    )]
+    pub key_only_incoming_per_hour_total: u32,
     /// File holding the 32-byte key (64 hex digits) server secrets are sealed with in the database; every node of one database needs the same [default: <data-dir>/secrets-key, created on first start]. OPD_SECRETS_KEY (hex) takes precedence.
     #[arg(long, env = "OPD_SECRETS_KEY_FILE")]
     pub secrets_key_file: Option<PathBuf>,

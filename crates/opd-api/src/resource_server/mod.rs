@@ -174,6 +174,7 @@ fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
 
 async fn create_incoming_payment(
     State(state): State<AppState>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
     auth: Authorized<kind::IncomingPayment, action::Create>,
 ) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
     let services = &state.services;
@@ -204,6 +205,7 @@ async fn create_incoming_payment(
         expires_at,
         metadata: req.metadata,
         client: Some(caller.client),
+        client_address: Some(peer.ip()),
     };
     let (payment, wallet) = incoming::create(services, input).await?;
     Ok((

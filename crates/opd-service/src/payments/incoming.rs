@@ -22,6 +22,8 @@ pub struct NewIncomingPayment {
     pub metadata: Option<Metadata>,
     /// The client (its wallet address URL) making the request, when known.
     pub client: Option<String>,
+    /// The network address the request came from, when known.
+    pub client_address: Option<std::net::IpAddr>,
 }
 
 /// Refuses metadata larger than `MAX_METADATA_BYTES` of JSON.
@@ -29,9 +31,10 @@ pub(crate) fn check_metadata(metadata: &Option<Metadata>) -> Result<(), ServiceE
     if let Some(m) = metadata {
         let size = serde_json::Value::Object(m.clone()).to_string().len();
         if size > MAX_METADATA_BYTES {
-            return Err(ServiceError::InvalidRequest(format!(
-                "metadata must be at most {MAX_METADATA_BYTES} bytes of JSON, not {size}"
-            )));
+            return Err(ServiceError::MetadataTooLarge {
+                size,
+                max: MAX_METADATA_BYTES,
+            });
         }
     }
     Ok(())
@@ -73,7 +76,7 @@ pub async fn create(
         None => now.plus_millis(millis(services.config.incoming_payment_default_expiry)),
     };
     check_metadata(&input.metadata)?;
-    key_only_quota(services, &wallet, input.client.as_deref(), now).await?;
+    key_only_quota(services, &wallet, &input, now).await?;
     let payment = IncomingPayment {
         id: IncomingPaymentId::new(now, services.random.as_ref()),
         wallet_address_id: wallet.id,
@@ -99,32 +102,61 @@ pub async fn create(
     Ok((payment, wallet))
 }
 
-/// A client identified by a key alone (no wallet address to hold to
-/// account) may create only so many incoming payments per hour on one
-/// wallet address (`ServiceConfig::key_only_incoming_per_hour`; counted in
-/// the database, so on every node).
+/// Clients identified by a key alone have no wallet address to hold to
+/// account, and keys cost nothing to make, so their incoming payments are
+/// counted three ways (`ServiceConfig::key_only_incoming_per_hour` and
+/// `key_only_incoming_per_hour_total`): per key on one wallet address and
+/// by all such clients together on one wallet address (both counted in the
+/// database, so on every node), and per network address (on this node).
+/// Minting fresh keys gains nothing past the total.
 async fn key_only_quota(
     services: &Services,
     wallet: &WalletAddress,
-    client: Option<&str>,
+    input: &NewIncomingPayment,
     now: Timestamp,
 ) -> Result<(), ServiceError> {
-    let Some(client) = client.filter(|c| c.starts_with("jwk:")) else {
+    let Some(client) = input.client.as_deref().filter(|c| c.starts_with("jwk:")) else {
         return Ok(());
     };
-    let quota = services.config.key_only_incoming_per_hour;
+    let (per_key, total) = (
+        services.config.key_only_incoming_per_hour,
+        services.config.key_only_incoming_per_hour_total,
+    );
+    let refused = |message: String| ServiceError::RateLimited {
+        message,
+        retry_after_secs: 60,
+    };
     let since = now.plus_millis(-3_600_000);
-    let made = services
-        .store
-        .incoming_payments_created_by(wallet.id, client, since)
-        .await?;
-    if made >= u64::from(quota) {
-        return Err(ServiceError::RateLimited {
-            message: format!(
-                "a client identified by a key alone may create {quota} incoming payments per hour on a wallet address"
-            ),
-            retry_after_secs: 60,
-        });
+    let (by_key, by_all) = (
+        services
+            .store
+            .incoming_payments_created_by(wallet.id, client, since)
+            .await?,
+        services
+            .store
+            .key_only_incoming_payments_since(wallet.id, since)
+            .await?,
+    );
+    if by_key >= u64::from(per_key) {
+        return Err(refused(format!(
+            "a client identified by a key alone may create {per_key} incoming payments per hour on a wallet address"
+        )));
+    }
+    if by_all >= u64::from(total) {
+        return Err(refused(format!(
+            "clients identified by a key alone may together create {total} incoming payments per hour on a wallet address"
+        )));
+    }
+    // Taken last, so that what the database refused costs nothing here.
+    if let Some(address) = input.client_address {
+        if let Err(wait) = services.limits.key_only_incoming.take(&address.to_string()) {
+            return Err(ServiceError::RateLimited {
+                message: format!(
+                    "clients identified by a key alone may create {total} incoming payments per hour from one network address"
+                ),
+                retry_after_secs: u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1),
+            });
+        }
     }
     Ok(())
 }

@@ -45,6 +45,14 @@ impl Throttle {
         Self { limiter }
     }
 
+    /// `per_hour` a key (also the burst); 0 turns the limit off.
+    pub fn per_hour(per_hour: u32) -> Self {
+        let limiter = NonZeroU32::new(per_hour).map(|rate| {
+            governor::RateLimiter::keyed(governor::Quota::per_hour(rate).allow_burst(rate))
+        });
+        Self { limiter }
+    }
+
     /// Takes one request for `key`; `Err` with how long to wait (at least
     /// a second, as `Retry-After` counts) when the bucket is empty.
     pub fn take(&self, key: &str) -> Result<(), Duration> {

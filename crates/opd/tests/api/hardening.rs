@@ -227,3 +227,121 @@ async fn bidi_overrides_in_a_client_name_are_shown_as_code_points() {
     );
     assert!(!html.contains('\u{202E}'), "{html}");
 }
+
+/// Five fresh keys cannot create more incoming payments on one wallet
+/// address than key-only clients may together, and the network address
+/// they all come from has spent its own allowance meanwhile.
+#[tokio::test]
+async fn fresh_keys_stop_at_the_key_only_total() {
+    let app = opd_testkit::app::TestApp::spawn_with(Db::Sqlite, |s| {
+        s.serve.key_only_incoming_per_hour = 3;
+        s.serve.key_only_incoming_per_hour_total = 10;
+    })
+    .await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let carol = app.create_wallet("carol", "USD", 2).await;
+    let mut created = 0;
+    let mut refused = Vec::new();
+    let mut keys = Vec::new();
+    for seed in 0..5u8 {
+        let mut key = app.client_for("", &format!("fresh-{seed}"), 100 + seed);
+        key.clock = Some(app.clock.clone());
+        let grant = key
+            .send(
+                Method::POST,
+                &format!("{}/", app.auth),
+                None,
+                Some(&json!({
+                    "access_token": { "access": [{ "type": "incoming-payment", "actions": ["create"] }] },
+                    "client": { "jwk": serde_json::to_value(key.jwk()).unwrap() }
+                })),
+            )
+            .await;
+        assert_eq!(grant.status, StatusCode::OK, "{}", grant.body);
+        let token = grant.body["access_token"]["value"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for _ in 0..3 {
+            let body = json!({ "walletAddress": bob, "metadata": { "big": "x".repeat(8000) } });
+            let r = key
+                .send(
+                    Method::POST,
+                    &app.url("incoming-payments"),
+                    Some(&token),
+                    Some(&body),
+                )
+                .await;
+            match r.status {
+                StatusCode::CREATED => created += 1,
+                StatusCode::TOO_MANY_REQUESTS => {
+                    assert_eq!(r.body["error"]["code"], "too_many_requests");
+                    refused.push(r.body["error"]["description"].as_str().unwrap().to_owned());
+                }
+                other => panic!("{other}: {}", r.body),
+            }
+        }
+        keys.push((key, token));
+    }
+    // Three keys' worth fit in bob's total of 10; then every key is
+    // refused, however fresh.
+    assert_eq!(created, 10);
+    assert_eq!(refused.len(), 5);
+    assert!(
+        refused
+            .iter()
+            .all(|d| d.contains("together") && d.contains("wallet address")),
+        "{refused:?}"
+    );
+    // The network address they all came from spent its 10 meanwhile: carol,
+    // who has none yet, gets none from it either.
+    let (key, token) = &keys[4];
+    let body = json!({ "walletAddress": carol });
+    let r = key
+        .send(
+            Method::POST,
+            &app.url("incoming-payments"),
+            Some(token),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert!(
+        r.body["error"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("network address"),
+        "{}",
+        r.body
+    );
+    let services = app.services();
+    let bob_id = opd_service::wallets::by_url(services, &bob)
+        .await
+        .unwrap()
+        .id;
+    let since = opd_core::Timestamp::from_unix_millis(0);
+    let on_bob = services
+        .store
+        .key_only_incoming_payments_since(bob_id, since)
+        .await
+        .unwrap();
+    assert_eq!(on_bob, 10);
+}
+
+/// Metadata past its documented cap is refused with its own code.
+#[tokio::test]
+async fn metadata_over_its_cap_gets_its_own_error() {
+    let app = opd_testkit::app::TestApp::spawn().await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let cap = opd_service::payments::incoming::MAX_METADATA_BYTES;
+    let body = json!({ "walletAddress": bob, "metadata": { "m": "x".repeat(cap) } });
+    let (s, _, v) = app
+        .signed(Method::POST, &app.url("incoming-payments"), Some(&body))
+        .await;
+    crate::assert_error(s, &v, 400, "metadata_too_large");
+    let body = json!({ "walletAddress": bob, "metadata": { "m": "x".repeat(cap - 100) } });
+    let (s, _, v) = app
+        .signed(Method::POST, &app.url("incoming-payments"), Some(&body))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+}
