@@ -5,6 +5,11 @@
 //! answer. This layer reads and drops what the handler left, up to
 //! [`DRAIN_LIMIT`] bytes and for at most [`DRAIN_TIME`], before sending
 //! the answer; a client sending more than that is cut off as before.
+//!
+//! A request that declares a `Content-Length` over the body limit is
+//! answered 413 at once, without waiting for its body (which may never
+//! come): the drain then goes on beside the answer, so a client still
+//! sending can read it too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +18,11 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::header;
 use axum::middleware::Next;
+use axum::response::IntoResponse as _;
 use axum::response::Response;
 use futures_util::StreamExt as _;
+
+use crate::extract::{payload_too_large, MAX_BODY_BYTES};
 
 /// The most of an unread body that is read to let the client finish.
 pub const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
@@ -31,9 +39,26 @@ fn has_body(request: &Request) -> bool {
             .is_some_and(|v| v.trim() != "0")
 }
 
+/// The body length the request declares, when it declares one.
+fn declared_length(request: &Request) -> Option<u64> {
+    request
+        .headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 pub(crate) async fn drain_unread(request: Request, next: Next) -> Response {
     if !has_body(&request) {
         return next.run(request).await;
+    }
+    if declared_length(&request).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        let body = request.into_body().into_data_stream();
+        tokio::spawn(drain(body));
+        return payload_too_large().into_response();
     }
     let (parts, body) = request.into_parts();
     // The handler reads the body through a shared handle; what it leaves
@@ -46,7 +71,15 @@ pub(crate) async fn drain_unread(request: Request, next: Next) -> Response {
     let response = next
         .run(Request::from_parts(parts, Body::from_stream(reader)))
         .await;
-    let mut rest = shared.lock().await;
+    drain(&mut *shared.lock().await).await;
+    response
+}
+
+/// Reads and drops what is left of a body, within the drain's bounds.
+async fn drain<S>(mut rest: S)
+where
+    S: futures_util::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin,
+{
     let deadline = tokio::time::Instant::now() + DRAIN_TIME;
     let mut drained = 0usize;
     while let Ok(Some(Ok(chunk))) = tokio::time::timeout_at(deadline, rest.next()).await {
@@ -55,5 +88,4 @@ pub(crate) async fn drain_unread(request: Request, next: Next) -> Response {
             break;
         }
     }
-    response
 }

@@ -114,11 +114,45 @@ async fn slow_and_idle_clients_are_cut_off_on_every_listener() {
 async fn a_body_that_never_arrives_gets_a_json_408() {
     let app = app().await;
     let mut stream = TcpStream::connect(host_port(&app.base)).await.unwrap();
-    let head = "POST /incoming-payments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{\"";
+    let head = "POST /incoming-payments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"";
     stream.write_all(head.as_bytes()).await.unwrap();
     let got = String::from_utf8_lossy(&until_closed(&mut stream).await).into_owned();
     assert!(got.starts_with("HTTP/1.1 408"), "{got}");
     assert!(got.contains("\"request_timeout\""), "{got}");
+}
+
+/// A declared body larger than the limit is refused with a JSON 413 as
+/// soon as the head arrives, not after the request timeout: the body may
+/// never come.
+#[tokio::test]
+async fn a_declared_body_over_the_limit_is_answered_413_at_once() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.request_timeout_secs = 600).await;
+    for url in [app.base.clone(), app.auth.clone()] {
+        let mut stream = TcpStream::connect(host_port(&url)).await.unwrap();
+        let head = "POST /incoming-payments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{\"";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        // The answer, read as far as its JSON body goes (the connection
+        // stays open meanwhile, for a client still sending).
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let answered = async {
+            while !String::from_utf8_lossy(&got).ends_with('}') {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), answered)
+            .await
+            .expect("an answer before the request timeout");
+        let (status, body) = json_answer(&got);
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (413, Some("payload_too_large")),
+            "{url}"
+        );
+    }
 }
 
 #[tokio::test]
