@@ -82,6 +82,9 @@ pub struct ServiceConfig {
     /// together per hour on one wallet address, and from one network
     /// address (per node).
     pub key_only_incoming_per_hour_total: u32,
+    /// Outbound HTTP requests at once (each holds a connection, and so an
+    /// open file); more wait their turn within their own timeout.
+    pub outbound_max_concurrent: usize,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -206,6 +209,7 @@ impl ServiceConfig {
             max_pending_interactions: 100,
             key_only_incoming_per_hour: 100,
             key_only_incoming_per_hour_total: 500,
+            outbound_max_concurrent: 256,
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),
@@ -369,7 +373,8 @@ impl Services {
         }
         let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
             .map_err(ServiceError::InvalidRequest)?;
-        let outbound = outbound::Outbound::new(policy).map_err(ServiceError::InvalidRequest)?;
+        let outbound = outbound::Outbound::new(policy, config.outbound_max_concurrent)
+            .map_err(ServiceError::InvalidRequest)?;
         let pricing = pricing::Pricing::new(&config, outbound.clone())?;
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);

@@ -332,6 +332,7 @@ pub async fn start(
             settings.common.admin_listen
         );
     }
+    let budget = file_budget(&settings)?;
     if settings.common.database_is_default() || !settings.common.data_dir.as_os_str().is_empty() {
         create_private_dir(&settings.common.data_dir)?;
     }
@@ -387,6 +388,7 @@ pub async fn start(
     };
     let mut config = service_config(&settings, public_url.clone(), grant_endpoint)?;
     config.secrets_key = sealing_key;
+    config.outbound_max_concurrent = budget.outbound;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
     wallets::ensure_server_identity(&services).await?;
     opd_service::ledger::settle_received(&services).await?;
@@ -450,11 +452,13 @@ pub async fn start(
     let public = crate::listener::Limits {
         header_read_timeout: Duration::from_secs(settings.serve.header_timeout_secs.max(1)),
         request_timeout: Duration::from_secs(settings.serve.request_timeout_secs.max(1)),
-        max_connections: settings.serve.max_connections.max(1),
+        max_connections: budget.per_listener,
+        max_per_address: budget.per_address,
     };
     // The admin listener keeps room of its own whatever the public ones get.
     let admin = crate::listener::Limits {
-        max_connections: 256,
+        max_connections: budget.admin,
+        max_per_address: budget.admin,
         ..public
     };
     for (i, (listener, name, router)) in listeners.into_iter().enumerate() {
@@ -496,6 +500,40 @@ pub async fn start(
         shutdown,
         tasks,
     })
+}
+
+/// Raises the open-file limit and shares it out (`crate::descriptors`).
+fn file_budget(settings: &Settings) -> anyhow::Result<crate::descriptors::Budget> {
+    use crate::descriptors::{plan, raise, Needs};
+    let files = raise();
+    let connections = u64::from(ConnectOptions::new("").max_connections);
+    let url = settings.common.database_url();
+    // SQLite: the writer, the checkpointer and each reader hold the
+    // database, its WAL and its shared memory; PostgreSQL: one socket per
+    // pooled connection, plus the change listener and the migrator.
+    let database = match opd_store::backend_of(url.expose_secret()) {
+        Ok(opd_store::Backend::Sqlite) => 3 * (connections + 2),
+        _ => connections + 2,
+    };
+    let budget = plan(Needs {
+        limit: files.soft,
+        public_listeners: 3 + u64::from(settings.serve.auto_peering_listen.is_some()),
+        database,
+        max_connections: settings.serve.max_connections,
+        per_address: settings.serve.max_connections_per_address,
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!(
+        open_files = files.soft,
+        raised_from = files.was,
+        per_public_listener = budget.per_listener,
+        per_client_address = budget.per_address,
+        admin_listener = budget.admin,
+        outbound_requests = budget.outbound,
+        database_files = database,
+        "open files shared out"
+    );
+    Ok(budget)
 }
 
 /// The admin listener's place in the list of listeners.

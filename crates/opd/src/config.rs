@@ -226,9 +226,12 @@ pub struct ServeArgs {
     /// Seconds a request (body included) may take to be received and answered.
     #[arg(long, env = "OPD_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
-    /// Connections at once per public listener (the admin listener has its own 256).
-    #[arg(long, env = "OPD_MAX_CONNECTIONS", default_value_t = 4096)]
-    pub max_connections: usize,
+    /// Connections at once per public listener; refused at start if the public listeners' caps do not fit in the open-file limit beside what the database, outbound requests and the admin listener need [default: derived from the open-file limit, at most 4096].
+    #[arg(long, env = "OPD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Connections one client address may hold at once on one public listener; 0 lifts the cap (behind a proxy, where every client has the proxy's address) [default: half of --max-connections].
+    #[arg(long, env = "OPD_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<usize>,
     /// Hosts, addresses or ranges (CIDR) outbound requests may reach besides public addresses, comma-separated; the hosts of --rates-url, --webhook-url and --introspection-url are added.
     #[arg(long, env = "OPD_OUTBOUND_ALLOW", value_delimiter = ',')]
     pub outbound_allow: Vec<String>,

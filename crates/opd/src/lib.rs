@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod descriptors;
 pub mod listener;
 pub mod logging;
 pub mod parse_errors;

@@ -7,15 +7,21 @@
 //!   `request_timeout` (a body sent byte by byte, or a `Content-Length`
 //!   larger than what is sent): JSON 408 `request_timeout`;
 //! - at most `max_connections` connections at once per listener, so a
-//!   flood on a public listener leaves the admin listener its own room;
-//!   further clients wait in the kernel's backlog;
+//!   flood on a public listener leaves the admin listener its own room
+//!   (`crate::descriptors` shares the open files out); further clients
+//!   wait in the kernel's backlog;
+//! - at most `max_per_address` of them from one client address, so one
+//!   client holding all it can leaves room for the others (a connection
+//!   past it is closed as soon as it is accepted);
 //! - an accept error (out of file descriptors) is logged and retried after
 //!   a pause instead of ending the listener or spinning.
 //!
 //! At shutdown the listener stops accepting and open connections finish
 //! their current request.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request};
@@ -35,6 +41,7 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
     pub max_connections: usize,
+    pub max_per_address: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +50,45 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_connections: 4096,
+            max_per_address: 2048,
+        }
+    }
+}
+
+/// Connections open now, by client address.
+#[derive(Debug, Default)]
+struct ByAddress(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection counted against its address until dropped.
+struct Counted {
+    by_address: Arc<ByAddress>,
+    address: IpAddr,
+}
+
+impl ByAddress {
+    /// Counts a connection from `address`, unless it already has `max`.
+    fn take(self: &Arc<Self>, address: IpAddr, max: usize) -> Option<Counted> {
+        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(address).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Counted {
+            by_address: self.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut open = self.by_address.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.address);
+            }
         }
     }
 }
@@ -78,6 +124,7 @@ pub async fn serve(
         within(timeout, req, next)
     }));
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let by_address = Arc::new(ByAddress::default());
     loop {
         let permit = tokio::select! {
             p = permits.clone().acquire_owned() => match p {
@@ -97,6 +144,11 @@ pub async fn serve(
             },
             () = stopping(&mut stop) => return Ok(()),
         };
+        let Some(counted) = by_address.take(peer.ip(), limits.max_per_address.max(1)) else {
+            // Closed at once: the permit and the descriptor come back.
+            drop(stream);
+            continue;
+        };
         // Handlers that limit by client address read it as `ConnectInfo`.
         let service = TowerToHyperService::new(router.clone().map_request(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
@@ -106,7 +158,7 @@ pub async fn serve(
         ));
         let mut stop = stop.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let (_permit, _counted) = (permit, counted);
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(TokioTimer::new())

@@ -219,10 +219,18 @@ impl std::error::Error for Refused {}
 pub struct Outbound {
     client: reqwest::Client,
     policy: Arc<OutboundPolicy>,
+    /// Requests in flight at once: each holds a connection, so an open
+    /// file, and the process's open files are shared out at start.
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
+/// Idle connections kept per host for reuse (each is an open file).
+const IDLE_PER_HOST: usize = 8;
+
 impl Outbound {
-    pub fn new(policy: OutboundPolicy) -> Result<Self, String> {
+    /// A client for `policy`, sending at most `max_in_flight` requests at
+    /// once.
+    pub fn new(policy: OutboundPolicy, max_in_flight: usize) -> Result<Self, String> {
         let policy = Arc::new(policy);
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let same_origin = attempt.previous().first().is_some_and(|first| {
@@ -242,9 +250,15 @@ impl Outbound {
             }))
             .redirect(redirects)
             .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(IDLE_PER_HOST)
+            .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Self { client, policy })
+        Ok(Self {
+            client,
+            policy,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(max_in_flight.max(1))),
+        })
     }
 
     /// Checks `url` before any connection: its scheme, and its host when
@@ -288,6 +302,12 @@ impl Outbound {
         max_bytes: usize,
     ) -> Result<(reqwest::StatusCode, Vec<u8>), OutboundError> {
         let work = async {
+            // Waiting for a turn counts against the request's own timeout.
+            let _turn = self
+                .in_flight
+                .acquire()
+                .await
+                .map_err(|_| OutboundError::Unreachable)?;
             let mut response = request.send().await.map_err(classify)?;
             let status = response.status();
             if !status.is_success() {
@@ -386,7 +406,7 @@ mod tests {
 
     #[tokio::test]
     async fn urls_are_checked_before_connecting() {
-        let o = Outbound::new(OutboundPolicy::default()).unwrap_or_else(|e| panic!("{e}"));
+        let o = Outbound::new(OutboundPolicy::default(), 4).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             o.check("ftp://example.com/").err(),
             Some(OutboundError::BadUrl)

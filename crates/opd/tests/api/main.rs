@@ -13,6 +13,7 @@ mod auto_peering;
 mod client;
 mod connector;
 mod dashboard;
+mod descriptors;
 mod hardening;
 mod hostile;
 mod hostile_sim;
