@@ -80,6 +80,42 @@ pub(crate) fn with_common_layers(router: Router) -> Router {
         )
 }
 
+/// The request's URI as the client sent it, kept when
+/// [`collapse_empty_segments`] rewrote it: signatures cover what was sent.
+#[derive(Debug, Clone)]
+pub struct SentUri(pub axum::http::Uri);
+
+/// Reads empty path segments as absent (`//token/1` as `/token/1`) before
+/// routing, keeping the URI as sent in [`SentUri`]. The reference server
+/// builds management and continuation URLs as `${authServer}/token/<id>`,
+/// and an `authServer` ending in `/` (as opd publishes it) makes `//`.
+pub fn collapse_empty_segments<B>(request: &mut axum::http::Request<B>) {
+    let path = request.uri().path();
+    if !path.contains("//") {
+        return;
+    }
+    let mut collapsed = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !(c == '/' && collapsed.ends_with('/')) {
+            collapsed.push(c);
+        }
+    }
+    if let Some(query) = request.uri().query() {
+        collapsed.push('?');
+        collapsed.push_str(query);
+    }
+    let mut parts = request.uri().clone().into_parts();
+    let Ok(path_and_query) = collapsed.parse() else {
+        return;
+    };
+    parts.path_and_query = Some(path_and_query);
+    let Ok(uri) = axum::http::Uri::from_parts(parts) else {
+        return;
+    };
+    let sent = std::mem::replace(request.uri_mut(), uri);
+    request.extensions_mut().insert(SentUri(sent));
+}
+
 /// Paths under which a URL carries an interaction's id and nonce: whoever
 /// reads them can act in the user's place (see the consent page).
 const INTERACTION_PATHS: [&str; 3] = ["/interact/", "/consent/", "/idp/interactions/"];
@@ -94,4 +130,32 @@ pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     path.into()
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    fn collapsed(uri: &str) -> (String, Option<String>) {
+        let mut request = axum::http::Request::builder().uri(uri).body(()).unwrap();
+        collapse_empty_segments(&mut request);
+        let sent = request
+            .extensions()
+            .get::<SentUri>()
+            .map(|s| s.0.to_string());
+        (request.uri().to_string(), sent)
+    }
+
+    #[test]
+    fn empty_segments_are_read_as_absent_and_the_sent_uri_kept() {
+        assert_eq!(
+            collapsed("//token/abc"),
+            ("/token/abc".into(), Some("//token/abc".into()))
+        );
+        assert_eq!(
+            collapsed("/a///b/?x=//y"),
+            ("/a/b/?x=//y".into(), Some("/a///b/?x=//y".into()))
+        );
+        assert_eq!(collapsed("/token/abc"), ("/token/abc".into(), None));
+    }
 }

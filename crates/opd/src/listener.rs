@@ -153,6 +153,7 @@ pub async fn serve(
         let service = TowerToHyperService::new(router.clone().map_request(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
+                opd_api::collapse_empty_segments(&mut request);
                 request
             },
         ));

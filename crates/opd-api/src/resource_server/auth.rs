@@ -43,8 +43,10 @@ pub struct RequestMeta {
 pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
     let original = parts
         .extensions
-        .get::<OriginalUri>()
-        .map_or(&parts.uri, |o| &o.0);
+        .get::<crate::SentUri>()
+        .map(|s| &s.0)
+        .or_else(|| parts.extensions.get::<OriginalUri>().map(|o| &o.0))
+        .unwrap_or(&parts.uri);
     let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
     let public = state.services.config.public_url.as_str();
     let prefix = state.services.config.public_url.path_prefix();
@@ -53,8 +55,14 @@ pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
 }
 
 /// The target URI of an authorization server request.
+/// The URI as the client sent it (empty path segments included), which
+/// is what its signature covers.
 pub(crate) fn as_target_uri(parts: &Parts, state: &AppState) -> String {
-    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let sent = parts
+        .extensions
+        .get::<crate::SentUri>()
+        .map_or(&parts.uri, |s| &s.0);
+    let path_and_query = sent.path_and_query().map_or("/", |p| p.as_str());
     let base = state.services.config.auth_server_url.trim_end_matches('/');
     format!("{base}{path_and_query}")
 }

@@ -25,6 +25,7 @@ mod outage;
 mod outbound;
 mod payments;
 mod quotes;
+mod reference_server;
 mod remote;
 mod remote_money;
 mod replays;
