@@ -19,6 +19,18 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind of event opd sends.
+    pub const ALL: [EventKind; 8] = [
+        Self::IncomingPaymentCreated,
+        Self::IncomingPaymentCompleted,
+        Self::IncomingPaymentExpired,
+        Self::OutgoingPaymentCreated,
+        Self::OutgoingPaymentCompleted,
+        Self::OutgoingPaymentFailed,
+        Self::PeerLiquidityLow,
+        Self::PeerLiquidityHigh,
+    ];
+
     /// The event's `type` on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -34,18 +46,7 @@ impl EventKind {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::IncomingPaymentCreated,
-            Self::IncomingPaymentCompleted,
-            Self::IncomingPaymentExpired,
-            Self::OutgoingPaymentCreated,
-            Self::OutgoingPaymentCompleted,
-            Self::OutgoingPaymentFailed,
-            Self::PeerLiquidityLow,
-            Self::PeerLiquidityHigh,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == s)
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
@@ -95,5 +96,29 @@ mod tests {
             assert_eq!(EventKind::parse(s).map(EventKind::as_str), Some(s));
         }
         assert_eq!(EventKind::parse("payment.done"), None);
+    }
+
+    /// The README's list of webhooks names every kind opd sends, and no
+    /// other (`a.b|c` stands for `a.b` and `a.c`).
+    #[test]
+    fn the_readme_lists_every_webhook() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("- Webhooks (")
+            .expect("the README lists the webhooks");
+        let list = &readme[start..];
+        let list = &list[..list.find(") are written").expect("the list ends")];
+        let mut named: Vec<String> = Vec::new();
+        for quoted in list.split('`').skip(1).step_by(2) {
+            let (kind, events) = quoted.split_once('.').expect("kind.event");
+            named.extend(events.split('|').map(|e| format!("{kind}.{e}")));
+        }
+        named.sort();
+        let mut sent: Vec<String> = EventKind::ALL
+            .iter()
+            .map(|k| k.as_str().to_owned())
+            .collect();
+        sent.sort();
+        assert_eq!(named, sent);
     }
 }
