@@ -374,22 +374,7 @@ async fn pay_command(client: &Client, a: PayArgs, out: &Output) -> anyhow::Resul
     let paid = pay::pay(client, &payment, &mut progress).await;
     drop(progress);
     let paid = paid?;
-    out.value(&paid.to_json(), |_| {
-        let received = Amount::from_json(&paid.incoming_payment["receivedAmount"]);
-        let sent = Amount::from_json(&paid.outgoing_payment["sentAmount"]);
-        let mut s = String::from("Paid.\n");
-        if let (Some(r), Some(sd)) = (received, sent) {
-            s.push_str(&format!("  the receiver has {r}; {sd} sent\n"));
-        }
-        s.push_str(&format!(
-            "  incoming payment  {}\n  outgoing payment  {}\n",
-            paid.incoming_payment["id"]
-                .as_str()
-                .unwrap_or(&payment.receiver),
-            paid.outgoing_payment["id"].as_str().unwrap_or("?")
-        ));
-        s
-    });
+    out.value(&paid.to_json(), |_| paid.summary());
     Ok(())
 }
 

@@ -74,8 +74,10 @@ impl Client {
     /// An unsigned `GET` (wallet address documents, public incoming
     /// payment views).
     pub async fn get_public(&self, url: &str) -> Result<Value, ClientError> {
-        self.exchange(Method::GET, url, HeaderMap::new(), None)
-            .await
+        Ok(self
+            .exchange(Method::GET, url, HeaderMap::new(), None)
+            .await?
+            .0)
     }
 
     /// A signed request, with `Authorization: GNAP <token>` when a token is
@@ -87,6 +89,17 @@ impl Client {
         token: Option<&str>,
         body: Option<&Value>,
     ) -> Result<Value, ClientError> {
+        Ok(self.signed_with_headers(method, url, token, body).await?.0)
+    }
+
+    /// Like [`signed`](Self::signed), with the answer's headers.
+    pub async fn signed_with_headers(
+        &self,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<(Value, HeaderMap), ClientError> {
         let unexpected = |e: &dyn std::fmt::Display| ClientError::Unexpected(e.to_string());
         let bytes = body
             .map(serde_json::to_vec)
@@ -112,7 +125,7 @@ impl Client {
         url: &str,
         mut headers: HeaderMap,
         body: Option<Vec<u8>>,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<(Value, HeaderMap), ClientError> {
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let mut req = self.http.request(method.clone(), url).headers(headers);
         if let Some(b) = body {
@@ -125,12 +138,13 @@ impl Client {
         };
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status();
+        let answer_headers = resp.headers().clone();
         let text = resp.text().await.map_err(transport)?;
         let json: Option<Value> = serde_json::from_str(&text).ok();
         if status.is_success() {
             return match json {
-                Some(v) => Ok(v),
-                None if text.trim().is_empty() => Ok(Value::Null),
+                Some(v) => Ok((v, answer_headers)),
+                None if text.trim().is_empty() => Ok((Value::Null, answer_headers)),
                 None => Err(ClientError::Unexpected(format!(
                     "{method} {url}: {status} with a body that is not JSON"
                 ))),

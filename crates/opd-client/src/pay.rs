@@ -2,7 +2,15 @@
 //! on the receiver (when given a wallet address), a quote from the
 //! sender's wallet address, the sender's consent in a browser for exactly
 //! that debit to that receiver, the outgoing payment, then progress until
-//! the receiver has the quoted amount or the payment fails.
+//! the paying server says the payment completed or failed. What is shown
+//! at the end is what that server recorded once the payment ended, never
+//! a figure read while it was still sending.
+//!
+//! The Open Payments view of an outgoing payment says `failed` but not
+//! whether it is still sending. opd servers say it in a header
+//! (`opd-payment-state`); for other servers the payment is taken as ended
+//! once the receiver has the quoted amount and the payer's `sentAmount`
+//! stopped moving between two reads.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +23,9 @@ use crate::resources::{self, Receiver, WalletAddress};
 
 /// How often progress is read.
 const POLL: Duration = Duration::from_millis(250);
+
+/// The header in which opd servers say an outgoing payment's state.
+const STATE_HEADER: &str = "opd-payment-state";
 
 /// What to pay.
 #[derive(Debug, Clone)]
@@ -48,7 +59,11 @@ pub trait Progress {
 pub struct Paid {
     pub incoming_payment: Value,
     pub quote: Value,
+    /// As the paying server recorded it once it ended.
     pub outgoing_payment: Value,
+    /// What the receiver's incoming payment received from this payment,
+    /// when known.
+    pub delivered: Option<Amount>,
 }
 
 impl Paid {
@@ -58,6 +73,28 @@ impl Paid {
             "quote": self.quote,
             "outgoingPayment": self.outgoing_payment,
         })
+    }
+
+    /// What a person reads at the end: the amounts the paying server
+    /// recorded, what the receiver got, and the two resources.
+    pub fn summary(&self) -> String {
+        let mut s = String::from("Paid.\n");
+        let sent = Amount::from_json(&self.outgoing_payment["sentAmount"]);
+        let debit = Amount::from_json(&self.outgoing_payment["debitAmount"]);
+        if let (Some(sent), Some(debit)) = (sent, debit) {
+            s.push_str(&format!(
+                "  sent              {sent} (quoted debit {debit})\n"
+            ));
+        }
+        if let Some(d) = &self.delivered {
+            s.push_str(&format!("  delivered         {d}\n"));
+        }
+        s.push_str(&format!(
+            "  incoming payment  {}\n  outgoing payment  {}\n",
+            self.incoming_payment["id"].as_str().unwrap_or("?"),
+            self.outgoing_payment["id"].as_str().unwrap_or("?")
+        ));
+        s
     }
 }
 
@@ -135,10 +172,15 @@ pub async fn pay(
     )
     .await?;
     let incoming_payment = read_incoming(client, &incoming).await?;
+    let delivered = Amount::from_json(&incoming_payment["receivedAmount"]).map(|r| Amount {
+        value: r.value.saturating_sub(incoming.received_before),
+        ..r
+    });
     Ok(Paid {
         incoming_payment,
         quote,
         outgoing_payment: outgoing,
+        delivered,
     })
 }
 
@@ -198,8 +240,10 @@ async fn read_incoming(client: &Client, incoming: &Incoming) -> anyhow::Result<V
     })
 }
 
-/// Reads the payment until the receiver has the quoted amount (done), the
-/// payment failed, or `timeout` passed.
+/// Reads the payment until it ended: completed or failed as the paying
+/// server says (opd), or, from a server that does not say, once it sent
+/// the whole debit, or the receiver has the quoted amount and the sent
+/// total stopped moving between two reads. Fails after `timeout`.
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 async fn follow(
     client: &Client,
@@ -215,34 +259,38 @@ async fn follow(
     let deadline = Instant::now() + timeout;
     let mut last_sent = None;
     loop {
-        let payment = client.signed(Method::GET, id, Some(token), None).await?;
+        let (payment, headers) = client
+            .signed_with_headers(Method::GET, id, Some(token), None)
+            .await?;
         let sent = amount_in(&payment, "sentAmount")?;
         if last_sent != Some(sent.value) {
             progress.sent(&sent, debit);
-            last_sent = Some(sent.value);
         }
-        if payment["failed"] == true {
+        let state = headers
+            .get(STATE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if payment["failed"] == true || matches!(state.as_deref(), Some("failed" | "cancelled")) {
             anyhow::bail!(
                 "the payment failed after sending {sent} (what was not sent is back on {})",
                 sender.id
             );
         }
-        let received = Amount::from_json(&read_incoming(client, incoming).await?["receivedAmount"])
-            .map_or(0, |a| a.value);
-        let delivered = received.saturating_sub(incoming.received_before);
-        if sent.value >= debit.value {
-            return Ok(payment);
-        }
-        if delivered >= receive.value {
-            // Delivered meanwhile: the payment as it is now, sent total
-            // included.
-            let payment = client.signed(Method::GET, id, Some(token), None).await?;
-            let sent = amount_in(&payment, "sentAmount")?;
-            if last_sent != Some(sent.value) {
-                progress.sent(&sent, debit);
+        let ended = match state.as_deref() {
+            Some(state) => state == "completed",
+            None if sent.value >= debit.value => true,
+            None => {
+                let received =
+                    Amount::from_json(&read_incoming(client, incoming).await?["receivedAmount"])
+                        .map_or(0, |a| a.value);
+                let delivered = received.saturating_sub(incoming.received_before);
+                delivered >= receive.value && sent.value > 0 && last_sent == Some(sent.value)
             }
+        };
+        if ended {
             return Ok(payment);
         }
+        last_sent = Some(sent.value);
         if Instant::now() >= deadline {
             anyhow::bail!(
                 "the payment has not ended after {} s; it goes on: {id}",

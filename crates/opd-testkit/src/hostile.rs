@@ -55,6 +55,10 @@ pub enum Behaviour {
     Reject(ErrorCode),
     /// Never answers: the request hangs until the sender gives up.
     Silent,
+    /// Forwards, and passes the answer back unchanged only after this long:
+    /// a slow link, over which the receiver has the money well before the
+    /// sender hears of it.
+    Slow(Duration),
     /// Forwards, waits a little (so that the other packets in flight are
     /// answered first), moves `clock` this far (past the packet's expiry),
     /// then answers: an answer that comes too late.
@@ -295,6 +299,11 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
     };
     let answer = match behaviour {
         Behaviour::Honest => forward(&shared, upstream, body).await,
+        Behaviour::Slow(delay) => {
+            let answer = forward(&shared, upstream, body).await;
+            tokio::time::sleep(delay).await;
+            answer
+        }
         Behaviour::ForgeFulfill => Fulfill {
             fulfillment: random32(),
             data: Vec::new(),

@@ -414,7 +414,7 @@ async fn get_outgoing_payment(
     State(state): State<AppState>,
     PathParam(id): PathParam,
     auth: Authorized<kind::OutgoingPayment, action::Read>,
-) -> ApiResult<Json<OutgoingPaymentWire>> {
+) -> ApiResult<([(&'static str, &'static str); 1], Json<OutgoingPaymentWire>)> {
     let services = &state.services;
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
@@ -424,12 +424,22 @@ async fn get_outgoing_payment(
     if !caller.may_see(payment.client.as_deref()) {
         return Err(ApiError::not_found("outgoing payment"));
     }
-    Ok(Json(OutgoingPaymentWire::new(
-        &payment,
-        &wallet,
-        &services.config.public_url,
-    )))
+    // The spec's view has `failed` but no way to tell a payment still
+    // sending from a completed one; a header (which no schema constrains)
+    // says it, for clients that follow a payment to its end.
+    Ok((
+        [(PAYMENT_STATE_HEADER, payment.state.as_str())],
+        Json(OutgoingPaymentWire::new(
+            &payment,
+            &wallet,
+            &services.config.public_url,
+        )),
+    ))
 }
+
+/// The header with an outgoing payment's state (`funding`, `sending`,
+/// `completed`, `failed`, `cancelled`) on `GET /outgoing-payments/{id}`.
+pub const PAYMENT_STATE_HEADER: &str = "opd-payment-state";
 
 async fn list_outgoing_payments(
     State(state): State<AppState>,

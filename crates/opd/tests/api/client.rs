@@ -127,13 +127,36 @@ async fn opd_client_pays_a_wallet_address_on_another_server() {
         .parse()
         .unwrap();
     assert!(sent > 0 && sent <= debit, "sent {sent} of {debit}");
-    // The sender's side completes (fee taken, the rest refunded) just
-    // after the receiver has the money.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while balance(&a, "alice").await != (10_000 - sent).to_string() {
-        assert!(std::time::Instant::now() < deadline, "alice refunded");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    // The client followed the payment to its end on the paying server: A
+    // recorded it completed, with the sent total the client shows, and
+    // alice's money is settled (what was sent, no more).
+    let id =
+        opd_core::OutgoingPaymentId::parse(out["id"].as_str().unwrap().rsplit('/').next().unwrap())
+            .unwrap();
+    let recorded = a
+        .services()
+        .store
+        .get_outgoing_payment(id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        recorded.state,
+        opd_core::outgoing_payment::OutgoingPaymentState::Completed
+    );
+    assert_eq!(recorded.sent, sent);
+    let shown = paid.summary();
+    let sent_text = opd_client::amount::Amount {
+        value: recorded.sent,
+        asset_code: "USD".into(),
+        asset_scale: 2,
+    };
+    assert!(
+        shown.contains(&format!("  sent              {sent_text} (quoted debit ")),
+        "{shown}"
+    );
+    assert!(shown.contains("  delivered         10.00 EUR\n"), "{shown}");
+    assert_eq!(balance(&a, "alice").await, (10_000 - sent).to_string());
     balanced(&a).await;
     balanced(&b).await;
     // The progress a person sees (alice has no public name here).
@@ -157,6 +180,64 @@ async fn opd_client_pays_a_wallet_address_on_another_server() {
             "get-outgoing-payment",
         ],
     );
+}
+
+/// Over a slow link the receiver has the money well before the paying
+/// server hears of it: the client still shows what the paying server
+/// recorded once the payment ended, not a figure read on the way.
+#[tokio::test]
+async fn over_a_slow_link_the_client_shows_what_the_paying_server_recorded() {
+    let Pair { a, b } = pair_of(node("test.a").await, node("test.b").await, 1_000_000, None).await;
+    let hop = opd_testkit::hostile::HostileHop::start().await;
+    hop.forward_to(&b.ilp, "a-to-b");
+    hop.always(opd_testkit::hostile::Behaviour::Slow(
+        std::time::Duration::from_millis(1500),
+    ));
+    let b_at_a = crate::remote::peer_id(&a, "b").await;
+    admin_ok(
+        &a,
+        Method::PATCH,
+        &format!("/peers/{b_at_a}"),
+        json!({ "http": { "outgoing": { "endpoint": hop.url, "authToken": "a-to-b" } } }),
+    )
+    .await;
+    let proxy = ValidatingProxy::start().await;
+    let (client, alice) = shop_and_alice(&a, &proxy).await;
+    let bob = b.create_wallet("bob", "EUR", 2).await;
+    let mut owner = Owner::new(true);
+    let p = Payment {
+        amount: Some("10.00".into()),
+        ..payment(&bob, &alice)
+    };
+    let paid = pay::pay(&client, &p, &mut owner).await.unwrap();
+    let out = &paid.outgoing_payment;
+    let id =
+        opd_core::OutgoingPaymentId::parse(out["id"].as_str().unwrap().rsplit('/').next().unwrap())
+            .unwrap();
+    let recorded = a
+        .services()
+        .store
+        .get_outgoing_payment(id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        recorded.state,
+        opd_core::outgoing_payment::OutgoingPaymentState::Completed
+    );
+    assert!(recorded.sent > 0);
+    assert_eq!(out["sentAmount"]["value"], recorded.sent.to_string());
+    let sent = opd_client::amount::Amount {
+        value: recorded.sent,
+        asset_code: "USD".into(),
+        asset_scale: 2,
+    };
+    let shown = paid.summary();
+    assert!(
+        shown.contains(&format!("  sent              {sent} (")),
+        "{shown}"
+    );
+    assert!(shown.contains("  delivered         10.00 EUR\n"), "{shown}");
 }
 
 #[tokio::test]
