@@ -85,6 +85,9 @@ pub struct ServiceConfig {
     /// Outbound HTTP requests at once (each holds a connection, and so an
     /// open file); more wait their turn within their own timeout.
     pub outbound_max_concurrent: usize,
+    /// PEM certificates outbound requests trust besides the platform's
+    /// trust store and the compiled-in roots (`--ca-file`).
+    pub outbound_ca_pem: Option<Vec<u8>>,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -210,6 +213,7 @@ impl ServiceConfig {
             key_only_incoming_per_hour: 100,
             key_only_incoming_per_hour_total: 500,
             outbound_max_concurrent: 256,
+            outbound_ca_pem: None,
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),
@@ -373,8 +377,12 @@ impl Services {
         }
         let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
             .map_err(ServiceError::InvalidRequest)?;
-        let outbound = outbound::Outbound::new(policy, config.outbound_max_concurrent)
-            .map_err(ServiceError::InvalidRequest)?;
+        let outbound = outbound::Outbound::new(
+            policy,
+            config.outbound_max_concurrent,
+            config.outbound_ca_pem.as_deref(),
+        )
+        .map_err(ServiceError::InvalidRequest)?;
         let pricing = pricing::Pricing::new(&config, outbound.clone())?;
         let client_keys =
             client_keys::ClientKeys::new(config.client_keys_ttl, config.rates_timeout);

@@ -92,15 +92,21 @@ impl TestApp {
         .expect("opd starts");
         let mut servers = Servers::default();
         servers.add(Server::new(&running.public_url, &running.auth_public_url));
+        // With `--tls-cert`, every listener speaks TLS.
+        let scheme = if running.public_url.starts_with("https://") {
+            "https"
+        } else {
+            "http"
+        };
         let mut app = Self {
             base: running.public_url.clone(),
-            admin: format!("http://{}", running.admin_addr),
-            ilp: format!("http://{}/ilp", running.ilp_addr),
+            admin: format!("{scheme}://{}", running.admin_addr),
+            ilp: format!("{scheme}://{}/ilp", running.ilp_addr),
             admin_token: running.admin_token.expose_secret().to_owned(),
             auth: running.auth_public_url.clone(),
             running: Some(running),
             clock,
-            http: reqwest::Client::new(),
+            http: crate::tls::client(),
             client: None,
             servers,
             _dir: dir,
@@ -346,14 +352,14 @@ pub async fn outgoing_token_at(
     let nonce = parts.next().expect("nonce");
     let id = parts.next().expect("id");
     let idp = format!("{}/idp/interactions/{id}/{nonce}/accept", auth);
-    let accepted = reqwest::Client::new()
+    let accepted = crate::tls::client()
         .post(idp)
         .header("x-idp-secret", IDP_SECRET)
         .send()
         .await
         .expect("idp");
     assert_eq!(accepted.status(), StatusCode::ACCEPTED);
-    let browser = reqwest::Client::builder()
+    let browser = crate::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client");
@@ -413,7 +419,7 @@ pub async fn admin_at(
     path: &str,
     body: Option<&Value>,
 ) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
+    let mut req = crate::tls::client()
         .request(method, format!("{admin}{path}"))
         .bearer_auth(token);
     if let Some(b) = body {
@@ -450,14 +456,14 @@ pub async fn decide_interaction(redirect: &str, approve: bool) -> reqwest::Respo
     let (auth, rest) = redirect.split_once("/interact/").expect("a consent URL");
     let (id, nonce) = rest.split_once('/').expect("id/nonce");
     let decision = if approve { "accept" } else { "reject" };
-    let decided = reqwest::Client::new()
+    let decided = crate::tls::client()
         .post(format!("{auth}/idp/interactions/{id}/{nonce}/{decision}"))
         .header("x-idp-secret", IDP_SECRET)
         .send()
         .await
         .expect("idp");
     assert_eq!(decided.status(), StatusCode::ACCEPTED);
-    let browser = reqwest::Client::new();
+    let browser = crate::tls::client();
     browser
         .get(format!("{auth}/interact/{id}/{nonce}/finish"))
         .send()

@@ -61,7 +61,7 @@ impl SigningClient {
             key: SigningKey::from_bytes(&[seed; 32]),
             kid: kid.to_owned(),
             wallet_address: wallet_address.to_owned(),
-            http: reqwest::Client::new(),
+            http: crate::tls::client(),
             created: None,
             sequence: Default::default(),
             clock: None,

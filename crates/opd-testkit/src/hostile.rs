@@ -147,7 +147,7 @@ impl HostileHop {
             inner: inner.clone(),
             seen: seen.clone(),
             tally: tally.clone(),
-            http: reqwest::Client::new(),
+            http: crate::tls::client(),
         };
         let app = Router::new()
             .route("/", post(packet))

@@ -9,6 +9,7 @@ pub mod pg;
 pub mod proxy;
 pub mod spec;
 pub mod stores;
+pub mod tls;
 pub mod webhooks;
 
 /// A loopback port free right now, for a server process a test starts

@@ -235,6 +235,13 @@ fn service_config(
     // What the operator configured by URL is trusted to be reached, even
     // on an internal address; anything else needs --outbound-allow.
     config.outbound_allow = settings.serve.outbound_allow.clone();
+    config.outbound_ca_pem = match &settings.serve.ca_file {
+        Some(path) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("cannot read the CA file {}", path.display()))?,
+        ),
+        None => None,
+    };
     for url in [
         &settings.serve.rates_url,
         &settings.serve.webhook_url,
@@ -354,6 +361,11 @@ pub async fn start(
         .await
         .context("cannot open the database")?;
 
+    let tls = match (&settings.serve.tls_cert, &settings.serve.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (op_listener, op_addr) = bind(settings.serve.listen, "Open Payments").await?;
     let (auth_listener, auth_addr) =
         bind(settings.serve.auth_listen, "authorization server").await?;
@@ -368,14 +380,14 @@ pub async fn start(
         .serve
         .public_url
         .clone()
-        .unwrap_or_else(|| format!("http://{op_addr}"));
+        .unwrap_or_else(|| format!("{scheme}://{op_addr}"));
     let public_url = PublicUrl::parse(&public_url)
         .map_err(|e| anyhow::anyhow!("public URL {public_url:?}: {e}"))?;
     let auth_public_url = settings
         .serve
         .auth_public_url
         .clone()
-        .unwrap_or_else(|| format!("http://{auth_addr}"))
+        .unwrap_or_else(|| format!("{scheme}://{auth_addr}"))
         .trim_end_matches('/')
         .to_owned();
     // The published `authServer` is the grant endpoint itself: at the origin
@@ -469,7 +481,17 @@ pub async fn start(
             opd_api::metrics::track,
         ));
         let stop = shutdown.subscribe();
-        tasks.spawn(crate::listener::serve(listener, router, limits, stop));
+        let acceptor = tls.as_ref().map(|(acceptor, _)| acceptor.clone());
+        tasks.spawn(crate::listener::serve(
+            listener, router, limits, acceptor, stop,
+        ));
+    }
+    if let Some((_, reloading)) = &tls {
+        let (reloading, stop) = (reloading.clone(), shutdown.subscribe());
+        tasks.spawn(async move {
+            reloading.watch(stop).await;
+            Ok(())
+        });
     }
     // Every node keeps its caches true to what the others change, workers
     // or not (PostgreSQL; returns at once on SQLite).

@@ -235,6 +235,15 @@ pub struct ServeArgs {
     /// Hosts, addresses or ranges (CIDR) outbound requests may reach besides public addresses, comma-separated; the hosts of --rates-url, --webhook-url and --introspection-url are added.
     #[arg(long, env = "OPD_OUTBOUND_ALLOW", value_delimiter = ',')]
     pub outbound_allow: Vec<String>,
+    /// PEM bundle of certificate authorities outbound requests trust besides the platform's trust store and the compiled-in roots (a private CA).
+    #[arg(long, env = "OPD_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// PEM certificate chain: every listener serves TLS with it (reloaded on SIGHUP and when the file changes); needs --tls-key.
+    #[arg(long, env = "OPD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "OPD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
     pub external_funding: bool,

@@ -9,3 +9,4 @@ pub mod descriptors;
 pub mod listener;
 pub mod logging;
 pub mod parse_errors;
+pub mod tls;

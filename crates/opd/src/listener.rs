@@ -112,11 +112,47 @@ async fn stopping(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// Serves `router` on `listener` until `stop` turns true.
+/// Serves HTTP/1.1 on one connection (plain or TLS) until it ends or
+/// `stop` turns true (then its current request finishes).
+async fn serve_connection<S, Svc>(
+    stream: S,
+    service: Svc,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    Svc: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = Response,
+            Error = std::convert::Infallible,
+        > + Send
+        + 'static,
+    Svc::Future: Send + 'static,
+{
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let io = TokioIo::new(crate::parse_errors::JsonParseErrors::new(stream));
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stopping(&mut stop) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `stop` turns true; over TLS when
+/// `tls` is given.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let timeout = limits.request_timeout;
@@ -157,22 +193,20 @@ pub async fn serve(
                 request
             },
         ));
-        let mut stop = stop.clone();
+        let stop = stop.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let (_permit, _counted) = (permit, counted);
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .keep_alive(true);
-            let io = TokioIo::new(crate::parse_errors::JsonParseErrors::new(stream));
-            let connection = builder.serve_connection(io, service);
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                () = stopping(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+            match tls {
+                None => serve_connection(stream, service, limits, stop).await,
+                // The handshake is bounded like a request head.
+                Some(acceptor) => {
+                    let handshake = acceptor.accept(stream);
+                    if let Ok(Ok(stream)) =
+                        tokio::time::timeout(limits.header_read_timeout, handshake).await
+                    {
+                        serve_connection(stream, service, limits, stop).await;
+                    }
                 }
             }
         });

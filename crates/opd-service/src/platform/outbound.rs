@@ -38,8 +38,55 @@ pub enum OutboundError {
     Timeout,
     #[error("the destination answered with HTTP {0}")]
     Status(u16),
+    /// The destination's TLS certificate was refused: said as such, since
+    /// "could not be reached" would hide the cause from the operator.
+    #[error("the destination's TLS {0}")]
+    Certificate(CertificateProblem),
     #[error("the answer is larger than {0} bytes")]
     TooLarge(usize),
+}
+
+/// Why a destination's certificate was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertificateProblem {
+    /// No trusted authority issued it (a private CA not given with
+    /// `--ca-file`, or a self-signed certificate).
+    NotTrusted,
+    /// Expired, or not valid yet.
+    Expired,
+    /// Issued for another name than the URL's host.
+    NameMismatch,
+    /// Refused for another reason (revoked, malformed, ...).
+    Refused,
+}
+
+impl std::fmt::Display for CertificateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NotTrusted => "certificate is not trusted",
+            Self::Expired => "certificate is expired or not valid yet",
+            Self::NameMismatch => "certificate does not match the host name",
+            Self::Refused => "certificate was refused",
+        })
+    }
+}
+
+impl CertificateProblem {
+    fn of(e: &rustls::Error) -> Option<Self> {
+        use rustls::CertificateError as C;
+        let rustls::Error::InvalidCertificate(c) = e else {
+            return None;
+        };
+        Some(match c {
+            C::UnknownIssuer | C::BadSignature => Self::NotTrusted,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. } => Self::Expired,
+            C::NotValidForName | C::NotValidForNameContext { .. } => Self::NameMismatch,
+            _ => Self::Refused,
+        })
+    }
 }
 
 /// What the operator allows besides public addresses.
@@ -229,8 +276,13 @@ const IDLE_PER_HOST: usize = 8;
 
 impl Outbound {
     /// A client for `policy`, sending at most `max_in_flight` requests at
-    /// once.
-    pub fn new(policy: OutboundPolicy, max_in_flight: usize) -> Result<Self, String> {
+    /// once, trusting the platform's trust store, the compiled-in public
+    /// roots and the certificates of `extra_roots` (a PEM bundle).
+    pub fn new(
+        policy: OutboundPolicy,
+        max_in_flight: usize,
+        extra_roots: Option<&[u8]>,
+    ) -> Result<Self, String> {
         let policy = Arc::new(policy);
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let same_origin = attempt.previous().first().is_some_and(|first| {
@@ -244,7 +296,20 @@ impl Outbound {
                 attempt.stop()
             }
         });
-        let client = reqwest::Client::builder()
+        // rustls whatever else the build links (a test dependency can
+        // bring OpenSSL into reqwest): certificate errors are read from it.
+        let mut builder = reqwest::Client::builder().use_rustls_tls();
+        if let Some(pem) = extra_roots {
+            let roots = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| format!("the CA file cannot be read as PEM: {e}"))?;
+            if roots.is_empty() {
+                return Err("the CA file holds no certificate".into());
+            }
+            for root in roots {
+                builder = builder.add_root_certificate(root);
+            }
+        }
+        let client = builder
             .dns_resolver(Arc::new(CheckedResolver {
                 policy: policy.clone(),
             }))
@@ -342,6 +407,22 @@ fn classify(e: reqwest::Error) -> OutboundError {
         if s.is::<Refused>() {
             return OutboundError::Forbidden;
         }
+        // TLS errors arrive inside `io::Error`s (nested), whose `source`
+        // skips the error each wraps.
+        let mut candidate = Some(s);
+        while let Some(c) = candidate {
+            if let Some(problem) = c
+                .downcast_ref::<rustls::Error>()
+                .and_then(CertificateProblem::of)
+            {
+                tracing::info!(problem = %problem, "an outbound TLS certificate was refused");
+                return OutboundError::Certificate(problem);
+            }
+            candidate = c
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .map(|e| e as &(dyn std::error::Error + 'static));
+        }
         source = s.source();
     }
     if e.is_timeout() {
@@ -406,7 +487,7 @@ mod tests {
 
     #[tokio::test]
     async fn urls_are_checked_before_connecting() {
-        let o = Outbound::new(OutboundPolicy::default(), 4).unwrap_or_else(|e| panic!("{e}"));
+        let o = Outbound::new(OutboundPolicy::default(), 4, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             o.check("ftp://example.com/").err(),
             Some(OutboundError::BadUrl)

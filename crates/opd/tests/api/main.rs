@@ -31,6 +31,7 @@ mod remote_money;
 mod replays;
 mod retention;
 mod sdk;
+mod tls;
 mod wallet_addresses;
 
 use opd_openapi::Api;

@@ -1,0 +1,71 @@
+//! TLS as operators deploy it: two opd servers whose every listener
+//! serves `https://` with certificates from a private authority (made in
+//! the test), trusting it through `--ca-file`, pay each other over
+//! `https://` only; a server not given the authority refuses the other's
+//! certificate and says so.
+
+use opd_service::payments::outgoing::lifecycle::Step;
+use opd_testkit::app::{Db, TestApp};
+use opd_testkit::tls::{test_ca, trust_test_ca};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::amount;
+use crate::remote::{balanced, incoming_at_b, pair_of, paying, quote};
+
+/// A server on `address` serving TLS with a certificate of the test
+/// authority; trusting the authority for its own requests when `trust`.
+async fn tls_node(address: &str, dir: &std::path::Path, trust: bool) -> TestApp {
+    let ca = test_ca();
+    let (cert, key) = ca.issue(dir);
+    let ca_file = ca.write_ca(dir);
+    let address = address.to_owned();
+    TestApp::spawn_with(Db::Sqlite, move |s| {
+        s.serve.ilp_address = address;
+        s.serve.tls_cert = Some(cert);
+        s.serve.tls_key = Some(key);
+        if trust {
+            s.serve.ca_file = Some(ca_file);
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn two_servers_with_a_private_ca_pay_each_other_over_https() {
+    trust_test_ca();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = tls_node("test.a", dir_a.path(), true).await;
+    let b = tls_node("test.b", dir_b.path(), true).await;
+    for url in [&a.base, &a.auth, &a.admin, &a.ilp, &b.base, &b.auth, &b.ilp] {
+        assert!(url.starts_with("https://"), "{url}");
+    }
+    let w = paying(pair_of(a, b, 1_000_000, None).await).await;
+    assert!(w.receiver.starts_with("https://"), "{}", w.receiver);
+    assert!(matches!(w.step().await, Step::Completed(_)));
+    let (_, got) = w.b.get(&w.receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    balanced(&w.a).await;
+    balanced(&w.b).await;
+    // Plain HTTP to a TLS listener gets nothing.
+    let plain = w.a.base.replacen("https://", "http://", 1);
+    let answer = reqwest::get(format!("{plain}/healthz")).await;
+    assert!(answer.is_err() || !answer.unwrap().status().is_success());
+}
+
+#[tokio::test]
+async fn without_the_ca_file_a_quote_fails_on_the_certificate_and_says_so() {
+    trust_test_ca();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = tls_node("test.a", dir_a.path(), false).await;
+    let b = tls_node("test.b", dir_b.path(), true).await;
+    let pair = pair_of(a, b, 1_000_000, None).await;
+    let alice = pair.a.create_wallet("alice", "USD", 2).await;
+    let receiver = incoming_at_b(&pair.b, "1000").await;
+    let (s, q) = quote(&pair.a, &alice, &receiver, json!({})).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    assert_eq!(q["error"]["code"], "invalid_receiver", "{q}");
+    let reason = q["error"]["details"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("certificate is not trusted"), "{q}");
+    assert!(!reason.contains("127.0.0.1"), "no internal address: {q}");
+}
