@@ -164,6 +164,7 @@ impl From<ServiceError> for ApiError {
                     "the peering request was refused",
                 )
             }
+            S::PeeringFailed(m) => ApiError::new(StatusCode::BAD_GATEWAY, "peering_failed", m),
             S::PeeringQuotaReached => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "peering_quota_reached",

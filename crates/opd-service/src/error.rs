@@ -77,6 +77,10 @@ pub enum ServiceError {
     /// The auto-peering listener created as many peers as it may.
     #[error("the auto-peering quota is reached")]
     PeeringQuotaReached,
+    /// Another server did not peer when asked (unreachable, refused, or an
+    /// answer that is no peering).
+    #[error("{0}")]
+    PeeringFailed(String),
     /// A quota is used up; try again after `retry_after_secs`.
     #[error("{message}")]
     RateLimited {

@@ -88,6 +88,9 @@ pub struct ServiceConfig {
     /// PEM certificates outbound requests trust besides the platform's
     /// trust store and the compiled-in roots (`--ca-file`).
     pub outbound_ca_pem: Option<Vec<u8>>,
+    /// Our ILP-over-HTTP endpoint as peers reach it (given to a server
+    /// asked to peer).
+    pub ilp_public_url: String,
     /// How long expired or revoked tokens and grants, unused expired
     /// quotes, delivered webhook events and settled ILP holds are kept
     /// (zero: forever).
@@ -214,6 +217,7 @@ impl ServiceConfig {
             key_only_incoming_per_hour_total: 500,
             outbound_max_concurrent: 256,
             outbound_ca_pem: None,
+            ilp_public_url: "http://127.0.0.1:8083/ilp".into(),
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
             access_token_ttl: Duration::from_secs(600),

@@ -195,6 +195,26 @@ impl AdminClient {
             PeerCommand::Balance { id } => {
                 self.call(Method::GET, &one(&id, "/balance"), None).await
             }
+            PeerCommand::AutoPeer {
+                url,
+                asset_code,
+                asset_scale,
+                max_packet_amount,
+                name,
+            } => {
+                let mut body = serde_json::json!({
+                    "url": url,
+                    "asset": { "code": asset_code, "scale": asset_scale },
+                });
+                if let Some(max) = max_packet_amount {
+                    body["maxPacketAmount"] = max.to_string().into();
+                }
+                if let Some(name) = name {
+                    body["name"] = name.into();
+                }
+                self.call(Method::POST, "/peers/auto-peer", Some(body))
+                    .await
+            }
         }
     }
 }

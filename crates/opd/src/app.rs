@@ -398,8 +398,14 @@ pub async fn start(
         Ok(u) if u.path() == "/" => format!("{auth_public_url}/"),
         _ => auth_public_url.clone(),
     };
+    let ilp_public_url = settings
+        .serve
+        .ilp_public_url
+        .clone()
+        .unwrap_or_else(|| format!("{scheme}://{ilp_addr}/ilp"));
     let mut config = service_config(&settings, public_url.clone(), grant_endpoint)?;
     config.secrets_key = sealing_key;
+    config.ilp_public_url = ilp_public_url.clone();
     config.outbound_max_concurrent = budget.outbound;
     let services = Arc::new(Services::new(store, clock, random, config).await?);
     wallets::ensure_server_identity(&services).await?;
@@ -415,11 +421,6 @@ pub async fn start(
     };
     let (shutdown, _) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    let ilp_public_url = settings
-        .serve
-        .ilp_public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{ilp_addr}/ilp"));
     let mut listeners = vec![
         (
             op_listener,

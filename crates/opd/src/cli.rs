@@ -183,4 +183,23 @@ pub enum PeerCommand {
     },
     /// Show a peer's liquidity balance.
     Balance { id: String },
+    /// Ask another server to peer (its auto-peering URL, as the reference
+    /// server's auto-peering protocol has it) and create the peer from its
+    /// answer; run again to renew the peering.
+    AutoPeer {
+        /// The other server's auto-peering URL.
+        url: String,
+        /// The peering's asset code, such as USD.
+        #[arg(long)]
+        asset_code: String,
+        /// The peering's asset scale, such as 2.
+        #[arg(long)]
+        asset_scale: u8,
+        /// The largest packet (minor units) to take from them.
+        #[arg(long)]
+        max_packet_amount: Option<u64>,
+        /// The peer's name here [default: the name they answer with].
+        #[arg(long)]
+        name: Option<String>,
+    },
 }

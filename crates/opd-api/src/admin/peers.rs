@@ -1,5 +1,9 @@
 //! The admin API's Interledger peers:
 //! - `POST /peers`, `GET /peers`, `GET|PATCH|DELETE /peers/{id}`
+//! - `POST /peers/auto-peer` `{url, asset, maxPacketAmount?, name?}`: asks
+//!   the server at `url` to peer (the reference server's auto-peering
+//!   protocol) and creates the peer from its answer (201), or renews the
+//!   one an earlier request to `url` made (200)
 //! - `POST /peers/{id}/deposits|withdrawals` `{amount, idempotencyKey}`,
 //!   `GET /peers/{id}/balance|transfers`
 //!
@@ -24,6 +28,7 @@ use crate::extract::{JsonBody, PathParam};
 pub(crate) fn routes() -> Router<AdminState> {
     Router::new()
         .route("/peers", post(create).get(list))
+        .route("/peers/auto-peer", post(auto_peer))
         .route("/peers/{id}", get(read).patch(update).delete(remove))
         .route("/peers/{id}/deposits", post(deposit))
         .route("/peers/{id}/withdrawals", post(withdraw))
@@ -201,6 +206,41 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<PeerAdmin>)> {
     let peer = peers::create(&state.app.services, &req.into_input()?).await?;
     Ok((StatusCode::CREATED, Json(shown(&state, &peer).await?)))
+}
+
+/// The body of `POST /peers/auto-peer`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AutoPeerWire {
+    url: String,
+    asset: AssetWire,
+    #[serde(default)]
+    max_packet_amount: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+async fn auto_peer(
+    State(state): State<AdminState>,
+    JsonBody { value: req, .. }: JsonBody<AutoPeerWire>,
+) -> ApiResult<(StatusCode, Json<PeerAdmin>)> {
+    use opd_service::interledger::{ask_peering, AskPeering, Asked};
+    let asset = Asset::parse(&req.asset.code, req.asset.scale)
+        .map_err(|e| ApiError::invalid_request(format!("asset: {e}")))?;
+    let ask = AskPeering {
+        url: req.url,
+        asset,
+        max_packet_amount: req
+            .max_packet_amount
+            .map(|t| amount(&t, "maxPacketAmount"))
+            .transpose()?,
+        name: req.name,
+    };
+    let (status, peer) = match ask_peering(&state.app.services, &ask).await? {
+        Asked::Created(p) => (StatusCode::CREATED, p),
+        Asked::Renewed(p) => (StatusCode::OK, p),
+    };
+    Ok((status, Json(shown(&state, &peer).await?)))
 }
 
 async fn list(State(state): State<AdminState>) -> ApiResult<Json<Vec<PeerAdmin>>> {

@@ -38,7 +38,7 @@ fn refused(reason: impl Into<String>) -> ServiceError {
 
 /// Whether the address may be given to an auto-peered peer, whatever is
 /// stored: not in a reserved scheme, not under or above our own address.
-fn routable(services: &Services, address: &str) -> Result<(), ServiceError> {
+pub(super) fn routable(services: &Services, address: &str) -> Result<(), ServiceError> {
     let scheme = address.split('.').next().unwrap_or(address);
     if RESERVED_SCHEMES.contains(&scheme) {
         return Err(refused(format!("{address} is in a reserved scheme")));

@@ -8,6 +8,7 @@
 
 mod access;
 mod admin;
+mod asking_to_peer;
 mod auth;
 mod auto_peering;
 mod client;

@@ -1,0 +1,200 @@
+//! Asking to be peered, the requesting side of the reference server's
+//! auto-peering protocol: two opd servers peer in one command
+//! (`opd peer auto-peer`) and pay each other, the command renews the
+//! peering when run again, and the request is exactly what the reference
+//! server's acceptor reads (checked against a double answering as it
+//! does).
+
+use std::sync::{Arc, Mutex};
+
+use axum::routing::post;
+use axum::{Json, Router};
+use opd_service::payments::outgoing::lifecycle::Step;
+use opd_testkit::app::{Db, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+use crate::remote::{admin_ok, balanced, paying, peer_id, set_rate, Pair};
+
+/// `opd peer auto-peer <url>` against `app`'s admin API: its JSON output.
+fn auto_peer_command(app: &TestApp, url: &str) -> Value {
+    let addr = app.admin.trim_start_matches("http://").to_owned();
+    let out = opd_testkit::output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["--admin-listen", &addr, "--admin-token", &app.admin_token])
+            .args(["peer", "auto-peer", url, "--asset-code", "USD"])
+            .args(["--asset-scale", "2", "--max-packet-amount", "100000"])
+            .env_remove("OPD_CONFIG"),
+    );
+    assert!(
+        out.status.success(),
+        "opd peer auto-peer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+// The command blocks its thread while the servers answer on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_peer_in_one_command_and_pay_each_other() {
+    let mut a = TestApp::spawn_with(Db::Sqlite, |s| s.serve.ilp_address = "test.a".into()).await;
+    let mut b = TestApp::spawn_with(Db::Sqlite, |s| {
+        s.serve.ilp_address = "test.b".into();
+        s.serve.auto_peering_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.serve.auto_peering_liquidity = 1_000_000;
+        s.serve.auto_peering_liquidity_total = 1_000_000;
+    })
+    .await;
+    a.know(&b);
+    b.know(&a);
+    let acceptor = format!(
+        "http://{}/",
+        b.running.as_ref().unwrap().auto_peering_addr.unwrap()
+    );
+    let peer = auto_peer_command(&a, &acceptor);
+    assert_eq!(peer["staticIlpAddress"], "test.b", "{peer}");
+    assert_eq!(peer["routes"], json!(["test.b"]), "{peer}");
+    // A holds B's liquidity too, so that B can pay A.
+    let b_at_a = peer_id(&a, "opd").await;
+    admin_ok(
+        &a,
+        Method::POST,
+        &format!("/peers/{b_at_a}/deposits"),
+        json!({ "amount": "1000000", "idempotencyKey": "b-liquidity" }),
+    )
+    .await;
+    set_rate(&a, "0.9").await;
+    set_rate(&b, "0.9").await;
+
+    // A pays B.
+    let w = paying(Pair { a, b }).await;
+    assert!(matches!(w.step().await, Step::Completed(_)));
+    let (_, got) = w.b.get(&w.receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    let Pair { a, b } = Pair { a: w.a, b: w.b };
+
+    // Asked again: the same peer, renewed (new tokens both ways), and
+    // the peering still carries payments, now from B to A.
+    let renewed = auto_peer_command(&a, &acceptor);
+    assert_eq!(renewed["id"].as_str(), Some(b_at_a.as_str()), "{renewed}");
+    let w = paying(Pair { a: b, b: a }).await;
+    assert!(matches!(w.step().await, Step::Completed(_)));
+    let (_, got) = w.b.get(&w.receiver).await;
+    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    balanced(&w.a).await;
+    balanced(&w.b).await;
+}
+
+/// What the double received.
+type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
+/// An acceptor answering as the reference server's does.
+async fn reference_acceptor(seen: Seen) -> String {
+    let app = Router::new().route(
+        "/",
+        post(
+            move |headers: axum::http::HeaderMap, Json(body): Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    seen.lock().unwrap().push((auth, body));
+                    Json(json!({
+                        "staticIlpAddress": "test.rafiki",
+                        "ilpConnectorUrl": "http://127.0.0.1:9/rafiki-ilp",
+                        "httpToken": "rafiki-to-opd",
+                        "name": "Rafiki Money"
+                    }))
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/")
+}
+
+#[tokio::test]
+async fn the_request_is_what_the_reference_servers_acceptor_reads() {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.ilp_address = "test.opd".into()).await;
+    let seen: Seen = Arc::default();
+    let url = reference_acceptor(seen.clone()).await;
+    let ask =
+        json!({ "url": url, "asset": { "code": "USD", "scale": 2 }, "maxPacketAmount": "50000" });
+    let (s, peer) = app
+        .admin(Method::POST, "/peers/auto-peer", Some(&ask))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    assert_eq!(peer["name"], "Rafiki Money");
+    assert_eq!(peer["staticIlpAddress"], "test.rafiki");
+    assert_eq!(peer["maxPacketAmount"], "50000", "{peer}");
+
+    let (auth, sent) = seen.lock().unwrap()[0].clone();
+    assert_eq!(auth, None, "a first request proves nothing");
+    assert_eq!(sent["staticIlpAddress"], "test.opd");
+    assert_eq!(sent["ilpConnectorUrl"], app.ilp.as_str(), "{sent}");
+    assert_eq!(sent["asset"], json!({ "code": "USD", "scale": 2 }));
+    assert_eq!(sent["maxPacketAmount"], json!(50000), "a JSON number");
+    let token = sent["httpToken"].as_str().unwrap().to_owned();
+    assert!(token.len() >= 32, "{sent}");
+
+    // The token the double answered is the one opd accepts packets with;
+    // the one opd sent is the one it presents there.
+    let prepare = opd_ilp::packet::Prepare {
+        amount: 0,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(
+            opd_core::Clock::now(&app.clock).unix_millis() + 30_000,
+        )
+        .unwrap(),
+        execution_condition: [0; 32],
+        destination: "test.opd.nowhere".parse().unwrap(),
+        data: Vec::new(),
+    };
+    let post = |bearer: String| {
+        app.http
+            .post(&app.ilp)
+            .bearer_auth(bearer)
+            .header("content-type", "application/octet-stream")
+            .body(prepare.encode())
+            .send()
+    };
+    let reply = post("rafiki-to-opd".into()).await.unwrap();
+    assert_eq!(
+        reply.status(),
+        StatusCode::OK,
+        "the peer's token is accepted"
+    );
+    let reply = post(token).await.unwrap();
+    assert_eq!(
+        reply.status(),
+        StatusCode::UNAUTHORIZED,
+        "ours is not theirs"
+    );
+
+    // Asked again: renewed, proving with the token the other side gave.
+    let (s, renewed) = app
+        .admin(Method::POST, "/peers/auto-peer", Some(&ask))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{renewed}");
+    assert_eq!(renewed["id"], peer["id"]);
+    let (auth, _) = seen.lock().unwrap()[1].clone();
+    assert_eq!(auth.as_deref(), Some("Bearer rafiki-to-opd"));
+
+    // An answer that is no peering changes nothing.
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/peers/auto-peer",
+            Some(
+                &json!({ "url": format!("{}/", app.base), "asset": { "code": "USD", "scale": 2 } }),
+            ),
+        )
+        .await;
+    crate::assert_error(s, &v, 502, "peering_failed");
+    let (_, all) = app.admin(Method::GET, "/peers", None).await;
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+}
