@@ -1,9 +1,11 @@
 //! What every area stands on and nothing business-specific: caches,
-//! throttles, outbound HTTP, sealed secrets, public URLs, metrics, the
+//! throttles, outbound HTTP (and its certificate errors), sealed secrets,
+//! public URLs, metrics, the
 //! change feed between nodes and health. Modules here call nothing in the
 //! business areas (payments, interledger, access, grants).
 
 pub mod cache;
+pub mod certificates;
 pub mod changes;
 pub mod health;
 pub mod metrics;

@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+pub use super::certificates::CertificateProblem;
+
 /// The largest body read from a client's key set, a rates service or a
 /// token introspection endpoint.
 pub const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
@@ -44,49 +46,6 @@ pub enum OutboundError {
     Certificate(CertificateProblem),
     #[error("the answer is larger than {0} bytes")]
     TooLarge(usize),
-}
-
-/// Why a destination's certificate was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CertificateProblem {
-    /// No trusted authority issued it (a private CA not given with
-    /// `--ca-file`, or a self-signed certificate).
-    NotTrusted,
-    /// Expired, or not valid yet.
-    Expired,
-    /// Issued for another name than the URL's host.
-    NameMismatch,
-    /// Refused for another reason (revoked, malformed, ...).
-    Refused,
-}
-
-impl std::fmt::Display for CertificateProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::NotTrusted => "certificate is not trusted",
-            Self::Expired => "certificate is expired or not valid yet",
-            Self::NameMismatch => "certificate does not match the host name",
-            Self::Refused => "certificate was refused",
-        })
-    }
-}
-
-impl CertificateProblem {
-    fn of(e: &rustls::Error) -> Option<Self> {
-        use rustls::CertificateError as C;
-        let rustls::Error::InvalidCertificate(c) = e else {
-            return None;
-        };
-        Some(match c {
-            C::UnknownIssuer | C::BadSignature => Self::NotTrusted,
-            C::Expired
-            | C::ExpiredContext { .. }
-            | C::NotValidYet
-            | C::NotValidYetContext { .. } => Self::Expired,
-            C::NotValidForName | C::NotValidForNameContext { .. } => Self::NameMismatch,
-            _ => Self::Refused,
-        })
-    }
 }
 
 /// What the operator allows besides public addresses.
