@@ -1,8 +1,8 @@
 //! What every area stands on and nothing business-specific: caches,
 //! throttles, outbound HTTP (and its certificate errors), sealed secrets,
-//! public URLs, metrics, the
-//! change feed between nodes and health. Modules here call nothing in the
-//! business areas (payments, interledger, access, grants).
+//! public URLs, metrics, the change feed between nodes and health.
+//! Modules here call nothing in the business areas (payments,
+//! interledger, access, grants).
 
 pub mod cache;
 pub mod certificates;
