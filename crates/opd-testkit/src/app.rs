@@ -100,7 +100,7 @@ impl TestApp {
         };
         let mut app = Self {
             base: running.public_url.clone(),
-            admin: format!("{scheme}://{}", running.admin_addr),
+            admin: running.admin_url.clone(),
             ilp: format!("{scheme}://{}/ilp", running.ilp_addr),
             admin_token: running.admin_token.expose_secret().to_owned(),
             auth: running.auth_public_url.clone(),

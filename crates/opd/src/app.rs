@@ -30,6 +30,9 @@ pub struct Running {
     pub open_payments_addr: SocketAddr,
     pub auth_addr: SocketAddr,
     pub admin_addr: SocketAddr,
+    /// The admin API's base URL (`https://` only with TLS and
+    /// `--allow-remote-admin`).
+    pub admin_url: String,
     /// Where peers send ILP packets (ILP-over-HTTP).
     pub ilp_addr: SocketAddr,
     /// The auto-peering acceptor, when it is on.
@@ -482,7 +485,14 @@ pub async fn start(
             opd_api::metrics::track,
         ));
         let stop = shutdown.subscribe();
-        let acceptor = tls.as_ref().map(|(acceptor, _)| acceptor.clone());
+        // The admin listener speaks TLS only when it is reachable from the
+        // network: on loopback (the default) the admin helpers, the
+        // dashboard and Prometheus reach it as they always did.
+        let plain_admin = i == ADMIN_LISTENER && !settings.serve.allow_remote_admin;
+        let acceptor = tls
+            .as_ref()
+            .filter(|_| !plain_admin)
+            .map(|(acceptor, _)| acceptor.clone());
         tasks.spawn(crate::listener::serve(
             listener, router, limits, acceptor, stop,
         ));
@@ -512,6 +522,14 @@ pub async fn start(
         open_payments_addr: op_addr,
         auth_addr,
         admin_addr,
+        admin_url: format!(
+            "{}://{admin_addr}",
+            if tls.is_some() && settings.serve.allow_remote_admin {
+                "https"
+            } else {
+                "http"
+            }
+        ),
         ilp_addr,
         auto_peering_addr,
         public_url: public_url.as_str().to_owned(),

@@ -238,7 +238,7 @@ pub struct ServeArgs {
     /// PEM bundle of certificate authorities outbound requests trust besides the platform's trust store and the compiled-in roots (a private CA).
     #[arg(long, env = "OPD_CA_FILE")]
     pub ca_file: Option<PathBuf>,
-    /// PEM certificate chain: every listener serves TLS with it (reloaded on SIGHUP and when the file changes); needs --tls-key.
+    /// PEM certificate chain: the public listeners serve TLS with it, and the admin listener with --allow-remote-admin (reloaded on SIGHUP and when the file changes); needs --tls-key.
     #[arg(long, env = "OPD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert.
