@@ -67,10 +67,10 @@ pub struct PayArgs {
     #[arg(long)]
     pub from: String,
     /// What the receiver gets, in its asset, such as 12.34.
-    #[arg(long, conflicts_with = "debit_amount")]
+    #[arg(long, conflicts_with = "debit_amount", allow_hyphen_values = true)]
     pub amount: Option<String>,
     /// What the sender pays (fees included), in its asset, such as 12.34.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub debit_amount: Option<String>,
     /// How long to wait for the consent, in seconds.
     #[arg(long, default_value_t = 600)]
@@ -108,7 +108,7 @@ pub struct GrantArgs {
     #[arg(long)]
     pub identifier: Option<String>,
     /// Outgoing payments: the most that may be debited, such as 25.00.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub debit_amount: Option<String>,
     /// Outgoing payments: repeat the limit per interval, such as R/2026-11-01T00:00:00Z/P1M.
     #[arg(long)]
@@ -144,7 +144,7 @@ pub enum IncomingCommand {
         #[arg(long)]
         wallet_address: String,
         /// What it should receive, such as 12.34 [default: any amount].
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         amount: Option<String>,
         /// Seconds until it expires [default: the server's].
         #[arg(long)]
@@ -191,10 +191,10 @@ pub enum QuoteCommand {
         #[arg(long)]
         receiver: String,
         /// Fixed send: what is debited, such as 12.34.
-        #[arg(long, conflicts_with = "receive_amount")]
+        #[arg(long, conflicts_with = "receive_amount", allow_hyphen_values = true)]
         debit_amount: Option<String>,
-        /// Fixed delivery: what the receiver gets, in its asset.
-        #[arg(long)]
+        /// Fixed delivery: what the receiver gets, in its asset, such as 12.34.
+        #[arg(long, allow_hyphen_values = true)]
         receive_amount: Option<String>,
         #[arg(long)]
         token: Option<String>,

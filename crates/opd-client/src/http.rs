@@ -18,14 +18,17 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// What went wrong talking to a server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The server answered with an error.
-    #[error("{method} {url}: {status} {code}: {description}")]
+    /// The server answered with an error: one line, then its `details`
+    /// (why, what is available and required, ...), one per line.
+    #[error("{method} {url}: {status} {code}: {description}{}", details_text(.details))]
     Server {
         method: Method,
         url: String,
         status: StatusCode,
         code: String,
         description: String,
+        /// The error's `details`, when the server gave some.
+        details: Option<Value>,
     },
     /// No answer: refused, timed out, not HTTP.
     #[error("{method} {url}: {reason}")]
@@ -154,12 +157,17 @@ impl Client {
             .as_ref()
             .map(error_of)
             .unwrap_or_else(|| (status_code_name(status), short(&text)));
+        let details = json
+            .as_ref()
+            .map(|v| v["error"]["details"].clone())
+            .filter(|d| d.is_object());
         Err(ClientError::Server {
             method,
             url: url.to_owned(),
             status,
             code,
             description,
+            details,
         })
     }
 }
@@ -179,6 +187,26 @@ fn error_of(body: &Value) -> (String, String) {
         .or_else(|| text(&body["message"]))
         .unwrap_or_default();
     (code, description)
+}
+
+/// An error's `details`, one per line and indented, amounts in their
+/// asset's units (`12.34 USD`): what a person reads under the error.
+fn details_text(details: &Option<Value>) -> String {
+    let Some(Value::Object(map)) = details else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (key, value) in map {
+        let shown = match crate::amount::Amount::from_json(value) {
+            Some(amount) => amount.to_string(),
+            None => match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+        };
+        out.push_str(&format!("\n  {key}: {shown}"));
+    }
+    out
 }
 
 fn status_code_name(status: StatusCode) -> String {
@@ -215,6 +243,19 @@ fn describe_transport(e: &reqwest::Error) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn details_are_shown_one_per_line_with_amounts_in_units() {
+        let details = Some(json!({
+            "reason": "the destination address is not allowed",
+            "available": { "value": "8766", "assetCode": "USD", "assetScale": 2 },
+        }));
+        assert_eq!(
+            details_text(&details),
+            "\n  available: 87.66 USD\n  reason: the destination address is not allowed"
+        );
+        assert_eq!(details_text(&None), "");
+    }
 
     #[test]
     fn reads_every_error_shape() {

@@ -118,46 +118,11 @@ pub async fn pay(
     let sender = resources::wallet_address(client, &p.from).await?;
     let incoming = incoming_payment(client, p, progress).await?;
 
-    let quote_token = resources::quote_token(client, &sender).await?;
-    let mut body = json!({ "walletAddress": sender.id, "receiver": incoming.url, "method": "ilp" });
-    if let Some(text) = &p.debit_amount {
-        body["debitAmount"] = sender
-            .amount(parse_decimal(text, sender.asset_scale)?)
-            .to_json();
-    } else if let (Some(text), Some((code, scale)), None) =
-        (&p.amount, &incoming.asset, &incoming.token)
-    {
-        // An existing incoming payment: `--amount` is what it should get.
-        let value = parse_decimal(text, *scale)?;
-        body["receiveAmount"] = Amount {
-            value,
-            asset_code: code.clone(),
-            asset_scale: *scale,
-        }
-        .to_json();
-    }
-    let quote = resources::create(client, &sender, "quotes", &quote_token.value, &body).await?;
-    let debit = amount_in(&quote, "debitAmount")?;
-    let receive = amount_in(&quote, "receiveAmount")?;
-    progress.step(&format!(
-        "Quoted: {} pays {debit}, the receiver gets {receive}.",
-        sender.name()
-    ));
-
-    let limits = json!({ "debitAmount": debit.to_json(), "receiver": incoming.url });
-    let token = resources::outgoing_token(client, &sender, Some(limits), p.consent_wait, |url| {
-        progress.consent(url);
-    })
-    .await?;
-    progress.step("Approved.");
-
-    let body = json!({ "walletAddress": sender.id, "quoteId": quote["id"] });
-    let created =
-        resources::create(client, &sender, "outgoing-payments", &token.value, &body).await?;
-    let id = created["id"]
-        .as_str()
-        .ok_or_else(|| anyhow::anyhow!("the outgoing payment has no id: {created}"))?
-        .to_owned();
+    let (quote, debit, receive, token, id) =
+        match prepare(client, p, &sender, &incoming, progress).await {
+            Ok(prepared) => prepared,
+            Err(e) => return Err(close_unpaid(client, &incoming, e).await),
+        };
     progress.step(&format!("Sending: {id}"));
     let outgoing = follow(
         client,
@@ -182,6 +147,78 @@ pub async fn pay(
         outgoing_payment: outgoing,
         delivered,
     })
+}
+
+/// Everything before the payment exists: the quote, the consent and the
+/// outgoing payment itself; its id.
+async fn prepare(
+    client: &Client,
+    p: &Payment,
+    sender: &WalletAddress,
+    incoming: &Incoming,
+    progress: &mut dyn Progress,
+) -> anyhow::Result<(Value, Amount, Amount, crate::gnap::Token, String)> {
+    let quote_token = resources::quote_token(client, sender).await?;
+    let mut body = json!({ "walletAddress": sender.id, "receiver": incoming.url, "method": "ilp" });
+    if let Some(text) = &p.debit_amount {
+        body["debitAmount"] = sender
+            .amount(parse_decimal(text, sender.asset_scale)?)
+            .to_json();
+    } else if let (Some(text), Some((code, scale)), None) =
+        (&p.amount, &incoming.asset, &incoming.token)
+    {
+        // An existing incoming payment: `--amount` is what it should get.
+        let value = parse_decimal(text, *scale)?;
+        body["receiveAmount"] = Amount {
+            value,
+            asset_code: code.clone(),
+            asset_scale: *scale,
+        }
+        .to_json();
+    }
+    let quote = resources::create(client, sender, "quotes", &quote_token.value, &body).await?;
+    let debit = amount_in(&quote, "debitAmount")?;
+    let receive = amount_in(&quote, "receiveAmount")?;
+    progress.step(&format!(
+        "Quoted: {} pays {debit}, the receiver gets {receive}.",
+        sender.name()
+    ));
+
+    let limits = json!({ "debitAmount": debit.to_json(), "receiver": incoming.url });
+    let token = resources::outgoing_token(client, sender, Some(limits), p.consent_wait, |url| {
+        progress.consent(url);
+    })
+    .await?;
+    progress.step("Approved.");
+
+    let body = json!({ "walletAddress": sender.id, "quoteId": quote["id"] });
+    let created =
+        resources::create(client, sender, "outgoing-payments", &token.value, &body).await?;
+    let id = created["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("the outgoing payment has no id: {created}"))?
+        .to_owned();
+    Ok((quote, debit, receive, token, id))
+}
+
+/// A payment that failed before it existed leaves nothing open behind it:
+/// the incoming payment made for it is completed (closed), so it waits for
+/// no money. Returns `e`, saying so.
+async fn close_unpaid(client: &Client, incoming: &Incoming, e: anyhow::Error) -> anyhow::Error {
+    let Some(token) = &incoming.token else {
+        return e;
+    };
+    let url = format!("{}/complete", incoming.url);
+    match client.signed(Method::POST, &url, Some(token), None).await {
+        Ok(_) => anyhow::anyhow!(
+            "{e:#}; nothing was paid, and the incoming payment made for it was closed ({})",
+            incoming.url
+        ),
+        Err(closing) => anyhow::anyhow!(
+            "{e:#}; nothing was paid, but the incoming payment made for it could not be closed ({}: {closing})",
+            incoming.url
+        ),
+    }
 }
 
 /// The incoming payment to pay: made on the receiver's wallet address, or

@@ -63,8 +63,41 @@ impl WalletAddress {
     }
 }
 
-/// Reads a wallet address document.
+/// A wallet address or resource URL as people write it: a payment
+/// pointer (`$wallet.example/alice` is `https://wallet.example/alice`,
+/// `$wallet.example` is `https://wallet.example/.well-known/pay`), a URL,
+/// or a URL without its scheme (`https` assumed).
+pub fn address(input: &str) -> anyhow::Result<String> {
+    let input = input.trim();
+    let refused = || {
+        anyhow::anyhow!(
+            "{input:?} is not an address: give an https URL or a payment pointer ($wallet.example/alice)"
+        )
+    };
+    let url = if let Some(pointer) = input.strip_prefix('$') {
+        if pointer.is_empty() || pointer.starts_with('/') {
+            return Err(refused());
+        }
+        match pointer.split_once('/') {
+            Some((host, path)) if !path.is_empty() => format!("https://{host}/{path}"),
+            _ => format!("https://{}/.well-known/pay", pointer.trim_end_matches('/')),
+        }
+    } else if input.starts_with("https://") || input.starts_with("http://") {
+        input.to_owned()
+    } else if input.contains("://") || input.is_empty() {
+        return Err(refused());
+    } else {
+        format!("https://{input}")
+    };
+    match url::Url::parse(&url) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => Ok(url),
+        _ => Err(refused()),
+    }
+}
+
+/// Reads a wallet address document (`url` as [`address`] reads it).
 pub async fn wallet_address(client: &Client, url: &str) -> anyhow::Result<WalletAddress> {
+    let url = &address(url)?;
     let v = client.get_public(url).await?;
     WalletAddress::from_json(&v)
         .ok_or_else(|| anyhow::anyhow!("{url} is not a wallet address: {v}"))
@@ -83,6 +116,7 @@ pub enum Receiver {
 /// Tells a wallet address from an incoming payment by its public document
 /// (only a wallet address names a `resourceServer`).
 pub async fn receiver(client: &Client, url: &str) -> anyhow::Result<Receiver> {
+    let url = &address(url)?;
     let v = client.get_public(url).await?;
     if let Some(w) = WalletAddress::from_json(&v) {
         return Ok(Receiver::WalletAddress(w));
@@ -192,5 +226,28 @@ pub async fn list(
             return Ok(out);
         }
         cursor = next.map(str::to_owned);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address;
+
+    #[test]
+    fn addresses_are_read_as_people_write_them() {
+        for (given, url) in [
+            ("$wallet.example/alice", "https://wallet.example/alice"),
+            ("$wallet.example", "https://wallet.example/.well-known/pay"),
+            ("$wallet.example/", "https://wallet.example/.well-known/pay"),
+            ("wallet.example/alice", "https://wallet.example/alice"),
+            ("http://127.0.0.1:8080/bob", "http://127.0.0.1:8080/bob"),
+            (" https://w.example/a ", "https://w.example/a"),
+        ] {
+            assert_eq!(address(given).unwrap(), url, "{given}");
+        }
+        for bad in ["ftp://w.example/a", "$", "", "https://"] {
+            let e = address(bad).unwrap_err().to_string();
+            assert!(e.contains("is not an address"), "{bad}: {e}");
+        }
     }
 }

@@ -13,12 +13,17 @@ pub enum DecimalError {
     TooPrecise { text: String, scale: u8 },
     #[error("{0:?} is too large")]
     TooLarge(String),
+    #[error("{0:?} is negative: amounts are what is paid or received, 0 or more")]
+    Negative(String),
 }
 
 /// `text` (such as `12.34`) in minor units of an asset with `scale`
 /// decimals: `12.34` at scale 2 is 1234; `12` is 1200; `12.345` is refused.
 pub fn parse_decimal(text: &str, scale: u8) -> Result<u64, DecimalError> {
     let not_a_number = || DecimalError::NotANumber(text.to_owned());
+    if text.starts_with('-') && text.len() > 1 {
+        return Err(DecimalError::Negative(text.to_owned()));
+    }
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
@@ -88,7 +93,11 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_exact() {
-        for bad in ["", ".", "1.", "-1", "1e3", "1,5", " 1", "1.2.3", "+1", "½"] {
+        assert!(matches!(
+            parse_decimal("-1", 2),
+            Err(DecimalError::Negative(_))
+        ));
+        for bad in ["", ".", "1.", "-", "1e3", "1,5", " 1", "1.2.3", "+1", "½"] {
             assert!(
                 matches!(parse_decimal(bad, 2), Err(DecimalError::NotANumber(_))),
                 "{bad:?}"

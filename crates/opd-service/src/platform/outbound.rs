@@ -32,7 +32,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
 pub enum OutboundError {
     #[error("the URL is not an http(s) URL without user-info")]
     BadUrl,
-    #[error("the destination address is not allowed")]
+    #[error("the destination address is not allowed: opd reaches only public addresses unless the operator names it in --outbound-allow")]
     Forbidden,
     #[error("the destination could not be reached")]
     Unreachable,
@@ -325,6 +325,22 @@ impl Outbound {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<(reqwest::StatusCode, Vec<u8>), OutboundError> {
+        let request = request.build().map_err(classify)?;
+        let host = request.url().host_str().unwrap_or_default().to_owned();
+        let outcome = self.execute(request, timeout, max_bytes).await;
+        if let Err(e) = &outcome {
+            // The host only: paths and queries can carry tokens.
+            tracing::info!(%host, error = %e, "an outbound request failed");
+        }
+        outcome
+    }
+
+    async fn execute(
+        &self,
+        request: reqwest::Request,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(reqwest::StatusCode, Vec<u8>), OutboundError> {
         let work = async {
             // Waiting for a turn counts against the request's own timeout.
             let _turn = self
@@ -332,7 +348,7 @@ impl Outbound {
                 .acquire()
                 .await
                 .map_err(|_| OutboundError::Unreachable)?;
-            let mut response = request.send().await.map_err(classify)?;
+            let mut response = self.client.execute(request).await.map_err(classify)?;
             let status = response.status();
             if !status.is_success() {
                 return Err(OutboundError::Status(status.as_u16()));

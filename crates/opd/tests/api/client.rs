@@ -297,7 +297,101 @@ async fn a_refused_consent_sends_nothing() {
     );
     assert_eq!(owner.decided.take().unwrap().await.unwrap(), StatusCode::OK);
     assert_eq!(balance(&app, "alice").await, "10000");
+    // The incoming payment made for it is closed: it waits for nothing.
+    assert!(
+        e.to_string()
+            .contains("incoming payment made for it was closed"),
+        "{e:#}"
+    );
+    let url = owner
+        .lines
+        .iter()
+        .find_map(|l| l.strip_prefix("Incoming payment for "))
+        .and_then(|l| l.split(": ").nth(1))
+        .unwrap()
+        .to_owned();
+    let (s, ip) = app.get(&url).await;
+    assert_eq!(s, StatusCode::OK, "{ip}");
+    assert_eq!(ip["completed"], true, "{ip}");
     proxy.validate(&app.servers, &["post-request", "create-quote"]);
+}
+
+/// What a person is told when something is refused: the server's reason
+/// (with the flag that would allow it), a negative amount, something that
+/// is no address; and payment pointers read as the URLs they stand for.
+#[tokio::test]
+async fn the_command_line_says_why_and_reads_addresses_as_people_write_them() {
+    let app = node("test.opd").await;
+    let proxy = ValidatingProxy::start().await;
+    let shop = app.signing_client("shop", 63).await;
+    let alice = app.create_wallet("alice", "USD", 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("client.json");
+    Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone())
+        .save_new(&profile)
+        .unwrap();
+    let stderr = |o: &Output| {
+        assert!(
+            !o.status.success(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // A receiver on an internal address: the reason, and how to allow it.
+    let refused = stderr(
+        &opd_client(
+            &profile,
+            &proxy,
+            &[
+                "quote",
+                "create",
+                "--wallet-address",
+                &alice,
+                "--receiver",
+                "http://10.255.255.1/incoming-payments/0193a3a8-0000-7000-8000-000000000000",
+                "--debit-amount",
+                "1.00",
+            ],
+        )
+        .await,
+    );
+    assert!(
+        refused.contains("invalid_receiver: invalid receiver\n  reason: ")
+            && refused.contains("--outbound-allow"),
+        "{refused}"
+    );
+    // A negative amount, and something that is no address.
+    let negative = stderr(
+        &opd_client(
+            &profile,
+            &proxy,
+            &[
+                "incoming-payment",
+                "create",
+                "--wallet-address",
+                &alice,
+                "--amount",
+                "-1",
+            ],
+        )
+        .await,
+    );
+    assert!(negative.contains("\"-1\" is negative"), "{negative}");
+    let no_address = stderr(
+        &opd_client(
+            &profile,
+            &proxy,
+            &[
+                "incoming-payment",
+                "create",
+                "--wallet-address",
+                "ftp://w.example/a",
+            ],
+        )
+        .await,
+    );
+    assert!(no_address.contains("is not an address"), "{no_address}");
 }
 
 /// Runs `opd client --profile <profile> <args>` (off the runtime, which

@@ -71,3 +71,47 @@ async fn without_the_ca_file_a_quote_fails_on_the_certificate_and_says_so() {
     assert!(reason.contains("certificate is not trusted"), "{q}");
     assert!(!reason.contains("127.0.0.1"), "no internal address: {q}");
 }
+
+/// `opd client` reads a payment pointer as the https URL it stands for,
+/// and trusts a private CA through the platform's `SSL_CERT_FILE`.
+#[tokio::test]
+async fn opd_client_takes_a_payment_pointer() {
+    trust_test_ca();
+    let dir = tempfile::tempdir().unwrap();
+    let app = tls_node("test.opd", dir.path(), true).await;
+    let shop = app.signing_client("shop", 64).await;
+    app.create_wallet("bob", "USD", 2).await;
+    let profile = dir.path().join("client.json");
+    opd_client::profile::Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone())
+        .save_new(&profile)
+        .unwrap();
+    let host = app.base.trim_start_matches("https://").to_owned();
+    let pointer = format!("${host}/bob");
+    let ca = test_ca().write_ca(dir.path());
+    let out = tokio::task::spawn_blocking(move || {
+        opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["client", &format!("--profile={}", profile.display())])
+                .args([
+                    "--json",
+                    "incoming-payment",
+                    "create",
+                    "--wallet-address",
+                    &pointer,
+                ])
+                .args(["--amount", "1.50"])
+                .env_remove("OPD_CLIENT_PROFILE")
+                .env("SSL_CERT_FILE", &ca),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ip: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ip["walletAddress"], app.url("bob"), "{ip}");
+    assert_eq!(ip["incomingAmount"], amount("150", "USD", 2));
+}
