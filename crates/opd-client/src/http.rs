@@ -27,8 +27,9 @@ pub enum ClientError {
         status: StatusCode,
         code: String,
         description: String,
-        /// The error's `details`, when the server gave some.
-        details: Option<Value>,
+        /// The error's `details`, when the server gave some (boxed: the
+        /// error travels by value through every call).
+        details: Option<Box<Value>>,
     },
     /// No answer: refused, timed out, not HTTP.
     #[error("{method} {url}: {reason}")]
@@ -160,7 +161,8 @@ impl Client {
         let details = json
             .as_ref()
             .map(|v| v["error"]["details"].clone())
-            .filter(|d| d.is_object());
+            .filter(|d| d.is_object())
+            .map(Box::new);
         Err(ClientError::Server {
             method,
             url: url.to_owned(),
@@ -191,8 +193,8 @@ fn error_of(body: &Value) -> (String, String) {
 
 /// An error's `details`, one per line and indented, amounts in their
 /// asset's units (`12.34 USD`): what a person reads under the error.
-fn details_text(details: &Option<Value>) -> String {
-    let Some(Value::Object(map)) = details else {
+fn details_text(details: &Option<Box<Value>>) -> String {
+    let Some(Value::Object(map)) = details.as_deref() else {
         return String::new();
     };
     let mut out = String::new();
@@ -246,10 +248,10 @@ mod tests {
 
     #[test]
     fn details_are_shown_one_per_line_with_amounts_in_units() {
-        let details = Some(json!({
+        let details = Some(Box::new(json!({
             "reason": "the destination address is not allowed",
             "available": { "value": "8766", "assetCode": "USD", "assetScale": 2 },
-        }));
+        })));
         assert_eq!(
             details_text(&details),
             "\n  available: 87.66 USD\n  reason: the destination address is not allowed"
