@@ -4,7 +4,6 @@
 //! reach logs or pages.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::{Arc, Mutex};
 
 use opd_testkit::app::Db;
 use reqwest::{Method, StatusCode};
@@ -97,44 +96,11 @@ async fn wrong_admin_tokens_never_lock_out_the_right_one() {
     assert_eq!(right.status(), StatusCode::OK);
 }
 
-/// Log lines captured from this test's thread (the server under test runs
-/// on it).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 /// A whole interactive grant with debug logging on: the requests are
 /// logged, but not the interaction's id, its nonce or the `interact_ref`.
 #[tokio::test]
 async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
-    // tracing caches whether anyone listens to a log statement for the
-    // whole process; with one subscriber alive it asks only the thread
-    // that first runs the statement (another test's, listening to
-    // nothing). A second one, alive for the test, makes it ask all.
-    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(captured.clone())
-        .finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
+    let (captured, _logging) = crate::capture_logs(tracing::Level::DEBUG);
 
     let w = world(Db::Sqlite).await;
     let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce")).await;
@@ -153,7 +119,7 @@ async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
         .await;
     assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
 
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     let mut parts = redirect.rsplit('/');
     let (nonce, id) = (parts.next().unwrap(), parts.next().unwrap());
     assert!(

@@ -71,3 +71,54 @@ pub fn assert_error(status: reqwest::StatusCode, body: &Value, want_status: u16,
 // The mapping from requests to operations and the validation itself live
 // in `opd_testkit::spec`, where every test client uses them.
 pub use opd_testkit::spec::{operation_of, spec_reply};
+
+/// Log lines captured from this test's thread (the server under test runs
+/// on it).
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Captures this thread's log lines at `level` and above until the guards
+/// drop.
+pub fn capture_logs(
+    level: tracing::Level,
+) -> (
+    Captured,
+    (tracing::Dispatch, tracing::subscriber::DefaultGuard),
+) {
+    // tracing caches whether anyone listens to a log statement for the
+    // whole process; with one subscriber alive it asks only the thread
+    // that first runs the statement (another test's, listening to
+    // nothing). A second one, alive for the test, makes it ask all.
+    let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(captured.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    (captured, (second, guard))
+}

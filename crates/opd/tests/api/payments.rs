@@ -280,6 +280,70 @@ async fn cross_currency_with_fees_and_from_an_incoming_payment() {
     ledger_balanced(&w.app).await;
 }
 
+/// An operator tailing the log at the default level sees each payment
+/// created, and completed or failed, with its amounts and why.
+#[tokio::test]
+async fn payments_are_logged_when_created_completed_and_failed() {
+    let (captured, _logging) = crate::capture_logs(tracing::Level::INFO);
+    let w = world(Db::Sqlite).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let mut ids = Vec::new();
+    for value in ["300", "200"] {
+        let ip = incoming(&w.app, &w.bob, value, "USD").await;
+        let q = quote(
+            &w.app,
+            json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+        )
+        .await;
+        let (s, created) = pay(
+            &w,
+            &token,
+            &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{created}");
+        ids.push(
+            created["id"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned(),
+        );
+        if value == "300" {
+            w.app.run_workers().await;
+        }
+    }
+    // The second one's quote expires before it is sent: it fails.
+    w.app.clock.advance_millis(10 * 60 * 1000);
+    w.app.run_workers().await;
+    let log = captured.text();
+    let line = |id: &str, what: &str| {
+        log.lines()
+            .find(|l| l.contains(what) && l.contains(id))
+            .unwrap_or_else(|| panic!("no {what:?} line for {id}:\n{log}"))
+            .to_owned()
+    };
+    let created = line(&ids[0], "outgoing payment created");
+    assert!(
+        created.contains(" INFO ") && created.contains("debit=300"),
+        "{created}"
+    );
+    assert!(created.contains("wallet_address=alice"), "{created}");
+    let completed = line(&ids[0], "outgoing payment completed");
+    assert!(
+        completed.contains("sent=300") && completed.contains("delivered=300"),
+        "{completed}"
+    );
+    let failed = line(&ids[1], "outgoing payment ended unpaid");
+    assert!(
+        failed.contains("state=\"failed\"") && failed.contains("reason="),
+        "{failed}"
+    );
+    assert!(!log.contains(&token), "no token in the log");
+}
+
 #[tokio::test]
 async fn payments_fail_cleanly_and_give_the_money_back() {
     let w = world(Db::Sqlite).await;

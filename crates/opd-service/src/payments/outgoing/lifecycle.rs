@@ -60,6 +60,14 @@ async fn end(
     };
     let ended = services.store.fail_outgoing_payment(&failure).await?;
     if ended {
+        tracing::info!(
+            payment = %p.id,
+            state = state.as_str(),
+            reason,
+            sent = p.sent,
+            asset = p.debit.asset.code.as_str(),
+            "outgoing payment ended unpaid"
+        );
         crate::platform::metrics::payment_failed(&p.debit, state.as_str());
     }
     Ok(ended)
@@ -136,6 +144,15 @@ pub(crate) async fn complete_as_sent(
         .complete_sent_payment(p.id, quote.fee, at, &events)
         .await?
     {
+        tracing::info!(
+            payment = %p.id,
+            sent = now_p.sent,
+            delivered = now_p.receive.value,
+            fee = quote.fee,
+            asset = p.debit.asset.code.as_str(),
+            via = "interledger",
+            "outgoing payment completed"
+        );
         crate::platform::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
         Ok(Step::Completed(p.id))
     } else {

@@ -110,6 +110,15 @@ pub(super) async fn send(
         events,
     };
     if services.store.deliver_locally(&delivery).await? {
+        tracing::info!(
+            payment = %p.id,
+            sent = quote.debit_minus_fees,
+            delivered = p.receive.value,
+            fee = quote.fee,
+            asset = p.debit.asset.code.as_str(),
+            via = "local",
+            "outgoing payment completed"
+        );
         crate::platform::metrics::payment_completed(
             &p.debit.asset,
             quote.debit_minus_fees,

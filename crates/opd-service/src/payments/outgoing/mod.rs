@@ -231,6 +231,16 @@ pub async fn create(
     {
         CreateOutgoing::Created { spent_before } => {
             crate::platform::metrics::payment_created(&record.debit);
+            tracing::info!(
+                payment = %record.id,
+                wallet_address = %wallet.path,
+                debit = record.debit.value,
+                receive = record.receive.value,
+                asset = record.debit.asset.code.as_str(),
+                receiver = %record.receiver,
+                state = record.state.as_str(),
+                "outgoing payment created"
+            );
             if record.state == OutgoingPaymentState::Sending {
                 services.payments.due.notify_one();
             }
