@@ -45,8 +45,14 @@ impl AdminClient {
                     .into()
             }
         };
+        let base = common
+            .admin_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"))
+            .trim_end_matches('/')
+            .to_owned();
         Ok(Self {
-            base: format!("http://{addr}"),
+            base,
             token,
             http: reqwest::Client::new(),
         })
@@ -76,10 +82,41 @@ impl AdminClient {
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            bail!(
+                "the admin API at {} refused the admin token: give that server's token with --admin-token (or OPD_ADMIN_TOKEN), or --data-dir of that server (its admin-token file); --admin-url names another server",
+                self.base
+            );
+        }
         if !status.is_success() {
-            bail!("admin API answered {status}: {value}");
+            let error = &value["error"];
+            let code = error["code"].as_str().unwrap_or("error");
+            let description = error["description"].as_str().unwrap_or_default();
+            let mut message = format!("admin API: {} {code}: {description}", status.as_u16());
+            if let Some(details) = error["details"].as_object() {
+                for (k, v) in details {
+                    let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    message.push_str(&format!("\n  {k}: {shown}"));
+                }
+            }
+            bail!(message);
         }
         Ok(value)
+    }
+
+    /// A peer's id, given its id or its name.
+    async fn peer_id(&self, id_or_name: &str) -> anyhow::Result<String> {
+        if uuid::Uuid::parse_str(id_or_name).is_ok() {
+            return Ok(id_or_name.to_owned());
+        }
+        let all = self.call(reqwest::Method::GET, "/peers", None).await?;
+        all.as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == id_or_name)
+            .and_then(|p| p["id"].as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| anyhow::anyhow!("no peer has the id or name {id_or_name:?}"))
     }
 
     pub async fn wallet_address(&self, cmd: WalletAddressCommand) -> anyhow::Result<Value> {
@@ -162,6 +199,41 @@ impl AdminClient {
     pub async fn peer(&self, cmd: PeerCommand) -> anyhow::Result<Value> {
         use reqwest::Method;
         let one = |id: &str, rest: &str| format!("/peers/{}{rest}", encode_segment(id));
+        // Every command naming a peer takes its name too.
+        let cmd = match cmd {
+            PeerCommand::Get { id } => PeerCommand::Get {
+                id: self.peer_id(&id).await?,
+            },
+            PeerCommand::Update { id, settings } => PeerCommand::Update {
+                id: self.peer_id(&id).await?,
+                settings,
+            },
+            PeerCommand::Delete { id } => PeerCommand::Delete {
+                id: self.peer_id(&id).await?,
+            },
+            PeerCommand::Deposit {
+                id,
+                amount,
+                idempotency_key,
+            } => PeerCommand::Deposit {
+                id: self.peer_id(&id).await?,
+                amount,
+                idempotency_key,
+            },
+            PeerCommand::Withdraw {
+                id,
+                amount,
+                idempotency_key,
+            } => PeerCommand::Withdraw {
+                id: self.peer_id(&id).await?,
+                amount,
+                idempotency_key,
+            },
+            PeerCommand::Balance { id } => PeerCommand::Balance {
+                id: self.peer_id(&id).await?,
+            },
+            other => other,
+        };
         match cmd {
             PeerCommand::Create(settings) => {
                 self.call(Method::POST, "/peers", Some(peer_body(settings)))

@@ -60,6 +60,9 @@ pub struct CommonArgs {
         default_value = "127.0.0.1:8082"
     )]
     pub admin_listen: SocketAddr,
+    /// Where the admin helpers (`wallet-address`, `key`, `peer`, `incoming-payment`) reach the admin API [default: http://<admin-listen>].
+    #[arg(long, env = "OPD_ADMIN_URL", global = true)]
+    pub admin_url: Option<String>,
     /// Admin API bearer token [default: generated on first start into <data-dir>/admin-token].
     #[arg(long, env = "OPD_ADMIN_TOKEN", global = true, hide_env_values = true)]
     pub admin_token: Option<SecretString>,

@@ -54,18 +54,28 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("the ledger is not balanced ({} problems)", problems.len())
             }
         }
-        Command::WalletAddress(cmd) => print(
-            AdminClient::new(&settings.common)?
-                .wallet_address(cmd)
-                .await?,
-        ),
-        Command::Key(cmd) => print(AdminClient::new(&settings.common)?.key(cmd).await?),
-        Command::Peer(cmd) => print(AdminClient::new(&settings.common)?.peer(cmd).await?),
-        Command::IncomingPayment(cmd) => print(
-            AdminClient::new(&settings.common)?
-                .incoming_payment(cmd)
-                .await?,
-        ),
+        Command::WalletAddress(cmd) => {
+            one_line(async {
+                AdminClient::new(&settings.common)?
+                    .wallet_address(cmd)
+                    .await
+            })
+            .await
+        }
+        Command::Key(cmd) => {
+            one_line(async { AdminClient::new(&settings.common)?.key(cmd).await }).await
+        }
+        Command::Peer(cmd) => {
+            one_line(async { AdminClient::new(&settings.common)?.peer(cmd).await }).await
+        }
+        Command::IncomingPayment(cmd) => {
+            one_line(async {
+                AdminClient::new(&settings.common)?
+                    .incoming_payment(cmd)
+                    .await
+            })
+            .await
+        }
         Command::Client(args) => {
             // A person reads this: the error's chain on one line, without
             // the backtrace anyhow would add.
@@ -107,6 +117,20 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
         print_demo(demo, &running.public_url);
     }
     running.serve_until(shutdown_signal()).await
+}
+
+/// Prints an admin helper's answer, or its error as `opd client` does:
+/// one line (then any details), without a backtrace.
+async fn one_line(
+    work: impl std::future::Future<Output = anyhow::Result<serde_json::Value>>,
+) -> anyhow::Result<()> {
+    match work.await {
+        Ok(value) => print(value),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// The demo's wallet addresses, passwords and the next commands.

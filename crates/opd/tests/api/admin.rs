@@ -98,6 +98,70 @@ async fn admin_rejects_bad_wallet_addresses_and_keys() {
     assert_error(s, &v, 404, "not_found");
 }
 
+/// The admin helpers against any server (`--admin-url`), peers named by
+/// name, and errors as one line that says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_helpers_take_a_url_names_and_say_what_went_wrong() {
+    let app = TestApp::spawn().await;
+    let run = |args: &[&str], token: &str| {
+        opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-url", &app.admin, "--admin-token", token])
+                .args(args)
+                .env_remove("OPD_CONFIG")
+                .env_remove("RUST_BACKTRACE")
+                .env("OPD_DATA_DIR", "/nonexistent"),
+        )
+    };
+    let created = run(
+        &[
+            "peer",
+            "create",
+            "--name",
+            "bank",
+            "--static-ilp-address",
+            "test.bank",
+            "--asset-code",
+            "USD",
+            "--asset-scale",
+            "2",
+            "--incoming-token",
+            "bank-to-us-token",
+        ],
+        &app.admin_token,
+    );
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    // By name, where an id is taken.
+    let got = run(&["peer", "get", "bank"], &app.admin_token);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let peer: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+    assert_eq!(peer["staticIlpAddress"], "test.bank");
+    // A wrong token: one line, saying what to pass.
+    let refused = run(&["peer", "list"], "a-wrong-token-0123456789abcdef0123");
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: the admin API at ") && err.contains("--admin-token"),
+        "{err}"
+    );
+    // An error of the API: its code and description on one line.
+    let missing = run(&["peer", "get", "nobody"], &app.admin_token);
+    let err = String::from_utf8_lossy(&missing.stderr).into_owned();
+    assert!(
+        err.starts_with("error: no peer has the id or name \"nobody\""),
+        "{err}"
+    );
+}
+
 // The CLI blocks its thread while the server answers on another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_helpers_manage_wallet_addresses_and_keys() {
