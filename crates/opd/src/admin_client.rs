@@ -104,6 +104,30 @@ impl AdminClient {
         Ok(value)
     }
 
+    /// `text` in minor units of the peer's asset: a decimal in its units
+    /// (`1.50`), or with `minor_units` an integer of minor units.
+    async fn peer_amount(&self, id: &str, text: &str, minor_units: bool) -> anyhow::Result<u64> {
+        if minor_units {
+            return opd_core::money::parse_u64_canonical(text.trim()).map_err(|_| {
+                anyhow::anyhow!(
+                    "{text:?} is not an integer of minor units (drop --minor-units to write 1.50)"
+                )
+            });
+        }
+        let peer = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/peers/{}", encode_segment(id)),
+                None,
+            )
+            .await?;
+        let scale = peer["asset"]["scale"]
+            .as_u64()
+            .and_then(|s| u8::try_from(s).ok())
+            .ok_or_else(|| anyhow::anyhow!("the peer has no asset scale: {peer}"))?;
+        Ok(opd_core::decimal::parse_decimal(text.trim(), scale)?)
+    }
+
     /// A peer's id, given its id or its name.
     async fn peer_id(&self, id_or_name: &str) -> anyhow::Result<String> {
         if uuid::Uuid::parse_str(id_or_name).is_ok() {
@@ -214,19 +238,23 @@ impl AdminClient {
             PeerCommand::Deposit {
                 id,
                 amount,
+                minor_units,
                 idempotency_key,
             } => PeerCommand::Deposit {
                 id: self.peer_id(&id).await?,
                 amount,
+                minor_units,
                 idempotency_key,
             },
             PeerCommand::Withdraw {
                 id,
                 amount,
+                minor_units,
                 idempotency_key,
             } => PeerCommand::Withdraw {
                 id: self.peer_id(&id).await?,
                 amount,
+                minor_units,
                 idempotency_key,
             },
             PeerCommand::Balance { id } => PeerCommand::Balance {
@@ -249,8 +277,10 @@ impl AdminClient {
             PeerCommand::Deposit {
                 id,
                 amount,
+                minor_units,
                 idempotency_key,
             } => {
+                let amount = self.peer_amount(&id, &amount, minor_units).await?;
                 let body = move_body(amount, idempotency_key);
                 self.call(Method::POST, &one(&id, "/deposits"), Some(body))
                     .await
@@ -258,8 +288,10 @@ impl AdminClient {
             PeerCommand::Withdraw {
                 id,
                 amount,
+                minor_units,
                 idempotency_key,
             } => {
+                let amount = self.peer_amount(&id, &amount, minor_units).await?;
                 let body = move_body(amount, idempotency_key);
                 self.call(Method::POST, &one(&id, "/withdrawals"), Some(body))
                     .await

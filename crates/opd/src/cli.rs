@@ -113,7 +113,7 @@ pub struct PeerSettings {
     /// Asset scale of the peering (create only).
     #[arg(long)]
     pub asset_scale: Option<u8>,
-    /// Largest packet amount the peer may send (F08 above it).
+    /// Largest packet amount the peer may send (F08 above it), in minor units of the peering's asset (1000 is 10.00 at scale 2).
     #[arg(long)]
     pub max_packet_amount: Option<u64>,
     /// An ILP address prefix reached through the peer (repeatable) [default: its static address].
@@ -128,10 +128,10 @@ pub struct PeerSettings {
     /// The bearer token we present to the peer.
     #[arg(long, requires = "outgoing_endpoint")]
     pub outgoing_token: Option<String>,
-    /// `peer.liquidity_low` when the liquidity falls to or below this.
+    /// `peer.liquidity_low` when the liquidity falls to or below this, in minor units.
     #[arg(long)]
     pub liquidity_low: Option<u64>,
-    /// `peer.liquidity_high` when the liquidity rises to or above this.
+    /// `peer.liquidity_high` when the liquidity rises to or above this, in minor units.
     #[arg(long)]
     pub liquidity_high: Option<u64>,
 }
@@ -164,20 +164,30 @@ pub enum PeerCommand {
     },
     /// Delete a peer (its liquidity must be zero).
     Delete { id: String },
-    /// Add liquidity: what the peer may send before settling.
+    /// Add liquidity: what the peer may send us before settling.
     Deposit {
+        /// The peer's id or name.
         id: String,
+        /// In the peering's asset, such as 100.00 (an integer of minor units with --minor-units).
+        #[arg(long, allow_hyphen_values = true)]
+        amount: String,
+        /// --amount is in minor units (10000 is 100.00 at scale 2).
         #[arg(long)]
-        amount: u64,
+        minor_units: bool,
         /// Makes a retry safe [default: a new random key].
         #[arg(long)]
         idempotency_key: Option<String>,
     },
     /// Take liquidity back.
     Withdraw {
+        /// The peer's id or name.
         id: String,
+        /// In the peering's asset, such as 100.00 (an integer of minor units with --minor-units).
+        #[arg(long, allow_hyphen_values = true)]
+        amount: String,
+        /// --amount is in minor units (10000 is 100.00 at scale 2).
         #[arg(long)]
-        amount: u64,
+        minor_units: bool,
         #[arg(long)]
         idempotency_key: Option<String>,
     },

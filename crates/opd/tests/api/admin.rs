@@ -144,6 +144,34 @@ async fn cli_helpers_take_a_url_names_and_say_what_went_wrong() {
     );
     let peer: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
     assert_eq!(peer["staticIlpAddress"], "test.bank");
+    // Liquidity in the peering's units, or in minor units when asked.
+    let deposited = run(
+        &["peer", "deposit", "bank", "--amount", "1.50"],
+        &app.admin_token,
+    );
+    assert!(
+        deposited.status.success(),
+        "{}",
+        String::from_utf8_lossy(&deposited.stderr)
+    );
+    let deposited = run(
+        &["peer", "deposit", "bank", "--amount", "25", "--minor-units"],
+        &app.admin_token,
+    );
+    assert!(
+        deposited.status.success(),
+        "{}",
+        String::from_utf8_lossy(&deposited.stderr)
+    );
+    let balance = run(&["peer", "balance", "bank"], &app.admin_token);
+    let balance: serde_json::Value = serde_json::from_slice(&balance.stdout).unwrap();
+    assert_eq!(balance["balance"], "175", "{balance}");
+    let negative = run(
+        &["peer", "deposit", "bank", "--amount", "-1"],
+        &app.admin_token,
+    );
+    let err = String::from_utf8_lossy(&negative.stderr).into_owned();
+    assert!(err.contains("is negative"), "{err}");
     // A wrong token: one line, saying what to pass.
     let refused = run(&["peer", "list"], "a-wrong-token-0123456789abcdef0123");
     assert!(!refused.status.success());
