@@ -89,8 +89,9 @@ async fn two_servers_peer_in_one_command_and_pay_each_other() {
 /// What the double received.
 type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
 
-/// An acceptor answering as the reference server's does.
-async fn reference_acceptor(seen: Seen) -> String {
+/// An acceptor answering as the reference server's does, with `address`
+/// as its static address.
+async fn reference_acceptor(seen: Seen, address: &'static str) -> String {
     let app = Router::new().route(
         "/",
         post(
@@ -103,7 +104,7 @@ async fn reference_acceptor(seen: Seen) -> String {
                         .map(str::to_owned);
                     seen.lock().unwrap().push((auth, body));
                     Json(json!({
-                        "staticIlpAddress": "test.rafiki",
+                        "staticIlpAddress": address,
                         "ilpConnectorUrl": "http://127.0.0.1:9/rafiki-ilp",
                         "httpToken": "rafiki-to-opd",
                         "name": "Rafiki Money"
@@ -122,7 +123,7 @@ async fn reference_acceptor(seen: Seen) -> String {
 async fn the_request_is_what_the_reference_servers_acceptor_reads() {
     let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.ilp_address = "test.opd".into()).await;
     let seen: Seen = Arc::default();
-    let url = reference_acceptor(seen.clone()).await;
+    let url = reference_acceptor(seen.clone(), "test.rafiki").await;
     let ask =
         json!({ "url": url, "asset": { "code": "USD", "scale": 2 }, "maxPacketAmount": "50000" });
     let (s, peer) = app
@@ -192,6 +193,17 @@ async fn the_request_is_what_the_reference_servers_acceptor_reads() {
             Some(
                 &json!({ "url": format!("{}/", app.base), "asset": { "code": "USD", "scale": 2 } }),
             ),
+        )
+        .await;
+    crate::assert_error(s, &v, 502, "peering_failed");
+    // Nor does an answer claiming an address under ours (it would take
+    // our own packets).
+    let under_ours = reference_acceptor(Arc::default(), "test.opd.evil").await;
+    let (s, v) = app
+        .admin(
+            Method::POST,
+            "/peers/auto-peer",
+            Some(&json!({ "url": under_ours, "asset": { "code": "USD", "scale": 2 } })),
         )
         .await;
     crate::assert_error(s, &v, 502, "peering_failed");
