@@ -137,6 +137,57 @@ fn sending(limits: Option<&OutgoingLimits>) -> Ask {
     Ask { what, details }
 }
 
+/// What the owner should know before letting a client send: who the
+/// receiver is (its wallet address and name, when it is served here) and
+/// what it asks for in its own asset, and whether the limit is more than
+/// the wallet address holds.
+async fn sending_notes(
+    services: &Services,
+    wallet: &opd_core::wallet_address::WalletAddress,
+    limits: &OutgoingLimits,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(receiver) = &limits.receiver {
+        if let Ok(Ok((payment, to))) =
+            opd_service::payments::receivers::local(services, receiver).await
+        {
+            let address = services.config.public_url.wallet_address(&to.path);
+            notes.push(match &to.public_name {
+                Some(name) => format!("The receiver is {name} ({address})."),
+                None => format!("The receiver is {address}."),
+            });
+            if let Some(asked) = payment.incoming_amount {
+                let left = asked.saturating_sub(payment.received_amount);
+                let asset = &payment.asset;
+                notes.push(format!(
+                    "It asks for {}{}.",
+                    display::amount(left, asset.code.as_str(), asset.scale),
+                    if asset == &wallet.asset {
+                        String::new()
+                    } else {
+                        " in its own currency".to_owned()
+                    }
+                ));
+            }
+        }
+    }
+    if let Some(limit) = &limits.debit_amount {
+        if let Ok(balance) = opd_service::ledger::balance(services, wallet).await {
+            if limit.asset == balance.asset && limit.value > balance.value {
+                notes.push(format!(
+                    "Your balance is {}: payments beyond it will fail until money is added.",
+                    display::amount(
+                        balance.value,
+                        balance.asset.code.as_str(),
+                        balance.asset.scale
+                    )
+                ));
+            }
+        }
+    }
+    notes
+}
+
 /// What one access item allows, in words.
 fn asks_of(item: &AccessItem) -> Vec<Ask> {
     let plain = |what: &str| Ask {
@@ -194,13 +245,24 @@ async fn page(
     error: Option<&str>,
 ) -> Response {
     let client = client_view(services, i).await;
+    let mut asks: Vec<Ask> = i.grant.access.iter().flat_map(asks_of).collect();
+    for item in &i.grant.access {
+        if item.kind == AccessType::OutgoingPayment && item.actions.contains(&Action::Create) {
+            if let Some(limits) = &item.limits {
+                let notes = sending_notes(services, &i.wallet, limits).await;
+                if let Some(ask) = asks.iter_mut().find(|a| a.what.starts_with("Send")) {
+                    ask.details.extend(notes);
+                }
+            }
+        }
+    }
     let view = ConsentPage {
         page_title: "Grant access?",
         css_href: AUTH_CSS,
         client,
         wallet: services.config.public_url.wallet_address(&i.wallet.path),
         expires: i.grant.record.interaction_expires_at.map(display::date),
-        asks: i.grant.access.iter().flat_map(asks_of).collect(),
+        asks,
         error,
         action: format!("/consent/{id}/{nonce}"),
         csrf: csrf::token(services, PURPOSE, id, cookie),

@@ -986,3 +986,54 @@ async fn the_consent_page_shows_the_client_host_and_marks_a_name_it_does_not_mat
     );
     assert!(!html.contains("My <Bank>"), "{html}");
 }
+
+/// The consent page says who receives and what, and warns when the limit
+/// is more than the wallet address holds.
+#[tokio::test]
+async fn the_consent_page_names_the_receiver_and_warns_about_the_balance() {
+    let w = world(Db::Sqlite).await;
+    w.app.deposit("alice", 500).await;
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses",
+            Some(&json!({ "path": "bakery", "assetCode": "EUR", "assetScale": 2, "publicName": "Bob Bakery" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let bakery = w.app.url("bakery");
+    let (s, ip) = w
+        .app
+        .post(
+            &w.app.url("incoming-payments"),
+            &json!({ "walletAddress": bakery, "incomingAmount": { "value": "1000", "assetCode": "EUR", "assetScale": 2 } }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let mut body = outgoing_grant(&w, Some(FINISH), "n");
+    body["access_token"]["access"][0]["limits"]["receiver"] = ip["id"].clone();
+    let grant = ask(&w, &body).await;
+    let start = w
+        .browser
+        .get(grant["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let html = w
+        .browser
+        .get(format!("{}{}", w.app.auth, location(&start)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for expected in [
+        format!("The receiver is Bob Bakery ({bakery})."),
+        "It asks for 10.00 EUR in its own currency.".to_owned(),
+        "Your balance is $5.00: payments beyond it will fail until money is added.".to_owned(),
+    ] {
+        assert!(html.contains(&expected), "{expected}\n{html}");
+    }
+}
