@@ -12,13 +12,15 @@ use askama::Template;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use opd_gnap::{AccessItem, AccessType, Action, ClientIdent, OutgoingLimits};
+use opd_gnap::{AccessType, Action, ClientIdent};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
 
 use crate::extract::{PathParams2, RawBody};
 use crate::pages::{self, AUTH_CSS};
 use crate::{csrf, display, AppState};
+
+use super::consent_words::{asks_of, sending_notes, Ask};
 
 /// The browser's cookie the form token is bound to.
 const COOKIE: &str = "opd_consent";
@@ -32,12 +34,6 @@ struct ClientView {
     url: Option<String>,
     /// The host it is really served from, when the name does not say so.
     unverified_host: Option<String>,
-}
-
-/// One thing the client may do, in words.
-struct Ask {
-    what: String,
-    details: Vec<String>,
 }
 
 #[derive(Template)]
@@ -92,147 +88,6 @@ async fn client_view(services: &Services, i: &Interaction) -> ClientView {
         url: Some(url.clone()),
         unverified_host: (!matches).then_some(host),
     }
-}
-
-fn has_any(item: &AccessItem, actions: &[Action]) -> bool {
-    actions.iter().any(|a| item.actions.contains(a))
-}
-
-/// "Send up to $25.00 every month, from 1 November 2026", and the other
-/// limits of an outgoing-payment grant as details.
-fn sending(limits: Option<&OutgoingLimits>) -> Ask {
-    let Some(l) = limits else {
-        return Ask {
-            what: "Send payments from your wallet address".into(),
-            details: vec!["No limit is set on the amount.".into()],
-        };
-    };
-    let period = l
-        .interval
-        .as_ref()
-        .map(|iv| display::interval(iv.as_str()))
-        .unwrap_or_else(|| "in total".into());
-    let what = if let Some(a) = &l.debit_amount {
-        format!(
-            "Send up to {} {period}",
-            display::amount(a.value, a.asset.code.as_str(), a.asset.scale)
-        )
-    } else if let Some(a) = &l.receive_amount {
-        format!(
-            "Send payments that deliver up to {} {period}",
-            display::amount(a.value, a.asset.code.as_str(), a.asset.scale)
-        )
-    } else if l.interval.is_some() {
-        format!("Send payments of any amount, {period}")
-    } else {
-        "Send payments from your wallet address".into()
-    };
-    let mut details = Vec::new();
-    if l.debit_amount.is_none() && l.receive_amount.is_none() {
-        details.push("No limit is set on the amount.".into());
-    }
-    if let Some(r) = &l.receiver {
-        details.push(format!("Only to {r}"));
-    }
-    Ask { what, details }
-}
-
-/// What the owner should know before letting a client send: who the
-/// receiver is (its wallet address and name, when it is served here) and
-/// what it asks for in its own asset, and whether the limit is more than
-/// the wallet address holds.
-async fn sending_notes(
-    services: &Services,
-    wallet: &opd_core::wallet_address::WalletAddress,
-    limits: &OutgoingLimits,
-) -> Vec<String> {
-    let mut notes = Vec::new();
-    if let Some(receiver) = &limits.receiver {
-        if let Ok(Ok((payment, to))) =
-            opd_service::payments::receivers::local(services, receiver).await
-        {
-            let address = services.config.public_url.wallet_address(&to.path);
-            notes.push(match &to.public_name {
-                Some(name) => format!("The receiver is {name} ({address})."),
-                None => format!("The receiver is {address}."),
-            });
-            if let Some(asked) = payment.incoming_amount {
-                let left = asked.saturating_sub(payment.received_amount);
-                let asset = &payment.asset;
-                notes.push(format!(
-                    "It asks for {}{}.",
-                    display::amount(left, asset.code.as_str(), asset.scale),
-                    if asset == &wallet.asset {
-                        String::new()
-                    } else {
-                        " in its own currency".to_owned()
-                    }
-                ));
-            }
-        }
-    }
-    if let Some(limit) = &limits.debit_amount {
-        if let Ok(balance) = opd_service::ledger::balance(services, wallet).await {
-            if limit.asset == balance.asset && limit.value > balance.value {
-                notes.push(format!(
-                    "Your balance is {}: payments beyond it will fail until money is added.",
-                    display::amount(
-                        balance.value,
-                        balance.asset.code.as_str(),
-                        balance.asset.scale
-                    )
-                ));
-            }
-        }
-    }
-    notes
-}
-
-/// What one access item allows, in words.
-fn asks_of(item: &AccessItem) -> Vec<Ask> {
-    let plain = |what: &str| Ask {
-        what: what.to_owned(),
-        details: Vec::new(),
-    };
-    let mut out = Vec::new();
-    let own = [Action::Read, Action::List];
-    let all = [Action::ReadAll, Action::ListAll];
-    match item.kind {
-        AccessType::OutgoingPayment => {
-            if item.actions.contains(&Action::Create) {
-                out.push(sending(item.limits.as_ref()));
-            }
-            if has_any(item, &all) {
-                out.push(plain("Read every payment sent from your wallet address"));
-            } else if has_any(item, &own) {
-                out.push(plain("Read the payments it sends"));
-            }
-        }
-        AccessType::IncomingPayment => {
-            if item.actions.contains(&Action::Create) {
-                out.push(plain("Receive payments into your wallet address"));
-            }
-            if item.actions.contains(&Action::Complete) {
-                out.push(plain("Close requests for payment into your wallet address"));
-            }
-            if has_any(item, &all) {
-                out.push(plain("Read every payment into your wallet address"));
-            } else if has_any(item, &own) {
-                out.push(plain(
-                    "Read the payments into your wallet address it asked for",
-                ));
-            }
-        }
-        AccessType::Quote => {
-            if item.actions.contains(&Action::Create) {
-                out.push(plain("Get prices for payments from your wallet address"));
-            }
-            if has_any(item, &[Action::Read, Action::ReadAll]) {
-                out.push(plain("Read those prices"));
-            }
-        }
-    }
-    out
 }
 
 /// The page for the interaction, with `error` above the form.

@@ -16,6 +16,7 @@
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
 mod consent;
+mod consent_words;
 
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
