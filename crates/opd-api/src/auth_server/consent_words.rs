@@ -152,3 +152,90 @@ pub(super) fn asks_of(item: &AccessItem) -> Vec<Ask> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(item: serde_json::Value) -> Vec<(String, Vec<String>)> {
+        let wire: opd_gnap::AccessItemWire = serde_json::from_value(item).unwrap();
+        asks_of(&AccessItem::parse(&wire).unwrap())
+            .into_iter()
+            .map(|a| (a.what, a.details))
+            .collect()
+    }
+
+    const ALICE: &str = "https://wallet.example/alice";
+
+    #[test]
+    fn sending_is_said_with_the_amount_and_the_period() {
+        let asks = words(serde_json::json!({
+            "type": "outgoing-payment", "actions": ["create", "read"], "identifier": ALICE,
+            "limits": { "debitAmount": { "value": "2500", "assetCode": "USD", "assetScale": 2 },
+                        "interval": "R/2026-11-01T00:00:00Z/P1M" }
+        }));
+        assert_eq!(
+            asks,
+            [
+                (
+                    "Send up to $25.00 every month, from 1 November 2026".into(),
+                    vec![]
+                ),
+                ("Read the payments it sends".into(), vec![]),
+            ]
+        );
+        let asks = words(serde_json::json!({
+            "type": "outgoing-payment", "actions": ["create", "list-all"], "identifier": ALICE,
+            "limits": { "receiveAmount": { "value": "1000", "assetCode": "EUR", "assetScale": 2 },
+                        "receiver": "https://wallet.example/incoming-payments/1" }
+        }));
+        assert_eq!(
+            asks,
+            [
+                (
+                    "Send payments that deliver up to 10.00 EUR in total".into(),
+                    vec!["Only to https://wallet.example/incoming-payments/1".into()]
+                ),
+                (
+                    "Read every payment sent from your wallet address".into(),
+                    vec![]
+                ),
+            ]
+        );
+        let asks = words(serde_json::json!({
+            "type": "outgoing-payment", "actions": ["create"], "identifier": ALICE
+        }));
+        assert_eq!(
+            asks,
+            [(
+                "Send payments from your wallet address".into(),
+                vec!["No limit is set on the amount.".into()]
+            )]
+        );
+    }
+
+    #[test]
+    fn receiving_and_quotes_in_words() {
+        let asks = words(serde_json::json!({
+            "type": "incoming-payment", "actions": ["create", "complete", "read"]
+        }));
+        let what: Vec<&str> = asks.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(
+            what,
+            [
+                "Receive payments into your wallet address",
+                "Close requests for payment into your wallet address",
+                "Read the payments into your wallet address it asked for",
+            ]
+        );
+        let asks = words(serde_json::json!({ "type": "quote", "actions": ["create", "read"] }));
+        let what: Vec<&str> = asks.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(
+            what,
+            [
+                "Get prices for payments from your wallet address",
+                "Read those prices"
+            ]
+        );
+    }
+}
