@@ -223,63 +223,33 @@ impl AdminClient {
     pub async fn peer(&self, cmd: PeerCommand) -> anyhow::Result<Value> {
         use reqwest::Method;
         let one = |id: &str, rest: &str| format!("/peers/{}{rest}", encode_segment(id));
-        // Every command naming a peer takes its name too.
-        let cmd = match cmd {
-            PeerCommand::Get { id } => PeerCommand::Get {
-                id: self.peer_id(&id).await?,
-            },
-            PeerCommand::Update { id, settings } => PeerCommand::Update {
-                id: self.peer_id(&id).await?,
-                settings,
-            },
-            PeerCommand::Delete { id } => PeerCommand::Delete {
-                id: self.peer_id(&id).await?,
-            },
-            PeerCommand::Deposit {
-                id,
-                amount,
-                minor_units,
-                idempotency_key,
-            } => PeerCommand::Deposit {
-                id: self.peer_id(&id).await?,
-                amount,
-                minor_units,
-                idempotency_key,
-            },
-            PeerCommand::Withdraw {
-                id,
-                amount,
-                minor_units,
-                idempotency_key,
-            } => PeerCommand::Withdraw {
-                id: self.peer_id(&id).await?,
-                amount,
-                minor_units,
-                idempotency_key,
-            },
-            PeerCommand::Balance { id } => PeerCommand::Balance {
-                id: self.peer_id(&id).await?,
-            },
-            other => other,
-        };
         match cmd {
             PeerCommand::Create(settings) => {
                 self.call(Method::POST, "/peers", Some(peer_body(settings)))
                     .await
             }
             PeerCommand::List => self.call(Method::GET, "/peers", None).await,
-            PeerCommand::Get { id } => self.call(Method::GET, &one(&id, ""), None).await,
+            // Every command naming a peer takes its name too.
+            PeerCommand::Get { id } => {
+                let id = self.peer_id(&id).await?;
+                self.call(Method::GET, &one(&id, ""), None).await
+            }
             PeerCommand::Update { id, settings } => {
+                let id = self.peer_id(&id).await?;
                 self.call(Method::PATCH, &one(&id, ""), Some(peer_body(settings)))
                     .await
             }
-            PeerCommand::Delete { id } => self.call(Method::DELETE, &one(&id, ""), None).await,
+            PeerCommand::Delete { id } => {
+                let id = self.peer_id(&id).await?;
+                self.call(Method::DELETE, &one(&id, ""), None).await
+            }
             PeerCommand::Deposit {
                 id,
                 amount,
                 minor_units,
                 idempotency_key,
             } => {
+                let id = self.peer_id(&id).await?;
                 let amount = self.peer_amount(&id, &amount, minor_units).await?;
                 let body = move_body(amount, idempotency_key);
                 self.call(Method::POST, &one(&id, "/deposits"), Some(body))
@@ -291,12 +261,14 @@ impl AdminClient {
                 minor_units,
                 idempotency_key,
             } => {
+                let id = self.peer_id(&id).await?;
                 let amount = self.peer_amount(&id, &amount, minor_units).await?;
                 let body = move_body(amount, idempotency_key);
                 self.call(Method::POST, &one(&id, "/withdrawals"), Some(body))
                     .await
             }
             PeerCommand::Balance { id } => {
+                let id = self.peer_id(&id).await?;
                 self.call(Method::GET, &one(&id, "/balance"), None).await
             }
             PeerCommand::AutoPeer {

@@ -233,6 +233,70 @@ impl ConsentForm {
     }
 }
 
+/// The consent page (its HTML) an interaction's `redirect` leads to.
+pub(crate) async fn consent_html(w: &World, redirect: &str) -> String {
+    let start = w.browser.get(redirect).send().await.unwrap();
+    w.browser
+        .get(format!("{}{}", w.app.auth, location(&start)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The consent page of a grant asked by a client whose wallet address
+/// (`path`, on this server) has the public name `name`.
+pub(crate) async fn consent_page_of_named_client(
+    w: &World,
+    path: &str,
+    name: &str,
+    seed: u8,
+) -> String {
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses",
+            Some(&json!({ "path": path, "assetCode": "USD", "assetScale": 2, "publicName": name })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let client = w
+        .app
+        .client_for(&w.app.url(path), &format!("{path}-key"), seed);
+    let (s, v) = w
+        .app
+        .admin(
+            Method::POST,
+            &format!("/wallet-addresses/{path}/keys"),
+            Some(&json!({ "jwk": serde_json::to_value(client.jwk()).unwrap() })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let mut body = outgoing_grant(w, Some(FINISH), "n");
+    body["client"] = json!(client.wallet_address);
+    let r = client
+        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    consent_html(w, r.body["interact"]["redirect"].as_str().unwrap()).await
+}
+
+/// Continues an approved interactive grant (`pending`, the grant
+/// request's answer) with the finish redirect's `interact_ref`.
+pub(crate) async fn continue_grant(w: &World, pending: &Value, interact_ref: &str) -> Reply {
+    w.shop
+        .send(
+            Method::POST,
+            pending["continue"]["uri"].as_str().unwrap(),
+            pending["continue"]["access_token"]["value"].as_str(),
+            Some(&json!({ "interact_ref": interact_ref })),
+        )
+        .await
+}
+
 async fn introspect(app: &TestApp, token: &str) -> Value {
     let (s, v) = app
         .admin(
@@ -935,44 +999,7 @@ async fn grant_floods_are_refused_with_429() {
 #[tokio::test]
 async fn the_consent_page_shows_the_client_host_and_marks_a_name_it_does_not_match() {
     let w = world(Db::Sqlite).await;
-    let (s, v) = w
-        .app
-        .admin(
-            Method::POST,
-            "/wallet-addresses",
-            Some(&json!({ "path": "brand", "assetCode": "USD", "assetScale": 2, "publicName": "My <Bank>" })),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let client = w.app.client_for(&w.app.url("brand"), "brand-key", 23);
-    let (s, v) = w
-        .app
-        .admin(
-            Method::POST,
-            "/wallet-addresses/brand/keys",
-            Some(&json!({ "jwk": serde_json::to_value(client.jwk()).unwrap() })),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let mut body = outgoing_grant(&w, Some(FINISH), "n");
-    body["client"] = json!(client.wallet_address);
-    let r = client
-        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(&body))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let start = w
-        .browser
-        .get(r.body["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    let page = w
-        .browser
-        .get(format!("{}{}", w.app.auth, location(&start)))
-        .send()
-        .await
-        .unwrap();
-    let html = page.text().await.unwrap();
+    let html = consent_page_of_named_client(&w, "brand", "My <Bank>", 23).await;
     // The name, escaped, with the host it is really at, and a warning:
     // "My Bank" does not appear in "127.0.0.1".
     assert!(
@@ -1014,21 +1041,7 @@ async fn the_consent_page_names_the_receiver_and_warns_about_the_balance() {
     let mut body = outgoing_grant(&w, Some(FINISH), "n");
     body["access_token"]["access"][0]["limits"]["receiver"] = ip["id"].clone();
     let grant = ask(&w, &body).await;
-    let start = w
-        .browser
-        .get(grant["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    let html = w
-        .browser
-        .get(format!("{}{}", w.app.auth, location(&start)))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = consent_html(&w, grant["interact"]["redirect"].as_str().unwrap()).await;
     for expected in [
         format!("The receiver is Bob Bakery ({bakery})."),
         "It asks for 10.00 EUR in its own currency.".to_owned(),

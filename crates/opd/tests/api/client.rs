@@ -130,16 +130,7 @@ async fn opd_client_pays_a_wallet_address_on_another_server() {
     // The client followed the payment to its end on the paying server: A
     // recorded it completed, with the sent total the client shows, and
     // alice's money is settled (what was sent, no more).
-    let id =
-        opd_core::OutgoingPaymentId::parse(out["id"].as_str().unwrap().rsplit('/').next().unwrap())
-            .unwrap();
-    let recorded = a
-        .services()
-        .store
-        .get_outgoing_payment(id)
-        .await
-        .unwrap()
-        .unwrap();
+    let recorded = recorded(&a, out).await;
     assert_eq!(
         recorded.state,
         opd_core::outgoing_payment::OutgoingPaymentState::Completed
@@ -211,16 +202,7 @@ async fn over_a_slow_link_the_client_shows_what_the_paying_server_recorded() {
     };
     let paid = pay::pay(&client, &p, &mut owner).await.unwrap();
     let out = &paid.outgoing_payment;
-    let id =
-        opd_core::OutgoingPaymentId::parse(out["id"].as_str().unwrap().rsplit('/').next().unwrap())
-            .unwrap();
-    let recorded = a
-        .services()
-        .store
-        .get_outgoing_payment(id)
-        .await
-        .unwrap()
-        .unwrap();
+    let recorded = recorded(&a, out).await;
     assert_eq!(
         recorded.state,
         opd_core::outgoing_payment::OutgoingPaymentState::Completed
@@ -392,6 +374,19 @@ async fn the_command_line_says_why_and_reads_addresses_as_people_write_them() {
         .await,
     );
     assert!(no_address.contains("is not an address"), "{no_address}");
+}
+
+/// The outgoing payment `out` (as a client read it) as the paying server
+/// `a` recorded it.
+async fn recorded(a: &TestApp, out: &Value) -> opd_core::outgoing_payment::OutgoingPayment {
+    let id = out["id"].as_str().unwrap().rsplit('/').next().unwrap();
+    let id = opd_core::OutgoingPaymentId::parse(id).unwrap();
+    a.services()
+        .store
+        .get_outgoing_payment(id)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// Runs `opd client --profile <profile> <args>` (off the runtime, which

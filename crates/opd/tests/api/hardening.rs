@@ -108,15 +108,7 @@ async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
     let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     let interact_ref = query(&location(&done))["interact_ref"].clone();
-    let granted = w
-        .shop
-        .send(
-            Method::POST,
-            pending["continue"]["uri"].as_str().unwrap(),
-            pending["continue"]["access_token"]["value"].as_str(),
-            Some(&json!({ "interact_ref": interact_ref })),
-        )
-        .await;
+    let granted = crate::auth::continue_grant(&w, &pending, &interact_ref).await;
     assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
 
     let log = captured.text();
@@ -146,47 +138,8 @@ async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
 #[tokio::test]
 async fn bidi_overrides_in_a_client_name_are_shown_as_code_points() {
     let w = world(Db::Sqlite).await;
-    let name = "Shop\u{202E}knaB yM";
-    let (s, v) = w
-        .app
-        .admin(
-            Method::POST,
-            "/wallet-addresses",
-            Some(&json!({ "path": "spoof", "assetCode": "USD", "assetScale": 2, "publicName": name })),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let client = w.app.client_for(&w.app.url("spoof"), "spoof-key", 24);
-    let (s, v) = w
-        .app
-        .admin(
-            Method::POST,
-            "/wallet-addresses/spoof/keys",
-            Some(&json!({ "jwk": serde_json::to_value(client.jwk()).unwrap() })),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let mut body = outgoing_grant(&w, Some(FINISH), "n");
-    body["client"] = json!(client.wallet_address);
-    let r = client
-        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(&body))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let start = w
-        .browser
-        .get(r.body["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    let html = w
-        .browser
-        .get(format!("{}{}", w.app.auth, location(&start)))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html =
+        crate::auth::consent_page_of_named_client(&w, "spoof", "Shop\u{202E}knaB yM", 24).await;
     assert!(
         html.contains("<span class=\"client-name\">Shop[U+202E]knaB yM</span>"),
         "{html}"

@@ -97,15 +97,7 @@ async fn a_quiet_monthly_grant_can_still_be_rotated_after_retention() {
     let done = consent_in_browser(&w, redirect, crate::auth::PASSWORD, "approve").await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     let interact_ref = query(&location(&done))["interact_ref"].clone();
-    let granted = w
-        .shop
-        .send(
-            Method::POST,
-            pending["continue"]["uri"].as_str().unwrap(),
-            pending["continue"]["access_token"]["value"].as_str(),
-            Some(&json!({ "interact_ref": interact_ref })),
-        )
-        .await;
+    let granted = crate::auth::continue_grant(&w, &pending, &interact_ref).await;
     assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
     let token = &granted.body["access_token"];
     let rotate = |manage: &str, value: &str| {

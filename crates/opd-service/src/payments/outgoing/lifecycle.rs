@@ -73,6 +73,28 @@ async fn end(
     Ok(ended)
 }
 
+/// What a completed payment leaves behind besides its record: one log
+/// line an operator reads (what was sent, delivered and charged, and how)
+/// and the payment metrics.
+pub(crate) fn completed(
+    p: &OutgoingPayment,
+    sent: u64,
+    fee: u64,
+    via: &str,
+    at: opd_core::Timestamp,
+) {
+    tracing::info!(
+        payment = %p.id,
+        sent,
+        delivered = p.receive.value,
+        fee,
+        asset = p.debit.asset.code.as_str(),
+        via,
+        "outgoing payment completed"
+    );
+    crate::platform::metrics::payment_completed(&p.debit.asset, sent, p.created_at, at);
+}
+
 /// Fails a payment for `reason`, its money (what it did not send) back.
 pub(crate) async fn fail(
     services: &Services,
@@ -144,16 +166,7 @@ pub(crate) async fn complete_as_sent(
         .complete_sent_payment(p.id, quote.fee, at, &events)
         .await?
     {
-        tracing::info!(
-            payment = %p.id,
-            sent = now_p.sent,
-            delivered = now_p.receive.value,
-            fee = quote.fee,
-            asset = p.debit.asset.code.as_str(),
-            via = "interledger",
-            "outgoing payment completed"
-        );
-        crate::platform::metrics::payment_completed(&p.debit.asset, now_p.sent, p.created_at, at);
+        completed(p, now_p.sent, quote.fee, "interledger", at);
         Ok(Step::Completed(p.id))
     } else {
         pause(services, p).await

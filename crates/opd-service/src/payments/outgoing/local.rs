@@ -110,21 +110,7 @@ pub(super) async fn send(
         events,
     };
     if services.store.deliver_locally(&delivery).await? {
-        tracing::info!(
-            payment = %p.id,
-            sent = quote.debit_minus_fees,
-            delivered = p.receive.value,
-            fee = quote.fee,
-            asset = p.debit.asset.code.as_str(),
-            via = "local",
-            "outgoing payment completed"
-        );
-        crate::platform::metrics::payment_completed(
-            &p.debit.asset,
-            quote.debit_minus_fees,
-            p.created_at,
-            delivery.at,
-        );
+        super::lifecycle::completed(p, quote.debit_minus_fees, quote.fee, "local", delivery.at);
         crate::platform::metrics::incoming_received(
             &p.receive.asset,
             p.receive.value,
