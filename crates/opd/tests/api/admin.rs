@@ -383,3 +383,45 @@ async fn server_secrets_are_sealed_and_the_key_can_be_rotated() {
     let running = start(Some(new_key), None).await.unwrap();
     running.shutdown().await.unwrap();
 }
+
+/// Money movements of nothing, or with no usable idempotency key, are
+/// refused for wallet addresses and peers alike (one check for both).
+#[tokio::test]
+async fn empty_movements_and_bad_keys_are_refused() {
+    let app = TestApp::spawn().await;
+    app.create_wallet("frank", "USD", 2).await;
+    let (s, peer) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&serde_json::json!({
+                "name": "bank", "staticIlpAddress": "test.bank",
+                "asset": { "code": "USD", "scale": 2 },
+                "http": { "incoming": { "authTokens": ["bank-token"] } }
+            })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    let peer = peer["id"].as_str().unwrap();
+    let long_key = "k".repeat(201);
+    for path in [
+        "/wallet-addresses/frank/deposits".to_owned(),
+        "/wallet-addresses/frank/withdrawals".to_owned(),
+        format!("/peers/{peer}/deposits"),
+        format!("/peers/{peer}/withdrawals"),
+    ] {
+        for (amount, key, code) in [
+            ("0", "a-key", "invalid_amount"),
+            ("100", "", "invalid_request"),
+            ("100", long_key.as_str(), "invalid_request"),
+        ] {
+            let body = serde_json::json!({ "amount": amount, "idempotencyKey": key });
+            let (s, v) = app.admin(Method::POST, &path, Some(&body)).await;
+            assert_eq!(
+                (s.as_u16(), v["error"]["code"].as_str()),
+                (400, Some(code)),
+                "{path} {amount} {key}: {v}"
+            );
+        }
+    }
+}
