@@ -2,9 +2,117 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args as _, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::config::{CommonArgs, ServeArgs};
+
+/// The shared settings ([`CommonArgs`], by their field names) that a
+/// subcommand reads. They are declared once, for every subcommand, so that
+/// they can be written before or after its name; each subcommand's help
+/// shows only its own, and giving another on the command line is an error
+/// rather than silently ignored (from the environment or the file it is
+/// ignored, since those are shared by every command).
+fn settings_of(subcommand: &str) -> &'static [&'static str] {
+    const ADMIN_HELPER: &[&str] = &[
+        "config",
+        "data_dir",
+        "admin_listen",
+        "admin_url",
+        "admin_token",
+    ];
+    match subcommand {
+        "serve" => &[
+            "config",
+            "data_dir",
+            "database_url",
+            "admin_listen",
+            "admin_token",
+            "log_format",
+        ],
+        "migrate" | "check" => &["config", "data_dir", "database_url", "log_format"],
+        "wallet-address" | "key" | "peer" | "incoming-payment" => ADMIN_HELPER,
+        // `client` talks to any Open Payments server with its own profile.
+        _ => &[],
+    }
+}
+
+/// The ids of every shared setting.
+fn shared_settings() -> Vec<String> {
+    CommonArgs::augment_args(clap::Command::new("shared"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// `opd`'s command line, with each subcommand's help trimmed to the shared
+/// settings it reads.
+pub fn command() -> clap::Command {
+    let mut cli = Cli::command();
+    let shared: Vec<clap::Arg> = cli.get_arguments().cloned().collect();
+    let names: Vec<String> = cli
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let keep = settings_of(&name);
+        let hidden: Vec<clap::Arg> = shared
+            .iter()
+            .filter(|a| a.is_global_set() && !keep.contains(&a.get_id().as_str()))
+            .map(|a| a.clone().hide(true))
+            .collect();
+        cli = cli.mut_subcommand(&name, |sub| hide(sub, &hidden));
+    }
+    cli
+}
+
+/// `command` and its subcommands with their own hidden copies of the
+/// global settings `hidden`: clap then propagates its shown ones only to
+/// the others, and the hidden ones still parse (for [`try_parse_from`] to
+/// name them).
+fn hide(mut command: clap::Command, hidden: &[clap::Arg]) -> clap::Command {
+    command = command.args(hidden.iter().cloned());
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(&name, |sub| hide(sub, hidden));
+    }
+    command
+}
+
+/// Parses `args` (the program's name first), refusing a shared setting
+/// given on the command line to a subcommand that does not read it.
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((name, _)) = matches.subcommand() {
+        let keep = settings_of(name);
+        for id in shared_settings() {
+            if !keep.contains(&id.as_str())
+                && matches.value_source(&id) == Some(ValueSource::CommandLine)
+            {
+                let flag = format!("--{}", id.replace('_', "-"));
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} does not apply to `opd {name}`"),
+                ));
+            }
+        }
+    }
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// [`try_parse_from`] the program's arguments; exits with clap's message
+/// (and answers `--help`) on error.
+pub fn parse() -> Cli {
+    try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
 
 /// opd: an Open Payments server.
 #[derive(Debug, Parser)]
@@ -212,4 +320,122 @@ pub enum PeerCommand {
         #[arg(long)]
         name: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// The long help of `opd <path>`.
+    fn help(path: &[&str]) -> String {
+        let mut args = vec!["opd"];
+        args.extend_from_slice(path);
+        args.push("--help");
+        let e = try_parse_from(args).expect_err("--help ends parsing");
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
+        e.to_string()
+    }
+
+    #[test]
+    fn each_subcommand_shows_only_the_shared_settings_it_reads() {
+        for path in [
+            &["client"][..],
+            &["client", "pay"],
+            &["client", "keys", "generate"],
+        ] {
+            let text = help(path);
+            for flag in [
+                "--database-url",
+                "--admin-token",
+                "--data-dir",
+                "--log-format",
+            ] {
+                assert!(
+                    !text.contains(flag),
+                    "`opd {path:?} --help` shows {flag}:\n{text}"
+                );
+            }
+        }
+        for path in [
+            &["peer"][..],
+            &["peer", "deposit"],
+            &["wallet-address", "create"],
+        ] {
+            let text = help(path);
+            assert!(text.contains("--admin-url"), "{text}");
+            assert!(text.contains("--admin-token"), "{text}");
+            assert!(!text.contains("--database-url"), "{text}");
+            assert!(!text.contains("--log-format"), "{text}");
+        }
+        let serve = help(&["serve"]);
+        assert!(serve.contains("--database-url") && serve.contains("--admin-token"));
+        assert!(!serve.contains("--admin-url"), "{serve}");
+        let check = help(&["check"]);
+        assert!(check.contains("--database-url") && !check.contains("--admin-token"));
+    }
+
+    #[test]
+    fn shared_settings_parse_before_or_after_the_subcommand() {
+        for args in [
+            &["opd", "--data-dir", "d", "peer", "list"][..],
+            &["opd", "peer", "list", "--data-dir", "d"],
+            &["opd", "peer", "--data-dir", "d", "list"],
+        ] {
+            let cli = try_parse_from(args).unwrap();
+            assert_eq!(cli.common.data_dir, PathBuf::from("d"), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_shared_setting_a_subcommand_does_not_read_is_refused_by_name() {
+        for (args, flag, name) in [
+            (
+                &[
+                    "opd",
+                    "client",
+                    "--database-url",
+                    "x",
+                    "keys",
+                    "generate",
+                    "--wallet-address",
+                    "http://x/a",
+                ][..],
+                "--database-url",
+                "client",
+            ),
+            (
+                &[
+                    "opd",
+                    "--admin-token",
+                    "t",
+                    "client",
+                    "keys",
+                    "generate",
+                    "--wallet-address",
+                    "http://x/a",
+                ],
+                "--admin-token",
+                "client",
+            ),
+            (
+                &["opd", "peer", "list", "--database-url", "x"],
+                "--database-url",
+                "peer",
+            ),
+            (
+                &["opd", "migrate", "--admin-url", "http://x"],
+                "--admin-url",
+                "migrate",
+            ),
+        ] {
+            let e = try_parse_from(args).expect_err("refused");
+            assert!(
+                e.to_string()
+                    .contains(&format!("{flag} does not apply to `opd {name}`")),
+                "{args:?}: {e}"
+            );
+        }
+    }
 }

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
 use opd::admin_client::AdminClient;
-use opd::cli::{Cli, Command};
+use opd::cli::Command;
 use opd::config::{ConfigFile, Settings};
 use opd_core::{OsRandom, SystemClock};
 use secrecy::ExposeSecret;
@@ -14,7 +13,7 @@ use secrecy::ExposeSecret;
 async fn main() -> anyhow::Result<()> {
     // Checks the command line (and answers --help) before anything else;
     // its settings are then read again over the file's.
-    let cli = Cli::parse();
+    let cli = opd::cli::parse();
     let file = ConfigFile::load(cli.common.config.as_deref())?;
     let settings = Settings::from_command_line(std::env::args_os(), file)?;
     let node = opd::logging::init(settings.common.log_format);
