@@ -7,7 +7,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::cli::{
-    IncomingPaymentCommand, KeyCommand, PeerCommand, PeerSettings, WalletAddressCommand,
+    FeeCommand, IncomingPaymentCommand, KeyCommand, PeerCommand, PeerSettings, RateCommand,
+    WalletAddressCommand,
 };
 use crate::config::CommonArgs;
 
@@ -108,11 +109,7 @@ impl AdminClient {
     /// (`1.50`), or with `minor_units` an integer of minor units.
     async fn peer_amount(&self, id: &str, text: &str, minor_units: bool) -> anyhow::Result<u64> {
         if minor_units {
-            return opd_core::money::parse_u64_canonical(text.trim()).map_err(|_| {
-                anyhow::anyhow!(
-                    "{text:?} is not an integer of minor units (drop --minor-units to write 1.50)"
-                )
-            });
+            return minor(text);
         }
         let peer = self
             .call(
@@ -174,6 +171,128 @@ impl AdminClient {
                     encode_segment(&wallet_address)
                 );
                 self.call(Method::POST, &path, None).await
+            }
+            WalletAddressCommand::Deposit {
+                wallet_address,
+                amount,
+                minor_units,
+                idempotency_key,
+            } => {
+                self.move_wallet_money(
+                    &wallet_address,
+                    "/deposits",
+                    &amount,
+                    minor_units,
+                    idempotency_key,
+                )
+                .await
+            }
+            WalletAddressCommand::Withdraw {
+                wallet_address,
+                amount,
+                minor_units,
+                idempotency_key,
+            } => {
+                self.move_wallet_money(
+                    &wallet_address,
+                    "/withdrawals",
+                    &amount,
+                    minor_units,
+                    idempotency_key,
+                )
+                .await
+            }
+            WalletAddressCommand::Balance { wallet_address } => {
+                let path = format!(
+                    "/wallet-addresses/{}/balance",
+                    encode_segment(&wallet_address)
+                );
+                self.call(Method::GET, &path, None).await
+            }
+        }
+    }
+
+    /// A deposit or withdrawal (`kind`) of `amount` in the wallet
+    /// address's asset.
+    async fn move_wallet_money(
+        &self,
+        wallet_address: &str,
+        kind: &str,
+        amount: &str,
+        minor_units: bool,
+        idempotency_key: Option<String>,
+    ) -> anyhow::Result<Value> {
+        let base = format!("/wallet-addresses/{}", encode_segment(wallet_address));
+        let amount = if minor_units {
+            minor(amount)?
+        } else {
+            let wallet = self.call(reqwest::Method::GET, &base, None).await?;
+            let scale = wallet["assetScale"]
+                .as_u64()
+                .and_then(|s| u8::try_from(s).ok())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("the wallet address has no asset scale: {wallet}")
+                })?;
+            opd_core::decimal::parse_decimal(amount.trim(), scale)?
+        };
+        let body = move_body(amount, idempotency_key);
+        self.call(reqwest::Method::POST, &format!("{base}{kind}"), Some(body))
+            .await
+    }
+
+    pub async fn rate(&self, cmd: RateCommand) -> anyhow::Result<Value> {
+        match cmd {
+            RateCommand::Set { base, rates } => {
+                let mut body = serde_json::Map::new();
+                for pair in &rates {
+                    let (counter, rate) = pair.split_once('=').ok_or_else(|| {
+                        anyhow::anyhow!("{pair:?} is not COUNTER=RATE, such as EUR=0.9")
+                    })?;
+                    body.insert(counter.trim().to_owned(), rate.trim().into());
+                }
+                let path = format!("/rates/{}", encode_segment(&base));
+                let body = serde_json::json!({ "rates": body });
+                self.call(reqwest::Method::PUT, &path, Some(body)).await
+            }
+            RateCommand::List => self.call(reqwest::Method::GET, "/rates", None).await,
+        }
+    }
+
+    pub async fn fee(&self, cmd: FeeCommand) -> anyhow::Result<Value> {
+        let path = |code: &str, scale: u8| format!("/fees/{}/{scale}", encode_segment(code));
+        match cmd {
+            FeeCommand::Set {
+                asset_code,
+                asset_scale,
+                fixed,
+                minor_units,
+                basis_points,
+            } => {
+                let fixed = if minor_units {
+                    minor(&fixed)?
+                } else {
+                    opd_core::decimal::parse_decimal(fixed.trim(), asset_scale)?
+                };
+                let body =
+                    serde_json::json!({ "fixed": fixed.to_string(), "basisPoints": basis_points });
+                self.call(
+                    reqwest::Method::PUT,
+                    &path(&asset_code, asset_scale),
+                    Some(body),
+                )
+                .await
+            }
+            FeeCommand::List => self.call(reqwest::Method::GET, "/fees", None).await,
+            FeeCommand::Delete {
+                asset_code,
+                asset_scale,
+            } => {
+                self.call(
+                    reqwest::Method::DELETE,
+                    &path(&asset_code, asset_scale),
+                    None,
+                )
+                .await
             }
         }
     }
@@ -358,6 +477,15 @@ fn peer_body(s: PeerSettings) -> Value {
         put("liquidityThreshold", Value::Object(threshold));
     }
     Value::Object(body)
+}
+
+/// `text` as an integer of minor units (`--minor-units`).
+fn minor(text: &str) -> anyhow::Result<u64> {
+    opd_core::money::parse_u64_canonical(text.trim()).map_err(|_| {
+        anyhow::anyhow!(
+            "{text:?} is not an integer of minor units (drop --minor-units to write 1.50)"
+        )
+    })
 }
 
 fn move_body(amount: u64, key: Option<String>) -> Value {

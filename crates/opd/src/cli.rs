@@ -31,7 +31,7 @@ fn settings_of(subcommand: &str) -> &'static [&'static str] {
             "log_format",
         ],
         "migrate" | "check" => &["config", "data_dir", "database_url", "log_format"],
-        "wallet-address" | "key" | "peer" | "incoming-payment" => ADMIN_HELPER,
+        "wallet-address" | "key" | "peer" | "rate" | "fee" | "incoming-payment" => ADMIN_HELPER,
         // `client` talks to any Open Payments server with its own profile.
         _ => &[],
     }
@@ -145,6 +145,12 @@ pub enum Command {
     /// Manage Interledger peers and their liquidity through a running server's admin API.
     #[command(subcommand)]
     Peer(PeerCommand),
+    /// Set and list exchange rates through a running server's admin API.
+    #[command(subcommand)]
+    Rate(RateCommand),
+    /// Set and list the fees of outgoing payments through a running server's admin API.
+    #[command(subcommand)]
+    Fee(FeeCommand),
     /// Take what incoming payments received out of opd (`--external-funding`) through a running server's admin API.
     #[command(subcommand, name = "incoming-payment")]
     IncomingPayment(IncomingPaymentCommand),
@@ -172,6 +178,77 @@ pub enum WalletAddressCommand {
     Get { wallet_address: String },
     /// Deactivate a wallet address (by id or path).
     Deactivate { wallet_address: String },
+    /// Add money to a wallet address (by id or path), such as what its owner paid in.
+    Deposit {
+        wallet_address: String,
+        /// In the wallet address's asset, such as 100.00 (an integer of minor units with --minor-units).
+        #[arg(long, allow_hyphen_values = true)]
+        amount: String,
+        /// --amount is in minor units (10000 is 100.00 at scale 2).
+        #[arg(long)]
+        minor_units: bool,
+        /// Makes a retry safe [default: a new random key].
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Take money out of a wallet address (by id or path), such as what its owner cashed out.
+    Withdraw {
+        wallet_address: String,
+        /// In the wallet address's asset, such as 100.00 (an integer of minor units with --minor-units).
+        #[arg(long, allow_hyphen_values = true)]
+        amount: String,
+        /// --amount is in minor units (10000 is 100.00 at scale 2).
+        #[arg(long)]
+        minor_units: bool,
+        /// Makes a retry safe [default: a new random key].
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Show a wallet address's balance (by id or path), in minor units of its asset.
+    Balance { wallet_address: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RateCommand {
+    /// Set the exchange rates from one asset code: every rate of BASE is replaced by the given ones.
+    Set {
+        /// The asset code converted from, such as USD.
+        base: String,
+        /// COUNTER=RATE, such as EUR=0.9 (1 BASE is worth 0.9 EUR); repeat for more.
+        #[arg(required = true, value_name = "COUNTER=RATE")]
+        rates: Vec<String>,
+    },
+    /// List the exchange rates (and the rates URL, when set).
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FeeCommand {
+    /// Set the fee outgoing payments in an asset pay: fixed plus a share of what is sent.
+    Set {
+        #[arg(long)]
+        asset_code: String,
+        #[arg(long)]
+        asset_scale: u8,
+        /// The fixed part, in the asset, such as 0.10 (an integer of minor units with --minor-units).
+        #[arg(long, default_value = "0")]
+        fixed: String,
+        /// --fixed is in minor units (10 is 0.10 at scale 2).
+        #[arg(long)]
+        minor_units: bool,
+        /// The share of the amount, in hundredths of a percent (50 is 0.5 %), 0 to 10000.
+        #[arg(long, default_value_t = 0)]
+        basis_points: u16,
+    },
+    /// List the fees.
+    List,
+    /// Remove the fee of an asset (its payments pay none).
+    Delete {
+        #[arg(long)]
+        asset_code: String,
+        #[arg(long)]
+        asset_scale: u8,
+    },
 }
 
 #[derive(Debug, Subcommand)]

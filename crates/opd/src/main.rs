@@ -67,6 +67,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Peer(cmd) => {
             one_line(async { AdminClient::new(&settings.common)?.peer(cmd).await }).await
         }
+        Command::Rate(cmd) => {
+            one_line(async { AdminClient::new(&settings.common)?.rate(cmd).await }).await
+        }
+        Command::Fee(cmd) => {
+            one_line(async { AdminClient::new(&settings.common)?.fee(cmd).await }).await
+        }
         Command::IncomingPayment(cmd) => {
             one_line(async {
                 AdminClient::new(&settings.common)?

@@ -425,3 +425,97 @@ async fn empty_movements_and_bad_keys_are_refused() {
         }
     }
 }
+
+// The CLI blocks its thread while the server answers on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_helpers_move_money_and_set_rates_and_fees() {
+    let app = TestApp::spawn().await;
+    let opd = |args: &[&str]| {
+        opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-url", &app.admin, "--admin-token", &app.admin_token])
+                .args(args)
+                .env_remove("OPD_CONFIG"),
+        )
+    };
+    let ok = |args: &[&str]| {
+        let out = opd(args);
+        assert!(
+            out.status.success(),
+            "opd {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
+    };
+    ok(&[
+        "wallet-address",
+        "create",
+        "--path",
+        "gina",
+        "--asset-code",
+        "EUR",
+        "--asset-scale",
+        "2",
+    ]);
+    // Decimals in the wallet address's asset, or minor units when asked.
+    ok(&["wallet-address", "deposit", "gina", "--amount", "12.50"]);
+    ok(&[
+        "wallet-address",
+        "withdraw",
+        "gina",
+        "--amount",
+        "250",
+        "--minor-units",
+    ]);
+    let balance = ok(&["wallet-address", "balance", "gina"]);
+    assert_eq!(balance["balance"]["value"], "1000", "{balance}");
+    let (_, v) = app
+        .admin(Method::GET, "/wallet-addresses/gina/balance", None)
+        .await;
+    assert_eq!(v["balance"]["value"], "1000");
+    // More than the balance: refused, the balance unchanged.
+    let refused = opd(&["wallet-address", "withdraw", "gina", "--amount", "10.01"]);
+    assert!(!refused.status.success());
+    let balance = ok(&["wallet-address", "balance", "gina"]);
+    assert_eq!(balance["balance"]["value"], "1000", "{balance}");
+    let precise = opd(&["wallet-address", "deposit", "gina", "--amount", "0.001"]);
+    let err = String::from_utf8_lossy(&precise.stderr).into_owned();
+    assert!(
+        !precise.status.success() && err.lines().count() == 1,
+        "{err}"
+    );
+
+    // Rates: every rate of the base replaced by the given ones.
+    ok(&["rate", "set", "USD", "EUR=0.9", "GBP=0.8"]);
+    assert_eq!(
+        ok(&["rate", "list"])["rates"]["USD"],
+        json!({"EUR": "0.9", "GBP": "0.8"})
+    );
+    ok(&["rate", "set", "USD", "EUR=0.95"]);
+    assert_eq!(
+        ok(&["rate", "list"])["rates"]["USD"],
+        json!({"EUR": "0.95"})
+    );
+    let bad = opd(&["rate", "set", "USD", "EUR"]);
+    let err = String::from_utf8_lossy(&bad.stderr).into_owned();
+    assert!(err.contains("is not COUNTER=RATE"), "{err}");
+
+    // Fees: the fixed part in the asset's units.
+    ok(&[
+        "fee",
+        "set",
+        "--asset-code",
+        "USD",
+        "--asset-scale",
+        "2",
+        "--fixed",
+        "0.10",
+        "--basis-points",
+        "50",
+    ]);
+    let fees = ok(&["fee", "list"]);
+    assert_eq!(fees[0]["fixed"], "10", "{fees}");
+    assert_eq!(fees[0]["basisPoints"], 50, "{fees}");
+    ok(&["fee", "delete", "--asset-code", "USD", "--asset-scale", "2"]);
+    assert_eq!(ok(&["fee", "list"]), json!([]));
+}

@@ -1,0 +1,193 @@
+//! The README's "Peering two opd servers, step by step", verbatim (see
+//! [`crate::person`]): the commands between `<!-- peering:begin -->` and
+//! `<!-- peering:end -->`, run in a fresh directory. Two servers start,
+//! carol's EUR wallet address is made on B, the servers are peered and
+//! given a rate, shop pays carol 10.00 EUR from alice on A (the test
+//! approves on A's consent page with the password A printed), and the
+//! README's checks must show the money where it belongs: carol has exactly
+//! 10.00 EUR, alice paid what was sent (no more than the quote's debit
+//! amount), A's liquidity on B went down by that much and B's on A up by
+//! as much, and both ledgers balance.
+//!
+//! The walkthrough uses ports 8080 to 8083 (A) and 9080 to 9083 (B); the
+//! test moves each to a free port in every command's text, the only change
+//! to it.
+
+use std::process::Stdio;
+
+use opd_testkit::proxy::ValidatingProxy;
+use opd_testkit::spec::{Server, Servers};
+use serde_json::Value;
+
+use crate::person::{
+    command, lines, output_of, pay_with_consent, readme_commands, wait_for, Killed,
+};
+
+/// The walkthrough's ports: A's four listeners, then B's.
+const PORTS: [u16; 8] = [8080, 8081, 8082, 8083, 9080, 9081, 9082, 9083];
+
+/// The walkthrough's ports, each moved to one free right now.
+struct Moved(Vec<(u16, u16)>);
+
+impl Moved {
+    fn free() -> Self {
+        // Bound at once, so they differ, then let go for the servers.
+        let listeners: Vec<_> = PORTS
+            .iter()
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap())
+            .collect();
+        Self(
+            PORTS
+                .iter()
+                .zip(&listeners)
+                .map(|(from, l)| (*from, l.local_addr().unwrap().port()))
+                .collect(),
+        )
+    }
+
+    /// `arg` with every walkthrough port moved.
+    fn apply(&self, arg: &str) -> String {
+        self.0.iter().fold(arg.to_owned(), |out, (from, to)| {
+            out.replace(&format!("127.0.0.1:{from}"), &format!("127.0.0.1:{to}"))
+        })
+    }
+
+    /// `http://127.0.0.1:<port>` for the walkthrough's `port`.
+    fn url(&self, port: u16) -> String {
+        self.apply(&format!("http://127.0.0.1:{port}"))
+    }
+}
+
+/// Runs a command of the walkthrough that must succeed; its JSON output
+/// (or `Null` for text).
+async fn run(args: &[String], dir: &std::path::Path) -> (Value, String) {
+    let (status, out, err) = output_of(command(args, dir), &args.join(" ")).await;
+    assert!(
+        status.success(),
+        "`opd {}` failed:\n{out}{err}",
+        args.join(" ")
+    );
+    (serde_json::from_str(&out).unwrap_or(Value::Null), out)
+}
+
+/// An amount the admin API wrote as a string of minor units.
+fn minor(v: &Value) -> i128 {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not an amount: {v}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
+    let moved = Moved::free();
+    let commands: Vec<Vec<String>> = readme_commands("peering")
+        .iter()
+        .map(|c| c.iter().map(|a| moved.apply(a)).collect())
+        .collect();
+    let step = |i: usize, starts: &[&str]| {
+        assert!(
+            commands[i].starts_with(&starts.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()),
+            "step {i} of the walkthrough is `{}`: {:?}",
+            starts.join(" "),
+            commands[i]
+        );
+        &commands[i]
+    };
+    assert_eq!(commands.len(), 15, "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = ValidatingProxy::start().await;
+
+    // A and B, each in its terminal.
+    let mut servers = Vec::new();
+    let mut password = None;
+    for (i, ready) in [(0, "alice's password"), (1, "admin token")] {
+        let mut process = command(step(i, &["serve"]), dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = lines(process.stdout.take().unwrap());
+        let err = lines(process.stderr.take().unwrap());
+        std::thread::spawn(move || err.iter().for_each(|l| eprintln!("{l}")));
+        let line = wait_for(&out, ready, &mut Vec::new());
+        if i == 0 {
+            password = Some(line.rsplit(' ').next().unwrap().to_owned());
+        }
+        servers.push(Killed(process));
+    }
+
+    // carol's wallet address, the peering, B's liquidity for A, the rates.
+    let (carol, _) = run(step(2, &["wallet-address", "create"]), dir.path()).await;
+    assert_eq!(carol["assetCode"], "EUR", "{carol}");
+    for i in 3..=4 {
+        run(step(i, &["peer", "create"]), dir.path()).await;
+    }
+    let (deposit, _) = run(step(5, &["peer", "deposit"]), dir.path()).await;
+    assert!(!deposit.is_null());
+    for i in 6..=7 {
+        run(step(i, &["rate", "set"]), dir.path()).await;
+    }
+
+    // The payment, approved with alice's password on A's consent page,
+    // which names carol's incoming payment on B as what it may pay.
+    let on_page = format!("Only to {}/incoming-payments/", moved.url(9080));
+    let printed = pay_with_consent(
+        step(8, &["client", "--profile", "a/client.json", "pay"]),
+        dir.path(),
+        &password.unwrap(),
+        &on_page,
+        &proxy,
+    )
+    .await;
+
+    // The README's checks, and what they must show.
+    let (carol, _) = run(step(9, &["wallet-address", "balance"]), dir.path()).await;
+    assert_eq!(
+        carol["balance"],
+        serde_json::json!({"value": "1000", "assetCode": "EUR", "assetScale": 2}),
+        "carol has exactly the 10.00 EUR"
+    );
+    let (alice, _) = run(step(10, &["wallet-address", "balance"]), dir.path()).await;
+    assert_eq!(alice["balance"]["assetCode"], "USD");
+    let sent = 10_000 - minor(&alice["balance"]["value"]);
+    // At 0.9 less the 1 % slippage the quote allows, 10.00 EUR cost at
+    // most ceil(1000 / 0.891) = 1123 cents; at 0.9 exactly, 1112 at least.
+    assert!(
+        (1112..=1123).contains(&sent),
+        "alice paid {sent} cents: {printed:?}"
+    );
+    let (a_on_b, _) = run(step(11, &["peer", "balance"]), dir.path()).await;
+    assert_eq!(
+        minor(&a_on_b["balance"]),
+        10_000 - sent,
+        "A's liquidity on B: {a_on_b}"
+    );
+    let (b_on_a, _) = run(step(12, &["peer", "balance"]), dir.path()).await;
+    assert_eq!(
+        minor(&b_on_a["balance"]),
+        sent,
+        "B's liquidity on A: {b_on_a}"
+    );
+    for i in 13..=14 {
+        let (_, text) = run(step(i, &["check"]), dir.path()).await;
+        assert!(text.contains("ledger balanced"), "{text}");
+    }
+
+    let mut both = Servers::default();
+    for (public, auth) in [(8080, 8081), (9080, 9081)] {
+        both.add(Server::new(&moved.url(public), &moved.url(auth)));
+    }
+    proxy.validate(
+        &both,
+        &[
+            "get-wallet-address",
+            "post-request",
+            "post-continue",
+            "create-incoming-payment",
+            "create-quote",
+            "create-outgoing-payment",
+        ],
+    );
+    drop(servers);
+}
