@@ -247,6 +247,15 @@ pub async fn rates_url(services: &Services) -> Result<Option<String>, ServiceErr
     Ok(url.filter(|u| !u.is_empty()))
 }
 
+/// The database this node runs on, for people: which backend, and whether
+/// other nodes can share it.
+pub fn database(services: &Services) -> &'static str {
+    match services.store.backend() {
+        opd_store::Backend::Sqlite => "SQLite (embedded: this node only)",
+        opd_store::Backend::Postgres => "PostgreSQL (shared by every node)",
+    }
+}
+
 /// The store's figures for `GET /admin/stats`.
 pub fn store_stats(services: &Services) -> StoreStats {
     StoreStats {

@@ -424,6 +424,19 @@ pub async fn start(
     };
     let (shutdown, _) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let mut shown = vec![
+        ("Open Payments", op_addr),
+        ("Authorization server", auth_addr),
+        ("Admin API and dashboard", admin_addr),
+        ("ILP over HTTP", ilp_addr),
+    ];
+    if let Some((_, addr)) = &auto_peering {
+        shown.push(("Auto-peering", *addr));
+    }
+    let node = opd_api::admin::Node {
+        listeners: shown,
+        admin_port: Some(admin_addr.port()),
+    };
     let mut listeners = vec![
         (
             op_listener,
@@ -434,7 +447,7 @@ pub async fn start(
         (
             admin_listener,
             "admin",
-            admin_router(AdminState::new(app.clone(), admin_token.expose_secret())),
+            admin_router(AdminState::new(app.clone(), admin_token.expose_secret()).with_node(node)),
         ),
         (
             ilp_listener,

@@ -101,6 +101,8 @@ fn print(value: serde_json::Value) -> anyhow::Result<()> {
 }
 
 async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
+    let settings_gave_token = settings.common.admin_token.is_some();
+    let token_file = settings.common.data_dir.join("admin-token");
     let running = opd::app::start(settings, Arc::new(SystemClock), Arc::new(OsRandom)).await?;
     tracing::info!(
         open_payments = %running.public_url,
@@ -118,6 +120,16 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
             path.display()
         );
     }
+    // Where the operator signs in, and with what (never the token itself).
+    let token_from = if settings_gave_token {
+        "the token given with --admin-token or OPD_ADMIN_TOKEN".to_owned()
+    } else {
+        format!("the admin token in {}", token_file.display())
+    };
+    println!(
+        "dashboard: {}/dashboard (sign in with {token_from})",
+        running.admin_url
+    );
     if let Some(demo) = &running.demo {
         print_demo(demo, &running.public_url);
     }

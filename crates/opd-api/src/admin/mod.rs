@@ -35,7 +35,7 @@ mod pricing;
 mod state;
 mod wallets;
 
-pub use state::AdminState;
+pub use state::{AdminState, Node};
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};

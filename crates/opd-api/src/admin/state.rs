@@ -8,11 +8,25 @@ use subtle::ConstantTimeEq;
 
 use crate::AppState;
 
-/// State of the admin router: the app plus the hash of the admin token.
+/// State of the admin router: the app, the hash of the admin token and
+/// what the dashboard shows about this node.
 #[derive(Clone, Debug)]
 pub struct AdminState {
     pub app: AppState,
     token_sha256: [u8; 32],
+    pub(crate) node: std::sync::Arc<Node>,
+}
+
+/// This node as the dashboard shows it: its listeners, by what they serve.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// (what it serves, its address), such as ("Admin API", 127.0.0.1:8082).
+    pub listeners: Vec<(&'static str, std::net::SocketAddr)>,
+    /// The admin listener's port: the dashboard's cookies carry it in
+    /// their names, since browsers share a host's cookies across its ports
+    /// and two servers' dashboards on one host would otherwise sign each
+    /// other out.
+    pub admin_port: Option<u16>,
 }
 
 impl AdminState {
@@ -20,6 +34,22 @@ impl AdminState {
         Self {
             app,
             token_sha256: Sha256::digest(admin_token.as_bytes()).into(),
+            node: std::sync::Arc::default(),
+        }
+    }
+
+    /// With what the dashboard shows about this node.
+    #[must_use]
+    pub fn with_node(mut self, node: Node) -> Self {
+        self.node = std::sync::Arc::new(node);
+        self
+    }
+
+    /// The name of the dashboard cookie `base` on this node's admin port.
+    pub(crate) fn cookie_name(&self, base: &str) -> String {
+        match self.node.admin_port {
+            Some(port) => format!("{base}_{port}"),
+            None => base.to_owned(),
         }
     }
 

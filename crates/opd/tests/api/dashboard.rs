@@ -241,7 +241,7 @@ async fn payments_pages(db: Db) {
         "{history}"
     );
     assert!(
-        history.contains("<dt>Balance</dt><dd>$21.00</dd>"),
+        history.contains("<dt>Balance</dt><dd id=\"wallet-balance\">$21.00</dd>"),
         "{history}"
     );
     assert!(history.contains(&ids[0]), "each names its payment");

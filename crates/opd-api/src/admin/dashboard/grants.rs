@@ -17,13 +17,13 @@ use crate::{display, pages};
 const PAGE: i64 = 25;
 const STATES: &[&str] = &["pending", "approved", "finalized"];
 
-struct Row {
-    id: String,
-    state: String,
-    client: String,
-    access: Vec<String>,
-    created: String,
-    revocable: bool,
+pub(super) struct Row {
+    pub(super) id: String,
+    pub(super) state: String,
+    pub(super) client: String,
+    pub(super) access: Vec<String>,
+    pub(super) created: String,
+    pub(super) revocable: bool,
 }
 
 #[derive(Template)]
@@ -56,7 +56,7 @@ fn access_words(access: &str) -> Vec<String> {
         .collect()
 }
 
-fn row(g: &GrantSummary) -> Row {
+pub(super) fn row(g: &GrantSummary) -> Row {
     let finished = matches!(g.finalization.as_deref(), Some("revoked" | "rejected"));
     let state = match &g.finalization {
         Some(f) => format!("{} ({f})", g.state),

@@ -29,11 +29,12 @@ const LOGIN_PURPOSE: &str = "dashboard-login";
 
 /// The sign-in page for the browser's cookie (`None`: a new one is set).
 fn login_page(
-    services: &opd_service::Services,
+    state: &AdminState,
     cookie: Option<String>,
     status: StatusCode,
     error: Option<String>,
 ) -> Response {
+    let services = &state.app.services;
     let (cookie, fresh) = match cookie {
         Some(c) => (c, false),
         None => (csrf::random_value(services), true),
@@ -49,7 +50,7 @@ fn login_page(
     );
     if fresh {
         let set = csrf::set_cookie(
-            LOGIN_COOKIE,
+            &state.cookie_name(LOGIN_COOKIE),
             &cookie,
             "/dashboard/login",
             "Strict",
@@ -65,19 +66,19 @@ fn login_page(
 
 /// `GET /dashboard/login`.
 pub(crate) async fn form(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let cookie = csrf::cookie(&headers, LOGIN_COOKIE);
-    login_page(&state.app.services, cookie, StatusCode::OK, None)
+    let cookie = csrf::cookie(&headers, &state.cookie_name(LOGIN_COOKIE));
+    login_page(&state, cookie, StatusCode::OK, None)
 }
 
 /// `POST /dashboard/login`: the token (a wrong one answered after the same
 /// fixed delay as the admin API's), then a new session.
 pub(crate) async fn submit(State(state): State<AdminState>, request: Request) -> Response {
     let services = &state.app.services;
-    let cookie = csrf::cookie(request.headers(), LOGIN_COOKIE);
+    let cookie = csrf::cookie(request.headers(), &state.cookie_name(LOGIN_COOKIE));
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
         let error = Some("The form could not be read.".into());
-        return login_page(services, cookie, StatusCode::BAD_REQUEST, error);
+        return login_page(&state, cookie, StatusCode::BAD_REQUEST, error);
     };
     let field = |name: &str| {
         url::form_urlencoded::parse(&body)
@@ -93,7 +94,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     // Slowed, not locked out: see `AdminState::token_matches`.
     if !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
-        return login_page(services, cookie, StatusCode::UNAUTHORIZED, error);
+        return login_page(&state, cookie, StatusCode::UNAUTHORIZED, error);
     }
     let cookie = csrf::random_value(services);
     // Sessions nobody signed out of are swept as others sign in.
@@ -101,7 +102,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         return failed(e);
     }
     let set = csrf::set_cookie(
-        COOKIE,
+        &state.cookie_name(COOKIE),
         &cookie,
         "/dashboard",
         "Strict",
@@ -125,7 +126,14 @@ pub(crate) async fn logout(
     if let Err(e) = operator::close_session(services, &digest(&session.cookie)).await {
         return failed(e);
     }
-    let clear = csrf::set_cookie(COOKIE, "", "/dashboard", "Strict", false, Some(0));
+    let clear = csrf::set_cookie(
+        &state.cookie_name(COOKIE),
+        "",
+        "/dashboard",
+        "Strict",
+        false,
+        Some(0),
+    );
     let mut response = Redirect::to("/dashboard/login").into_response();
     if let Ok(v) = HeaderValue::from_str(&clear) {
         response.headers_mut().insert(header::SET_COOKIE, v);

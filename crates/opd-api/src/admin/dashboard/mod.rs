@@ -17,10 +17,15 @@
 //!
 //! The token and the cookie are never logged.
 
+mod accounts;
 mod grants;
 mod login;
 mod operations;
 mod payments;
+mod peers;
+mod pricing;
+mod search;
+mod wallet;
 mod wallets;
 
 use axum::extract::{Request, State};
@@ -29,13 +34,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use opd_service::{operator, Services};
+use opd_service::operator;
 use sha2::{Digest, Sha256};
 
 use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
-/// The session cookie.
+/// The session cookie (its name ends with the admin port, see
+/// [`AdminState::cookie_name`]).
 const COOKIE: &str = "opd_dashboard";
 /// What the form tokens of the dashboard are for.
 const PURPOSE: &str = "dashboard";
@@ -58,7 +64,9 @@ pub(crate) struct Session {
 pub(crate) fn routes(state: AdminState) -> Router {
     let signed_in = Router::new()
         .route("/dashboard", get(wallets::page))
-        .route("/dashboard/wallets/{id}", get(wallets::history))
+        .route("/dashboard/wallets", post(wallets::create))
+        .route("/dashboard/wallets/{id}", get(wallet::page))
+        .route("/dashboard/wallets/{id}/money", post(wallet::move_money))
         .route("/dashboard/payments", get(payments::list))
         .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
         .route(
@@ -67,11 +75,15 @@ pub(crate) fn routes(state: AdminState) -> Router {
         )
         .route("/dashboard/grants", get(grants::list))
         .route("/dashboard/grants/{id}/revoke", post(grants::revoke))
-        .route("/dashboard/peers", get(operations::peers))
+        .route("/dashboard/peers", get(peers::page).post(peers::create))
         .route(
             "/dashboard/peers/{id}/liquidity",
-            post(operations::move_liquidity),
+            post(peers::move_liquidity),
         )
+        .route("/dashboard/pricing", get(pricing::page))
+        .route("/dashboard/fees", post(pricing::set_fee))
+        .route("/dashboard/rates", post(pricing::set_rate))
+        .route("/dashboard/search", get(search::page))
         .route("/dashboard/webhooks", get(operations::webhooks))
         .route("/dashboard/webhooks/{id}/retry", post(operations::retry))
         .route("/dashboard/ledger", get(operations::ledger))
@@ -97,8 +109,9 @@ fn digest(cookie: &str) -> String {
 }
 
 /// The session of the request, when its cookie names a live one.
-async fn current(services: &Services, headers: &HeaderMap) -> Option<Session> {
-    let cookie = csrf::cookie(headers, COOKIE)?;
+async fn current(state: &AdminState, headers: &HeaderMap) -> Option<Session> {
+    let services = &state.app.services;
+    let cookie = csrf::cookie(headers, &state.cookie_name(COOKIE))?;
     let valid = operator::session_valid(services, &digest(&cookie))
         .await
         .inspect_err(|e| tracing::error!(error = %e, "dashboard session lookup failed"))
@@ -115,7 +128,7 @@ async fn require_session(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match current(&state.app.services, request.headers()).await {
+    match current(&state, request.headers()).await {
         Some(session) => {
             request.extensions_mut().insert(session);
             next.run(request).await
@@ -243,6 +256,7 @@ impl Nav {
             ("/dashboard/payments", "Payments"),
             ("/dashboard/grants", "Grants"),
             ("/dashboard/peers", "Peers"),
+            ("/dashboard/pricing", "Fees and rates"),
             ("/dashboard/webhooks", "Webhooks"),
             ("/dashboard/ledger", "Ledger"),
             ("/dashboard/settings", "Settings"),
@@ -287,7 +301,20 @@ pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
         "already_revoked" => "The grant was already revoked.",
         "retry" => "The event is due now: it is sent again within seconds.",
         "not_retried" => "The event was delivered already, or is unknown.",
+        "no_webhook_url" => "No webhook URL is configured: the event cannot be sent.",
         "deposited" => "The liquidity was deposited.",
+        "peer_created" => "The peer is created.",
+        "wallet_created" => "The wallet address is created.",
+        "fee_set" => "The fee is set: new quotes use it.",
+        "fee_removed" => "The fee is removed.",
+        "rate_set" => "The rate is set: new quotes use it.",
+        "rate_removed" => "The rate is removed.",
+        "wallet_deposited" => "The money was deposited.",
+        "wallet_withdrawn" => "The money was withdrawn.",
+        "bad_wallet_amount" => {
+            "That amount is not a positive number in the wallet address's asset."
+        }
+        "wallet_money_refused" => "Nothing moved: the amount is zero, or more than the balance.",
         "withdrawn" => "The liquidity was withdrawn.",
         "bad_amount" => "That amount is not a positive number in the peer's asset.",
         "liquidity_refused" => {

@@ -1,6 +1,6 @@
-//! The operator's other pages: peers and their liquidity, the webhook
-//! outbox (with "retry now"), the ledger check and the settings (secrets
-//! masked).
+//! The operator's other pages: the webhook outbox (with "retry now" and
+//! each event's payload), the ledger (its accounts by name, the check) and
+//! the settings (secrets masked).
 
 use std::time::Duration;
 
@@ -9,128 +9,21 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_service::{interledger::peers, operator};
+use opd_service::operator;
 use secrecy::ExposeSecret;
 
+use opd_core::ledger::AccountKind;
+
+use super::accounts::{AccountName, Names};
 use super::{done, done_message, failed, param, query_pairs, CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
-struct PeerRow {
-    id: String,
-    name: String,
-    address: String,
-    asset: String,
-    liquidity: String,
-    low: String,
-    endpoint: String,
-    routes: String,
-    /// Who created it: `operator` or `auto-peering`.
-    created_by: &'static str,
-}
-
-#[derive(Template)]
-#[template(path = "dashboard/peers.html")]
-struct PeersPage {
-    page_title: &'static str,
-    css_href: &'static str,
-    nav: Nav,
-    notice: Option<&'static str>,
-    rows: Vec<PeerRow>,
-    /// Sent back with a liquidity form, so that sending it twice moves the
-    /// money once.
-    idempotency: String,
-}
-
-pub(crate) async fn peers(
-    State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
-    uri: Uri,
-) -> Response {
-    let services = &state.app.services;
-    let list = match peers::list(services).await {
-        Ok(l) => l,
-        Err(e) => return failed(e),
-    };
-    let mut rows = Vec::with_capacity(list.len());
-    for p in &list {
-        let liquidity = match peers::liquidity(services, p).await {
-            Ok(v) => v,
-            Err(e) => return failed(e),
-        };
-        let money = |v: u64| display::amount(v, p.asset.code.as_str(), p.asset.scale);
-        rows.push(PeerRow {
-            id: p.id.to_string(),
-            name: p.name.clone(),
-            address: p.static_ilp_address.clone(),
-            asset: format!("{} (scale {})", p.asset.code, p.asset.scale),
-            liquidity: money(liquidity),
-            low: p.liquidity_low.map(money).unwrap_or_default(),
-            // The endpoint only: its token is a secret.
-            endpoint: p
-                .outgoing
-                .as_ref()
-                .map(|o| o.endpoint.clone())
-                .unwrap_or_else(|| "none (receives only)".into()),
-            routes: p.routes.join(", "),
-            created_by: p.created_by.as_str(),
-        });
-    }
-    pages::render(
-        StatusCode::OK,
-        &PeersPage {
-            page_title: "Peers",
-            css_href: CSS,
-            nav: Nav::new("/dashboard/peers", &session),
-            notice: done_message(&query_pairs(&uri)),
-            rows,
-            idempotency: crate::csrf::random_value(services),
-        },
-    )
-}
-
-/// `POST /dashboard/peers/{id}/liquidity` `{amount, direction, idempotency}`:
-/// a deposit or withdrawal of the peer's liquidity, in the peer's asset as
-/// a decimal (`250.00`), once per idempotency value.
-pub(crate) async fn move_liquidity(
-    State(state): State<AdminState>,
-    Path(id): Path<String>,
-    CheckedForm { body, .. }: CheckedForm,
-) -> Response {
-    let services = &state.app.services;
-    let field = |name: &str| {
-        url::form_urlencoded::parse(&body)
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default()
-    };
-    let Some(id) = opd_core::PeerId::parse(&id) else {
-        return super::not_found("peer");
-    };
-    let peer = match peers::get(services, id).await {
-        Ok(p) => p,
-        Err(opd_service::ServiceError::NotFound(_)) => return super::not_found("peer"),
-        Err(e) => return failed(e),
-    };
-    let Some(amount) = display::parse_decimal(&field("amount"), peer.asset.scale) else {
-        return done("/dashboard/peers", "bad_amount");
-    };
-    let deposit = field("direction") != "withdraw";
-    let key = field("idempotency");
-    match peers::move_liquidity(services, &peer, amount, deposit, &key).await {
-        Ok(_) if deposit => done("/dashboard/peers", "deposited"),
-        Ok(_) => done("/dashboard/peers", "withdrawn"),
-        Err(
-            e
-            @ (opd_service::ServiceError::Internal(_) | opd_service::ServiceError::Unavailable(_)),
-        ) => failed(e),
-        Err(_) => done("/dashboard/peers", "liquidity_refused"),
-    }
-}
-
 struct EventRow {
     id: String,
     kind: String,
+    /// The JSON body delivered (or to deliver), indented.
+    payload: String,
     state: &'static str,
     attempts: i64,
     next: String,
@@ -173,6 +66,9 @@ pub(crate) async fn webhooks(
             EventRow {
                 id: e.event.id,
                 kind: e.event.kind.as_str().to_owned(),
+                payload: serde_json::from_str::<serde_json::Value>(&e.event.data)
+                    .and_then(|v| serde_json::to_string_pretty(&v))
+                    .unwrap_or(e.event.data),
                 state,
                 attempts: e.event.attempts,
                 next: match e.event.delivered_at {
@@ -204,11 +100,21 @@ pub(crate) async fn retry(
     _form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
+    // Due now would mean nothing: without a URL nothing is sent.
+    if services.config.webhook_url.is_none() {
+        return done("/dashboard/webhooks", "no_webhook_url");
+    }
     match operator::retry_webhook_event(services, &id).await {
         Ok(true) => done("/dashboard/webhooks", "retry"),
         Ok(false) => done("/dashboard/webhooks", "not_retried"),
         Err(e) => failed(e),
     }
+}
+
+/// A ledger account as the Ledger page lists it.
+struct AccountRow {
+    name: AccountName,
+    balance: String,
 }
 
 #[derive(Template)]
@@ -220,10 +126,27 @@ struct LedgerPage {
     notice: Option<&'static str>,
     /// `None` until the check ran; then the problems it found.
     problems: Option<Vec<String>>,
-    accounts: usize,
+    accounts: Vec<AccountRow>,
 }
 
-/// `GET /dashboard/ledger`, and `?run=1` to run the check (it only reads).
+/// A balance in its asset; a negative one (only the outside world's) with
+/// its sign.
+fn signed_amount(balance: i128, asset: &opd_core::Asset) -> String {
+    let shown = |v: u128| {
+        u64::try_from(v).map_or_else(
+            |_| format!("{v} (minor units)"),
+            |v| display::amount(v, asset.code.as_str(), asset.scale),
+        )
+    };
+    if balance < 0 {
+        format!("−{}", shown(balance.unsigned_abs()))
+    } else {
+        shown(balance.unsigned_abs())
+    }
+}
+
+/// `GET /dashboard/ledger`: every account by name with its balance, and
+/// `?run=1` to run the check (it only reads).
 pub(crate) async fn ledger(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
@@ -239,10 +162,31 @@ pub(crate) async fn ledger(
     } else {
         None
     };
-    let accounts = match operator::ledger_accounts(services).await {
-        Ok(a) => a.len(),
-        Err(e) => return failed(e),
+    let (mut accounts, names) = match (
+        operator::ledger_accounts(services).await,
+        Names::load(services).await,
+    ) {
+        (Ok(a), Ok(n)) => (a, n),
+        (Err(e), _) | (_, Err(e)) => return failed(e),
     };
+    // The operator's own accounts first, then wallets, peers and payments.
+    let rank = |k: AccountKind| match k {
+        AccountKind::Settlement => 0,
+        AccountKind::Fees => 1,
+        AccountKind::Wallet => 2,
+        AccountKind::Peer => 3,
+        AccountKind::Outgoing => 4,
+        AccountKind::Incoming => 5,
+        AccountKind::Hold => 6,
+    };
+    accounts.sort_by(|a, b| (rank(a.kind), &a.id).cmp(&(rank(b.kind), &b.id)));
+    let accounts = accounts
+        .iter()
+        .map(|a| AccountRow {
+            name: names.name(&a.id),
+            balance: signed_amount(a.balance, &a.asset),
+        })
+        .collect();
     pages::render(
         StatusCode::OK,
         &LedgerPage {
@@ -300,7 +244,21 @@ pub(crate) async fn settings(
         })
         .collect();
     fees.sort();
-    let settings = vec![
+    let mut settings = vec![
+        ("Version", format!("opd {}", env!("CARGO_PKG_VERSION"))),
+        (
+            "Database",
+            operator::database(&state.app.services).to_owned(),
+        ),
+    ];
+    settings.extend(
+        state
+            .node
+            .listeners
+            .iter()
+            .map(|(what, addr)| (*what, format!("listens on {addr}"))),
+    );
+    settings.extend([
         ("Public URL", c.public_url.to_string()),
         ("Authorization server URL", c.auth_server_url.clone()),
         ("ILP address", c.ilp_address.to_string()),
@@ -361,7 +319,7 @@ pub(crate) async fn settings(
         ),
         ("Outbound allow list", c.outbound_allow.join(", ")),
         ("External funding", c.external_funding.to_string()),
-    ];
+    ]);
     pages::render(
         StatusCode::OK,
         &SettingsPage {

@@ -16,6 +16,7 @@ use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::wallets;
 
+use super::accounts::{account_asset, AccountName, Names};
 use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
 use super::{Nav, Session, CSS};
 use crate::admin::state::AdminState;
@@ -207,8 +208,8 @@ pub(crate) async fn list(
 /// A transfer as the detail page shows it.
 struct TransferRow {
     kind: String,
-    from: String,
-    to: String,
+    from: AccountName,
+    to: AccountName,
     amount: String,
     created: String,
 }
@@ -226,21 +227,13 @@ struct PaymentPage {
     cancel: Option<String>,
 }
 
-/// The asset an account id ends with (`kind:owner:CODE:scale`).
-fn account_asset(account: &str) -> Option<Asset> {
-    let mut parts = account.rsplitn(3, ':');
-    let scale = parts.next()?.parse::<i64>().ok()?;
-    let code = parts.next()?;
-    Asset::parse(code, scale).ok()
-}
-
-fn transfer_rows(transfers: &[Transfer]) -> Vec<TransferRow> {
+fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
     transfers
         .iter()
         .map(|t| TransferRow {
             kind: t.kind.as_str().to_owned(),
-            from: t.debit_account.clone(),
-            to: t.credit_account.clone(),
+            from: names.name(&t.debit_account),
+            to: names.name(&t.credit_account),
             amount: account_asset(&t.debit_account).map_or_else(
                 || t.amount.to_string(),
                 |a| display::amount(t.amount, a.code.as_str(), a.scale),
@@ -345,6 +338,10 @@ pub(crate) async fn detail(
         Ok(t) => t,
         Err(e) => return failed(e),
     };
+    let names = match Names::load(services).await {
+        Ok(n) => n,
+        Err(e) => return failed(e),
+    };
     pages::render(
         StatusCode::OK,
         &PaymentPage {
@@ -357,7 +354,7 @@ pub(crate) async fn detail(
             nav: Nav::new("/dashboard/payments", &session),
             notice: done_message(&query_pairs(&uri)),
             facts: facts.into_iter().filter(|(_, v)| !v.is_empty()).collect(),
-            transfers: transfer_rows(&transfers),
+            transfers: transfer_rows(&transfers, &names),
             cancel,
         },
     )

@@ -1,17 +1,18 @@
-//! `GET /dashboard`: the wallet addresses with their balances and keys;
-//! `GET /dashboard/wallets/{id}`: one wallet address's balance history
-//! (deposits, payments, money received, refunds, withdrawals).
+//! `GET /dashboard`: the wallet addresses with their balances and keys,
+//! the server's own identity apart; `POST /dashboard/wallets`: a new wallet
+//! address.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::{AccountKind, TransferKind};
-use opd_core::WalletAddressId;
-use opd_service::{operator, wallets};
+use opd_core::ledger::AccountKind;
+use opd_core::wallet_address::WalletAddressPath;
+use opd_core::Asset;
+use opd_service::{operator, wallets, ServiceError};
 
-use super::{done_message, failed, not_found, query_pairs, Nav, Session, CSS};
+use super::{done, done_message, failed, query_pairs, CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -28,6 +29,15 @@ struct Row {
     active: bool,
 }
 
+/// The create form's fields, kept when the form is refused.
+#[derive(Default)]
+struct NewWallet {
+    path: String,
+    asset_code: String,
+    asset_scale: String,
+    public_name: String,
+}
+
 #[derive(Template)]
 #[template(path = "dashboard/wallets.html")]
 struct WalletsPage {
@@ -35,13 +45,30 @@ struct WalletsPage {
     css_href: &'static str,
     nav: Nav,
     notice: Option<&'static str>,
+    /// The base every wallet address's URL starts with.
+    public_base: String,
+    /// Why the create form was refused.
+    error: Option<String>,
+    form: NewWallet,
     rows: Vec<Row>,
+    /// The server's own wallet address (`.well-known/pay`), shown apart:
+    /// it identifies this server to others and never holds money.
+    server: Option<Row>,
 }
 
 pub(crate) async fn page(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
     uri: Uri,
+) -> Response {
+    render(&state, &session, done_message(&query_pairs(&uri)), None).await
+}
+
+async fn render(
+    state: &AdminState,
+    session: &Session,
+    notice: Option<&'static str>,
+    refused: Option<(String, NewWallet)>,
 ) -> Response {
     let services = &state.app.services;
     let wallets = match wallets::list(services).await {
@@ -86,115 +113,60 @@ pub(crate) async fn page(
             active: w.deactivated_at.is_none(),
         });
     }
-    let query = query_pairs(&uri);
+    let server_path = WalletAddressPath::server().to_string();
+    let server = rows
+        .iter()
+        .position(|r| r.path == server_path)
+        .map(|i| rows.remove(i));
+    let (status, error, form) = match refused {
+        Some((e, form)) => (StatusCode::BAD_REQUEST, Some(e), form),
+        None => (StatusCode::OK, None, NewWallet::default()),
+    };
     pages::render(
-        StatusCode::OK,
+        status,
         &WalletsPage {
             page_title: "Wallet addresses",
             css_href: CSS,
-            nav: Nav::new("/dashboard", &session),
-            notice: done_message(&query),
+            nav: Nav::new("/dashboard", session),
+            notice,
+            public_base: format!("{}/", services.config.public_url),
+            error,
+            form,
             rows,
+            server,
         },
     )
 }
 
-/// One transfer in or out of a wallet address, as its history shows it.
-struct HistoryRow {
-    /// What it was for the wallet: `received`, `payment`, `deposit`...
-    what: &'static str,
-    kind: String,
-    /// The payment (or the wallet address, for the operator's moves).
-    reference: String,
-    /// Signed: `+` in, `−` out.
-    amount: String,
-    created: String,
-}
-
-#[derive(Template)]
-#[template(path = "dashboard/wallet.html")]
-struct WalletPage {
-    page_title: &'static str,
-    css_href: &'static str,
-    nav: Nav,
-    notice: Option<&'static str>,
-    facts: Vec<(String, String)>,
-    rows: Vec<HistoryRow>,
-}
-
-/// What a transfer was for the wallet it credited (`incoming`) or debited.
-fn what(kind: TransferKind, incoming: bool) -> &'static str {
-    match (kind, incoming) {
-        (TransferKind::Deposit, _) => "deposit",
-        (TransferKind::Withdrawal, _) => "withdrawal",
-        // Money an incoming payment received lands here (balance mode);
-        // `settle` moved what older releases left on incoming payments.
-        (TransferKind::Deliver | TransferKind::Receive | TransferKind::Settle, true) => "received",
-        (TransferKind::Refund, _) => "refund",
-        (_, false) => "payment",
-        (_, true) => "credit",
+/// `POST /dashboard/wallets`: creates a wallet address and opens its page;
+/// a refused form comes back with the reason and its fields.
+pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -> Response {
+    let kept = NewWallet {
+        path: form.field("path").trim().to_owned(),
+        asset_code: form.field("asset_code").trim().to_owned(),
+        asset_scale: form.field("asset_scale").trim().to_owned(),
+        public_name: form.field("public_name").trim().to_owned(),
+    };
+    let asset = kept
+        .asset_scale
+        .parse::<i64>()
+        .map_err(|_| "The asset scale is a whole number from 0 to 255.".to_owned())
+        .and_then(|scale| {
+            Asset::parse(&kept.asset_code, scale).map_err(|e| format!("Asset: {e}."))
+        });
+    let name = (!kept.public_name.is_empty()).then(|| kept.public_name.clone());
+    let created = match asset {
+        Ok(asset) => wallets::create(&state.app.services, &kept.path, asset, name)
+            .await
+            .map_err(|e| match e {
+                ServiceError::Internal(_) | ServiceError::Unavailable(_) => Err(e),
+                other => Ok(other.to_string()),
+            }),
+        Err(message) => Err(Ok(message)),
+    };
+    match created {
+        Ok(w) => done(&format!("/dashboard/wallets/{}", w.id), "wallet_created"),
+        Err(Ok(message)) => render(&state, &form.session, None, Some((message, kept))).await,
+        Err(Err(e)) => failed(e),
     }
-}
-
-/// `GET /dashboard/wallets/{id}`: the wallet address, its balance and its
-/// newest 200 transfers.
-pub(crate) async fn history(
-    State(state): State<AdminState>,
-    Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-    uri: Uri,
-) -> Response {
-    let services = &state.app.services;
-    let Some(id) = WalletAddressId::parse(&id) else {
-        return not_found("wallet address");
-    };
-    let wallet = match wallets::get(services, id).await {
-        Ok(w) => w,
-        Err(opd_service::ServiceError::NotFound(_)) => return not_found("wallet address"),
-        Err(e) => return failed(e),
-    };
-    let balance = match opd_service::ledger::balance(services, &wallet).await {
-        Ok(b) => b,
-        Err(e) => return failed(e),
-    };
-    let transfers = match opd_service::ledger::transfers(services, &wallet, 200).await {
-        Ok(t) => t,
-        Err(e) => return failed(e),
-    };
-    let account = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
-    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
-    let rows = transfers
-        .iter()
-        .map(|t| {
-            let incoming = t.credit_account == account;
-            let sign = if incoming { "+" } else { "−" };
-            HistoryRow {
-                what: what(t.kind, incoming),
-                kind: t.kind.as_str().to_owned(),
-                reference: t.reference.clone().unwrap_or_default(),
-                amount: format!("{sign}{}", display::amount(t.amount, code, scale)),
-                created: display::datetime(t.created_at),
-            }
-        })
-        .collect();
-    let facts = vec![
-        ("Wallet address".to_owned(), wallet.path.to_string()),
-        ("Id".to_owned(), wallet.id.to_string()),
-        ("Asset".to_owned(), wallet.asset.to_string()),
-        (
-            "Balance".to_owned(),
-            display::amount(balance.value, code, scale),
-        ),
-    ];
-    pages::render(
-        StatusCode::OK,
-        &WalletPage {
-            page_title: "Wallet address",
-            css_href: CSS,
-            nav: Nav::new("/dashboard", &session),
-            notice: done_message(&query_pairs(&uri)),
-            facts,
-            rows,
-        },
-    )
 }
