@@ -387,3 +387,204 @@ async fn the_peers_page_shows_who_created_each_peer() {
     assert!(row("bank").contains("<td class=\"nowrap\">operator</td>"));
     assert!(row("test.rafiki").contains("<td class=\"nowrap\">auto-peering</td>"));
 }
+
+/// The value of the form token on a page.
+fn csrf_of(html: &str) -> String {
+    html.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn two_dashboards_on_one_host_keep_their_sessions_apart() {
+    let a = signed_in(TestApp::spawn_with(Db::Sqlite, |_| {}).await).await;
+    let b = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    // The test apps draw the same random values: one more draw here makes
+    // b's session differ from a's.
+    reqwest::get(format!("{}/dashboard/login", b.admin))
+        .await
+        .unwrap();
+    let b = signed_in(b).await;
+    let value = |d: &Dash| d.cookie.split_once('=').unwrap().1.to_owned();
+    assert_ne!(value(&a), value(&b));
+    let port = |d: &Dash| url::Url::parse(&d.app.admin).unwrap().port().unwrap();
+    for d in [&a, &b] {
+        assert!(
+            d.cookie.starts_with(&format!("opd_dashboard_{}=", port(d))),
+            "the cookie's name carries the admin port: {}",
+            d.cookie
+        );
+    }
+    // A browser sends a host's cookies to all its ports: each server gets
+    // both, and must find its own session among them.
+    let both = format!("{}; {}", a.cookie, b.cookie);
+    for d in [&a, &b] {
+        let r = d
+            .browser
+            .get(format!("{}/dashboard", d.app.admin))
+            .header(COOKIE, &both)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "signed out by the other server");
+    }
+    // The other server's session opens nothing here.
+    let r = a
+        .browser
+        .get(format!("{}/dashboard", a.app.admin))
+        .header(
+            COOKIE,
+            b.cookie
+                .replace(&port(&b).to_string(), &port(&a).to_string()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn without_a_webhook_url_events_wait_and_cannot_be_retried() {
+    let d = signed_in(TestApp::spawn_with(Db::Sqlite, |_| {}).await).await;
+    let bob = d.app.create_wallet("bob", "USD", 2).await;
+    crate::payments::incoming(&d.app, &bob, "100", "USD").await;
+    let (s, page) = d.get("/dashboard/webhooks").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(page.contains("incoming_payment.created"), "{page}");
+    assert!(page.contains("No webhook URL is configured"), "{page}");
+    assert!(!page.contains("Retry now"), "{page}");
+    // The payload is on the page, escaped.
+    assert!(
+        page.contains("&quot;type&quot;") || page.contains("&#34;type&#34;"),
+        "{page}"
+    );
+    let id = page
+        .split("data-event=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let r = d
+        .browser
+        .post(format!("{}/dashboard/webhooks/{id}/retry", d.app.admin))
+        .header(COOKIE, &d.cookie)
+        .form(&[("csrf", csrf_of(&page))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()[LOCATION],
+        "/dashboard/webhooks?done=no_webhook_url"
+    );
+}
+
+#[tokio::test]
+async fn search_opens_what_it_finds() {
+    let d = signed_in(TestApp::spawn_with(Db::Sqlite, |_| {}).await).await;
+    let bob_url = d.app.create_wallet("bob", "USD", 2).await;
+    let incoming = crate::payments::incoming(&d.app, &bob_url, "100", "USD").await;
+    let id = incoming.rsplit('/').next().unwrap().to_owned();
+    let bob = d
+        .app
+        .admin(Method::GET, "/wallet-addresses/bob", None)
+        .await
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let search = |q: String| {
+        let url = format!(
+            "{}/dashboard/search?q={}",
+            d.app.admin,
+            url::form_urlencoded::byte_serialize(q.as_bytes()).collect::<String>()
+        );
+        d.browser.get(url).header(COOKIE, &d.cookie).send()
+    };
+    for (q, to) in [
+        (
+            incoming.clone(),
+            format!("/dashboard/payments/incoming/{id}"),
+        ),
+        (id.clone(), format!("/dashboard/payments/incoming/{id}")),
+        (d.app.url("bob"), format!("/dashboard/wallets/{bob}")),
+        ("bob".to_owned(), format!("/dashboard/wallets/{bob}")),
+    ] {
+        let r = search(q.clone()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{q}");
+        assert_eq!(r.headers()[LOCATION], to.as_str(), "{q}");
+    }
+    let r = search("nobody-at-all".into()).await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert!(r.text().await.unwrap().contains("Nothing here matches"));
+}
+
+#[tokio::test]
+async fn fees_and_rates_set_on_the_dashboard_are_what_the_admin_api_reads() {
+    let d = signed_in(TestApp::spawn_with(Db::Sqlite, |_| {}).await).await;
+    let (_, page) = d.get("/dashboard/pricing").await;
+    let post = |path: &'static str, form: Vec<(&'static str, &'static str)>| {
+        let mut form: Vec<(&str, String)> =
+            form.into_iter().map(|(k, v)| (k, v.to_owned())).collect();
+        form.push(("csrf", csrf_of(&page)));
+        d.browser
+            .post(format!("{}{path}", d.app.admin))
+            .header(COOKIE, &d.cookie)
+            .form(&form)
+            .send()
+    };
+    let r = post(
+        "/dashboard/fees",
+        vec![
+            ("asset_code", "USD"),
+            ("asset_scale", "2"),
+            ("fixed", "0.10"),
+            ("percent", "0.5"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.headers()[LOCATION], "/dashboard/pricing?done=fee_set");
+    let (_, fees) = d.app.admin(Method::GET, "/fees", None).await;
+    assert_eq!(fees[0]["fixed"], "10", "{fees}");
+    assert_eq!(fees[0]["basisPoints"], 50, "{fees}");
+    // A share over 100 % changes nothing and says why.
+    let r = post(
+        "/dashboard/fees",
+        vec![
+            ("asset_code", "USD"),
+            ("asset_scale", "2"),
+            ("percent", "100.01"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("role=\"alert\""));
+    let (_, fees) = d.app.admin(Method::GET, "/fees", None).await;
+    assert_eq!(fees[0]["basisPoints"], 50, "{fees}");
+    // Rates: one set, the base's others kept, one removed.
+    for (counter, rate) in [("EUR", "0.9"), ("GBP", "0.8")] {
+        let r = post(
+            "/dashboard/rates",
+            vec![("base", "USD"), ("counter", counter), ("rate", rate)],
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.headers()[LOCATION], "/dashboard/pricing?done=rate_set");
+    }
+    let (_, rates) = d.app.admin(Method::GET, "/rates", None).await;
+    assert_eq!(rates["rates"]["USD"], json!({"EUR": "0.9", "GBP": "0.8"}));
+    post(
+        "/dashboard/rates",
+        vec![("base", "USD"), ("counter", "GBP"), ("rate", "")],
+    )
+    .await
+    .unwrap();
+    let (_, rates) = d.app.admin(Method::GET, "/rates", None).await;
+    assert_eq!(rates["rates"]["USD"], json!({"EUR": "0.9"}));
+    let (_, page) = d.get("/dashboard/pricing").await;
+    assert!(page.contains("0.5 %") && page.contains("$0.10"), "{page}");
+}
