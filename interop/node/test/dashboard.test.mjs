@@ -1,8 +1,13 @@
 // The operator dashboard (admin listener, /dashboard) in headless Chromium:
-// sign in with the admin token, wallet addresses and balances after a
-// payment, payments filtered and one payment's transfers, revoking a grant,
-// peers and their liquidity, retrying a failing webhook, the ledger check, the settings with secrets
-// masked, a form without its CSRF token refused, and signing out.
+// sign in with the admin token (a cookie per admin port), wallet addresses
+// and balances after a payment (the server's own apart), a wallet address's
+// page (keys, grants, payments, history, a deposit), creating wallet
+// addresses and peers (refused forms say why), payments filtered and one
+// payment's transfers by account name, revoking a grant, peers and their
+// liquidity, fees and rates set, the search box, retrying a failing
+// webhook and reading its payload, the ledger's accounts and check, the
+// settings with secrets masked, every page on a phone without sideways
+// scrolling, a form without its CSRF token refused, and signing out.
 // Screenshots at desktop and phone width (see browser.mjs).
 
 import assert from 'node:assert/strict'
@@ -10,7 +15,7 @@ import crypto from 'node:crypto'
 import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 
-import { launchBrowser, screenshots } from './browser.mjs'
+import { DESKTOP, PHONE, launchBrowser, screenshots } from './browser.mjs'
 import {
   ADMIN_TOKEN,
   adminOk,
@@ -120,7 +125,9 @@ describe('operator dashboard in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
     assert.equal(new URL(page.url()).pathname, '/dashboard')
     const [cookie] = await browser.context.cookies(dash)
-    assert.equal(cookie.name, 'opd_dashboard')
+    // Named for the admin port: dashboards of two servers on one host
+    // (browsers share a host's cookies across ports) keep their sessions.
+    assert.equal(cookie.name, `opd_dashboard_${new URL(dash).port}`)
     assert.equal(cookie.httpOnly, true)
     assert.equal(cookie.sameSite, 'Strict')
     assert.equal(cookie.path, '/dashboard')
@@ -141,9 +148,55 @@ describe('operator dashboard in a browser', () => {
     await screenshots(page, 'dashboard-wallets')
   })
 
+  it('opens a wallet address: keys, grants, payments and history; deposits to it', async () => {
+    await page.goto(dash)
+    const table = await page.getByRole('region', { name: 'Wallet addresses' }).innerText()
+    assert.ok(!table.includes('.well-known/pay'), 'the server\'s own wallet address is listed apart')
+    assert.match(await page.locator('section[aria-labelledby=server-wallet]').innerText(), /never holds money/)
+    await Promise.all([page.waitForNavigation(), page.getByRole('link', { name: 'alice', exact: true }).click()])
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Wallet address')
+    assert.equal(await page.locator('#wallet-balance').innerText(), '$9,987.66')
+    const paymentId = payment.id.split('/').pop()
+    assert.match(await page.getByRole('region', { name: 'outgoing payments' }).innerText(), new RegExp(paymentId))
+    assert.match(await page.getByRole('region', { name: 'Grants' }).innerText(), /outgoing-payment: create, read/)
+    const history = await page.getByRole('region', { name: 'Balance history' }).innerText()
+    assert.match(history, /deposit/)
+    assert.match(history, /−\$12\.34/)
+    await page.getByLabel('Amount to deposit or withdraw').fill('25.00')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Deposit' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The money was deposited.')
+    assert.equal(await page.locator('#wallet-balance').innerText(), '$10,012.66')
+    const { balance } = await adminOk(w.admin, 'GET', '/wallet-addresses/alice/balance')
+    assert.equal(balance.value, '1001266')
+    await screenshots(page, 'dashboard-wallet')
+    // Back to where it was, for the pages after this one.
+    await page.getByLabel('Amount to deposit or withdraw').fill('25')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Withdraw' }).click()])
+    assert.equal(await page.locator('#wallet-balance').innerText(), '$9,987.66')
+  })
+
+  it('creates a wallet address, and says why when it cannot', async () => {
+    await page.goto(dash)
+    await page.getByLabel('Path', { exact: true }).fill('alice')
+    await page.getByLabel('Asset code').fill('EUR')
+    await page.getByLabel('Asset scale').fill('2')
+    const [refused] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Create wallet address' }).click()])
+    assert.equal(refused.status(), 400)
+    assert.match(await page.getByRole('alert').innerText(), /"alice" exists already/)
+    assert.equal(await page.getByLabel('Asset code').inputValue(), 'EUR', 'the form keeps what was typed')
+    await page.getByLabel('Path', { exact: true }).fill('dora')
+    await page.getByLabel('Public name').fill('Dora')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Create wallet address' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The wallet address is created.')
+    assert.match(await page.locator('main').innerText(), /Dora/)
+    const dora = await adminOk(w.admin, 'GET', '/wallet-addresses/dora')
+    assert.equal(dora.assetCode, 'EUR')
+    assert.equal(dora.publicName, 'Dora')
+  })
+
   it('filters payments and opens one with its transfers', async () => {
     await page.goto(`${dash}/payments`)
-    await page.getByLabel('Wallet address').selectOption({ label: 'alice' })
+    await page.getByLabel('Wallet address', { exact: true }).selectOption({ label: 'alice' })
     await page.getByLabel('State').selectOption('completed')
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Show' }).click()])
     const rows = page.locator('tbody tr')
@@ -158,7 +211,7 @@ describe('operator dashboard in a browser', () => {
     assert.match(await page.locator('main').innerText(), /No payments match/)
 
     await page.getByLabel('Direction').selectOption('incoming')
-    await page.getByLabel('Wallet address').selectOption({ label: 'bob' })
+    await page.getByLabel('Wallet address', { exact: true }).selectOption({ label: 'bob' })
     await page.getByLabel('State').selectOption('')
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Show' }).click()])
     assert.equal(await page.locator('tbody tr').count(), 1)
@@ -170,6 +223,9 @@ describe('operator dashboard in a browser', () => {
     assert.match(transfers, /fund/)
     assert.match(transfers, /deliver/)
     assert.match(transfers, /\$12\.34/)
+    // Accounts by name, not by raw id.
+    assert.match(transfers, /alice \(USD\)/)
+    assert.match(transfers, /wallet address/)
     await screenshots(page, 'dashboard-payment')
   })
 
@@ -200,6 +256,10 @@ describe('operator dashboard in a browser', () => {
     const row = page.locator('tbody tr', { hasText: 'failing' }).first()
     assert.match(await row.innerText(), /500/)
     const eventId = await row.getAttribute('data-event')
+    await row.getByText('Payload').click()
+    const payload = JSON.parse(await row.locator('pre').innerText())
+    assert.equal(payload.id, eventId)
+    assert.ok(payload.type && payload.data, JSON.stringify(payload))
     await screenshots(page, 'dashboard-webhooks')
 
     hooks.state.healthy = true
@@ -248,6 +308,10 @@ describe('operator dashboard in a browser', () => {
     await page.goto(`${dash}/ledger`)
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Run the ledger check' }).click()])
     assert.match(await page.locator('#ledger-result').innerText(), /The ledger balances/)
+    const accounts = await page.getByRole('region', { name: 'Accounts' }).innerText()
+    assert.match(accounts, /outside world \(USD\)/)
+    assert.match(accounts, /peer partner-bank \(USD\)\s+what the peer may still send us\s+\$2,600\.50/)
+    assert.match(accounts, /alice \(USD\)\s+wallet address\s+\$9,987\.66/)
     await screenshots(page, 'dashboard-ledger')
   })
 
@@ -256,9 +320,95 @@ describe('operator dashboard in a browser', () => {
     const text = await page.locator('main').innerText()
     assert.match(text, /Webhook secret\s+set \(hidden\)/)
     assert.match(text, /Admin token\s+set \(hidden\)/)
+    assert.match(text, /Version\s+opd \d+\.\d+/)
+    assert.match(text, /Database\s+SQLite/)
+    assert.match(text, new RegExp(`Admin API and dashboard\\s+listens on 127\\.0\\.0\\.1:${new URL(dash).port}`))
     const html = await page.content()
     for (const secret of [WEBHOOK_SECRET, ADMIN_TOKEN]) assert.ok(!html.includes(secret), 'a secret is on the page')
     await screenshots(page, 'dashboard-settings')
+  })
+
+  it('creates a peer from the form, its tokens never shown', async () => {
+    await page.goto(`${dash}/peers`)
+    assert.match(await page.locator('main').innerText(), /what it may still send us before we settle/)
+    await page.getByLabel('Name', { exact: true }).fill('form-bank')
+    await page.getByLabel('Its ILP address').fill('test.formbank')
+    await page.getByLabel('Asset code').fill('USD')
+    await page.getByLabel('Asset scale').fill('2')
+    await page.getByLabel('Its ILP-over-HTTP endpoint').fill('http://127.0.0.1:9/ilp')
+    const [refused] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Create peer' }).click()])
+    assert.equal(refused.status(), 400)
+    assert.match(await page.getByRole('alert').innerText(), /both the endpoint and the token/)
+    await page.getByLabel('Token we present there').fill('form-outgoing-secret')
+    await page.getByLabel('Token it presents to us').fill('form-incoming-secret')
+    await page.getByLabel('Largest packet it may send').fill('50.00')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Create peer' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The peer is created.')
+    assert.match(await page.locator('tbody tr', { hasText: 'form-bank' }).innerText(), /test\.formbank/)
+    const html = await page.content()
+    assert.ok(!html.includes('form-outgoing-secret') && !html.includes('form-incoming-secret'), 'a peer token is on the page')
+    const peers = await adminOk(w.admin, 'GET', '/peers')
+    const created = peers.find((p) => p.name === 'form-bank')
+    assert.equal(created.maxPacketAmount, '5000')
+    assert.equal(created.http.outgoing.endpoint, 'http://127.0.0.1:9/ilp')
+  })
+
+  it('sets a fee and a rate on the Fees and rates page', async () => {
+    await page.goto(`${dash}/pricing`)
+    await page.getByLabel('Asset code').fill('USD')
+    await page.getByLabel('Asset scale').fill('2')
+    await page.getByLabel('Fixed part').fill('0.25')
+    await page.getByLabel('Share, in percent').fill('1')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Set fee' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The fee is set: new quotes use it.')
+    assert.match(await page.locator('tr[data-fee="USD-2"]').innerText(), /\$0\.25\s+1 %\s+set here/)
+    const fees = await adminOk(w.admin, 'GET', '/fees')
+    assert.deepEqual(fees.map((f) => [f.assetCode, f.fixed, f.basisPoints]), [['USD', '25', 100]])
+    await page.getByLabel('Base').fill('USD')
+    await page.getByLabel('Counter').fill('EUR')
+    await page.getByLabel('Rate', { exact: true }).fill('0.9')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Set rate' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The rate is set: new quotes use it.')
+    assert.match(await page.locator('tr[data-rate="USD-EUR"]').innerText(), /0\.9/)
+    await screenshots(page, 'dashboard-pricing')
+    // Removed again: the payments of the other tests pay no fee.
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: /^Remove the fee of USD/ }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The fee is removed.')
+    assert.deepEqual(await adminOk(w.admin, 'GET', '/fees'), [])
+  })
+
+  it('finds a payment, a wallet address and a peer from the search box', async () => {
+    const search = async (q) => {
+      await page.goto(dash)
+      await page.getByRole('searchbox').fill(q)
+      await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Search' }).click()])
+    }
+    await search(payment.id)
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Outgoing payment')
+    await search(w.urls.bob)
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Wallet address')
+    assert.match(await page.locator('main').innerText(), /\/bob/)
+    await search('partner-bank')
+    assert.equal(new URL(page.url()).hash.startsWith('#peer-'), true, page.url())
+    await search('no-such-thing')
+    assert.match(await page.locator('#search-result').innerText(), /Nothing here matches/)
+  })
+
+  it('fits a phone screen on every page, without sideways scrolling', async () => {
+    const alice = await adminOk(w.admin, 'GET', '/wallet-addresses/alice')
+    const paymentId = payment.id.split('/').pop()
+    const pages = ['', '/payments', '/grants', '/peers', '/pricing', '/webhooks?show=all', '/ledger', '/settings',
+      `/wallets/${alice.id}`, `/payments/outgoing/${paymentId}`, '/search?q=no-such-thing']
+    await page.setViewportSize(PHONE)
+    try {
+      for (const path of pages) {
+        await page.goto(`${dash}${path}`)
+        const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }))
+        assert.ok(scroll <= inner, `${path || '/'} is ${scroll}px wide on a ${inner}px screen`)
+      }
+    } finally {
+      await page.setViewportSize(DESKTOP)
+    }
   })
 
   it('refuses a form posted without its CSRF token and changes nothing', async () => {
