@@ -403,8 +403,16 @@ describe('operator dashboard in a browser', () => {
     try {
       for (const path of pages) {
         await page.goto(`${dash}${path}`)
-        const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }))
+        const { scroll, inner, wide } = await page.evaluate(() => ({
+          scroll: document.documentElement.scrollWidth,
+          inner: window.innerWidth,
+          // Tables too: their rows become cards rather than scroll in a frame.
+          wide: [...document.querySelectorAll('.table-wrap')]
+            .filter((t) => t.scrollWidth > t.clientWidth + 1)
+            .map((t) => `${t.getAttribute('aria-label')}: ${t.scrollWidth}px in ${t.clientWidth}px`)
+        }))
         assert.ok(scroll <= inner, `${path || '/'} is ${scroll}px wide on a ${inner}px screen`)
+        assert.deepEqual(wide, [], `${path || '/'} has tables scrolling sideways`)
       }
     } finally {
       await page.setViewportSize(DESKTOP)
