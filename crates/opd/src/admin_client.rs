@@ -111,6 +111,12 @@ impl AdminClient {
         if minor_units {
             return minor(text);
         }
+        let scale = self.peer_scale(id).await?;
+        Ok(opd_core::decimal::parse_decimal(text.trim(), scale)?)
+    }
+
+    /// The asset scale of the peering with peer `id`.
+    async fn peer_scale(&self, id: &str) -> anyhow::Result<u8> {
         let peer = self
             .call(
                 reqwest::Method::GET,
@@ -118,11 +124,10 @@ impl AdminClient {
                 None,
             )
             .await?;
-        let scale = peer["asset"]["scale"]
+        peer["asset"]["scale"]
             .as_u64()
             .and_then(|s| u8::try_from(s).ok())
-            .ok_or_else(|| anyhow::anyhow!("the peer has no asset scale: {peer}"))?;
-        Ok(opd_core::decimal::parse_decimal(text.trim(), scale)?)
+            .ok_or_else(|| anyhow::anyhow!("the peer has no asset scale: {peer}"))
     }
 
     /// A peer's id, given its id or its name.
@@ -344,8 +349,8 @@ impl AdminClient {
         let one = |id: &str, rest: &str| format!("/peers/{}{rest}", encode_segment(id));
         match cmd {
             PeerCommand::Create(settings) => {
-                self.call(Method::POST, "/peers", Some(peer_body(settings)))
-                    .await
+                let body = peer_body(settings.asset_scale, settings)?;
+                self.call(Method::POST, "/peers", Some(body)).await
             }
             PeerCommand::List => self.call(Method::GET, "/peers", None).await,
             // Every command naming a peer takes its name too.
@@ -355,8 +360,19 @@ impl AdminClient {
             }
             PeerCommand::Update { id, settings } => {
                 let id = self.peer_id(&id).await?;
-                self.call(Method::PATCH, &one(&id, ""), Some(peer_body(settings)))
-                    .await
+                let amounts = [
+                    &settings.max_packet_amount,
+                    &settings.liquidity_low,
+                    &settings.liquidity_high,
+                ];
+                // Decimals need the peering's scale, which only the server knows.
+                let scale = if amounts.iter().any(|a| a.is_some()) && !settings.minor_units {
+                    Some(self.peer_scale(&id).await?)
+                } else {
+                    None
+                };
+                let body = peer_body(scale, settings)?;
+                self.call(Method::PATCH, &one(&id, ""), Some(body)).await
             }
             PeerCommand::Delete { id } => {
                 let id = self.peer_id(&id).await?;
@@ -395,6 +411,7 @@ impl AdminClient {
                 asset_code,
                 asset_scale,
                 max_packet_amount,
+                minor_units,
                 name,
             } => {
                 let mut body = serde_json::json!({
@@ -402,6 +419,7 @@ impl AdminClient {
                     "asset": { "code": asset_code, "scale": asset_scale },
                 });
                 if let Some(max) = max_packet_amount {
+                    let max = units(&max, Some(asset_scale), minor_units, "--max-packet-amount")?;
                     body["maxPacketAmount"] = max.to_string().into();
                 }
                 if let Some(name) = name {
@@ -429,8 +447,29 @@ impl AdminClient {
     }
 }
 
-/// The admin API body of a peer's settings: only what was given.
-fn peer_body(s: PeerSettings) -> Value {
+/// `text` in minor units: a decimal at `scale`, or with `minor_units` an
+/// integer of minor units; `flag` names it in errors.
+fn units(text: &str, scale: Option<u8>, minor_units: bool, flag: &str) -> anyhow::Result<u64> {
+    if minor_units {
+        return minor(text);
+    }
+    let scale = scale.ok_or_else(|| {
+        anyhow::anyhow!("{flag} in the asset's units needs --asset-scale (or give --minor-units)")
+    })?;
+    opd_core::decimal::parse_decimal(text.trim(), scale).with_context(|| format!("{flag} {text:?}"))
+}
+
+/// The admin API body of a peer's settings: only what was given, amounts
+/// in minor units of the peering's asset (at `scale`).
+fn peer_body(scale: Option<u8>, s: PeerSettings) -> anyhow::Result<Value> {
+    let amount = |text: &Option<String>, flag: &str| {
+        text.as_deref()
+            .map(|t| units(t, scale, s.minor_units, flag).map(|v| Value::from(v.to_string())))
+            .transpose()
+    };
+    let max_packet_amount = amount(&s.max_packet_amount, "--max-packet-amount")?;
+    let low = amount(&s.liquidity_low, "--liquidity-low")?;
+    let high = amount(&s.liquidity_high, "--liquidity-high")?;
     let mut body = serde_json::Map::new();
     let mut put = |k: &str, v: Value| {
         body.insert(k.to_owned(), v);
@@ -444,8 +483,8 @@ fn peer_body(s: PeerSettings) -> Value {
     if let (Some(code), Some(scale)) = (&s.asset_code, s.asset_scale) {
         put("asset", serde_json::json!({ "code": code, "scale": scale }));
     }
-    if let Some(m) = s.max_packet_amount {
-        put("maxPacketAmount", m.to_string().into());
+    if let Some(m) = max_packet_amount {
+        put("maxPacketAmount", m);
     }
     if !s.routes.is_empty() {
         put("routes", s.routes.into());
@@ -467,16 +506,16 @@ fn peer_body(s: PeerSettings) -> Value {
         put("http", Value::Object(http));
     }
     let mut threshold = serde_json::Map::new();
-    if let Some(l) = s.liquidity_low {
-        threshold.insert("low".into(), l.to_string().into());
+    if let Some(l) = low {
+        threshold.insert("low".into(), l);
     }
-    if let Some(h) = s.liquidity_high {
-        threshold.insert("high".into(), h.to_string().into());
+    if let Some(h) = high {
+        threshold.insert("high".into(), h);
     }
     if !threshold.is_empty() {
         put("liquidityThreshold", Value::Object(threshold));
     }
-    Value::Object(body)
+    Ok(Value::Object(body))
 }
 
 /// `text` as an integer of minor units (`--minor-units`).

@@ -298,9 +298,9 @@ pub struct PeerSettings {
     /// Asset scale of the peering (create only).
     #[arg(long)]
     pub asset_scale: Option<u8>,
-    /// Largest packet amount the peer may send (F08 above it), in minor units of the peering's asset (1000 is 10.00 at scale 2).
-    #[arg(long)]
-    pub max_packet_amount: Option<u64>,
+    /// Largest packet amount the peer may send (F08 above it), in the peering's asset, such as 1000.00.
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_packet_amount: Option<String>,
     /// An ILP address prefix reached through the peer (repeatable) [default: its static address].
     #[arg(long = "route")]
     pub routes: Vec<String>,
@@ -313,12 +313,15 @@ pub struct PeerSettings {
     /// The bearer token we present to the peer.
     #[arg(long, requires = "outgoing_endpoint")]
     pub outgoing_token: Option<String>,
-    /// `peer.liquidity_low` when the liquidity falls to or below this, in minor units.
+    /// `peer.liquidity_low` when the liquidity falls to or below this, in the peering's asset.
+    #[arg(long, allow_hyphen_values = true)]
+    pub liquidity_low: Option<String>,
+    /// `peer.liquidity_high` when the liquidity rises to or above this, in the peering's asset.
+    #[arg(long, allow_hyphen_values = true)]
+    pub liquidity_high: Option<String>,
+    /// The amounts above are integers of minor units (10000 is 100.00 at scale 2).
     #[arg(long)]
-    pub liquidity_low: Option<u64>,
-    /// `peer.liquidity_high` when the liquidity rises to or above this, in minor units.
-    #[arg(long)]
-    pub liquidity_high: Option<u64>,
+    pub minor_units: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -390,9 +393,12 @@ pub enum PeerCommand {
         /// The peering's asset scale, such as 2.
         #[arg(long)]
         asset_scale: u8,
-        /// The largest packet (minor units) to take from them.
+        /// The largest packet to take from them, in the peering's asset, such as 1000.00.
+        #[arg(long, allow_hyphen_values = true)]
+        max_packet_amount: Option<String>,
+        /// --max-packet-amount is an integer of minor units.
         #[arg(long)]
-        max_packet_amount: Option<u64>,
+        minor_units: bool,
         /// The peer's name here [default: the name they answer with].
         #[arg(long)]
         name: Option<String>,

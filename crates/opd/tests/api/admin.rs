@@ -518,4 +518,42 @@ async fn cli_helpers_move_money_and_set_rates_and_fees() {
     assert_eq!(fees[0]["basisPoints"], 50, "{fees}");
     ok(&["fee", "delete", "--asset-code", "USD", "--asset-scale", "2"]);
     assert_eq!(ok(&["fee", "list"]), json!([]));
+
+    // A peer's amounts in the peering's asset (scale 3 here), or in minor
+    // units when asked.
+    let peer = ok(&[
+        "peer",
+        "create",
+        "--name",
+        "bank",
+        "--static-ilp-address",
+        "test.bank",
+        "--asset-code",
+        "EUR",
+        "--asset-scale",
+        "3",
+        "--max-packet-amount",
+        "12.5",
+        "--liquidity-low",
+        "5",
+    ]);
+    assert_eq!(peer["maxPacketAmount"], "12500", "{peer}");
+    assert_eq!(peer["liquidityThreshold"]["low"], "5000", "{peer}");
+    let peer = ok(&["peer", "update", "bank", "--liquidity-high", "1000.000"]);
+    assert_eq!(peer["liquidityThreshold"]["high"], "1000000", "{peer}");
+    let peer = ok(&[
+        "peer",
+        "update",
+        "bank",
+        "--minor-units",
+        "--max-packet-amount",
+        "99",
+    ]);
+    assert_eq!(peer["maxPacketAmount"], "99", "{peer}");
+    let bad = opd(&["peer", "update", "bank", "--max-packet-amount", "1.0001"]);
+    let err = String::from_utf8_lossy(&bad.stderr).into_owned();
+    assert!(
+        !bad.status.success() && err.contains("--max-packet-amount"),
+        "{err}"
+    );
 }

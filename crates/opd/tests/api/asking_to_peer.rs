@@ -24,7 +24,7 @@ fn auto_peer_command(app: &TestApp, url: &str) -> Value {
         std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
             .args(["--admin-listen", &addr, "--admin-token", &app.admin_token])
             .args(["peer", "auto-peer", url, "--asset-code", "USD"])
-            .args(["--asset-scale", "2", "--max-packet-amount", "100000"])
+            .args(["--asset-scale", "2", "--max-packet-amount", "1000.00"])
             .env_remove("OPD_CONFIG"),
     );
     assert!(
