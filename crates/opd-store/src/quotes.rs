@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use opd_core::quote::Quote;
-use opd_core::QuoteId;
+use opd_core::{QuoteId, Timestamp, WalletAddressId};
 
 use crate::db::{num, params, Stmt};
 use crate::rows::quote_from_row;
@@ -13,7 +13,20 @@ use crate::{SqlStore, StoreResult};
 pub trait QuoteStore: Send + Sync {
     async fn create_quote(&self, quote: &Quote) -> StoreResult<()>;
     async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>>;
+    /// The newest quote of `wallet` to `receiver` not expired at `now`,
+    /// among the wallet address's newest [`RECENT_QUOTES`] (a bounded read
+    /// for the consent page, which names what the receiver gets).
+    async fn latest_quote_to(
+        &self,
+        wallet: WalletAddressId,
+        receiver: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<Quote>>;
 }
+
+/// How many of a wallet address's newest quotes [`QuoteStore::latest_quote_to`]
+/// looks through.
+pub const RECENT_QUOTES: i64 = 50;
 
 const QUOTE_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(wallet_address_id AS TEXT) AS wallet_address_id, receiver, \
@@ -32,7 +45,16 @@ static INSERT_QUOTE: Stmt = Stmt::new(&[
 static QUOTE_BY_ID: Stmt =
     Stmt::new(&["SELECT ", QUOTE_COLUMNS, " FROM quotes WHERE id = ?::uuid"]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_QUOTE, &QUOTE_BY_ID];
+// Ids are time-ordered: the newest quotes of a wallet address are the end
+// of its `quotes_by_wallet` index.
+static LATEST_QUOTE_TO: Stmt = Stmt::new(&[
+    "SELECT * FROM (SELECT ",
+    QUOTE_COLUMNS,
+    " FROM quotes WHERE wallet_address_id = ?::uuid ORDER BY id DESC LIMIT ?) recent \
+     WHERE receiver = ? AND expires_at > ? ORDER BY id DESC LIMIT 1",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_QUOTE, &QUOTE_BY_ID, &LATEST_QUOTE_TO];
 
 #[async_trait]
 impl QuoteStore for SqlStore {
@@ -61,6 +83,22 @@ impl QuoteStore for SqlStore {
         let row = self
             .db
             .read_opt(&QUOTE_BY_ID, params![id.to_string()])
+            .await?;
+        row.as_ref().map(quote_from_row).transpose()
+    }
+
+    async fn latest_quote_to(
+        &self,
+        wallet: WalletAddressId,
+        receiver: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<Quote>> {
+        let row = self
+            .db
+            .read_opt(
+                &LATEST_QUOTE_TO,
+                params![wallet.to_string(), RECENT_QUOTES, receiver, now],
+            )
             .await?;
         row.as_ref().map(quote_from_row).transpose()
     }

@@ -355,6 +355,45 @@ async fn quotes_round_trip(s: &dyn Store) {
             .unwrap(),
         None
     );
+    // The newest unexpired quote to a receiver: a newer one to the same
+    // receiver wins, one to another receiver or expired does not count.
+    let newer = Quote {
+        id: QuoteId::new(at.plus_seconds(1), &SeededRandom::new(10)),
+        receive_amount: Amount::new(999, Asset::parse("EUR", 2).unwrap()),
+        created_at: at.plus_seconds(1),
+        expires_at: at.plus_seconds(60),
+        ..q.clone()
+    };
+    s.create_quote(&newer).await.unwrap();
+    let elsewhere = Quote {
+        id: QuoteId::new(at.plus_seconds(2), &SeededRandom::new(11)),
+        receiver: "http://localhost:8080/incoming-payments/other".into(),
+        created_at: at.plus_seconds(2),
+        ..q.clone()
+    };
+    s.create_quote(&elsewhere).await.unwrap();
+    let latest = |now| s.latest_quote_to(alice.id, &q.receiver, now);
+    assert_eq!(
+        latest(at.plus_seconds(3)).await.unwrap(),
+        Some(newer.clone())
+    );
+    assert_eq!(
+        latest(at.plus_seconds(61)).await.unwrap(),
+        Some(q.clone()),
+        "the newer one expired"
+    );
+    assert_eq!(
+        latest(at.plus_seconds(301)).await.unwrap(),
+        None,
+        "both expired"
+    );
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    assert_eq!(
+        s.latest_quote_to(bob.id, &q.receiver, at).await.unwrap(),
+        None,
+        "another wallet address's quotes"
+    );
 }
 
 async fn fees_and_rates_are_stored_exactly(s: &dyn Store) {

@@ -66,9 +66,28 @@ pub(super) async fn sending_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(receiver) = &limits.receiver {
-        if let Ok(Ok((payment, to))) =
-            opd_service::payments::receivers::local(services, receiver).await
-        {
+        let local = opd_service::payments::receivers::local(services, receiver).await;
+        if !matches!(local, Ok(Ok(_))) {
+            // On another server: not fetched from here, but the newest
+            // quote to it says what it would get.
+            if let Ok(Some(quote)) =
+                opd_service::payments::quotes::latest_to(services, wallet, receiver).await
+            {
+                let got = &quote.receive_amount;
+                let debit = &quote.debit_amount;
+                notes.push(format!(
+                    "The newest quote to this receiver gives it {}{} for {} from your wallet address.",
+                    display::amount(got.value, got.asset.code.as_str(), got.asset.scale),
+                    if got.asset == wallet.asset {
+                        String::new()
+                    } else {
+                        " in its own currency".to_owned()
+                    },
+                    display::amount(debit.value, debit.asset.code.as_str(), debit.asset.scale),
+                ));
+            }
+        }
+        if let Ok(Ok((payment, to))) = local {
             let address = services.config.public_url.wallet_address(&to.path);
             notes.push(match &to.public_name {
                 Some(name) => format!("The receiver is {name} ({address})."),

@@ -125,3 +125,17 @@ pub async fn get(services: &Services, id: QuoteId) -> Result<(Quote, WalletAddre
         .ok_or(ServiceError::NotFound("quote"))?;
     Ok((quote, wallet))
 }
+
+/// The newest unexpired quote of `wallet` to `receiver`: what a payment
+/// the owner is asked to allow would deliver (the consent page says so).
+pub async fn latest_to(
+    services: &Services,
+    wallet: &WalletAddress,
+    receiver: &str,
+) -> Result<Option<Quote>, ServiceError> {
+    let now = services.clock.now();
+    Ok(services
+        .store
+        .latest_quote_to(wallet.id, receiver, now)
+        .await?)
+}

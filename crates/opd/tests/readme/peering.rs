@@ -130,13 +130,16 @@ async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
     }
 
     // The payment, approved with alice's password on A's consent page,
-    // which names carol's incoming payment on B as what it may pay.
-    let on_page = format!("Only to {}/incoming-payments/", moved.url(9080));
+    // which names carol's incoming payment on B as what it may pay, and
+    // what carol gets by the client's quote.
+    let only_to = format!("Only to {}/incoming-payments/", moved.url(9080));
+    let gets =
+        "The newest quote to this receiver gives it 10.00 EUR in its own currency for $11.23";
     let printed = pay_with_consent(
         step(8, &["client", "--profile", "a/client.json", "pay"]),
         dir.path(),
         &password.unwrap(),
-        &on_page,
+        &[&only_to, gets],
         &proxy,
     )
     .await;

@@ -216,13 +216,13 @@ pub(crate) fn approval(html: &str, password: &str) -> (String, Vec<(String, Stri
 
 /// Runs `opd client pay` with `args` in `dir` and plays the payer in a
 /// browser: opens the consent page it prints, signs in with `password`,
-/// approves (the page must show `on_page`); the client must then say
+/// approves (the page must show each of `on_page`); the client must then say
 /// `Paid.`. Returns what it printed.
 pub(crate) async fn pay_with_consent(
     args: &[String],
     dir: &std::path::Path,
     password: &str,
-    on_page: &str,
+    on_page: &[&str],
     proxy: &ValidatingProxy,
 ) -> Vec<String> {
     let mut pay = client_command(args, dir, proxy)
@@ -258,7 +258,9 @@ pub(crate) async fn pay_with_consent(
         .map(|c| c.to_str().unwrap().split(';').next().unwrap().to_owned())
         .collect();
     let html = r.text().await.unwrap();
-    assert!(html.contains(on_page), "the page shows {on_page:?}: {html}");
+    for text in on_page {
+        assert!(html.contains(text), "the page shows {text:?}: {html}");
+    }
     let (action, fields) = approval(&html, password);
     let mut post = browser.post(page_url.join(&action).unwrap()).form(&fields);
     if !cookies.is_empty() {

@@ -171,7 +171,7 @@ async fn the_readme_quickstart_pays_bob() {
     );
 
     // 2. The payment, which prints the consent page to open.
-    pay_with_consent(&commands[1], dir.path(), &password, "12.34", &proxy).await;
+    pay_with_consent(&commands[1], dir.path(), &password, &["12.34"], &proxy).await;
 
     // 3. bob's incoming payments: the one paid, completed, with 12.34 USD.
     let (status, text, errors) = output_of(
@@ -237,7 +237,7 @@ async fn the_readme_quickstart_pays_bob() {
         pay_on, commands[1],
         "the README's pay command names bob and alice"
     );
-    pay_with_consent(&pay_on, dir.path(), &bob_password, "12.34", &proxy).await;
+    pay_with_consent(&pay_on, dir.path(), &bob_password, &["12.34"], &proxy).await;
     let balance = |path: &'static str| {
         let (token, admin) = (token.clone(), admin.clone());
         async move {
