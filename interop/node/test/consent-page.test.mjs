@@ -1,7 +1,8 @@
 // opd's consent page in headless Chromium: what the owner reads (amounts
-// with their asset, the interval in words, the client's name escaped), then
-// approve (with the keyboard alone), reject, and a wrong password before
-// the right one. Screenshots at desktop and phone width (see browser.mjs).
+// with their asset, the interval in words, the client's name escaped, the
+// receiver named with what it asks, a limit beyond the balance warned
+// about), then approve (with the keyboard alone), reject, and a wrong
+// password before the right one. Screenshots at desktop and phone width (see browser.mjs).
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -16,6 +17,7 @@ import {
   adminOk,
   clientWithKey,
   newEd25519Key,
+  nonInteractiveGrant,
   rawFetch,
   usd,
   useWorld
@@ -104,6 +106,31 @@ describe('consent page in a browser', () => {
     )
     assert.ok(isFinalizedGrantWithAccessToken(granted))
     assert.deepEqual(granted.access_token.access[0].limits, { debitAmount: usd(2500), interval: INTERVAL })
+    await page.close()
+  })
+
+  it('names the receiver and what it asks, and warns about a limit beyond the balance', async () => {
+    const bob = await w.client.walletAddress.get({ url: w.urls.bob })
+    const ipGrant = await nonInteractiveGrant(w, bob.authServer, [{ type: 'incoming-payment', actions: ['create'] }])
+    const incoming = await w.client.incomingPayment.create(
+      { url: bob.resourceServer, accessToken: ipGrant.access_token.value },
+      { walletAddress: bob.id, incomingAmount: usd(1234) }
+    )
+    const { balance } = await adminOk(w.admin, 'GET', '/wallet-addresses/alice/balance')
+    const beyond = (BigInt(balance.value) + 100n).toString()
+    const { page } = await openConsent(w.client, [
+      {
+        type: 'outgoing-payment',
+        actions: ['create'],
+        identifier: alice.id,
+        limits: { debitAmount: { ...usd(0), value: beyond }, receiver: incoming.id }
+      }
+    ])
+    const text = await page.locator('main').innerText()
+    assert.ok(text.includes(`The receiver is Bob (${w.urls.bob}).`), text)
+    assert.match(text, /It asks for \$12\.34\./)
+    assert.match(text, /Your balance is \$[\d,]+\.\d\d: payments beyond it will fail until money is added\./)
+    await screenshots(page, 'consent-receiver')
     await page.close()
   })
 

@@ -164,6 +164,16 @@ async fn the_readme_quickstart_pays_bob() {
         .map(|c| c.iter().map(|a| ports.apply(a)).collect())
         .collect();
     let next = wait_for(&server.out, "client pay", &mut server.seen);
+    // It names the dashboard, and where its sign-in token is.
+    let dashboard = format!(
+        "dashboard: {}/dashboard (sign in with the admin token in opd-data/admin-token)",
+        ports.admin()
+    );
+    assert!(
+        server.seen.iter().any(|l| l == &dashboard),
+        "the server names the dashboard: {:?}",
+        server.seen
+    );
     assert_eq!(
         next.trim(),
         format!("{PREFIX}{}", commands[1].join(" ")),
