@@ -216,7 +216,8 @@ async fn payments_pages(db: Db) {
         .await;
     assert_eq!(s, StatusCode::OK);
     assert!(
-        detail.contains("<td>fund</td>") && detail.contains("<td>deliver</td>"),
+        detail.contains("<td data-label=\"Kind\">fund</td>")
+            && detail.contains("<td data-label=\"Kind\">deliver</td>"),
         "{detail}"
     );
     // What a local payment delivered, not $0.00.
@@ -379,13 +380,15 @@ async fn the_peers_page_shows_who_created_each_peer() {
     assert_eq!(s, StatusCode::OK);
     assert!(html.contains("<th scope=\"col\">Created by</th>"), "{html}");
     let row = |name: &str| {
-        html.split("<tr>")
+        html.split("<tr ")
             .find(|r| r.contains(&format!("<strong>{name}</strong>")))
             .unwrap()
             .to_owned()
     };
-    assert!(row("bank").contains("<td class=\"nowrap\">operator</td>"));
-    assert!(row("test.rafiki").contains("<td class=\"nowrap\">auto-peering</td>"));
+    let created_by =
+        |who: &str| format!("<td data-label=\"Created by\" class=\"nowrap\">{who}</td>");
+    assert!(row("bank").contains(&created_by("operator")));
+    assert!(row("test.rafiki").contains(&created_by("auto-peering")));
 }
 
 /// The value of the form token on a page.
