@@ -7,8 +7,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::cli::{
-    FeeCommand, IncomingPaymentCommand, KeyCommand, PeerCommand, PeerSettings, RateCommand,
-    WalletAddressCommand,
+    FeeCommand, IncomingPaymentCommand, KeyCommand, Movement, PeerCommand, PeerSettings,
+    RateCommand, WalletAddressCommand,
 };
 use crate::config::CommonArgs;
 
@@ -105,14 +105,24 @@ impl AdminClient {
         Ok(value)
     }
 
-    /// `text` in minor units of the peer's asset: a decimal in its units
-    /// (`1.50`), or with `minor_units` an integer of minor units.
-    async fn peer_amount(&self, id: &str, text: &str, minor_units: bool) -> anyhow::Result<u64> {
-        if minor_units {
-            return minor(text);
-        }
-        let scale = self.peer_scale(id).await?;
-        Ok(opd_core::decimal::parse_decimal(text.trim(), scale)?)
+    /// A deposit or withdrawal (`kind`) of a peer's liquidity, given its
+    /// id or name, in the peering's asset.
+    async fn move_peer_money(
+        &self,
+        id: &str,
+        kind: &str,
+        movement: Movement,
+    ) -> anyhow::Result<Value> {
+        let id = self.peer_id(id).await?;
+        let amount = if movement.minor_units {
+            minor(&movement.amount)?
+        } else {
+            let scale = self.peer_scale(&id).await?;
+            opd_core::decimal::parse_decimal(movement.amount.trim(), scale)?
+        };
+        let body = move_body(amount, movement.idempotency_key);
+        let path = format!("/peers/{}{kind}", encode_segment(&id));
+        self.call(reqwest::Method::POST, &path, Some(body)).await
     }
 
     /// The asset scale of the peering with peer `id`.
@@ -179,33 +189,17 @@ impl AdminClient {
             }
             WalletAddressCommand::Deposit {
                 wallet_address,
-                amount,
-                minor_units,
-                idempotency_key,
+                movement,
             } => {
-                self.move_wallet_money(
-                    &wallet_address,
-                    "/deposits",
-                    &amount,
-                    minor_units,
-                    idempotency_key,
-                )
-                .await
+                self.move_wallet_money(&wallet_address, "/deposits", movement)
+                    .await
             }
             WalletAddressCommand::Withdraw {
                 wallet_address,
-                amount,
-                minor_units,
-                idempotency_key,
+                movement,
             } => {
-                self.move_wallet_money(
-                    &wallet_address,
-                    "/withdrawals",
-                    &amount,
-                    minor_units,
-                    idempotency_key,
-                )
-                .await
+                self.move_wallet_money(&wallet_address, "/withdrawals", movement)
+                    .await
             }
             WalletAddressCommand::Balance { wallet_address } => {
                 let path = format!(
@@ -223,13 +217,11 @@ impl AdminClient {
         &self,
         wallet_address: &str,
         kind: &str,
-        amount: &str,
-        minor_units: bool,
-        idempotency_key: Option<String>,
+        movement: Movement,
     ) -> anyhow::Result<Value> {
         let base = format!("/wallet-addresses/{}", encode_segment(wallet_address));
-        let amount = if minor_units {
-            minor(amount)?
+        let amount = if movement.minor_units {
+            minor(&movement.amount)?
         } else {
             let wallet = self.call(reqwest::Method::GET, &base, None).await?;
             let scale = wallet["assetScale"]
@@ -238,9 +230,9 @@ impl AdminClient {
                 .ok_or_else(|| {
                     anyhow::anyhow!("the wallet address has no asset scale: {wallet}")
                 })?;
-            opd_core::decimal::parse_decimal(amount.trim(), scale)?
+            opd_core::decimal::parse_decimal(movement.amount.trim(), scale)?
         };
-        let body = move_body(amount, idempotency_key);
+        let body = move_body(amount, movement.idempotency_key);
         self.call(reqwest::Method::POST, &format!("{base}{kind}"), Some(body))
             .await
     }
@@ -378,29 +370,11 @@ impl AdminClient {
                 let id = self.peer_id(&id).await?;
                 self.call(Method::DELETE, &one(&id, ""), None).await
             }
-            PeerCommand::Deposit {
-                id,
-                amount,
-                minor_units,
-                idempotency_key,
-            } => {
-                let id = self.peer_id(&id).await?;
-                let amount = self.peer_amount(&id, &amount, minor_units).await?;
-                let body = move_body(amount, idempotency_key);
-                self.call(Method::POST, &one(&id, "/deposits"), Some(body))
-                    .await
+            PeerCommand::Deposit { id, movement } => {
+                self.move_peer_money(&id, "/deposits", movement).await
             }
-            PeerCommand::Withdraw {
-                id,
-                amount,
-                minor_units,
-                idempotency_key,
-            } => {
-                let id = self.peer_id(&id).await?;
-                let amount = self.peer_amount(&id, &amount, minor_units).await?;
-                let body = move_body(amount, idempotency_key);
-                self.call(Method::POST, &one(&id, "/withdrawals"), Some(body))
-                    .await
+            PeerCommand::Withdraw { id, movement } => {
+                self.move_peer_money(&id, "/withdrawals", movement).await
             }
             PeerCommand::Balance { id } => {
                 let id = self.peer_id(&id).await?;

@@ -181,31 +181,31 @@ pub enum WalletAddressCommand {
     /// Add money to a wallet address (by id or path), such as what its owner paid in.
     Deposit {
         wallet_address: String,
-        /// In the wallet address's asset, such as 100.00 (an integer of minor units with --minor-units).
-        #[arg(long, allow_hyphen_values = true)]
-        amount: String,
-        /// --amount is in minor units (10000 is 100.00 at scale 2).
-        #[arg(long)]
-        minor_units: bool,
-        /// Makes a retry safe [default: a new random key].
-        #[arg(long)]
-        idempotency_key: Option<String>,
+        #[command(flatten)]
+        movement: Movement,
     },
     /// Take money out of a wallet address (by id or path), such as what its owner cashed out.
     Withdraw {
         wallet_address: String,
-        /// In the wallet address's asset, such as 100.00 (an integer of minor units with --minor-units).
-        #[arg(long, allow_hyphen_values = true)]
-        amount: String,
-        /// --amount is in minor units (10000 is 100.00 at scale 2).
-        #[arg(long)]
-        minor_units: bool,
-        /// Makes a retry safe [default: a new random key].
-        #[arg(long)]
-        idempotency_key: Option<String>,
+        #[command(flatten)]
+        movement: Movement,
     },
     /// Show a wallet address's balance (by id or path), in minor units of its asset.
     Balance { wallet_address: String },
+}
+
+/// Money moved in or out of a wallet address or a peer's liquidity.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Movement {
+    /// In the asset of the wallet address or peering, such as 100.00 (an integer of minor units with --minor-units).
+    #[arg(long, allow_hyphen_values = true)]
+    pub amount: String,
+    /// --amount is in minor units (10000 is 100.00 at scale 2).
+    #[arg(long)]
+    pub minor_units: bool,
+    /// Makes a retry safe [default: a new random key].
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -356,28 +356,15 @@ pub enum PeerCommand {
     Deposit {
         /// The peer's id or name.
         id: String,
-        /// In the peering's asset, such as 100.00 (an integer of minor units with --minor-units).
-        #[arg(long, allow_hyphen_values = true)]
-        amount: String,
-        /// --amount is in minor units (10000 is 100.00 at scale 2).
-        #[arg(long)]
-        minor_units: bool,
-        /// Makes a retry safe [default: a new random key].
-        #[arg(long)]
-        idempotency_key: Option<String>,
+        #[command(flatten)]
+        movement: Movement,
     },
     /// Take liquidity back.
     Withdraw {
         /// The peer's id or name.
         id: String,
-        /// In the peering's asset, such as 100.00 (an integer of minor units with --minor-units).
-        #[arg(long, allow_hyphen_values = true)]
-        amount: String,
-        /// --amount is in minor units (10000 is 100.00 at scale 2).
-        #[arg(long)]
-        minor_units: bool,
-        #[arg(long)]
-        idempotency_key: Option<String>,
+        #[command(flatten)]
+        movement: Movement,
     },
     /// Show a peer's liquidity balance.
     Balance { id: String },

@@ -213,6 +213,28 @@ pub(crate) fn failed(e: impl std::fmt::Display) -> Response {
     )
 }
 
+/// What to tell the operator when a form is refused: their mistake, as the
+/// page shows it beside the form (`Ok`), or the server's own failure
+/// (`Err`, for [`failed`]).
+pub(crate) fn refusal(e: opd_service::ServiceError) -> Result<String, opd_service::ServiceError> {
+    use opd_service::ServiceError;
+    match e {
+        ServiceError::Internal(_) | ServiceError::Unavailable(_) => Err(e),
+        other => Ok(other.to_string()),
+    }
+}
+
+/// A page with a create form: its status, the reason shown and the fields
+/// kept when the form was `refused`, else a fresh form.
+pub(crate) fn form_state<T: Default>(
+    refused: Option<(String, T)>,
+) -> (StatusCode, Option<String>, T) {
+    match refused {
+        Some((e, form)) => (StatusCode::BAD_REQUEST, Some(e), form),
+        None => (StatusCode::OK, None, T::default()),
+    }
+}
+
 /// A page saying what was not found.
 pub(crate) fn not_found(what: &str) -> Response {
     pages::render(

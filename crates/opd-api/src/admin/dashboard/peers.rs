@@ -7,7 +7,7 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::response::Response;
 use axum::Extension;
 use opd_core::peer::PeerOutgoing;
@@ -15,7 +15,8 @@ use opd_core::Asset;
 use opd_service::interledger::peers::{self, PeerInput};
 use opd_service::ServiceError;
 
-use super::{done, done_message, failed, query_pairs, CheckedForm, Nav, Session, CSS};
+use super::{done, done_message, failed, form_state, query_pairs, refusal};
+use super::{CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -95,10 +96,7 @@ async fn render(
             created_by: p.created_by.as_str(),
         });
     }
-    let (status, error, form) = match refused {
-        Some((e, form)) => (StatusCode::BAD_REQUEST, Some(e), form),
-        None => (StatusCode::OK, None, NewPeer::default()),
-    };
+    let (status, error, form) = form_state(refused);
     pages::render(
         status,
         &PeersPage {
@@ -183,10 +181,7 @@ pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -
     let result = match input(&form, &kept) {
         Ok(input) => peers::create(&state.app.services, &input)
             .await
-            .map_err(|e| match e {
-                ServiceError::Internal(_) | ServiceError::Unavailable(_) => Err(e),
-                other => Ok(other.to_string()),
-            }),
+            .map_err(refusal),
         Err(message) => Err(Ok(message)),
     };
     match result {

@@ -12,7 +12,7 @@ use axum::Extension;
 use opd_core::{Asset, AssetCode, Fee, Rate};
 use opd_service::{operator, pricing, ServiceError};
 
-use super::{done, done_message, failed, query_pairs, CheckedForm, Nav, Session, CSS};
+use super::{done, done_message, failed, query_pairs, refusal, CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -148,9 +148,9 @@ pub(crate) async fn page(
 /// A refused form: the page again with why (client mistakes), or the
 /// failure page (the server's).
 async fn refused(state: &AdminState, form: &CheckedForm, e: ServiceError) -> Response {
-    match e {
-        ServiceError::Internal(_) | ServiceError::Unavailable(_) => failed(e),
-        other => render(state, &form.session, None, Some(other.to_string())).await,
+    match refusal(e) {
+        Ok(why) => render(state, &form.session, None, Some(why)).await,
+        Err(e) => failed(e),
     }
 }
 

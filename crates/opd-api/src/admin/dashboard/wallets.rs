@@ -4,15 +4,16 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use axum::response::Response;
 use axum::Extension;
 use opd_core::ledger::AccountKind;
 use opd_core::wallet_address::WalletAddressPath;
 use opd_core::Asset;
-use opd_service::{operator, wallets, ServiceError};
+use opd_service::{operator, wallets};
 
-use super::{done, done_message, failed, query_pairs, CheckedForm, Nav, Session, CSS};
+use super::{done, done_message, failed, form_state, query_pairs, refusal};
+use super::{CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -118,10 +119,7 @@ async fn render(
         .iter()
         .position(|r| r.path == server_path)
         .map(|i| rows.remove(i));
-    let (status, error, form) = match refused {
-        Some((e, form)) => (StatusCode::BAD_REQUEST, Some(e), form),
-        None => (StatusCode::OK, None, NewWallet::default()),
-    };
+    let (status, error, form) = form_state(refused);
     pages::render(
         status,
         &WalletsPage {
@@ -158,10 +156,7 @@ pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -
     let created = match asset {
         Ok(asset) => wallets::create(&state.app.services, &kept.path, asset, name)
             .await
-            .map_err(|e| match e {
-                ServiceError::Internal(_) | ServiceError::Unavailable(_) => Err(e),
-                other => Ok(other.to_string()),
-            }),
+            .map_err(refusal),
         Err(message) => Err(Ok(message)),
     };
     match created {
