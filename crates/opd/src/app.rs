@@ -433,10 +433,7 @@ pub async fn start(
     if let Some((_, addr)) = &auto_peering {
         shown.push(("Auto-peering", *addr));
     }
-    let node = opd_api::admin::Node {
-        listeners: shown,
-        admin_port: Some(admin_addr.port()),
-    };
+    let node = opd_api::admin::Node { listeners: shown };
     let mut listeners = vec![
         (
             op_listener,

@@ -619,9 +619,17 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+    // The nodes behind one address, as a load balancer shows them: every
+    // request carries that address's host and port (node 0's here), which
+    // the cookies are named for.
+    let host = cluster.nodes[0]
+        .admin
+        .trim_start_matches("http://")
+        .to_owned();
     // The sign-in page of node 1, its form sent to node 0.
     let form = browser
         .get(format!("{}/dashboard/login", cluster.nodes[1].admin))
+        .header(reqwest::header::HOST, &host)
         .send()
         .await
         .unwrap();
@@ -635,6 +643,7 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
     let csrf = form_token(&form.text().await.unwrap());
     let login = browser
         .post(format!("{}/dashboard/login", cluster.nodes[0].admin))
+        .header(reqwest::header::HOST, &host)
         .header(reqwest::header::COOKIE, login_cookie)
         .form(&[("token", ADMIN_TOKEN), ("csrf", csrf.as_str())])
         .send()
@@ -653,6 +662,7 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
     let page = |node: usize, path: &str| {
         browser
             .get(format!("{}{path}", cluster.nodes[node].admin))
+            .header(reqwest::header::HOST, &host)
             .header(reqwest::header::COOKIE, &cookie)
             .send()
     };
@@ -664,6 +674,7 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
     // The form token of node 1's page signs the session out on node 2...
     let out = browser
         .post(format!("{}/dashboard/logout", cluster.nodes[2].admin))
+        .header(reqwest::header::HOST, &host)
         .header(reqwest::header::COOKIE, &cookie)
         .form(&[("csrf", form_token(&html))])
         .send()

@@ -125,8 +125,8 @@ describe('operator dashboard in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
     assert.equal(new URL(page.url()).pathname, '/dashboard')
     const [cookie] = await browser.context.cookies(dash)
-    // Named for the admin port: dashboards of two servers on one host
-    // (browsers share a host's cookies across ports) keep their sessions.
+    // Named for the port: dashboards of two servers on one host (browsers
+    // share a host's cookies across ports) keep their sessions.
     assert.equal(cookie.name, `opd_dashboard_${new URL(dash).port}`)
     assert.equal(cookie.httpOnly, true)
     assert.equal(cookie.sameSite, 'Strict')

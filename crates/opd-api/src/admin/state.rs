@@ -22,11 +22,6 @@ pub struct AdminState {
 pub struct Node {
     /// (what it serves, its address), such as ("Admin API", 127.0.0.1:8082).
     pub listeners: Vec<(&'static str, std::net::SocketAddr)>,
-    /// The admin listener's port: the dashboard's cookies carry it in
-    /// their names, since browsers share a host's cookies across its ports
-    /// and two servers' dashboards on one host would otherwise sign each
-    /// other out.
-    pub admin_port: Option<u16>,
 }
 
 impl AdminState {
@@ -43,14 +38,6 @@ impl AdminState {
     pub fn with_node(mut self, node: Node) -> Self {
         self.node = std::sync::Arc::new(node);
         self
-    }
-
-    /// The name of the dashboard cookie `base` on this node's admin port.
-    pub(crate) fn cookie_name(&self, base: &str) -> String {
-        match self.node.admin_port {
-            Some(port) => format!("{base}_{port}"),
-            None => base.to_owned(),
-        }
     }
 
     /// Whether `presented` is the admin token, compared as a digest in

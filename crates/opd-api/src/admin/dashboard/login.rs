@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use opd_service::operator;
 
-use super::{digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
+use super::{cookie_name, digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
 use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
@@ -30,6 +30,7 @@ const LOGIN_PURPOSE: &str = "dashboard-login";
 /// The sign-in page for the browser's cookie (`None`: a new one is set).
 fn login_page(
     state: &AdminState,
+    name: &str,
     cookie: Option<String>,
     status: StatusCode,
     error: Option<String>,
@@ -49,14 +50,7 @@ fn login_page(
         },
     );
     if fresh {
-        let set = csrf::set_cookie(
-            &state.cookie_name(LOGIN_COOKIE),
-            &cookie,
-            "/dashboard/login",
-            "Strict",
-            false,
-            None,
-        );
+        let set = csrf::set_cookie(name, &cookie, "/dashboard/login", "Strict", false, None);
         if let Ok(v) = HeaderValue::from_str(&set) {
             response.headers_mut().append(header::SET_COOKIE, v);
         }
@@ -66,19 +60,22 @@ fn login_page(
 
 /// `GET /dashboard/login`.
 pub(crate) async fn form(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let cookie = csrf::cookie(&headers, &state.cookie_name(LOGIN_COOKIE));
-    login_page(&state, cookie, StatusCode::OK, None)
+    let name = cookie_name(LOGIN_COOKIE, &headers);
+    let cookie = csrf::cookie(&headers, &name);
+    login_page(&state, &name, cookie, StatusCode::OK, None)
 }
 
 /// `POST /dashboard/login`: the token (a wrong one answered after the same
 /// fixed delay as the admin API's), then a new session.
 pub(crate) async fn submit(State(state): State<AdminState>, request: Request) -> Response {
     let services = &state.app.services;
-    let cookie = csrf::cookie(request.headers(), &state.cookie_name(LOGIN_COOKIE));
+    let name = cookie_name(LOGIN_COOKIE, request.headers());
+    let session_name = cookie_name(COOKIE, request.headers());
+    let cookie = csrf::cookie(request.headers(), &name);
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
         let error = Some("The form could not be read.".into());
-        return login_page(&state, cookie, StatusCode::BAD_REQUEST, error);
+        return login_page(&state, &name, cookie, StatusCode::BAD_REQUEST, error);
     };
     let field = |name: &str| {
         url::form_urlencoded::parse(&body)
@@ -94,7 +91,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     // Slowed, not locked out: see `AdminState::token_matches`.
     if !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
-        return login_page(&state, cookie, StatusCode::UNAUTHORIZED, error);
+        return login_page(&state, &name, cookie, StatusCode::UNAUTHORIZED, error);
     }
     let cookie = csrf::random_value(services);
     // Sessions nobody signed out of are swept as others sign in.
@@ -102,7 +99,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         return failed(e);
     }
     let set = csrf::set_cookie(
-        &state.cookie_name(COOKIE),
+        &session_name,
         &cookie,
         "/dashboard",
         "Strict",
@@ -120,6 +117,7 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
 /// cookie cleared.
 pub(crate) async fn logout(
     State(state): State<AdminState>,
+    headers: HeaderMap,
     CheckedForm { session, .. }: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
@@ -127,7 +125,7 @@ pub(crate) async fn logout(
         return failed(e);
     }
     let clear = csrf::set_cookie(
-        &state.cookie_name(COOKIE),
+        &cookie_name(COOKIE, &headers),
         "",
         "/dashboard",
         "Strict",

@@ -40,8 +40,7 @@ use sha2::{Digest, Sha256};
 use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
-/// The session cookie (its name ends with the admin port, see
-/// [`AdminState::cookie_name`]).
+/// The session cookie (its name ends with the port, see [`cookie_name`]).
 const COOKIE: &str = "opd_dashboard";
 /// What the form tokens of the dashboard are for.
 const PURPOSE: &str = "dashboard";
@@ -104,6 +103,27 @@ pub(crate) fn routes(state: AdminState) -> Router {
         ))
 }
 
+/// The name of the dashboard cookie `base` for the port the browser
+/// reached (the `Host` header's): browsers share a host's cookies across
+/// its ports, so dashboards of two servers on one host would otherwise
+/// sign each other out. Nodes behind one address see one port, and share
+/// their sessions as before.
+pub(crate) fn cookie_name(base: &str, headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    // `host:port`, `[::1]:port`; no port is the scheme's default.
+    let port = host
+        .rsplit_once(':')
+        .filter(|(name, _)| !name.is_empty() && (!name.contains(':') || name.ends_with(']')))
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    match port {
+        Some(port) => format!("{base}_{port}"),
+        None => base.to_owned(),
+    }
+}
+
 fn digest(cookie: &str) -> String {
     opd_core::hex::lower(&Sha256::digest(cookie.as_bytes()))
 }
@@ -111,7 +131,7 @@ fn digest(cookie: &str) -> String {
 /// The session of the request, when its cookie names a live one.
 async fn current(state: &AdminState, headers: &HeaderMap) -> Option<Session> {
     let services = &state.app.services;
-    let cookie = csrf::cookie(headers, &state.cookie_name(COOKIE))?;
+    let cookie = csrf::cookie(headers, &cookie_name(COOKIE, headers))?;
     let valid = operator::session_valid(services, &digest(&cookie))
         .await
         .inspect_err(|e| tracing::error!(error = %e, "dashboard session lookup failed"))
@@ -350,4 +370,31 @@ pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    use super::cookie_name;
+
+    fn named(host: Option<&'static str>) -> String {
+        let mut headers = HeaderMap::new();
+        if let Some(h) = host {
+            headers.insert(header::HOST, HeaderValue::from_static(h));
+        }
+        cookie_name("opd_dashboard", &headers)
+    }
+
+    #[test]
+    fn cookies_are_named_for_the_port_the_browser_reached() {
+        assert_eq!(named(Some("127.0.0.1:8082")), "opd_dashboard_8082");
+        assert_eq!(named(Some("ops.example:9443")), "opd_dashboard_9443");
+        assert_eq!(named(Some("[::1]:8082")), "opd_dashboard_8082");
+        // The scheme's default port, an address without one, or none.
+        assert_eq!(named(Some("ops.example")), "opd_dashboard");
+        assert_eq!(named(Some("[::1]")), "opd_dashboard");
+        assert_eq!(named(Some("::1")), "opd_dashboard");
+        assert_eq!(named(None), "opd_dashboard");
+    }
 }
