@@ -4,10 +4,11 @@
 //! sent after the change committed; every node `LISTEN`s. SQLite has one
 //! node, so there is nobody to tell.
 
-use sqlx::postgres::PgListener;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::db::{params, Pools, Stmt};
-use crate::{SqlStore, StoreResult};
+use crate::{SqlStore, StoreError, StoreResult};
 
 /// The channel every node listens on.
 const CHANNEL: &str = "opd_changes";
@@ -17,10 +18,13 @@ static ANNOUNCE: Stmt = Stmt::new(&["SELECT pg_notify('opd_changes', ?::text)"])
 /// PostgreSQL only: SQLite has no `pg_notify` (and needs none).
 pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&ANNOUNCE];
 
-/// The topics other nodes hear from this one.
+/// The topics other nodes hear from this one: a connection of its own
+/// that `LISTEN`s, its notifications forwarded by the task that drives it.
 #[derive(Debug)]
 pub struct ChangeFeed {
-    listener: PgListener,
+    topics: mpsc::UnboundedReceiver<String>,
+    /// Kept so that the connection stays open.
+    _client: tokio_postgres::Client,
 }
 
 /// What a feed received.
@@ -34,12 +38,15 @@ pub enum Heard {
 }
 
 impl ChangeFeed {
-    /// Waits for the next topic; a lost connection is reported once as
-    /// `Reconnected` after the feed listens again.
+    /// Waits for the next topic. A lost connection is an error: the caller
+    /// listens again (and forgets what it cached, since anything may have
+    /// changed meanwhile).
     pub async fn next(&mut self) -> StoreResult<Heard> {
-        match self.listener.try_recv().await? {
-            Some(n) => Ok(Heard::Topic(n.payload().to_owned())),
-            None => Ok(Heard::Reconnected),
+        match self.topics.recv().await {
+            Some(topic) => Ok(Heard::Topic(topic)),
+            None => Err(StoreError::Unavailable(
+                "the connection listening for changes was lost".into(),
+            )),
         }
     }
 }
@@ -55,11 +62,33 @@ impl SqlStore {
 
     /// The feed of changes announced by any node; `None` on SQLite.
     pub(crate) async fn listen(&self) -> StoreResult<Option<ChangeFeed>> {
-        let Pools::Postgres(pool) = &self.db.pools else {
+        let Pools::Postgres(pg) = &self.db.pools else {
             return Ok(None);
         };
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(CHANNEL).await?;
-        Ok(Some(ChangeFeed { listener }))
+        let (client, mut connection) = pg.config.connect(NoTls).await?;
+        let (tx, topics) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            // Driving the connection yields its notifications; it ends when
+            // the connection does, which closes the channel.
+            while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                match message {
+                    Ok(AsyncMessage::Notification(n)) => {
+                        if tx.send(n.payload().to_owned()).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the change feed's connection ended");
+                        return;
+                    }
+                }
+            }
+        });
+        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        Ok(Some(ChangeFeed {
+            topics,
+            _client: client,
+        }))
     }
 }

@@ -1,5 +1,6 @@
 //! The executor every store module runs its SQL through, served by both
-//! backends: PostgreSQL through sqlx, SQLite through the synchronous
+//! backends: PostgreSQL through tokio-postgres
+//! ([`crate::postgres::driver`]), SQLite through the synchronous
 //! [`driver`](crate::sqlite::driver).
 //!
 //! SQL is written once per statement, as a [`Stmt`], in a portable form:
@@ -11,14 +12,15 @@
 //! read back with `CAST(col AS TEXT)`, so every value arrives as text or an
 //! integer on both backends.
 //!
-//! Every statement sent is counted ([`Db::round_trips`]): on PostgreSQL
-//! each one, and each `BEGIN` and `COMMIT`, is a round trip to the server.
+//! Every round trip is counted ([`Db::round_trips`]): on PostgreSQL each
+//! statement and each `COMMIT` (a transaction's `BEGIN` travels with its
+//! first statement); on SQLite each statement, `BEGIN` and `COMMIT`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::faults::{AtCommit, Faults};
-
+use crate::postgres::driver::{self as pg, Got, Pg, PgTx};
 use crate::rows::Columns;
 use crate::sqlite::driver;
 use crate::{Backend, StoreError, StoreResult};
@@ -33,19 +35,20 @@ pub(crate) use stmt::Stmt;
 #[derive(Debug)]
 pub(crate) enum Row {
     Sqlite(driver::Row),
-    Postgres(sqlx::postgres::PgRow),
+    Postgres(pg::PgRow),
 }
 
 impl Row {
     /// The value of `col`, decoded by the row's own driver.
     fn get<T>(&self, col: &str) -> StoreResult<T>
     where
-        T: driver::Decode + for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+        T: driver::Decode + for<'r> tokio_postgres::types::FromSql<'r>,
     {
-        use sqlx::Row as _;
         Ok(match self {
             Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
+            Row::Postgres(r) => r
+                .try_get(col)
+                .map_err(|e| StoreError::Corrupt(format!("column {col}: {e}")))?,
         })
     }
 }
@@ -76,7 +79,7 @@ pub(crate) enum Pools {
         writer: driver::WritePool,
         reader: driver::ReadPool,
     },
-    Postgres(sqlx::PgPool),
+    Postgres(Box<Pg>),
 }
 
 /// Where statements run, and how many were sent.
@@ -86,20 +89,6 @@ pub(crate) struct Db {
     round_trips: AtomicU64,
     /// Injected faults (the simulation test only).
     faults: Option<Arc<Faults>>,
-}
-
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
-
-fn pg_query<'q>(sql: &'q str, params: &'q [Param]) -> PgQuery<'q> {
-    let mut q = sqlx::query(sql);
-    for p in params {
-        q = match p {
-            Param::Int(v) => q.bind(*v),
-            Param::Text(v) => q.bind(v.as_deref()),
-            Param::Bool(v) => q.bind(*v),
-        };
-    }
-    q
 }
 
 /// Which connection of a store a statement outside a transaction runs on
@@ -112,14 +101,7 @@ enum On {
     Writer,
 }
 
-/// What a statement's caller wants back.
-#[derive(Debug, Clone, Copy)]
-enum Want {
-    /// How many rows it changed.
-    Changed,
-    /// The rows it returned.
-    Rows,
-}
+pub(crate) use pg::Want;
 
 /// What a statement gave back.
 enum Ran {
@@ -147,22 +129,13 @@ fn sqlite_rows(rows: Vec<driver::Row>) -> Ran {
     Ran::Rows(rows.into_iter().map(Row::Sqlite).collect())
 }
 
-async fn run_pg<'c, E>(on: E, sql: &str, params: &[Param], want: Want) -> StoreResult<Ran>
-where
-    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
-{
-    let query = pg_query(sql, params);
-    Ok(match want {
-        Want::Changed => Ran::Changed(query.execute(on).await?.rows_affected()),
-        Want::Rows => Ran::Rows(
-            query
-                .fetch_all(on)
-                .await?
-                .into_iter()
-                .map(Row::Postgres)
-                .collect(),
-        ),
-    })
+impl From<Got> for Ran {
+    fn from(got: Got) -> Self {
+        match got {
+            Got::Changed(n) => Ran::Changed(n),
+            Got::Rows(rows) => Ran::Rows(rows.into_iter().map(Row::Postgres).collect()),
+        }
+    }
 }
 
 impl Db {
@@ -223,15 +196,15 @@ impl Db {
                     },
                 ]
             }
-            Pools::Postgres(pool) => {
-                let size = u64::from(pool.size());
-                let idle = pool.num_idle() as u64;
+            Pools::Postgres(pg) => {
+                let status = pg.pool.status();
+                let idle = status.available as u64;
                 vec![crate::PoolStats {
                     name: "postgres",
                     idle,
-                    used: size.saturating_sub(idle),
-                    max: Some(u64::from(pool.options().get_max_connections())),
-                    pending: None,
+                    used: (status.size as u64).saturating_sub(idle),
+                    max: Some(status.max_size as u64),
+                    pending: Some(status.waiting as u64),
                 }]
             }
         }
@@ -246,13 +219,17 @@ impl Db {
         self.round_trips.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Begins a transaction (on SQLite: takes the single writer).
+    /// Begins a transaction (on SQLite: takes the single writer; on
+    /// PostgreSQL: takes a connection, and `BEGIN` goes with the first
+    /// statement).
     pub(crate) async fn begin(&self) -> StoreResult<Tx<'_>> {
-        self.count(1);
         self.fault_before_statement()?;
         let inner = match &self.pools {
-            Pools::Sqlite { writer, .. } => TxInner::Sqlite(writer.begin().await?),
-            Pools::Postgres(pool) => TxInner::Postgres(pool.begin().await?),
+            Pools::Sqlite { writer, .. } => {
+                self.count(1);
+                TxInner::Sqlite(writer.begin().await?)
+            }
+            Pools::Postgres(pg) => TxInner::Postgres(Box::new(PgTx::begin(&pg.pool).await?)),
         };
         Ok(Tx { db: self, inner })
     }
@@ -282,7 +259,12 @@ impl Db {
                 Want::Changed => Ok(Ran::Changed(writer.execute(sql, params).await?)),
                 Want::Rows => Ok(sqlite_rows(writer.query(sql, params).await?)),
             },
-            (Pools::Postgres(pool), _) => run_pg(pool, sql, params, want).await,
+            (Pools::Postgres(pg), _) => {
+                let conn = pg::connection(&pg.pool).await?;
+                pg::run(&conn, sql, params, want, false)
+                    .await
+                    .map(Ran::from)
+            }
         }?;
         if fault == AtCommit::FailAfter {
             return Err(crate::faults::injected());
@@ -329,9 +311,8 @@ impl Db {
         let sql = stmt.sql(self.backend());
         match &self.pools {
             Pools::Sqlite { reader, .. } => reader.prepare(sql)?,
-            Pools::Postgres(pool) => {
-                use sqlx::Executor as _;
-                let mut conn = pool.acquire().await?;
+            Pools::Postgres(pg) => {
+                let conn = pg::connection(&pg.pool).await?;
                 conn.prepare(sql).await?;
             }
         }
@@ -341,7 +322,7 @@ impl Db {
 
 enum TxInner {
     Sqlite(driver::WriterTx),
-    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Postgres(Box<PgTx>),
 }
 
 /// An open transaction: dropped without `commit`, nothing of it is kept.
@@ -371,7 +352,7 @@ impl Tx<'_> {
                 Want::Changed => Ran::Changed(tx.execute(sql, params)?),
                 Want::Rows => sqlite_rows(tx.query(sql, params)?),
             }),
-            TxInner::Postgres(tx) => run_pg(&mut **tx, sql, params, want).await,
+            TxInner::Postgres(tx) => tx.run(sql, params, want).await.map(Ran::from),
         }
     }
 
@@ -405,9 +386,20 @@ impl Tx<'_> {
             .ok_or_else(|| StoreError::Corrupt("a statement returned no row".into()))
     }
 
+    /// Whether ending the transaction is a round trip (a PostgreSQL
+    /// transaction that ran nothing never began on the server).
+    fn ends_on_server(&self) -> bool {
+        match &self.inner {
+            TxInner::Sqlite(_) => true,
+            TxInner::Postgres(tx) => !tx.first(),
+        }
+    }
+
     /// Commits; returns once the work is durable.
     pub(crate) async fn commit(self) -> StoreResult<()> {
-        self.db.count(1);
+        if self.ends_on_server() {
+            self.db.count(1);
+        }
         let fault = self.db.fault_at_commit();
         if fault == AtCommit::FailBefore {
             self.rollback().await?;
@@ -415,7 +407,7 @@ impl Tx<'_> {
         }
         match self.inner {
             TxInner::Sqlite(tx) => tx.commit().await?,
-            TxInner::Postgres(tx) => tx.commit().await?,
+            TxInner::Postgres(tx) => (*tx).commit().await?,
         }
         if fault == AtCommit::FailAfter {
             return Err(crate::faults::injected());
@@ -425,10 +417,12 @@ impl Tx<'_> {
 
     /// Undoes the transaction's work.
     pub(crate) async fn rollback(self) -> StoreResult<()> {
-        self.db.count(1);
+        if self.ends_on_server() {
+            self.db.count(1);
+        }
         match self.inner {
             TxInner::Sqlite(tx) => tx.rollback()?,
-            TxInner::Postgres(tx) => tx.rollback().await?,
+            TxInner::Postgres(tx) => (*tx).rollback().await?,
         }
         Ok(())
     }

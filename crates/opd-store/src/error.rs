@@ -23,27 +23,10 @@ pub enum StoreError {
     Migration(String),
     /// Any other database error.
     #[error("database error: {0}")]
-    Database(#[source] sqlx::Error),
+    Database(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Any other error of the embedded SQLite driver.
     #[error("database error: {0}")]
     Sqlite(#[source] crate::sqlite::driver::Error),
-}
-
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        match &e {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict(db.message().to_owned())
-            }
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                StoreError::Unavailable(e.to_string())
-            }
-            sqlx::Error::ColumnDecode { .. }
-            | sqlx::Error::Decode(_)
-            | sqlx::Error::ColumnNotFound(_) => StoreError::Corrupt(e.to_string()),
-            _ => StoreError::Database(e),
-        }
-    }
 }
 
 impl From<crate::sqlite::driver::Error> for StoreError {
@@ -62,11 +45,5 @@ impl From<crate::sqlite::driver::Error> for StoreError {
             E::ColumnNotFound(_) | E::Decode { .. } => StoreError::Corrupt(e.to_string()),
             other => StoreError::Sqlite(other),
         }
-    }
-}
-
-impl From<sqlx::migrate::MigrateError> for StoreError {
-    fn from(e: sqlx::migrate::MigrateError) -> Self {
-        StoreError::Migration(format!("migration failed: {e}"))
     }
 }

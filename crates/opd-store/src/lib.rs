@@ -138,15 +138,19 @@ impl SqlStore {
 
     /// Waits until every PostgreSQL connection is back in its pool. A
     /// transaction dropped without a commit (an error mid-way) is rolled
-    /// back only when sqlx returns its connection to the pool, in a task of
-    /// its own; until then its row locks stand, and a worker's `SKIP
+    /// back in a task of its own before its connection returns to the
+    /// pool; until then its row locks stand, and a worker's `SKIP
     /// LOCKED` claim passes over the rows (a worker takes them at its next
     /// poll). Tests that must see every such rollback done call this;
     /// SQLite rolls back at once. Gives up after five seconds.
     pub async fn connections_returned(&self) {
-        if let db::Pools::Postgres(pool) = &self.db.pools {
+        if let db::Pools::Postgres(pg) = &self.db.pools {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while pool.num_idle() < pool.size() as usize && std::time::Instant::now() < deadline {
+            let busy = || {
+                let status = pg.pool.status();
+                status.available < status.size
+            };
+            while busy() && std::time::Instant::now() < deadline {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         }
@@ -156,7 +160,7 @@ impl SqlStore {
     pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
         match &self.db.pools {
             db::Pools::Sqlite { reader, .. } => sqlite::schema_columns(reader),
-            db::Pools::Postgres(pool) => postgres::schema_columns(pool).await,
+            db::Pools::Postgres(pg) => postgres::schema_columns(pg).await,
         }
     }
 

@@ -80,8 +80,8 @@ async fn postgres_readiness_backlog_and_pools() {
     assert_eq!(pools[0].max, Some(4));
     assert!(pools[0].idle + pools[0].used >= 1, "{pools:?}");
 
-    let pool = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::query(DELETE_LATEST).execute(&pool).await.unwrap();
+    let client = opd_testkit::pg::connect(&url).await;
+    client.batch_execute(DELETE_LATEST).await.unwrap();
     assert!(matches!(
         s.readiness().await.unwrap(),
         Readiness::MigrationsPending {
@@ -90,8 +90,8 @@ async fn postgres_readiness_backlog_and_pools() {
         }
     ));
     // No migrations table at all: never migrated.
-    sqlx::query("DROP TABLE _sqlx_migrations")
-        .execute(&pool)
+    client
+        .batch_execute("DROP TABLE _sqlx_migrations")
         .await
         .unwrap();
     assert!(matches!(

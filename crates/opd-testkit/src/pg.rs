@@ -1,7 +1,5 @@
 //! Throwaway PostgreSQL schemas for tests.
 
-use sqlx::Connection;
-
 /// The environment variable naming the test cluster.
 pub const TEST_DATABASE_URL: &str = "OPD_TEST_DATABASE_URL";
 
@@ -21,16 +19,23 @@ pub fn server_url() -> String {
 pub async fn fresh_schema_url() -> String {
     let base = server_url();
     let schema = format!("opd_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(&base)
+    let client = connect(&base).await;
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .expect("create schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+}
+
+/// A connection to `url` (its connection driven by a task of its own);
+/// panics, naming the variable, when it cannot be opened.
+pub async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| {
             panic!("cannot connect to the test PostgreSQL at {TEST_DATABASE_URL}: {e}")
         });
-    sqlx::query(&format!("CREATE SCHEMA {schema}"))
-        .execute(&mut conn)
-        .await
-        .expect("create schema");
-    let _ = conn.close().await;
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+    tokio::spawn(connection);
+    client
 }

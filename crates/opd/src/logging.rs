@@ -100,7 +100,7 @@ pub enum LogFormat {
 pub fn init(format: LogFormat) -> String {
     let node = node_id();
     let filter = tracing_subscriber::EnvFilter::try_from_env("OPD_LOG")
-        .unwrap_or_else(|_| "info,sqlx=warn".into());
+        .unwrap_or_else(|_| "info,tokio_postgres=warn".into());
     match format {
         LogFormat::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -2,7 +2,7 @@
 //! their own before the driver's pools open.
 //!
 //! The record is the `_sqlx_migrations` table, kept exactly as sqlx keeps
-//! it (PostgreSQL's migrations still run through sqlx): databases made by
+//! it when it ran them (PostgreSQL's record is the same): databases made by
 //! earlier opd builds carry on as they are, the readiness check reads the
 //! same table on both backends, and an earlier build accepts a database
 //! this one migrated. Each migration runs in one transaction with its
