@@ -14,153 +14,34 @@
 //!   gets the same answer from both.
 //! - A dashboard session opened on node 0 works on node 1 (forms included),
 //!   and signing out on node 1 ends it on node 2.
+//! - The database primary dies (SIGKILL) under a burst of deposits and
+//!   payments and its synchronous standby is promoted: the nodes, on a URL
+//!   naming both hosts, answer 503 with `Retry-After` meanwhile (never a
+//!   hang, never a 500), reconnect by themselves, and every acknowledged
+//!   deposit and payment is there exactly once afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
-use std::process::{Child, Command, Stdio};
+#[path = "support/node.rs"]
+mod node;
+
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
+use opd_testkit::app::{grant_token_at, outgoing_token_at};
 use opd_testkit::client::SigningClient;
 use opd_testkit::spec::Server;
 use opd_testkit::webhooks::WebhookReceiver;
+
+use node::{Node, Public, ADMIN_TOKEN};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-const ADMIN_TOKEN: &str = "multinode-admin-token-0123456789";
 const WEBHOOK_SECRET: &str = "multinode-webhook-secret";
 /// The receiver refuses the first delivery of every this-many-th event, so
 /// that retries happen across the nodes too.
 const REFUSE_EVERY: u64 = 7;
-
-/// One `opd serve` process of the cluster.
-struct Node {
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-    /// Where this node's Open Payments listener really is.
-    op: String,
-    admin: String,
-}
-
-/// The public URLs every node shares (those of node 0, as a load balancer
-/// would publish one name).
-#[derive(Clone)]
-struct Public {
-    op: String,
-    auth: String,
-}
-
-impl Node {
-    fn start(database_url: &str, public: Option<&Public>, webhook: &str) -> (Self, Public) {
-        let dir = tempfile::tempdir().unwrap();
-        let (op, auth, admin) = (
-            opd_testkit::free_port(),
-            opd_testkit::free_port(),
-            opd_testkit::free_port(),
-        );
-        let own = Public {
-            op: format!("http://127.0.0.1:{op}"),
-            auth: format!("http://127.0.0.1:{auth}"),
-        };
-        let public = public.cloned().unwrap_or(own);
-        let child = Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args([
-                "serve".to_owned(),
-                format!("--listen=127.0.0.1:{op}"),
-                format!("--auth-listen=127.0.0.1:{auth}"),
-                format!("--admin-listen=127.0.0.1:{admin}"),
-                // Any free port: the tests send no ILP packets.
-                "--ilp-listen=127.0.0.1:0".to_owned(),
-                format!("--public-url={}", public.op),
-                format!("--auth-public-url={}", public.auth),
-                format!("--admin-token={ADMIN_TOKEN}"),
-                format!("--idp-secret={IDP_SECRET}"),
-                format!("--data-dir={}", dir.path().display()),
-                format!("--database-url={database_url}"),
-                "--migrate".to_owned(),
-                format!("--webhook-url={webhook}"),
-                format!("--webhook-secret={WEBHOOK_SECRET}"),
-                // Caches live long: only the change announcements can make
-                // another node see a revocation quickly.
-                "--cache-ttl-ms=60000".to_owned(),
-            ])
-            .current_dir(dir.path())
-            .env_remove("OPD_CONFIG")
-            .env("OPD_LOG", "warn")
-            // Every node of one database seals secrets with one key.
-            .env(
-                "OPD_SECRETS_KEY",
-                "5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7",
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start opd");
-        let node = Self {
-            child: Some(child),
-            dir,
-            op: format!("http://127.0.0.1:{op}"),
-            admin: format!("http://127.0.0.1:{admin}"),
-        };
-        (node, public)
-    }
-
-    /// Waits until the node answers; `false` if it exited first (a port
-    /// picked free was taken by another process meanwhile).
-    async fn ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let http = reqwest::Client::new();
-        loop {
-            if let Ok(r) = http.get(format!("{}/healthz", self.op)).send().await {
-                if r.status() == StatusCode::OK {
-                    return true;
-                }
-            }
-            if let Some(c) = self.child.as_mut() {
-                if c.try_wait().ok().flatten().is_some() {
-                    self.child = None;
-                    return false;
-                }
-            }
-            assert!(Instant::now() < deadline, "opd did not become ready");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Starts a node and waits until it answers, on other ports if the
-    /// first ones were taken meanwhile.
-    async fn start_ready(
-        database_url: &str,
-        public: Option<&Public>,
-        webhook: &str,
-    ) -> (Self, Public) {
-        for _ in 0..3 {
-            let (mut node, shared) = Node::start(database_url, public, webhook);
-            if node.ready().await {
-                return (node, shared);
-            }
-        }
-        panic!("opd exited at start three times");
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().expect("kill");
-            c.wait().expect("reap");
-        }
-    }
-
-    async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
-        opd_testkit::app::admin_at(&self.admin, ADMIN_TOKEN, method, path, body).await
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// Three nodes on one fresh database, with a webhook receiver.
 struct Cluster {
@@ -172,14 +53,24 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Self {
-        let database_url = opd_testkit::pg::fresh_schema_url().await;
+        Self::start_on(opd_testkit::pg::fresh_schema_url().await).await
+    }
+
+    /// Three nodes on the database `database_url` names.
+    async fn start_on(database_url: String) -> Self {
         let hooks = WebhookReceiver::start(WEBHOOK_SECRET, REFUSE_EVERY).await;
         // The first node migrates; the others start once it is up. Each
         // has its own webhook URL, so deliveries name their node.
-        let (first, public) = Node::start_ready(&database_url, None, &hooks.url(0, 1)).await;
+        let webhook = |i| {
+            [
+                format!("--webhook-url={}", hooks.url(i, 1)),
+                format!("--webhook-secret={WEBHOOK_SECRET}"),
+            ]
+        };
+        let (first, public) = Node::start_ready(&database_url, None, &webhook(0)).await;
         let mut nodes = vec![first];
         for i in 1..3 {
-            let (n, _) = Node::start_ready(&database_url, Some(&public), &hooks.url(i, 1)).await;
+            let (n, _) = Node::start_ready(&database_url, Some(&public), &webhook(i)).await;
             nodes.push(n);
         }
         Self {
@@ -686,4 +577,325 @@ async fn a_dashboard_session_opened_on_one_node_works_on_the_others() {
     let r = page(0, "/dashboard").await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()[reqwest::header::LOCATION], "/dashboard/login");
+}
+
+/// A throwaway primary with a synchronous standby
+/// (`scripts/pg-throwaway start-pair`), removed when dropped.
+struct Pair {
+    dir: String,
+    /// Both hosts, `target_session_attrs=read-write`.
+    url: String,
+}
+
+const PG_THROWAWAY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pg-throwaway");
+
+impl Pair {
+    fn start() -> Self {
+        let out = opd_testkit::output(Command::new(PG_THROWAWAY).arg("start-pair"));
+        assert!(
+            out.status.success(),
+            "scripts/pg-throwaway start-pair failed (it needs PostgreSQL 15's binaries):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let value = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .unwrap_or_else(|| panic!("no {key} in {text}"))
+                .to_owned()
+        };
+        Self {
+            dir: value("OPD_PG_DIR"),
+            url: value("OPD_PG_PAIR_URL"),
+        }
+    }
+
+    fn run(&self, command: &str) {
+        let out = opd_testkit::output(Command::new(PG_THROWAWAY).args([command, &self.dir]));
+        assert!(
+            out.status.success(),
+            "pg-throwaway {command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let _ = Command::new(PG_THROWAWAY)
+            .args(["stop", &self.dir])
+            .status();
+    }
+}
+
+/// What became of one request of the burst.
+#[derive(Debug)]
+enum Outcome {
+    /// Answered 2xx: it must be there afterwards, exactly once.
+    Acknowledged(Value),
+    /// Answered 503 with `Retry-After`: it may or may not be there.
+    Unavailable,
+}
+
+/// Classifies an answer; anything but 2xx or 503 (with `Retry-After` and
+/// `service_unavailable`) fails the test.
+fn outcome(what: &str, status: StatusCode, retry_after: bool, body: Value) -> Outcome {
+    if status.is_success() {
+        return Outcome::Acknowledged(body);
+    }
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{what} during the failover: {body}"
+    );
+    assert_eq!(
+        body["error"]["code"], "service_unavailable",
+        "{what}: {body}"
+    );
+    assert!(retry_after, "{what}: a 503 without Retry-After");
+    Outcome::Unavailable
+}
+
+/// A deposit of 1.00 into alice's wallet address through node `i`'s admin
+/// API, with idempotency key `key`.
+async fn deposit(cluster: &Cluster, i: usize, key: &str) -> Outcome {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(40))
+        .build()
+        .unwrap();
+    let r = http
+        .post(format!(
+            "{}/wallet-addresses/alice/deposits",
+            cluster.nodes[i].admin
+        ))
+        .bearer_auth(node::ADMIN_TOKEN)
+        .json(&json!({ "amount": "100", "idempotencyKey": key }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("deposit {key}: no answer ({e})"));
+    let (status, retry) = (r.status(), r.headers().contains_key("retry-after"));
+    outcome(
+        &format!("deposit {key}"),
+        status,
+        retry,
+        r.json().await.unwrap(),
+    )
+}
+
+/// A quote then an outgoing payment of 1.00 to `receiver` through node `i`.
+async fn try_pay(
+    cluster: &Cluster,
+    i: usize,
+    client: &SigningClient,
+    tokens: (&str, &str),
+    alice: &str,
+    receiver: &str,
+) -> Outcome {
+    let quote_body = json!({ "walletAddress": alice, "receiver": receiver, "method": "ilp",
+        "debitAmount": { "value": "100", "assetCode": "USD", "assetScale": 2 } });
+    let quotes = format!("{}/quotes", cluster.public.op);
+    let (s, q) = send(
+        cluster,
+        i,
+        client,
+        Method::POST,
+        &quotes,
+        tokens.0,
+        Some(&quote_body),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("quote: no answer ({e})"));
+    // A 503 from opd always carries Retry-After (checked on the deposits).
+    let Outcome::Acknowledged(q) = outcome("quote", s, true, q) else {
+        return Outcome::Unavailable;
+    };
+    let payments = format!("{}/outgoing-payments", cluster.public.op);
+    let body = json!({ "walletAddress": alice, "quoteId": q["id"] });
+    let (s, p) = send(
+        cluster,
+        i,
+        client,
+        Method::POST,
+        &payments,
+        tokens.1,
+        Some(&body),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("payment: no answer ({e})"));
+    outcome("payment", s, true, p)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_database_primary_dies_under_load_and_nothing_acknowledged_is_lost() {
+    let pair = Pair::start();
+    let cluster = Cluster::start_on(pair.url.clone()).await;
+    let (payer, alice, bob) = setup(&cluster).await;
+    let auth = cluster.public.auth.clone();
+    let ip_token = grant_token_at(
+        &auth,
+        &payer,
+        json!([
+            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
+            { "type": "quote", "actions": ["create", "read"] }
+        ]),
+    )
+    .await;
+    let pay_token = outgoing_token_at(&auth, &payer, &alice, Value::Null).await;
+    let ip_url = format!("{}/incoming-payments", cluster.public.op);
+    let (s, ip) = send(
+        &cluster,
+        1,
+        &payer,
+        Method::POST,
+        &ip_url,
+        &ip_token,
+        Some(&json!({ "walletAddress": bob })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let receiver = ip["id"].as_str().unwrap().to_owned();
+
+    // The burst: a deposit and a payment at a time through each node in
+    // turn, while the primary is killed and, a second later, the standby
+    // promoted; it goes on until every node has answered 2xx again.
+    let started = Instant::now();
+    let mut deposits: Vec<(String, Outcome)> = Vec::new();
+    let mut payments: Vec<Outcome> = Vec::new();
+    let (mut killed, mut promoted) = (None::<Instant>, false);
+    let mut healthy_since_promotion = 0;
+    for round in 0.. {
+        let i = round % 3;
+        let key = format!("failover-deposit-{round}");
+        let (d, p) = tokio::join!(
+            deposit(&cluster, i, &key),
+            try_pay(
+                &cluster,
+                i,
+                &payer,
+                (&ip_token, &pay_token),
+                &alice,
+                &receiver
+            )
+        );
+        let ok = matches!(d, Outcome::Acknowledged(_)) && matches!(p, Outcome::Acknowledged(_));
+        deposits.push((key, d));
+        payments.push(p);
+        match killed {
+            None if started.elapsed() > Duration::from_secs(2) => {
+                pair.run("kill-primary");
+                killed = Some(Instant::now());
+            }
+            Some(at) if !promoted && at.elapsed() > Duration::from_secs(1) => {
+                pair.run("promote");
+                promoted = true;
+            }
+            _ => {}
+        }
+        if promoted {
+            healthy_since_promotion = if ok { healthy_since_promotion + 1 } else { 0 };
+            if healthy_since_promotion >= 6 {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the nodes did not recover after the promotion"
+        );
+    }
+    let refused = deposits
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Unavailable))
+        .count()
+        + payments
+            .iter()
+            .filter(|o| matches!(o, Outcome::Unavailable))
+            .count();
+    assert!(
+        refused > 0,
+        "no request met the failover: the test proved nothing"
+    );
+
+    // Every deposit again with its key: an acknowledged one answers with
+    // the same transfer (it exists once); the others now happen or are
+    // found. So alice got every deposit exactly once.
+    for (key, first) in &deposits {
+        let again = loop {
+            if let Outcome::Acknowledged(v) = deposit(&cluster, 0, key).await {
+                break v;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        if let Outcome::Acknowledged(v) = first {
+            assert_eq!(
+                again["transfer"]["id"], v["transfer"]["id"],
+                "deposit {key} twice"
+            );
+        }
+    }
+
+    // Every acknowledged payment exists, and the workers finish them all.
+    let acked: Vec<String> = payments
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Acknowledged(p) => Some(p["id"].as_str().unwrap().to_owned()),
+            Outcome::Unavailable => None,
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let all = loop {
+        let all = list_all(&cluster, &payer, &pay_token, &alice).await;
+        let ended = all
+            .iter()
+            .filter(|p| p["sentAmount"]["value"] == "100" || p["failed"] == true)
+            .count();
+        if ended == all.len() {
+            break all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{ended} of {} payments ended",
+            all.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let ids: Vec<&str> = all.iter().map(|p| p["id"].as_str().unwrap()).collect();
+    for id in &acked {
+        assert!(
+            ids.contains(&id.as_str()),
+            "acknowledged payment {id} is gone"
+        );
+    }
+    assert!(all.iter().all(|p| p["failed"] == false), "{all:?}");
+
+    // The money adds up: alice has her seed and every deposit, less every
+    // payment; bob received each payment once; the ledger balances.
+    let (s, balance) = cluster.nodes[1]
+        .admin(Method::GET, "/wallet-addresses/alice/balance", None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{balance}");
+    let expected = 100_000_000 + 100 * deposits.len() as u64 - 100 * all.len() as u64;
+    assert_eq!(balance["balance"]["value"], expected.to_string());
+    let (s, ip) = send(&cluster, 2, &payer, Method::GET, &receiver, &ip_token, None)
+        .await
+        .unwrap();
+    assert_eq!(s, StatusCode::OK, "{ip}");
+    assert_eq!(ip["receivedAmount"]["value"], (100 * all.len()).to_string());
+    let out = opd_testkit::output(
+        Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["check", &format!("--database-url={}", pair.url)])
+            .current_dir(cluster.nodes[0].dir.path())
+            .env_remove("OPD_CONFIG"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("ledger balanced"),
+        "{stdout}"
+    );
+    eprintln!(
+        "failover: {} deposits, {} payments ({} acknowledged), {refused} answered 503",
+        deposits.len(),
+        all.len(),
+        acked.len()
+    );
 }
