@@ -97,6 +97,11 @@ struct Report {
     completion_ms: Option<Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_cpu_us_per_request: Option<f64>,
+    /// PostgreSQL's own CPU per request: every `postgres` process of this
+    /// machine over the run (so only meaningful with the database on this
+    /// machine and nothing else using it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database_cpu_us_per_request: Option<f64>,
     /// Nodes serving the run (on one database).
     nodes: usize,
     /// SQL round trips (statements, begins, commits) the server made per
@@ -278,6 +283,23 @@ fn cpu_us(pid: u32) -> Option<f64> {
     let stime: f64 = fields.get(12)?.parse().ok()?;
     // Linux reports clock ticks of 1/100 s.
     Some((utime + stime) * 10_000.0)
+}
+
+/// utime + stime of every process named `postgres` on this machine, in
+/// microseconds.
+fn postgres_cpu_us() -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "postgres")
+        })
+        .filter_map(cpu_us)
+        .sum()
 }
 
 /// Peak resident memory of a process, in MB.
@@ -830,6 +852,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     };
     let trips_before = total_round_trips(&all).await;
     let cpu_before = total_cpu_us(&all);
+    let postgres = backend == "postgres";
+    let database_cpu_before = postgres.then(postgres_cpu_us);
     let stop = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(1));
     let requests = Arc::new(AtomicU64::new(0));
@@ -918,6 +942,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after = total_cpu_us(&all);
+    let database_cpu = database_cpu_before.map(|b| postgres_cpu_us() - b);
     let trips = match (trips_before, total_round_trips(&all).await) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64),
         _ => None,
@@ -945,6 +970,9 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         latency_ms: latency,
         completion_ms: completion,
         server_cpu_us_per_request: cpu_per_request,
+        database_cpu_us_per_request: database_cpu
+            .filter(|_| requests > 0)
+            .map(|c| c / requests as f64),
         nodes: args.nodes,
         sql_round_trips_per_request: trips.filter(|_| requests > 0).map(|t| t / requests as f64),
         sql_round_trips_per_payment: trips
@@ -984,6 +1012,9 @@ fn print_table(r: &Report) {
     }
     if let Some(c) = r.server_cpu_us_per_request {
         println!("server CPU per request   {c:.1} µs");
+    }
+    if let Some(c) = r.database_cpu_us_per_request {
+        println!("PostgreSQL CPU per request {c:.1} µs (every postgres process here)");
     }
     if let Some(m) = r.server_peak_rss_mb {
         println!("server peak RSS          {m:.1} MB");
