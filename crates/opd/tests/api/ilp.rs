@@ -835,3 +835,40 @@ async fn cross_currency(db: Db) {
     assert_eq!(v["asset"]["code"], "EUR");
     ledger_balanced(&app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_packets_never_fill_an_incoming_payment_past_its_amount() {
+    concurrent_fill(Db::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_packets_never_fill_an_incoming_payment_past_its_amount_on_postgres() {
+    concurrent_fill(Db::Postgres).await;
+}
+
+/// 40 packets of 0.03 at once to an incoming payment of 0.10: exactly
+/// three are fulfilled (0.09; a fourth would pass 0.10), and the peer paid
+/// exactly 0.09. On PostgreSQL the packets read the payment without a lock
+/// and add to it last, so most pass the first check together: the adding
+/// statement must still refuse what no longer fits.
+async fn concurrent_fill(db: Db) {
+    let w = world(db).await;
+    let app = &w.app;
+    let (id, address, secret) = receiver(app, "10").await;
+    let sends = (0..40).map(|_| send_packet(app, prepare(app, &address, &secret, 3, 0, true)));
+    let answers = futures_util::future::join_all(sends).await;
+    let fulfilled = answers
+        .iter()
+        .filter(|p| matches!(p, Packet::Fulfill(_)))
+        .count();
+    assert_eq!(fulfilled, 3, "{answers:?}");
+    let ip = received(app, &id).await;
+    assert_eq!(ip["receivedAmount"]["value"], "9", "{ip}");
+    assert_eq!(ip["completed"], false, "{ip}");
+    assert_eq!(liquidity(&w).await, "991");
+    let (_, balance) = app
+        .admin(Method::GET, "/wallet-addresses/bob/balance", None)
+        .await;
+    assert_eq!(balance["balance"]["value"], "9", "{balance}");
+    ledger_balanced(app).await;
+}
