@@ -82,7 +82,7 @@ static INSERT_INCOMING: Stmt = Stmt::new(&[
      incoming_amount, received_amount, completed, expires_at, metadata, client, created_at, \
      updated_at) VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?)",
 ]);
-pub(crate) static INCOMING_BY_ID: Stmt = Stmt::new(&[
+static INCOMING_BY_ID: Stmt = Stmt::new(&[
     "SELECT ",
     INCOMING_COLUMNS,
     " FROM incoming_payments WHERE id = ?::uuid",

@@ -172,7 +172,6 @@ impl SqlStore {
             Backend::Postgres => &[
                 changes::PG_STATEMENTS,
                 ledger::PG_STATEMENTS,
-                peers::PG_STATEMENTS,
                 spending::PG_STATEMENTS,
             ],
             Backend::Sqlite => &[],

@@ -206,27 +206,6 @@ static SET_RECEIVED: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
      WHERE id = ?::uuid",
 ]);
-/// PostgreSQL: a packet's amount added to the incoming payment in one
-/// statement, only while it may take it (not completed, not expired, not
-/// past `incomingAmount` nor the largest u64): the same rules as
-/// `IncomingPayment::receive`, checked where the row is locked. Run last,
-/// so the row, which every packet to the payment updates, is locked only
-/// from this statement to the commit. (SQLite, one writer, keeps the read
-/// and the absolute update: its arithmetic on these columns would not be
-/// exact past 2^63.)
-static RECEIVE_INTO: Stmt = Stmt::new(&[
-    "UPDATE incoming_payments SET received_amount = received_amount + ?::numeric, \
-     completed = (incoming_amount IS NOT NULL AND received_amount + ?::numeric >= incoming_amount), \
-     updated_at = ? \
-     WHERE id = ?::uuid AND NOT completed AND expires_at > ? \
-     AND (incoming_amount IS NULL OR received_amount + ?::numeric <= incoming_amount) \
-     AND received_amount + ?::numeric <= 18446744073709551615 \
-     RETURNING ",
-    crate::incoming::INCOMING_COLUMNS,
-]);
-
-/// PostgreSQL only (see [`RECEIVE_INTO`]).
-pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&RECEIVE_INTO];
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &INSERT_PEER,
@@ -556,20 +535,13 @@ impl PeerStore for SqlStore {
     ) -> StoreResult<IlpCredit> {
         let incoming_id = r.incoming.to_string();
         let mut tx = self.db.begin().await?;
-        // PostgreSQL reads the payment without a lock and adds the amount
-        // last (`RECEIVE_INTO`); SQLite has one writer, so its read is the
-        // lock.
-        let postgres = tx.backend() == crate::Backend::Postgres;
-        let read = match postgres {
-            true => &crate::incoming::INCOMING_BY_ID,
-            false => &INCOMING_FOR_UPDATE,
-        };
-        let Some(row) = tx.fetch_opt(read, params![&incoming_id]).await? else {
+        let Some(row) = tx
+            .fetch_opt(&INCOMING_FOR_UPDATE, params![&incoming_id])
+            .await?
+        else {
             return Ok(IlpCredit::Unknown);
         };
         let mut payment = rows::incoming_from_row(&row)?;
-        // Unlocked, this may be stale; but a payment only ever completes,
-        // expires and fills up, so what it refuses now it refuses later.
         let (received, completes) = match payment.receive(r.deliver, r.at) {
             Receivable::Yes {
                 received,
@@ -586,10 +558,9 @@ impl PeerStore for SqlStore {
         // Balance mode credits the wallet address straight away: the
         // incoming payment's total is its row's `received_amount`.
         let wallet_id = payment.wallet_address_id.to_string();
-        let asset = payment.asset.clone();
         let receiver = match r.receipts {
-            Receipts::ToWallet => AccountRef::new(AccountKind::Wallet, &wallet_id, &asset),
-            Receipts::Held => AccountRef::new(AccountKind::Incoming, &incoming_id, &asset),
+            Receipts::ToWallet => AccountRef::new(AccountKind::Wallet, &wallet_id, &payment.asset),
+            Receipts::Held => AccountRef::new(AccountKind::Incoming, &incoming_id, &payment.asset),
         };
         match post_receive(&mut tx, source, receiver, &incoming_id, r).await? {
             Ok(()) => {}
@@ -598,32 +569,11 @@ impl PeerStore for SqlStore {
             }
             Err(PostError::Overflow) => return Ok(IlpCredit::Overflow),
         }
-        if postgres {
-            let add = || num(r.deliver);
-            let set = params![add(), add(), r.at, &incoming_id, r.at, add(), add()];
-            match tx.fetch_opt(&RECEIVE_INTO, set).await? {
-                Some(row) => payment = rows::incoming_from_row(&row)?,
-                None => {
-                    // It changed since the read: why, from a fresh read (the
-                    // transaction's transfers are dropped with it).
-                    let fresh = match tx.fetch_opt(read, params![&incoming_id]).await? {
-                        Some(row) => rows::incoming_from_row(&row)?,
-                        None => return Ok(IlpCredit::Unknown),
-                    };
-                    return Ok(IlpCredit::Refused(match fresh.receive(r.deliver, r.at) {
-                        Receivable::Yes { .. } => Receivable::Closed,
-                        refused => refused,
-                    }));
-                }
-            }
-        } else {
-            let set = params![num(received), completes, r.at, &incoming_id];
-            tx.execute(&SET_RECEIVED, set).await?;
-            payment.received_amount = received;
-            payment.completed = completes;
-            payment.updated_at = r.at;
-        }
-        let completes = payment.completed;
+        let set = params![num(received), completes, r.at, &incoming_id];
+        tx.execute(&SET_RECEIVED, set).await?;
+        payment.received_amount = received;
+        payment.completed = completes;
+        payment.updated_at = r.at;
         let mut out = Vec::new();
         if completes {
             // Read only when money is held and the payment completes: not

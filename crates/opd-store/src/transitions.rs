@@ -203,18 +203,12 @@ impl SqlStore {
             num(d.expected_received),
             false,
         ];
-        // The ledger before the receiver's row: the order an ILP packet's
-        // credit takes them in (`peers::ilp_receive`), so a local payment
-        // and a packet to one incoming payment cannot deadlock; and the
-        // receiver's row, which every payment to it updates, is locked
-        // only from here to the commit.
-        post_delivery(&mut tx, d, &payment).await?;
         if tx.execute(&CREDIT_RECEIVER, credit).await? == 0 {
             // The receiver changed since the plan was made: nothing
-            // happened (the transfers go with the transaction); the worker
-            // plans again.
+            // happened; the worker plans again.
             return Ok(false);
         }
+        post_delivery(&mut tx, d, &payment).await?;
         insert_events(&mut tx, &d.events).await?;
         tx.commit().await?;
         Ok(true)

@@ -848,9 +848,8 @@ async fn concurrent_packets_never_fill_an_incoming_payment_past_its_amount_on_po
 
 /// 40 packets of 0.03 at once to an incoming payment of 0.10: exactly
 /// three are fulfilled (0.09; a fourth would pass 0.10), and the peer paid
-/// exactly 0.09. On PostgreSQL the packets read the payment without a lock
-/// and add to it last, so most pass the first check together: the adding
-/// statement must still refuse what no longer fits.
+/// exactly 0.09: the check that a packet fits and the credit are one
+/// under concurrency.
 async fn concurrent_fill(db: Db) {
     let w = world(db).await;
     let app = &w.app;
