@@ -9,6 +9,7 @@ mod grants;
 mod holds;
 mod incoming;
 mod ledger;
+mod migrations;
 mod outbox;
 mod outgoing;
 mod packets;

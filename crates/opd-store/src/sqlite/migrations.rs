@@ -8,55 +8,17 @@
 //! this one migrated. Each migration runs in one transaction with its
 //! record, so none is ever applied twice or half.
 
-use rusqlite::{Connection, OptionalExtension as _};
-use sha2::{Digest as _, Sha384};
+use rusqlite::Connection;
 
-use crate::{StoreError, StoreResult};
+use crate::migrations::{check_applied, checksum, failed, migrations_of, Migration};
+use crate::StoreResult;
 
-/// A migration: its version, its description (the file name's words) and
-/// its SQL.
-struct Migration {
-    version: i64,
-    description: &'static str,
-    sql: &'static str,
-}
-
-macro_rules! migration {
-    ($version:literal, $description:literal, $file:literal) => {
-        Migration {
-            version: $version,
-            description: $description,
-            sql: include_str!(concat!("../../migrations/sqlite/", $file)),
-        }
-    };
-}
-
-/// Every migration, in order; a test checks this list against the folder.
-static MIGRATIONS: &[Migration] = &[
-    migration!(1, "init", "0001_init.sql"),
-    migration!(2, "gnap", "0002_gnap.sql"),
-    migration!(3, "payments", "0003_payments.sql"),
-    migration!(4, "signed requests", "0004_signed_requests.sql"),
-    migration!(5, "peers", "0005_peers.sql"),
-    migration!(6, "ilp holds", "0006_ilp_holds.sql"),
-    migration!(7, "grants by client", "0007_grants_by_client.sql"),
-    migration!(8, "incoming by client", "0008_incoming_by_client.sql"),
-    migration!(9, "payment packets", "0009_payment_packets.sql"),
-    migration!(10, "dashboard sessions", "0010_dashboard_sessions.sql"),
-    migration!(11, "auto peering", "0011_auto_peering.sql"),
-];
+/// Every migration, in order.
+static MIGRATIONS: &[Migration] = migrations_of!("sqlite");
 
 /// The latest migration this binary has.
 pub(crate) fn latest() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.version)
-}
-
-fn checksum(sql: &str) -> Vec<u8> {
-    Sha384::digest(sql.as_bytes()).to_vec()
-}
-
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Migration(format!("migration failed: {e}"))
 }
 
 const RECORD: &str = "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
@@ -73,43 +35,16 @@ const RECORD: &str = "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
 /// a newer opd) or that a failed migration left behind.
 pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
     conn.execute_batch(RECORD).map_err(failed)?;
-    let dirty: Option<i64> = conn
-        .query_row(
-            "SELECT version FROM _sqlx_migrations WHERE NOT success ORDER BY version LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(failed)?;
-    if let Some(v) = dirty {
-        return Err(failed(format!(
-            "migration {v} failed earlier; restore a backup"
-        )));
-    }
-    let applied: Vec<(i64, Vec<u8>)> = conn
-        .prepare("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+    let applied: Vec<(i64, bool, Vec<u8>)> = conn
+        .prepare("SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version")
         .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<Result<_, _>>()
         })
         .map_err(failed)?;
-    for (version, sum) in &applied {
-        match MIGRATIONS.iter().find(|m| m.version == *version) {
-            None => {
-                return Err(failed(format!(
-                    "the database has migration {version}, which this opd does not know (a newer opd made it)"
-                )))
-            }
-            Some(m) if checksum(m.sql) != *sum => {
-                return Err(failed(format!(
-                    "migration {version} differs from the one applied to the database"
-                )))
-            }
-            Some(_) => {}
-        }
-    }
+    check_applied(MIGRATIONS, &applied)?;
     for m in MIGRATIONS {
-        if applied.iter().any(|(v, _)| *v == m.version) {
+        if applied.iter().any(|(v, _, _)| *v == m.version) {
             continue;
         }
         let started = std::time::Instant::now();
@@ -143,28 +78,9 @@ pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
 mod tests {
     use super::*;
 
-    /// The list names every file of the folder, in order, with the
-    /// description sqlx would derive from its name.
     #[test]
     fn the_list_is_the_folder() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".sql"))
-            .collect();
-        files.sort();
-        assert_eq!(files.len(), MIGRATIONS.len(), "{files:?}");
-        for (file, m) in files.iter().zip(MIGRATIONS) {
-            let (version, rest) = file.split_once('_').unwrap();
-            assert_eq!(version.parse::<i64>().unwrap(), m.version, "{file}");
-            assert_eq!(
-                rest.trim_end_matches(".sql").replace('_', " "),
-                m.description
-            );
-            let sql = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
-            assert_eq!(sql, m.sql, "{file}");
-        }
+        crate::migrations::tests::the_list_is_the_folder("sqlite", MIGRATIONS);
     }
 
     /// The checksum sqlx recorded for the first migration in a database an
