@@ -101,7 +101,14 @@ enum On {
     Writer,
 }
 
-pub(crate) use pg::Want;
+/// What a statement's caller wants back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Want {
+    /// How many rows it changed.
+    Changed,
+    /// The rows it returned.
+    Rows,
+}
 
 /// What a statement gave back.
 enum Ran {

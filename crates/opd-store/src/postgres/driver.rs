@@ -19,7 +19,7 @@ use deadpool_postgres::{Object, Pool};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::db::Param;
+use crate::db::{Param, Want};
 use crate::{StoreError, StoreResult};
 
 /// One result row.
@@ -58,15 +58,6 @@ fn values(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
             Param::Bool(v) => v as &(dyn ToSql + Sync),
         })
         .collect()
-}
-
-/// What a statement's caller wants back.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Want {
-    /// How many rows it changed.
-    Changed,
-    /// The rows it returned.
-    Rows,
 }
 
 /// What a statement gave back.
