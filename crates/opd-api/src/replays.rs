@@ -100,7 +100,7 @@ async fn handle(
     // The handler and the recording of its response run to the end even
     // when the client hangs up (see the module doc).
     let run = async move {
-        let response = next.run(request).await;
+        let response = slot.run(next.run(request)).await;
         match slot.take() {
             Slot::Empty => response,
             Slot::Answer(stored) => replayed(&stored),
@@ -108,6 +108,14 @@ async fn handle(
                 let (response, outcome) = record(response).await;
                 guard.finish(outcome).await;
                 response
+            }
+            Slot::Deferred(fingerprint) => {
+                let (response, outcome) = record(response).await;
+                match replays::settle(&state.services, &fingerprint, &slot, || outcome).await {
+                    Ok(None) => response,
+                    Ok(Some(stored)) => replayed(&stored),
+                    Err(e) => refusal(&state, e, resource_server),
+                }
             }
         }
     };

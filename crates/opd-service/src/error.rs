@@ -94,9 +94,16 @@ impl From<StoreError> for ServiceError {
         match e {
             StoreError::Unavailable(m) => ServiceError::Unavailable(m),
             StoreError::Full(m) => ServiceError::StorageFull(m),
+            // The replay layer answers with the first request's response;
+            // should that fail, the client retries and gets it then.
+            StoreError::Replayed => ServiceError::Unavailable(e_replayed()),
             other => ServiceError::Internal(other.to_string()),
         }
     }
+}
+
+fn e_replayed() -> String {
+    "an identical request was answered first".to_owned()
 }
 
 impl ServiceError {

@@ -21,12 +21,34 @@ pub enum StoreError {
     /// The schema is behind the binary.
     #[error("{0}")]
     Migration(String),
+    /// An identical request (the same replay fingerprint) committed first;
+    /// nothing of this transaction was kept (see [`crate::claim`]).
+    #[error("an identical request was answered first")]
+    Replayed,
     /// Any other database error.
     #[error("database error: {0}")]
     Database(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Any other error of the embedded SQLite driver.
     #[error("database error: {0}")]
     Sqlite(#[source] crate::sqlite::driver::Error),
+}
+
+impl StoreError {
+    /// The same error again, for each statement that one failure stopped
+    /// (a source error becomes its message).
+    pub(crate) fn duplicate(&self) -> StoreError {
+        match self {
+            StoreError::Conflict(m) => StoreError::Conflict(m.clone()),
+            StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+            StoreError::Full(m) => StoreError::Full(m.clone()),
+            StoreError::Config(m) => StoreError::Config(m.clone()),
+            StoreError::Corrupt(m) => StoreError::Corrupt(m.clone()),
+            StoreError::Migration(m) => StoreError::Migration(m.clone()),
+            StoreError::Replayed => StoreError::Replayed,
+            StoreError::Database(e) => StoreError::Database(e.to_string().into()),
+            StoreError::Sqlite(e) => StoreError::Database(e.to_string().into()),
+        }
+    }
 }
 
 impl From<crate::sqlite::driver::Error> for StoreError {

@@ -194,12 +194,20 @@ async fn insert_token(tx: &mut Tx<'_>, t: &AccessTokenRecord) -> StoreResult<()>
 }
 
 impl SqlStore {
-    async fn grant_where(&self, stmt: &Stmt, key: Param) -> StoreResult<Option<GrantRecord>> {
+    async fn grant_where(
+        &self,
+        stmt: &'static Stmt,
+        key: Param,
+    ) -> StoreResult<Option<GrantRecord>> {
         let row = self.db.read_opt(stmt, &[key]).await?;
         row.as_ref().map(grant_from_row).transpose()
     }
 
-    async fn token_where(&self, stmt: &Stmt, key: &str) -> StoreResult<Option<AccessTokenRecord>> {
+    async fn token_where(
+        &self,
+        stmt: &'static Stmt,
+        key: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
         let row = self.db.read_opt(stmt, params![key]).await?;
         row.as_ref().map(token_from_row).transpose()
     }

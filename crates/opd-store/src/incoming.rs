@@ -7,7 +7,7 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::webhook::WebhookEvent;
 use opd_core::{IncomingPaymentId, Timestamp, WalletAddressId};
 
-use crate::db::{num, params, Stmt};
+use crate::db::{num, params, Stmt, Want};
 use crate::outbox::insert_events;
 use crate::pages::{page_statements, read_page, PageStatements};
 use crate::rows::{self, incoming_from_row};
@@ -141,9 +141,11 @@ impl IncomingPaymentStore for SqlStore {
             p.created_at,
             p.updated_at,
         ];
+        // One round trip: the payment, its events and the `COMMIT` travel
+        // together.
         let mut tx = self.db.begin().await?;
-        tx.execute(&INSERT_INCOMING, params).await?;
-        insert_events(&mut tx, events).await?;
+        tx.send(&INSERT_INCOMING, params, Want::Changed);
+        insert_events(&mut tx, events);
         tx.commit().await
     }
 
@@ -175,7 +177,7 @@ impl IncomingPaymentStore for SqlStore {
     ) -> StoreResult<Option<IncomingPayment>> {
         let mut tx = self.db.begin().await?;
         if tx.execute(&COMPLETE, params![at, id.to_string()]).await? > 0 {
-            insert_events(&mut tx, events).await?;
+            insert_events(&mut tx, events);
         }
         tx.commit().await?;
         self.get_incoming_payment(id).await
@@ -247,7 +249,7 @@ impl IncomingPaymentStore for SqlStore {
         if marked == 0 {
             return Ok(false);
         }
-        insert_events(&mut tx, std::slice::from_ref(event)).await?;
+        insert_events(&mut tx, std::slice::from_ref(event));
         tx.commit().await?;
         Ok(true)
     }

@@ -10,7 +10,7 @@ use opd_core::ledger::{
 };
 use opd_core::{Asset, Timestamp, WalletAddressId};
 
-use crate::db::{num, params, Param, Stmt, Tx};
+use crate::db::{num, params, Param, Row, Stmt, Ticket, Tx, Want};
 use crate::rows::{self, corrupt, Columns};
 use crate::{Backend, SqlStore, StoreResult};
 
@@ -225,6 +225,31 @@ pub(crate) async fn post(
     tx: &mut Tx<'_>,
     p: Posting<'_>,
 ) -> StoreResult<Result<Transfer, PostError>> {
+    send_post(tx, p).await?.read(tx).await
+}
+
+/// A posting sent in a transaction; [`read`](Self::read) gives its result.
+pub(crate) struct SentPost {
+    transfer: Transfer,
+    state: Sent,
+}
+
+enum Sent {
+    /// Already checked (SQLite, or nothing to move).
+    Done(Result<(), PostError>),
+    /// Queued on PostgreSQL: the new balances come back with the
+    /// transaction's next round trip.
+    Queued {
+        ticket: Ticket,
+        debit_kind: AccountKind,
+        amount: u64,
+    },
+}
+
+/// Sends one posting with the rules of [`post`]. On PostgreSQL its single
+/// statement waits for the transaction's next round trip, so several
+/// postings and other statements travel together; SQLite runs it now.
+pub(crate) async fn send_post(tx: &mut Tx<'_>, p: Posting<'_>) -> StoreResult<SentPost> {
     let (debit, credit) = (p.debit.id(), p.credit.id());
     let transfer = Transfer {
         id: format!(
@@ -243,14 +268,49 @@ pub(crate) async fn post(
         idempotency_key: p.key.map(|k| k.0.to_owned()),
         created_at: p.at,
     };
-    if p.amount == 0 {
-        return Ok(Ok(transfer));
-    }
-    let checked = match tx.backend() {
-        Backend::Postgres => post_in_one_statement(tx, &p, &transfer).await?,
-        Backend::Sqlite => post_step_by_step(tx, &p, &transfer).await?,
+    let state = if p.amount == 0 {
+        Sent::Done(Ok(()))
+    } else {
+        match tx.backend() {
+            Backend::Postgres => {
+                let amount = i128::from(p.amount);
+                let mut rows = [(p.debit, -amount), (p.credit, amount)];
+                rows.sort_by_key(|(a, _)| a.id());
+                let mut params = Vec::with_capacity(23);
+                for (account, delta) in &rows {
+                    params.extend(account_params(account, *delta, p.at));
+                }
+                params.extend(transfer_params(&transfer, p.key));
+                Sent::Queued {
+                    ticket: tx.send(&POST_PG, &params, Want::Rows),
+                    debit_kind: p.debit.kind,
+                    amount: p.amount,
+                }
+            }
+            Backend::Sqlite => Sent::Done(post_step_by_step(tx, &p, &transfer).await?),
+        }
     };
-    Ok(checked.map(|()| transfer))
+    Ok(SentPost { transfer, state })
+}
+
+impl SentPost {
+    /// The posting's result: `Err` when a liability account would go
+    /// negative or a balance would pass ±u64::MAX (the transaction must
+    /// then not commit).
+    pub(crate) async fn read(self, tx: &mut Tx<'_>) -> StoreResult<Result<Transfer, PostError>> {
+        let checked = match self.state {
+            Sent::Done(checked) => checked,
+            Sent::Queued {
+                ticket,
+                debit_kind,
+                amount,
+            } => {
+                let moved = tx.take(ticket).await?.rows();
+                check_moved(&moved, &self.transfer, debit_kind, amount)?
+            }
+        };
+        Ok(checked.map(|()| self.transfer))
+    }
 }
 
 fn account_params(a: &AccountRef<'_>, balance: i128, at: Timestamp) -> [Param; 7] {
@@ -279,23 +339,17 @@ fn transfer_params(t: &Transfer, key: Option<(&str, &str)>) -> [Param; 9] {
     ]
 }
 
-async fn post_in_one_statement(
-    tx: &mut Tx<'_>,
-    p: &Posting<'_>,
+/// Checks the balances a PostgreSQL posting returned by the same rule as
+/// the step-by-step path, on the balances before.
+fn check_moved(
+    moved: &[Row],
     t: &Transfer,
+    debit_kind: AccountKind,
+    amount: u64,
 ) -> StoreResult<Result<(), PostError>> {
-    let amount = i128::from(p.amount);
-    let mut rows = [(p.debit, -amount), (p.credit, amount)];
-    rows.sort_by_key(|(a, _)| a.id());
-    let mut params = Vec::with_capacity(23);
-    for (account, delta) in &rows {
-        params.extend(account_params(account, *delta, p.at));
-    }
-    params.extend(transfer_params(t, p.key));
-    let moved = tx.fetch_all(&POST_PG, &params).await?;
     let mut new_debit = None;
     let mut new_credit = None;
-    for row in &moved {
+    for row in moved {
         let balance = parse_balance(&row.text("balance")?)?;
         if row.text("id")? == t.debit_account {
             new_debit = Some(balance);
@@ -306,14 +360,8 @@ async fn post_in_one_statement(
     let (Some(new_debit), Some(new_credit)) = (new_debit, new_credit) else {
         return Err(corrupt("a posting moved fewer than two accounts"));
     };
-    // The same rule as the step-by-step path, on the balances before.
-    Ok(post_balances(
-        p.debit.kind,
-        new_debit + amount,
-        new_credit - amount,
-        p.amount,
-    )
-    .map(|_| ()))
+    let delta = i128::from(amount);
+    Ok(post_balances(debit_kind, new_debit + delta, new_credit - delta, amount).map(|_| ()))
 }
 
 async fn post_step_by_step(

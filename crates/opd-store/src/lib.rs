@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod changes;
+pub mod claim;
 mod dashboard;
 mod db;
 mod error;

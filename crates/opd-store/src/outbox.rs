@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::Timestamp;
 
-use crate::db::{params, Stmt, Tx};
+use crate::db::{params, Stmt, Tx, Want};
 use crate::rows::{corrupt, Columns};
 use crate::{SqlStore, StoreResult};
 
@@ -83,8 +83,10 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &CLAIM_EVENTS,
 ];
 
-/// Queues `events` inside the caller's transaction.
-pub(crate) async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) -> StoreResult<()> {
+/// Queues `events` inside the caller's transaction. On PostgreSQL they
+/// travel with the transaction's next round trip; a failure fails its
+/// commit.
+pub(crate) fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) {
     for chunk in events.chunks(3) {
         let stmt = match chunk.len() {
             1 => &INSERT_EVENT,
@@ -103,9 +105,8 @@ pub(crate) async fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) -> S
                 e.created_at,
             ]);
         }
-        tx.execute(stmt, &params).await?;
+        tx.send(stmt, &params, Want::Changed);
     }
-    Ok(())
 }
 
 fn event_from_row(r: &impl Columns) -> StoreResult<WebhookEvent> {
@@ -124,7 +125,7 @@ fn event_from_row(r: &impl Columns) -> StoreResult<WebhookEvent> {
 impl OutboxStore for SqlStore {
     async fn insert_webhook_events(&self, events: &[WebhookEvent]) -> StoreResult<()> {
         let mut tx = self.db.begin().await?;
-        insert_events(&mut tx, events).await?;
+        insert_events(&mut tx, events);
         tx.commit().await
     }
 

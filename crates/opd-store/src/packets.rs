@@ -409,7 +409,7 @@ impl PacketStore for SqlStore {
         // The grant counts what was debited: the fee and what was sent.
         let given_back = p.debit.value.saturating_sub(fee.saturating_add(p.sent));
         crate::transitions::release_spending(&mut tx, &p, given_back, 0, at).await?;
-        insert_events(&mut tx, events).await?;
+        insert_events(&mut tx, events);
         tx.commit().await?;
         self.payments_cache.invalidate(payment);
         Ok(true)

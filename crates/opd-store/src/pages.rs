@@ -80,7 +80,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
 /// Reads one page with what lies on either side of it.
 pub(crate) async fn read_page<T>(
     db: &Db,
-    statements: &PageStatements,
+    statements: &'static PageStatements,
     wallet: WalletAddressId,
     client: Option<&str>,
     page: &PageRequest,

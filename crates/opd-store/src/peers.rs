@@ -505,7 +505,7 @@ impl PeerStore for SqlStore {
                 .await?;
         if matches!(outcome, LedgerOutcome::Posted(_)) {
             if let Some(e) = liquidity_event(&mut tx, peer, before, events).await? {
-                insert_events(&mut tx, &[e]).await?;
+                insert_events(&mut tx, &[e]);
             }
             tx.commit().await?;
         }
@@ -587,7 +587,7 @@ impl PeerStore for SqlStore {
         if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
             out.push(e);
         }
-        insert_events(&mut tx, &out).await?;
+        insert_events(&mut tx, &out);
         tx.commit().await?;
         Ok(IlpCredit::Credited(payment))
     }

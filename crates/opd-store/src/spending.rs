@@ -6,7 +6,7 @@
 use opd_core::outgoing_payment::GrantSpent;
 use opd_core::{Amount, Asset, Timestamp};
 
-use crate::db::{num, params, Stmt, Tx};
+use crate::db::{num, params, Stmt, Ticket, Tx, Want};
 use crate::rows::{self, Columns};
 use crate::{Backend, StoreResult};
 
@@ -54,8 +54,24 @@ pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&ADD_PG];
 /// before, or `None` when a total would pass u64::MAX. The row stays locked
 /// until the transaction ends; when the caller refuses the payment it must
 /// not commit (the totals already moved inside the transaction).
+///
+/// Sent with [`send_add`]; [`read`](Self::read) gives the result.
+pub(crate) enum SentAdd {
+    /// Already done (SQLite).
+    Done(Option<Spent>),
+    /// Queued on PostgreSQL: the new totals come back with the
+    /// transaction's next round trip.
+    Queued {
+        ticket: Ticket,
+        debit: u64,
+        receive: u64,
+    },
+}
+
+/// Sends the reservation: on PostgreSQL its one statement waits for the
+/// transaction's next round trip; SQLite runs it now.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn add(
+pub(crate) async fn send_add(
     tx: &mut Tx<'_>,
     grant: &str,
     start: Timestamp,
@@ -63,7 +79,7 @@ pub(crate) async fn add(
     debit: &Amount,
     receive: &Amount,
     at: Timestamp,
-) -> StoreResult<Option<Spent>> {
+) -> StoreResult<SentAdd> {
     if tx.backend() == Backend::Sqlite {
         create_if_missing(tx, grant, start, end, &debit.asset, &receive.asset, at).await?;
         let before = read(tx, grant, start).await?.unwrap_or(Spent {
@@ -75,10 +91,10 @@ pub(crate) async fn add(
             before.debit.checked_add(debit.value),
             before.receive.checked_add(receive.value),
         ) else {
-            return Ok(None);
+            return Ok(SentAdd::Done(None));
         };
         write(tx, grant, start, d, r, at).await?;
-        return Ok(Some(before));
+        return Ok(SentAdd::Done(Some(before)));
     }
     let params = params![
         grant,
@@ -92,36 +108,63 @@ pub(crate) async fn add(
         num(receive.value),
         at,
     ];
-    let row = tx.fetch_one(&ADD_PG, params).await?;
-    // Totals are NUMERIC: one past u64::MAX reads back, and is refused here.
-    let total = |col: &str| -> StoreResult<u128> {
-        row.text(col)?
-            .parse::<u128>()
-            .map_err(|_| crate::rows::corrupt(col))
-    };
-    let (debit_total, receive_total) = (total("debit_spent")?, total("receive_spent")?);
-    let (Ok(d), Ok(r)) = (u64::try_from(debit_total), u64::try_from(receive_total)) else {
-        return Ok(None);
-    };
-    let (d, r) = (d - debit.value, r - receive.value);
-    let asset = |code: &str, scale: &str| -> StoreResult<Asset> {
-        rows::asset(&row.text(code)?, row.int(scale)?)
-    };
-    let shown = GrantSpent {
-        debit: Some(Amount::new(
-            d,
-            asset("debit_asset_code", "debit_asset_scale")?,
-        )),
-        receive: Some(Amount::new(
-            r,
-            asset("receive_asset_code", "receive_asset_scale")?,
-        )),
-    };
-    Ok(Some(Spent {
-        shown,
-        debit: d,
-        receive: r,
-    }))
+    Ok(SentAdd::Queued {
+        ticket: tx.send(&ADD_PG, params, Want::Rows),
+        debit: debit.value,
+        receive: receive.value,
+    })
+}
+
+impl SentAdd {
+    /// What was spent before the reservation, or `None` when a total would
+    /// pass u64::MAX.
+    pub(crate) async fn read(self, tx: &mut Tx<'_>) -> StoreResult<Option<Spent>> {
+        let (ticket, debit, receive) = match self {
+            SentAdd::Done(spent) => return Ok(spent),
+            SentAdd::Queued {
+                ticket,
+                debit,
+                receive,
+            } => (ticket, debit, receive),
+        };
+        let row = tx
+            .take(ticket)
+            .await?
+            .rows()
+            .into_iter()
+            .next()
+            .ok_or_else(|| crate::rows::corrupt("grant spending"))?;
+        // Totals are NUMERIC: one past u64::MAX reads back, and is refused
+        // here.
+        let total = |col: &str| -> StoreResult<u128> {
+            row.text(col)?
+                .parse::<u128>()
+                .map_err(|_| crate::rows::corrupt(col))
+        };
+        let (debit_total, receive_total) = (total("debit_spent")?, total("receive_spent")?);
+        let (Ok(d), Ok(r)) = (u64::try_from(debit_total), u64::try_from(receive_total)) else {
+            return Ok(None);
+        };
+        let (d, r) = (d - debit, r - receive);
+        let asset = |code: &str, scale: &str| -> StoreResult<Asset> {
+            rows::asset(&row.text(code)?, row.int(scale)?)
+        };
+        let shown = GrantSpent {
+            debit: Some(Amount::new(
+                d,
+                asset("debit_asset_code", "debit_asset_scale")?,
+            )),
+            receive: Some(Amount::new(
+                r,
+                asset("receive_asset_code", "receive_asset_scale")?,
+            )),
+        };
+        Ok(Some(Spent {
+            shown,
+            debit: d,
+            receive: r,
+        }))
+    }
 }
 
 /// A grant's spending in one interval: the amounts as shown, and the raw

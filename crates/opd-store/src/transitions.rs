@@ -12,8 +12,8 @@ use opd_core::outgoing_payment::{
 use opd_core::webhook::WebhookEvent;
 use opd_core::{OutgoingPaymentId, Timestamp};
 
-use crate::db::{num, params, Stmt, Tx};
-use crate::ledger::{self, post, AccountRef, Posting};
+use crate::db::{num, params, Stmt, Ticket, Tx, Want};
+use crate::ledger::{self, post, send_post, AccountRef, Posting, SentPost};
 use crate::outbox::insert_events;
 use crate::outgoing::{payment_from_row, PAYMENT_COLUMNS};
 use crate::rows::{self, corrupt};
@@ -62,35 +62,31 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &PAYMENT_IN,
 ];
 
-/// Counts a new payment against its grant's limits in the interval;
-/// returns what was spent before it, or the refusal (the caller then does
-/// not commit).
-async fn reserve(
-    tx: &mut Tx<'_>,
+/// Checks a new payment's reservation against its grant's limits in the
+/// interval; returns what was spent before it, or the refusal (the caller
+/// then does not commit).
+fn check_reservation(
+    added: Option<spending::Spent>,
     g: &GrantReservation,
     p: &OutgoingPayment,
-) -> StoreResult<Result<GrantSpent, CreateOutgoing>> {
-    // The spending row is the grant's lock: concurrent creates under one
-    // grant queue on it.
-    let (start, end, at) = (g.interval_start, g.interval_end, p.created_at);
-    let added = spending::add(tx, &g.grant_id, start, end, &p.debit, &p.receive, at).await?;
+) -> Result<GrantSpent, CreateOutgoing> {
     let Some(before) = added else {
         // A grant without a limit can still not total past u64::MAX.
-        return Ok(Err(CreateOutgoing::Overflow));
+        return Err(CreateOutgoing::Overflow);
     };
     if !g.allows(
         (before.debit, before.receive),
         p.debit.value,
         p.receive.value,
     ) {
-        return Ok(Err(CreateOutgoing::LimitExceeded {
+        return Err(CreateOutgoing::LimitExceeded {
             spent_before: before.shown,
-        }));
+        });
     }
-    Ok(Ok(before.shown))
+    Ok(before.shown)
 }
 
-async fn insert_payment(tx: &mut Tx<'_>, p: &OutgoingPayment) -> StoreResult<u64> {
+fn insert_payment(tx: &mut Tx<'_>, p: &OutgoingPayment) -> Ticket {
     let params = params![
         p.id.to_string(),
         p.wallet_address_id.to_string(),
@@ -114,14 +110,12 @@ async fn insert_payment(tx: &mut Tx<'_>, p: &OutgoingPayment) -> StoreResult<u64
         p.created_at,
         p.updated_at,
     ];
-    tx.execute(&INSERT_PAYMENT, params).await
+    tx.send(&INSERT_PAYMENT, params, Want::Changed)
 }
 
-/// Moves the debit amount from the wallet address into the payment.
-async fn fund_from_wallet(
-    tx: &mut Tx<'_>,
-    p: &OutgoingPayment,
-) -> StoreResult<Result<(), PostError>> {
+/// Sends the move of the debit amount from the wallet address into the
+/// payment.
+async fn fund_from_wallet(tx: &mut Tx<'_>, p: &OutgoingPayment) -> StoreResult<SentPost> {
     let owner = p.wallet_address_id.to_string();
     let reference = p.id.to_string();
     let posting = Posting {
@@ -133,7 +127,7 @@ async fn fund_from_wallet(
         key: None,
         at: p.created_at,
     };
-    Ok(post(tx, posting).await?.map(|_| ()))
+    send_post(tx, posting).await
 }
 
 impl SqlStore {
@@ -143,25 +137,41 @@ impl SqlStore {
         grant: Option<&GrantReservation>,
         events: &[WebhookEvent],
     ) -> StoreResult<CreateOutgoing> {
+        // On PostgreSQL everything up to the `COMMIT` travels in one round
+        // trip, and the `COMMIT` in a second.
         let mut tx = self.db.begin().await?;
-        // The payment first: a used quote (its unique key) refuses it before
-        // anything else is done.
-        match insert_payment(&mut tx, p).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
-            Err(e) => return Err(e),
-        }
-        insert_events(&mut tx, events).await?;
+        // The payment first: a used quote (its unique key) refuses it, and
+        // so the whole transaction.
+        let inserted = insert_payment(&mut tx, p);
+        insert_events(&mut tx, events);
         // The rows many payments share (the sender's balance, the grant's
         // spending) last, so each is locked for as short a time as possible:
         // until the commit that follows.
         let funded = match p.state {
-            OutgoingPaymentState::Sending => fund_from_wallet(&mut tx, p).await?,
-            _ => Ok(()),
+            OutgoingPaymentState::Sending => Some(fund_from_wallet(&mut tx, p).await?),
+            _ => None,
+        };
+        let reserved = match grant {
+            Some(g) => {
+                let (start, end, at) = (g.interval_start, g.interval_end, p.created_at);
+                let sent =
+                    spending::send_add(&mut tx, &g.grant_id, start, end, &p.debit, &p.receive, at);
+                Some((g, sent.await?))
+            }
+            None => None,
+        };
+        match tx.take(inserted).await {
+            Ok(_) => {}
+            Err(StoreError::Conflict(_)) => return Ok(CreateOutgoing::QuoteUsed),
+            Err(e) => return Err(e),
+        }
+        let funded = match funded {
+            Some(sent) => sent.read(&mut tx).await?.map(|_| ()),
+            None => Ok(()),
         };
         let mut spent_before = GrantSpent::default();
-        if let Some(g) = grant {
-            match reserve(&mut tx, g, p).await? {
+        if let Some((g, sent)) = reserved {
+            match check_reservation(sent.read(&mut tx).await?, g, p) {
                 Ok(before) => spent_before = before,
                 // The grant's refusal first, whatever the balance.
                 Err(refused) => return Ok(refused),
@@ -180,21 +190,18 @@ impl SqlStore {
 
     pub(crate) async fn deliver_tx(&self, d: &LocalDelivery) -> StoreResult<bool> {
         let payment = d.payment.to_string();
-        let mut tx = self.db.begin().await?;
-        if tx
-            .execute(
-                &COMPLETE,
-                params![num(d.send), num(d.deliver), d.at, &payment],
-            )
-            .await?
-            == 0
-        {
-            return Ok(false);
-        }
         let received = d
             .expected_received
             .checked_add(d.deliver)
             .ok_or_else(|| corrupt("received amount"))?;
+        // On PostgreSQL every statement travels in one round trip, and the
+        // `COMMIT` in a second once the checks below passed.
+        let mut tx = self.db.begin().await?;
+        let completed = tx.send(
+            &COMPLETE,
+            params![num(d.send), num(d.deliver), d.at, &payment],
+            Want::Changed,
+        );
         let credit = params![
             num(received),
             d.completes_incoming,
@@ -203,13 +210,25 @@ impl SqlStore {
             num(d.expected_received),
             false,
         ];
-        if tx.execute(&CREDIT_RECEIVER, credit).await? == 0 {
+        let credited = tx.send(&CREDIT_RECEIVER, credit, Want::Changed);
+        let posted = send_delivery(&mut tx, d, &payment).await?;
+        insert_events(&mut tx, &d.events);
+        if tx.take(completed).await?.changed() == 0 {
+            // Not sending any more (completed or failed meanwhile).
+            return Ok(false);
+        }
+        if tx.take(credited).await?.changed() == 0 {
             // The receiver changed since the plan was made: nothing
             // happened; the worker plans again.
             return Ok(false);
         }
-        post_delivery(&mut tx, d, &payment).await?;
-        insert_events(&mut tx, &d.events).await?;
+        for (kind, sent) in posted {
+            if let Err(e) = sent.read(&mut tx).await? {
+                return Err(StoreError::Corrupt(format!(
+                    "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
+                )));
+            }
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -236,7 +255,7 @@ impl SqlStore {
         let unsent = p.debit.value.saturating_sub(p.sent);
         let undelivered = p.receive.value.saturating_sub(p.delivered);
         release_spending(&mut tx, &p, unsent, undelivered, f.at).await?;
-        insert_events(&mut tx, &f.events).await?;
+        insert_events(&mut tx, &f.events);
         tx.commit().await?;
         Ok(true)
     }
@@ -270,20 +289,23 @@ impl SqlStore {
         if post(&mut tx, posting).await?.is_err() {
             return Err(corrupt("settlement funding"));
         }
-        insert_events(&mut tx, events).await?;
+        insert_events(&mut tx, events);
         tx.commit().await?;
         Ok(true)
     }
 }
 
-/// The transfers of a local delivery: the delivered amount to the
-/// The transfers of a local delivery: the delivered amount to the
+/// Sends the transfers of a local delivery: the delivered amount to the
 /// receiver (through the settlement accounts when the assets differ) and
 /// the fee to the fee account. The receiver is the receiving wallet
 /// address's account in balance mode (the incoming payment's total is its
 /// row's `received_amount`), so the money is spendable at once without a
 /// second transfer; the incoming payment's account in external mode.
-async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> StoreResult<()> {
+async fn send_delivery(
+    tx: &mut Tx<'_>,
+    d: &LocalDelivery,
+    payment: &str,
+) -> StoreResult<Vec<(TransferKind, SentPost)>> {
     let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
     let (kind, owner) = match d.receipts {
         Receipts::ToWallet => (AccountKind::Wallet, d.receiver_wallet.to_string()),
@@ -301,6 +323,7 @@ async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> Sto
         moves.push((inn, incoming, d.deliver, TransferKind::Deliver));
     }
     moves.push((held, fees, d.fee, TransferKind::Fee));
+    let mut sent = Vec::with_capacity(moves.len());
     for (debit, credit, amount, kind) in moves {
         let posting = Posting {
             debit,
@@ -311,13 +334,9 @@ async fn post_delivery(tx: &mut Tx<'_>, d: &LocalDelivery, payment: &str) -> Sto
             key: None,
             at: d.at,
         };
-        if let Err(e) = post(tx, posting).await? {
-            return Err(StoreError::Corrupt(format!(
-                "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
-            )));
-        }
+        sent.push((kind, send_post(tx, posting).await?));
     }
-    Ok(())
+    Ok(sent)
 }
 
 /// Gives back what an ended payment still holds: to the wallet address,

@@ -80,10 +80,41 @@ pub(crate) async fn run(
     want: Want,
     begin: bool,
 ) -> StoreResult<Got> {
-    let statement = conn.prepare_typed_cached(sql, &types(params)).await?;
-    let values = values(params);
-    // Both requests are queued in order when first polled, so they travel
-    // together and the server answers them in order.
+    let (mut got, ended) = pipeline(conn, begin, &[(sql, params, want)], None).await;
+    ended?;
+    got.pop().unwrap_or_else(|| Err(finished()))
+}
+
+/// One statement of a pipeline: its SQL, parameters and what it returns.
+pub(crate) type Piped<'a> = (&'a str, &'a [Param], Want);
+
+/// Sends `statements` in one round trip: after `BEGIN` when `begin`, and
+/// followed by `end` (`COMMIT`) when given. Returns each statement's
+/// result, in order, and the end's.
+///
+/// Every request is queued on the connection when its future is first
+/// polled, and the futures are first polled in order, so they travel
+/// together and the server answers them in order. A statement that fails
+/// aborts the transaction: the ones after it fail too, and a `COMMIT`
+/// after it rolls back (the caller must not read that as committed).
+pub(crate) async fn pipeline(
+    conn: &Object,
+    begin: bool,
+    statements: &[Piped<'_>],
+    end: Option<&str>,
+) -> (Vec<StoreResult<Got>>, StoreResult<()>) {
+    // Prepared once per connection; after that this takes no round trip.
+    let mut prepared = Vec::with_capacity(statements.len());
+    for (sql, params, _) in statements {
+        match conn.prepare_typed_cached(sql, &types(params)).await {
+            Ok(s) => prepared.push(s),
+            Err(e) => {
+                let e = StoreError::from(e);
+                let failed = statements.iter().map(|_| Err(e.duplicate())).collect();
+                return (failed, Err(e));
+            }
+        }
+    }
     let begun = async {
         if begin {
             conn.batch_execute("BEGIN").await
@@ -91,15 +122,32 @@ pub(crate) async fn run(
             Ok(())
         }
     };
-    let ran = async {
-        match want {
-            Want::Changed => conn.execute(&statement, &values).await.map(Got::Changed),
-            Want::Rows => conn.query(&statement, &values).await.map(Got::Rows),
+    let ran = futures_util::future::join_all(statements.iter().zip(&prepared).map(
+        |((_, params, want), statement)| async move {
+            let values = values(params);
+            match want {
+                Want::Changed => conn.execute(statement, &values).await.map(Got::Changed),
+                Want::Rows => conn.query(statement, &values).await.map(Got::Rows),
+            }
+        },
+    ));
+    let ended = async {
+        match end {
+            Some(end) => conn.batch_execute(end).await,
+            None => Ok(()),
         }
     };
-    let (begun, ran) = tokio::join!(begun, ran);
-    begun?;
-    Ok(ran?)
+    let (begun, ran, ended) = tokio::join!(begun, ran, ended);
+    // Statements after a `BEGIN` that failed must not pass for done.
+    let begun = begun.map_err(StoreError::from);
+    let ran = ran
+        .into_iter()
+        .map(|r| match &begun {
+            Err(e) => Err(e.duplicate()),
+            Ok(()) => r.map_err(StoreError::from),
+        })
+        .collect();
+    (ran, ended.map_err(StoreError::from))
 }
 
 /// An open transaction on one pooled connection.
@@ -122,36 +170,38 @@ impl PgTx {
         !self.begun
     }
 
-    pub(crate) async fn run(
-        &mut self,
-        sql: &str,
-        params: &[Param],
-        want: Want,
-    ) -> StoreResult<Got> {
-        let conn = self.conn.as_ref().ok_or_else(finished)?;
+    /// Sends `statements` (and `BEGIN` first, when this is the first
+    /// round trip) in one round trip.
+    pub(crate) async fn send(&mut self, statements: &[Piped<'_>]) -> Vec<StoreResult<Got>> {
+        let Some(conn) = self.conn.as_ref() else {
+            return statements.iter().map(|_| Err(finished())).collect();
+        };
         let begin = !self.begun;
         // From here a `BEGIN` may have reached the server, whatever the
-        // statement's fate: the transaction must be ended.
+        // statements' fate: the transaction must be ended.
         self.begun = true;
-        run(conn, sql, params, want, begin).await
+        pipeline(conn, begin, statements, None).await.0
     }
 
-    /// Sends `end` (`COMMIT` or `ROLLBACK`) when a transaction was begun;
-    /// the connection then goes back to the pool.
-    async fn end(mut self, end: &str) -> StoreResult<()> {
-        let conn = self.conn.take().ok_or_else(finished)?;
-        if self.begun {
-            conn.batch_execute(end).await?;
+    /// Sends `statements`, then `end` (`COMMIT` or `ROLLBACK`), in one
+    /// round trip (nothing when the transaction never began and there is
+    /// nothing to send); the connection then goes back to the pool.
+    pub(crate) async fn end_with(
+        mut self,
+        statements: &[Piped<'_>],
+        end: &str,
+    ) -> (Vec<StoreResult<Got>>, StoreResult<()>) {
+        let Some(conn) = self.conn.take() else {
+            return (Vec::new(), Err(finished()));
+        };
+        if !self.begun && statements.is_empty() {
+            return (Vec::new(), Ok(()));
         }
-        Ok(())
-    }
-
-    pub(crate) async fn commit(self) -> StoreResult<()> {
-        self.end("COMMIT").await
+        pipeline(&conn, !self.begun, statements, Some(end)).await
     }
 
     pub(crate) async fn rollback(self) -> StoreResult<()> {
-        self.end("ROLLBACK").await
+        self.end_with(&[], "ROLLBACK").await.1
     }
 }
 

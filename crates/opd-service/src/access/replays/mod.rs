@@ -42,6 +42,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use opd_gnap::ClientIdent;
 use opd_httpsig::{parse_signature, ParsedSignature, RequestParts};
+use opd_store::claim::{ClaimState, RequestClaim};
 use sha2::{Digest as _, Sha256};
 
 use crate::access::{client_identity, AccessError};
@@ -156,6 +157,13 @@ pub trait ReplayLog: Send + Sync + std::fmt::Debug + 'static {
     async fn finish(&self, fingerprint: &Fingerprint, outcome: Outcome)
         -> Result<(), ServiceError>;
 
+    /// Whether a request's claim is written by the request's own first
+    /// write ([`opd_store::claim`]) rather than by [`begin`](Self::begin):
+    /// only for a log kept in that same database.
+    fn claims_in_transaction(&self) -> bool {
+        false
+    }
+
     /// Waits until `fingerprint` is finished, at most `timeout`.
     async fn wait(
         &self,
@@ -217,8 +225,16 @@ pub fn changes_state(method: &http::Method) -> bool {
 /// Where the HTTP layer and the signature check meet for one request: the
 /// check leaves either the claim (the layer records the response into it)
 /// or the answer to send instead of the handler's.
+///
+/// It also carries the request's [`RequestClaim`]: with a replay log kept
+/// in the database, the signature check arms it and the request's first
+/// write commits it (see [`opd_store::claim`]), so the claim costs no round
+/// trip of its own.
 #[derive(Debug, Clone, Default)]
-pub struct ReplaySlot(Arc<Mutex<Slot>>);
+pub struct ReplaySlot {
+    slot: Arc<Mutex<Slot>>,
+    claim: RequestClaim,
+}
 
 /// What a [`ReplaySlot`] holds.
 #[derive(Debug, Default)]
@@ -229,13 +245,22 @@ pub enum Slot {
     Claimed(ClaimGuard),
     /// An identical request's response, to send instead.
     Answer(Arc<StoredResponse>),
+    /// This request runs; its claim rides with its first write (the slot's
+    /// [`RequestClaim`] says how that went).
+    Deferred(Fingerprint),
 }
 
 impl ReplaySlot {
     fn lock(&self) -> MutexGuard<'_, Slot> {
         // A slot is written once per request; a panic elsewhere cannot
         // leave it half-written.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `handler` (the request's) in its claim's scope, so that its
+    /// first write carries the claim.
+    pub async fn run<F: std::future::Future>(&self, handler: F) -> F::Output {
+        opd_store::claim::scope(self.claim.clone(), handler).await
     }
 
     fn put(&self, slot: Slot) {
@@ -370,6 +395,13 @@ pub async fn admit(
         .created()
         .saturating_add(services.config.signature_policy.max_age.as_secs())
         .saturating_add(1);
+    if let Some(slot) = slot.filter(|_| services.access.replays.claims_in_transaction()) {
+        // The request's first write claims it (or finds it answered).
+        let expires = i64::try_from(expires_at).unwrap_or(i64::MAX);
+        slot.claim.arm(opd_core::hex::lower(&fp.0), expires);
+        slot.put(Slot::Deferred(fp));
+        return Ok(());
+    }
     let begun = services
         .access
         .replays
@@ -402,6 +434,28 @@ pub async fn admit(
             Err(AccessError::Answered)
         }
         None => Err(AccessError::Replayed),
+    }
+}
+
+/// The end of a request whose claim rode with its writes: records its
+/// response when its work committed, or gives the answer of the identical
+/// request that committed first. `Ok(None)`: nothing of the request was
+/// kept, so nothing is recorded and its own response stands.
+pub async fn settle(
+    services: &Services,
+    fingerprint: &Fingerprint,
+    slot: &ReplaySlot,
+    outcome: impl FnOnce() -> Outcome,
+) -> Result<Option<Arc<StoredResponse>>, AccessError> {
+    match slot.claim.state() {
+        ClaimState::Committed => {
+            if let Err(e) = services.access.replays.finish(fingerprint, outcome()).await {
+                tracing::warn!(error = %e, "could not record a response for replays");
+            }
+            Ok(None)
+        }
+        ClaimState::Replayed => answer(wait_for(services, fingerprint).await?).map(Some),
+        ClaimState::Unarmed | ClaimState::Waiting | ClaimState::InTransaction => Ok(None),
     }
 }
 

@@ -120,6 +120,10 @@ impl ReplayLog for StoreReplayLog {
         Ok(())
     }
 
+    fn claims_in_transaction(&self) -> bool {
+        true
+    }
+
     async fn wait(
         &self,
         fingerprint: &Fingerprint,

@@ -1,0 +1,167 @@
+//! The replay claim of the request being served, written in that request's
+//! own first write (PostgreSQL only).
+//!
+//! Several nodes share one replay log in the `signed_requests` table. A
+//! state-changing request claims its fingerprint there so that an identical
+//! request never runs twice. Claiming in a statement of its own costs a
+//! round trip and a commit on every such request. Instead, the HTTP layer
+//! arms a [`RequestClaim`] for the request ([`scope`]), and the request's
+//! first write transaction on this store inserts the claim as its first
+//! statement, in the same round trip as its other work:
+//! - the claim commits if and only if that write commits, so a request
+//!   whose work is rolled back leaves no claim (an identical request may
+//!   run; nothing of the first was kept);
+//! - the claim is a plain `INSERT` on the fingerprint's unique key: an
+//!   identical request running at the same time waits at that insert until
+//!   the first commits, then fails with a unique violation, which aborts
+//!   its whole transaction. That request's store calls then fail with
+//!   [`StoreError::Replayed`](crate::StoreError::Replayed), and the claim
+//!   says [`ClaimState::Replayed`]: the HTTP layer answers it with the
+//!   first request's stored response.
+//!
+//! What this relies on: a request's writes run in its own task (the claim
+//! is task-local). A write from a task the request spawned would not carry
+//! the claim; no handler writes that way.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where a request's claim stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimState {
+    /// Not armed: the request has no fingerprint (yet).
+    Unarmed,
+    /// Armed; no write has carried it yet.
+    Waiting,
+    /// Carried by a transaction that has not ended.
+    InTransaction,
+    /// Committed with the request's work: its response must be recorded.
+    Committed,
+    /// An identical request committed first: answer with its response.
+    Replayed,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fingerprint: String,
+    expires_at: i64,
+    state: ClaimState,
+}
+
+/// The claim of one request, shared between the HTTP layer (which arms it
+/// and reads its end state) and the store (which writes it).
+#[derive(Debug, Clone)]
+pub struct RequestClaim(Arc<Mutex<Inner>>);
+
+impl Default for RequestClaim {
+    fn default() -> Self {
+        Self(Arc::new(Mutex::new(Inner {
+            fingerprint: String::new(),
+            expires_at: 0,
+            state: ClaimState::Unarmed,
+        })))
+    }
+}
+
+impl RequestClaim {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The state is plain data: a panic elsewhere leaves it usable.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Arms the claim: the request's first write will insert
+    /// `fingerprint` (lower-case hex), live until `expires_at` (unix
+    /// seconds).
+    pub fn arm(&self, fingerprint: String, expires_at: i64) {
+        let mut inner = self.lock();
+        inner.fingerprint = fingerprint;
+        inner.expires_at = expires_at;
+        inner.state = ClaimState::Waiting;
+    }
+
+    /// Where it stands now.
+    pub fn state(&self) -> ClaimState {
+        self.lock().state
+    }
+
+    /// The fingerprint it was armed with.
+    pub fn fingerprint(&self) -> String {
+        self.lock().fingerprint.clone()
+    }
+
+    /// For a transaction starting: the fingerprint and expiry to insert,
+    /// when the claim waits for a write (it is then that transaction's).
+    pub(crate) fn take(&self) -> Option<(String, i64)> {
+        let mut inner = self.lock();
+        if inner.state != ClaimState::Waiting {
+            return None;
+        }
+        inner.state = ClaimState::InTransaction;
+        Some((inner.fingerprint.clone(), inner.expires_at))
+    }
+
+    /// The transaction carrying it committed.
+    pub(crate) fn committed(&self) {
+        self.set_from(ClaimState::InTransaction, ClaimState::Committed);
+    }
+
+    /// The transaction carrying it ended without committing: the next
+    /// write carries it.
+    pub(crate) fn released(&self) {
+        self.set_from(ClaimState::InTransaction, ClaimState::Waiting);
+    }
+
+    /// An identical request holds the fingerprint.
+    pub(crate) fn replayed(&self) {
+        self.lock().state = ClaimState::Replayed;
+    }
+
+    fn set_from(&self, from: ClaimState, to: ClaimState) {
+        let mut inner = self.lock();
+        if inner.state == from {
+            inner.state = to;
+        }
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: RequestClaim;
+}
+
+/// Runs `f` (a request's handler) with `claim` as its request claim.
+pub async fn scope<F: Future>(claim: RequestClaim, f: F) -> F::Output {
+    CURRENT.scope(claim, f).await
+}
+
+/// The claim of the request this task serves, if armed and waiting for a
+/// write.
+pub(crate) fn current() -> Option<RequestClaim> {
+    CURRENT
+        .try_with(RequestClaim::clone)
+        .ok()
+        .filter(|c| c.state() == ClaimState::Waiting)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_claim_is_carried_once_and_released_on_rollback() {
+        let claim = RequestClaim::default();
+        assert!(scope(claim.clone(), async { current() }).await.is_none());
+        claim.arm("ab".into(), 10);
+        let seen = scope(claim.clone(), async { current() }).await.unwrap();
+        assert_eq!(seen.take(), Some(("ab".to_owned(), 10)));
+        // Taken: the next transaction does not carry it too.
+        assert!(scope(claim.clone(), async { current() }).await.is_none());
+        seen.released();
+        assert_eq!(claim.state(), ClaimState::Waiting);
+        assert!(claim.take().is_some());
+        claim.committed();
+        assert_eq!(claim.state(), ClaimState::Committed);
+        // Outside a request there is none.
+        assert!(current().is_none());
+    }
+}
