@@ -50,7 +50,7 @@ pub use peers::{
 };
 pub use quotes::QuoteStore;
 pub use receipts::ReceiptStore;
-pub use replays::{ReplayStore, StoredRequest};
+pub use replays::{FinishedRequest, ReplayStore, StoredRequest};
 pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};
 pub use settings::{FeeRow, RateRow, SettingsStore};
 pub use wallets::WalletStore;

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::db::{params, Stmt};
+use crate::db::{params, Stmt, Want};
 use crate::rows::Columns;
 use crate::{SqlStore, StoreResult};
 
@@ -16,6 +16,10 @@ pub struct StoredRequest {
     /// `None` once finished: the response was not kept.
     pub response: Option<(u16, String, String)>,
 }
+
+/// A claimed request's end: its fingerprint, and its response as `(status,
+/// headers JSON, body base64)` or `None` when not kept.
+pub type FinishedRequest<'a> = (&'a str, Option<(u16, &'a str, &'a str)>);
 
 /// The log of signed requests.
 #[async_trait]
@@ -31,13 +35,11 @@ pub trait ReplayStore: Send + Sync {
     ) -> StoreResult<bool>;
     /// The entry of `fingerprint`, if any and not expired at `now`.
     async fn get_request(&self, fingerprint: &str, now: i64) -> StoreResult<Option<StoredRequest>>;
-    /// Records how a claimed request ended: `(status, headers JSON, body
-    /// base64)`, or `None` when its response is not kept.
-    async fn finish_request(
-        &self,
-        fingerprint: &str,
-        response: Option<(u16, &str, &str)>,
-    ) -> StoreResult<()>;
+    /// Records how claimed requests ended, each as its fingerprint with
+    /// `(status, headers JSON, body base64)`, or `None` when its response
+    /// is not kept. All in one transaction (one round trip on PostgreSQL),
+    /// so that requests finishing together commit together.
+    async fn finish_requests(&self, finished: &[FinishedRequest<'_>]) -> StoreResult<()>;
     /// Deletes entries expired at `now`; returns how many.
     async fn prune_requests(&self, now: i64) -> StoreResult<u64>;
 }
@@ -100,19 +102,20 @@ impl ReplayStore for SqlStore {
         Ok(Some(StoredRequest { finished, response }))
     }
 
-    async fn finish_request(
-        &self,
-        fingerprint: &str,
-        response: Option<(u16, &str, &str)>,
-    ) -> StoreResult<()> {
-        let (status, headers, body) = match response {
-            Some((s, h, b)) => (Some(i64::from(s)), Some(h), Some(b)),
-            None => (None, None, None),
-        };
-        self.db
-            .write(&FINISH, params![status, headers, body, fingerprint])
-            .await?;
-        Ok(())
+    async fn finish_requests(&self, finished: &[FinishedRequest<'_>]) -> StoreResult<()> {
+        let mut tx = self.db.begin().await?;
+        for (fingerprint, response) in finished {
+            let (status, headers, body) = match response {
+                Some((s, h, b)) => (Some(i64::from(*s)), Some(*h), Some(*b)),
+                None => (None, None, None),
+            };
+            tx.send(
+                &FINISH,
+                params![status, headers, body, *fingerprint],
+                Want::Changed,
+            );
+        }
+        tx.commit().await
     }
 
     async fn prune_requests(&self, now: i64) -> StoreResult<u64> {

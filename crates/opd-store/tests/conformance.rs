@@ -1101,16 +1101,23 @@ async fn signed_requests_are_claimed_once_and_answered(s: &dyn Store) {
     assert!(!s.claim_request("fp-1", now + 300, now).await.unwrap());
     let running = s.get_request("fp-1", now).await.unwrap().unwrap();
     assert!(!running.finished && running.response.is_none());
-    s.finish_request("fp-1", Some((201, "[]", "e30=")))
+    assert!(s.claim_request("fp-2", now + 300, now).await.unwrap());
+    assert!(s.claim_request("fp-3", now + 300, now).await.unwrap());
+    // Requests finishing together are recorded together.
+    s.finish_requests(&[("fp-1", Some((201, "[]", "e30="))), ("fp-2", None)])
         .await
         .unwrap();
     let done = s.get_request("fp-1", now).await.unwrap().unwrap();
     assert!(done.finished);
     assert_eq!(done.response, Some((201, "[]".into(), "e30=".into())));
+    let not_kept = s.get_request("fp-2", now).await.unwrap().unwrap();
+    assert!(not_kept.finished && not_kept.response.is_none());
+    let still_running = s.get_request("fp-3", now).await.unwrap().unwrap();
+    assert!(!still_running.finished);
     // Past its expiry an entry is gone and may be claimed anew.
     assert!(s.get_request("fp-1", now + 301).await.unwrap().is_none());
     assert!(s.claim_request("fp-1", now + 700, now + 400).await.unwrap());
-    assert_eq!(s.prune_requests(now + 701).await.unwrap(), 1);
+    assert_eq!(s.prune_requests(now + 701).await.unwrap(), 3);
     assert!(s.get_request("fp-1", now + 400).await.unwrap().is_none());
 }
 

@@ -2,14 +2,21 @@
 //! that every node sharing a PostgreSQL database answers a replay with the
 //! first response, wherever the first request ran. Waiting for a request
 //! still running elsewhere polls its row.
+//!
+//! A request's claim rides with its own first write
+//! ([`opd_store::claim`]). Its response is recorded in a group commit:
+//! responses of requests that finish while a recording is under way are
+//! recorded together in the next one (one round trip for all), and each
+//! request waits for its own to be durable before it answers, as before.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine as _;
 use opd_core::Clock;
-use opd_store::Store;
+use opd_store::{FinishedRequest, Store};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::access::replays::{Begun, Fingerprint, Outcome, ReplayLog, StoredResponse};
 use crate::ServiceError;
@@ -22,7 +29,20 @@ const POLL: Duration = Duration::from_millis(10);
 pub struct StoreReplayLog {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// The group commit of responses, started by the first one.
+    recorder: Arc<OnceLock<mpsc::UnboundedSender<Recording>>>,
 }
+
+/// A response to record, and who waits for it.
+struct Recording {
+    fingerprint: String,
+    /// `(status, headers JSON, body base64)`, or `None`: not kept.
+    response: Option<(u16, String, String)>,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+/// The most responses recorded in one transaction.
+const MAX_GROUP: usize = 64;
 
 impl std::fmt::Debug for StoreReplayLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -32,7 +52,11 @@ impl std::fmt::Debug for StoreReplayLog {
 
 impl StoreReplayLog {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            recorder: Arc::new(OnceLock::new()),
+        }
     }
 }
 
@@ -58,6 +82,38 @@ fn outcome(response: Option<(u16, String, String)>) -> Result<Outcome, ServiceEr
         headers,
         body,
     })))
+}
+
+/// Records responses as they come, each group in one transaction, until
+/// the log is dropped.
+async fn record_groups(store: Arc<dyn Store>, mut queue: mpsc::UnboundedReceiver<Recording>) {
+    while let Some(first) = queue.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(next) => group.push(next),
+                Err(_) => break,
+            }
+        }
+        let finished: Vec<FinishedRequest<'_>> = group
+            .iter()
+            .map(|r| {
+                let response = r
+                    .response
+                    .as_ref()
+                    .map(|(s, h, b)| (*s, h.as_str(), b.as_str()));
+                (r.fingerprint.as_str(), response)
+            })
+            .collect();
+        let result = store
+            .finish_requests(&finished)
+            .await
+            .map_err(|e| e.to_string());
+        for r in group {
+            // The requester may have gone; its response is recorded anyway.
+            let _ = r.done.send(result.clone());
+        }
+    }
 }
 
 impl StoreReplayLog {
@@ -105,19 +161,32 @@ impl ReplayLog for StoreReplayLog {
         fingerprint: &Fingerprint,
         outcome: Outcome,
     ) -> Result<(), ServiceError> {
-        let k = key(fingerprint);
-        match outcome {
-            Outcome::NotKept => self.store.finish_request(&k, None).await?,
+        let response = match outcome {
+            Outcome::NotKept => None,
             Outcome::Response(r) => {
                 let headers = serde_json::to_string(&r.headers)
                     .map_err(|e| ServiceError::Internal(e.to_string()))?;
                 let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
-                self.store
-                    .finish_request(&k, Some((r.status, &headers, &body)))
-                    .await?
+                Some((r.status, headers, body))
             }
-        }
-        Ok(())
+        };
+        let recorder = self.recorder.get_or_init(|| {
+            let (queue, groups) = mpsc::unbounded_channel();
+            tokio::spawn(record_groups(Arc::clone(&self.store), groups));
+            queue
+        });
+        let (done, recorded) = oneshot::channel();
+        let recording = Recording {
+            fingerprint: key(fingerprint),
+            response,
+            done,
+        };
+        let gone = || ServiceError::Unavailable("the replay recorder stopped".into());
+        recorder.send(recording).map_err(|_| gone())?;
+        recorded
+            .await
+            .map_err(|_| gone())?
+            .map_err(ServiceError::Unavailable)
     }
 
     fn claims_in_transaction(&self) -> bool {
