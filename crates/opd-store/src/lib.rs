@@ -2,6 +2,7 @@
 
 mod changes;
 pub mod claim;
+mod credits;
 mod dashboard;
 mod db;
 mod error;
@@ -194,6 +195,7 @@ impl SqlStore {
             outgoing::STATEMENTS,
             transitions::STATEMENTS,
             outbox::STATEMENTS,
+            credits::STATEMENTS,
             replays::STATEMENTS,
             pages::STATEMENTS,
             dashboard::STATEMENTS,

@@ -3,64 +3,23 @@
 //! credits an incoming payment for an ILP packet a peer sent.
 
 use async_trait::async_trait;
-use opd_core::incoming_payment::{IncomingPayment, Receivable};
-use opd_core::ledger::{AccountKind, LedgerOutcome, PostError, Receipts, TransferKind};
+use opd_core::ledger::{AccountKind, LedgerOutcome};
 use opd_core::peer::{liquidity_crossing, overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::webhook::WebhookEvent;
-use opd_core::{IncomingPaymentId, PeerId, Timestamp};
+use opd_core::{PeerId, Timestamp};
 
 use crate::db::{num, params, Stmt, Tx};
-use crate::ledger::{self, post, AccountRef, Posting};
+use crate::ledger::{self, AccountRef};
 use crate::outbox::insert_events;
 use crate::rows::{self, corrupt, Columns};
 use crate::{SqlStore, StoreResult};
+
+pub use crate::credits::{IlpCredit, IlpReceive, ReceiveEvents};
 
 /// Builds `peer.liquidity_low` / `peer.liquidity_high` from the balance
 /// only the transaction knows.
 pub trait LiquidityEvents: Send + Sync {
     fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent;
-}
-
-/// Builds the webhook events of an ILP credit, from facts only the
-/// transaction knows (the payment as credited, the balance left).
-pub trait ReceiveEvents: LiquidityEvents {
-    /// `incoming_payment.completed` for the payment as it now stands, with
-    /// what its account holds for the operator to withdraw (0 unless
-    /// received money is held, external mode).
-    fn completed(&self, payment: &IncomingPayment, to_withdraw: u64) -> WebhookEvent;
-    /// Itself, as the liquidity half.
-    fn as_liquidity(&self) -> &dyn LiquidityEvents;
-}
-
-/// An ILP packet from a peer to credit to an incoming payment.
-#[derive(Debug, Clone)]
-pub struct IlpReceive {
-    pub incoming: IncomingPaymentId,
-    /// Taken from the peer's liquidity, in the peer's asset.
-    pub amount: u64,
-    /// Credited to the incoming payment, in its asset (the same as
-    /// `amount` when the assets are equal).
-    pub deliver: u64,
-    /// Where the credit goes: the receiving wallet address or the
-    /// incoming payment's own account.
-    pub receipts: Receipts,
-    pub at: Timestamp,
-}
-
-/// What became of an [`IlpReceive`]. Only `Credited` changed anything.
-#[derive(Debug, Clone, PartialEq)]
-pub enum IlpCredit {
-    Credited(IncomingPayment),
-    /// No such incoming payment.
-    Unknown,
-    /// The payment cannot take it (see [`Receivable`]).
-    Refused(Receivable),
-    /// The peer's liquidity holds only `available`.
-    InsufficientLiquidity {
-        available: u64,
-    },
-    /// A balance would pass u64::MAX.
-    Overflow,
 }
 
 /// What the auto-peering listener may still grant, as the operator set it.
@@ -143,15 +102,18 @@ pub trait PeerStore: Send + Sync {
     ) -> StoreResult<LedgerOutcome>;
     /// The peer's liquidity balance.
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64>;
-    /// Credits an incoming payment for a packet from `peer`, in one
-    /// transaction: the payment's received amount and the ledger move
-    /// together, or nothing.
+    /// Credits one incoming payment for packets from `peer` that arrived
+    /// together (all naming `receives[0].incoming`), in one transaction:
+    /// the payment's received amount and the ledger moves together, or
+    /// nothing. One result per packet, in order: each packet is taken or
+    /// refused by the payment's rule as if the packets came one after the
+    /// other.
     async fn ilp_receive(
         &self,
         peer: &Peer,
-        r: &IlpReceive,
+        receives: &[IlpReceive],
         events: &dyn ReceiveEvents,
-    ) -> StoreResult<IlpCredit>;
+    ) -> StoreResult<Vec<IlpCredit>>;
 }
 
 const PEER_COLUMNS: &str = "CAST(id AS TEXT) AS id, name, static_ilp_address, asset_code, \
@@ -195,17 +157,8 @@ static PEER_BY_TOKEN: Stmt = Stmt::new(&[
 static INSERT_TOKEN: Stmt =
     Stmt::new(&["INSERT INTO peer_tokens (digest, peer_id) VALUES (?, ?::uuid)"]);
 static DELETE_TOKENS: Stmt = Stmt::new(&["DELETE FROM peer_tokens WHERE peer_id = ?::uuid"]);
-static INCOMING_FOR_UPDATE: Stmt = Stmt::new(&[
-    "SELECT ",
-    crate::incoming::INCOMING_COLUMNS,
-    " FROM incoming_payments WHERE id = ?::uuid FOR UPDATE",
-]);
 static BALANCE: Stmt =
     Stmt::new(&["SELECT CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE id = ?"]);
-static SET_RECEIVED: Stmt = Stmt::new(&[
-    "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
-     WHERE id = ?::uuid",
-]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &INSERT_PEER,
@@ -222,8 +175,6 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &PEER_BY_TOKEN,
     &INSERT_TOKEN,
     &DELETE_TOKENS,
-    &INCOMING_FOR_UPDATE,
-    &SET_RECEIVED,
     &BALANCE,
 ];
 
@@ -319,12 +270,12 @@ async fn insert_tokens(tx: &mut Tx<'_>, peer: PeerId, digests: &[String]) -> Sto
     Ok(())
 }
 
-fn liquidity_account(peer: &Peer) -> String {
+pub(crate) fn liquidity_account(peer: &Peer) -> String {
     AccountKind::Peer.account_id(&peer.id.to_string(), &peer.asset)
 }
 
 /// The peer's balance inside `tx` (0 before its account exists).
-async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
+pub(crate) async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
     if !ledger::account_exists(tx, account).await? {
         return Ok(0);
     }
@@ -334,7 +285,7 @@ async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
 
 /// The `peer.liquidity_*` event when the balance crossed a threshold
 /// (read only when the peer has thresholds: it costs a statement).
-async fn liquidity_event(
+pub(crate) async fn liquidity_event(
     tx: &mut Tx<'_>,
     peer: &Peer,
     before: Option<u64>,
@@ -347,7 +298,7 @@ async fn liquidity_event(
     Ok(liquidity_crossing(peer, before, after).map(|zone| events.liquidity(peer, zone, after)))
 }
 
-fn has_thresholds(peer: &Peer) -> bool {
+pub(crate) fn has_thresholds(peer: &Peer) -> bool {
     peer.liquidity_low.is_some() || peer.liquidity_high.is_some()
 }
 
@@ -512,6 +463,15 @@ impl PeerStore for SqlStore {
         Ok(outcome)
     }
 
+    async fn ilp_receive(
+        &self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        events: &dyn ReceiveEvents,
+    ) -> StoreResult<Vec<IlpCredit>> {
+        crate::credits::credit(self, peer, receives, events).await
+    }
+
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64> {
         let row = self
             .db
@@ -526,106 +486,4 @@ impl PeerStore for SqlStore {
             .map_err(|_| corrupt("balance"))?;
         u64::try_from(balance.max(0)).map_err(|_| corrupt("peer balance"))
     }
-
-    async fn ilp_receive(
-        &self,
-        peer: &Peer,
-        r: &IlpReceive,
-        events: &dyn ReceiveEvents,
-    ) -> StoreResult<IlpCredit> {
-        let incoming_id = r.incoming.to_string();
-        let mut tx = self.db.begin().await?;
-        let Some(row) = tx
-            .fetch_opt(&INCOMING_FOR_UPDATE, params![&incoming_id])
-            .await?
-        else {
-            return Ok(IlpCredit::Unknown);
-        };
-        let mut payment = rows::incoming_from_row(&row)?;
-        let (received, completes) = match payment.receive(r.deliver, r.at) {
-            Receivable::Yes {
-                received,
-                completes,
-            } => (received, completes),
-            refused => return Ok(IlpCredit::Refused(refused)),
-        };
-        let owner = peer.id.to_string();
-        let source = AccountRef::new(AccountKind::Peer, &owner, &peer.asset);
-        let before = match has_thresholds(peer) {
-            true => Some(balance_in(&mut tx, &source.id()).await?),
-            false => None,
-        };
-        // Balance mode credits the wallet address straight away: the
-        // incoming payment's total is its row's `received_amount`.
-        let wallet_id = payment.wallet_address_id.to_string();
-        let receiver = match r.receipts {
-            Receipts::ToWallet => AccountRef::new(AccountKind::Wallet, &wallet_id, &payment.asset),
-            Receipts::Held => AccountRef::new(AccountKind::Incoming, &incoming_id, &payment.asset),
-        };
-        match post_receive(&mut tx, source, receiver, &incoming_id, r).await? {
-            Ok(()) => {}
-            Err(PostError::Insufficient { available }) => {
-                return Ok(IlpCredit::InsufficientLiquidity { available })
-            }
-            Err(PostError::Overflow) => return Ok(IlpCredit::Overflow),
-        }
-        let set = params![num(received), completes, r.at, &incoming_id];
-        tx.execute(&SET_RECEIVED, set).await?;
-        payment.received_amount = received;
-        payment.completed = completes;
-        payment.updated_at = r.at;
-        let mut out = Vec::new();
-        if completes {
-            // Read only when money is held and the payment completes: not
-            // on the hot path of balance mode.
-            let to_withdraw = match r.receipts {
-                Receipts::ToWallet => 0,
-                Receipts::Held => balance_in(&mut tx, &receiver.id()).await?,
-            };
-            out.push(events.completed(&payment, to_withdraw));
-        }
-        if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
-            out.push(e);
-        }
-        insert_events(&mut tx, &out);
-        tx.commit().await?;
-        Ok(IlpCredit::Credited(payment))
-    }
-}
-
-/// The transfers of a packet's credit: from the peer's liquidity to the
-/// receiver (the wallet address or the incoming payment, see
-/// [`Receipts`]), through the settlement accounts when the assets differ.
-async fn post_receive(
-    tx: &mut Tx<'_>,
-    source: AccountRef<'_>,
-    incoming: AccountRef<'_>,
-    incoming_id: &str,
-    r: &IlpReceive,
-) -> StoreResult<Result<(), PostError>> {
-    let incoming_asset = incoming.asset;
-    let mut moves = Vec::with_capacity(2);
-    if source.asset == incoming_asset {
-        moves.push((source, incoming, r.deliver, TransferKind::Receive));
-    } else {
-        let out = AccountRef::settlement(source.asset);
-        let inn = AccountRef::settlement(incoming_asset);
-        moves.push((source, out, r.amount, TransferKind::Send));
-        moves.push((inn, incoming, r.deliver, TransferKind::Receive));
-    }
-    for (debit, credit, amount, kind) in moves {
-        let posting = Posting {
-            debit,
-            credit,
-            amount,
-            kind,
-            reference: Some(incoming_id),
-            key: None,
-            at: r.at,
-        };
-        if let Err(e) = post(tx, posting).await? {
-            return Ok(Err(e));
-        }
-    }
-    Ok(Ok(()))
 }

@@ -43,6 +43,7 @@ opd_testkit::conformance!(
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
     payment_packets_settle_once_and_move_exactly_their_amounts,
+    ilp_packets_arriving_together_are_credited_in_arrival_order,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -1355,5 +1356,153 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
     assert_eq!(fees, 10);
     // An ended payment records no packet.
     assert!(!s.packet_sending(&packet(3, 10)).await.unwrap());
+    assert_ledger_balanced(s).await;
+}
+
+/// Webhook events of ILP credits, recorded by kind.
+struct CountingEvents;
+
+impl opd_store::LiquidityEvents for CountingEvents {
+    fn liquidity(
+        &self,
+        peer: &Peer,
+        _zone: opd_core::peer::LiquidityZone,
+        balance: u64,
+    ) -> WebhookEvent {
+        event_of(
+            EventKind::PeerLiquidityLow,
+            &format!("{}:{balance}", peer.id),
+        )
+    }
+}
+
+impl opd_store::ReceiveEvents for CountingEvents {
+    fn completed(&self, payment: &IncomingPayment, _to_withdraw: u64) -> WebhookEvent {
+        event_of(
+            EventKind::IncomingPaymentCompleted,
+            &format!("{}:{}", payment.id, payment.received_amount),
+        )
+    }
+    fn as_liquidity(&self) -> &dyn opd_store::LiquidityEvents {
+        self
+    }
+}
+
+fn event_of(kind: EventKind, data: &str) -> WebhookEvent {
+    WebhookEvent {
+        id: format!("ev-{data}"),
+        kind,
+        data: format!("{{\"d\":\"{data}\"}}"),
+        attempts: 0,
+        next_attempt_at: Timestamp::from_unix_millis(T0),
+        delivered_at: None,
+        created_at: Timestamp::from_unix_millis(T0),
+    }
+}
+
+async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Store) {
+    use opd_core::incoming_payment::Receivable;
+    use opd_store::{IlpCredit, IlpReceive};
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    let mut target = incoming(&bob, 1, None);
+    target.incoming_amount = Some(100);
+    s.create_incoming_payment(&target, &[]).await.unwrap();
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    s.peer_liquidity_move(&bank, 1_000, true, "fund-bank", "d", at, &CountingEvents)
+        .await
+        .unwrap();
+    let packet = |amount: u64| IlpReceive {
+        incoming: target.id,
+        amount,
+        deliver: amount,
+        receipts: Receipts::ToWallet,
+        at,
+    };
+    // 40 + 50 fit; 30 would pass 100 and is refused; 10 fits after it and
+    // completes the payment; 5 arrives after completion.
+    let group = [packet(40), packet(50), packet(30), packet(10), packet(5)];
+    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    let received: Vec<Option<(u64, bool)>> = credits
+        .iter()
+        .map(|c| match c {
+            IlpCredit::Credited(p) => Some((p.received_amount, p.completed)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        received,
+        [
+            Some((40, false)),
+            Some((90, false)),
+            None,
+            Some((100, true)),
+            None
+        ]
+    );
+    assert!(matches!(
+        credits[2],
+        IlpCredit::Refused(Receivable::TooMuch { .. })
+    ));
+    assert_eq!(credits[4], IlpCredit::Refused(Receivable::Closed));
+    let stored = s.get_incoming_payment(target.id).await.unwrap().unwrap();
+    assert_eq!((stored.received_amount, stored.completed), (100, true));
+    // The money moved once for the three taken, and the payment completed
+    // once.
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 900);
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        100
+    );
+    let events = s
+        .claim_webhook_events(Timestamp::from_unix_millis(T0 + 1_000_000), 60_000, 100)
+        .await
+        .unwrap();
+    let completed: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::IncomingPaymentCompleted)
+        .map(|e| e.data.clone())
+        .collect();
+    assert_eq!(completed, [format!("{{\"d\":\"{}:100\"}}", target.id)]);
+
+    // A group the liquidity cannot cover as a whole is credited one by
+    // one: each packet gets the answer it would have got alone.
+    let mut open = incoming(&bob, 2, None);
+    open.incoming_amount = None;
+    s.create_incoming_payment(&open, &[]).await.unwrap();
+    let group = [500, 300, 200].map(|amount| IlpReceive {
+        incoming: open.id,
+        ..packet(amount)
+    });
+    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 500));
+    assert!(matches!(credits[1], IlpCredit::Credited(ref p) if p.received_amount == 800));
+    assert_eq!(
+        credits[2],
+        IlpCredit::InsufficientLiquidity { available: 100 }
+    );
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 100);
+    let stored = s.get_incoming_payment(open.id).await.unwrap().unwrap();
+    assert_eq!(stored.received_amount, 800);
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        900
+    );
+    // Unknown payments are refused as such, whatever the group.
+    let unknown = incoming(&bob, 3, None);
+    let group = [
+        IlpReceive {
+            incoming: unknown.id,
+            ..packet(1)
+        },
+        IlpReceive {
+            incoming: unknown.id,
+            ..packet(2)
+        },
+    ];
+    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    assert_eq!(credits, [IlpCredit::Unknown, IlpCredit::Unknown]);
     assert_ledger_balanced(s).await;
 }

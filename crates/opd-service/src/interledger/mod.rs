@@ -27,6 +27,7 @@
 
 mod asking;
 pub mod connector;
+mod credits;
 mod events;
 mod peering;
 pub mod peers;
@@ -62,6 +63,8 @@ pub struct IlpState {
     /// What packets need of their incoming payment (wallet address, asset):
     /// fixed once it exists, so never stale on any node.
     pub receivers: TtlCache<opd_core::IncomingPaymentId, ReceiverFacts>,
+    /// Packets waiting to be credited with others (group commit).
+    pub(crate) credits: credits::CreditQueue,
 }
 
 impl IlpState {
@@ -71,6 +74,7 @@ impl IlpState {
             peers: TtlCache::new(ttl, 10_000),
             routes: TtlCache::new(ttl, 1),
             receivers: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
+            credits: credits::CreditQueue::default(),
         }
     }
 

@@ -105,7 +105,11 @@ pub(super) async fn receive(
         at: services.clock.now(),
     };
     let events = ReceiveWithWallet { services, wallet };
-    match services.store.ilp_receive(peer, &credit, &events).await? {
+    let credited = services
+        .interledger
+        .credits
+        .credit(services, peer, credit, &events);
+    match credited.await? {
         IlpCredit::Credited(credited) => {
             // A completed payment refuses credit, so one that reads
             // completed now was completed by this packet.

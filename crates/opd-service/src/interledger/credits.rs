@@ -1,0 +1,159 @@
+//! Group commit of ILP credits: packets for one incoming payment from one
+//! peer that arrive together are credited in one transaction.
+//!
+//! Every such packet used to wait for the one before it (the payment's row
+//! and the peer's and receiver's ledger rows are locked from its move to
+//! its commit), so they ran one transaction each, in line. Now the first
+//! packet of a (payment, peer) leads: it credits itself at once. Packets
+//! arriving while a credit is under way wait in a queue; when the leader's
+//! transaction ends, the first of them leads the next transaction, with
+//! every packet queued by then (up to [`MAX_GROUP`]). So a packet alone
+//! waits for nobody, and under load one transaction carries many.
+//!
+//! Each packet is fulfilled only after the transaction carrying it
+//! committed: its caller gets its own result from that transaction. A
+//! transaction that fails fails every packet in it (the ILP layer answers
+//! them with a T-code reject), and nothing of it was kept.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use opd_core::peer::Peer;
+use opd_core::{IncomingPaymentId, PeerId};
+use opd_store::{IlpCredit, IlpReceive, ReceiveEvents};
+use tokio::sync::oneshot;
+
+use crate::{ServiceError, Services};
+
+/// The most packets one transaction credits.
+pub const MAX_GROUP: usize = 64;
+
+type Key = (IncomingPaymentId, PeerId);
+
+/// The packets waiting for their turn, by (incoming payment, peer). A key
+/// is present while a transaction for it is under way.
+#[derive(Debug, Default)]
+pub struct CreditQueue {
+    waiting: Mutex<HashMap<Key, Vec<Waiter>>>,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    receive: IlpReceive,
+    turn: oneshot::Sender<Turn>,
+}
+
+#[derive(Debug)]
+enum Turn {
+    /// Credited (or refused) by another packet's transaction.
+    Done(Result<IlpCredit, String>),
+    /// Leads the next transaction, with these packets after its own.
+    Lead(IlpReceive, Vec<Waiter>),
+}
+
+impl CreditQueue {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Vec<Waiter>>> {
+        // Plain data: a panic elsewhere cannot leave it half-written.
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Credits `receive` from `peer`, alone or with the packets that
+    /// arrive meanwhile; returns its own result once its transaction ended.
+    pub async fn credit(
+        &self,
+        services: &Services,
+        peer: &Peer,
+        receive: IlpReceive,
+        events: &dyn ReceiveEvents,
+    ) -> Result<IlpCredit, ServiceError> {
+        let key = (receive.incoming, peer.id);
+        let queued = {
+            let mut waiting = self.lock();
+            match waiting.get_mut(&key) {
+                Some(queue) => {
+                    let (turn, wait) = oneshot::channel();
+                    queue.push(Waiter { receive, turn });
+                    Err(wait)
+                }
+                None => {
+                    waiting.insert(key, Vec::new());
+                    Ok(receive)
+                }
+            }
+        };
+        let (own, others) = match queued {
+            Ok(receive) => (receive, Vec::new()),
+            Err(wait) => match wait.await {
+                Ok(Turn::Done(result)) => return result.map_err(ServiceError::Unavailable),
+                Ok(Turn::Lead(own, others)) => (own, others),
+                Err(_) => return Err(ServiceError::Unavailable("a credit was dropped".into())),
+            },
+        };
+        // Whatever happens below (even a panic), the next packet leads.
+        let _handoff = Handoff { queue: self, key };
+        let mut receives = Vec::with_capacity(1 + others.len());
+        receives.push(own);
+        receives.extend(others.iter().map(|w| w.receive.clone()));
+        match services.store.ilp_receive(peer, &receives, events).await {
+            Ok(credits) if credits.len() == receives.len() => {
+                let mut credits = credits.into_iter();
+                let mine = credits.next();
+                for (waiter, credit) in others.into_iter().zip(credits) {
+                    // A waiter that went away is not owed an answer.
+                    let _ = waiter.turn.send(Turn::Done(Ok(credit)));
+                }
+                mine.ok_or_else(|| ServiceError::Internal("no credit came back".into()))
+            }
+            Ok(_) => {
+                let why = "the store answered another number of packets";
+                fail(others, why);
+                Err(ServiceError::Internal(why.into()))
+            }
+            Err(e) => {
+                let e = ServiceError::from(e);
+                fail(others, &e.to_string());
+                Err(e)
+            }
+        }
+    }
+}
+
+fn fail(others: Vec<Waiter>, why: &str) {
+    for waiter in others {
+        let _ = waiter.turn.send(Turn::Done(Err(why.to_owned())));
+    }
+}
+
+/// Hands the lead to the first queued packet when a transaction ends, or
+/// forgets the key when none waits.
+struct Handoff<'a> {
+    queue: &'a CreditQueue,
+    key: Key,
+}
+
+impl Drop for Handoff<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.queue.lock();
+        loop {
+            let Some(queue) = waiting.get_mut(&self.key) else {
+                return;
+            };
+            if queue.is_empty() {
+                waiting.remove(&self.key);
+                return;
+            }
+            let take = queue.len().min(MAX_GROUP);
+            let mut group: Vec<Waiter> = queue.drain(..take).collect();
+            let next = group.remove(0);
+            match next.turn.send(Turn::Lead(next.receive, group)) {
+                Ok(()) => return,
+                // Its task is gone: the others (given back) go to the
+                // next one in line.
+                Err(Turn::Lead(_, group)) => {
+                    queue.splice(0..0, group);
+                }
+                Err(Turn::Done(_)) => return,
+            }
+        }
+    }
+}
