@@ -7,6 +7,15 @@
 //! 10¹² down to 1 source units, all in flight at once, whose answers give
 //! the exchange rate from the sender's units to the receiver's, the
 //! largest packet the path carries and the receiver's asset.
+//!
+//! What probing found is kept for [`PATH_TTL`] per path: the peer, the
+//! receiver's server (its address less the last segment, which names the
+//! payment) and the sender's asset. Quotes and payment steps to the same
+//! server in that time use it instead of probing again. That never weakens
+//! what a payment promises: each packet still asks the receiver (STREAM
+//! `prepareAmount`) for at least its amount at the quote's rate, and a
+//! payment step that learns the path changed (an F08, a refusal for the
+//! rate) forgets it ([`forget_path`]).
 
 use std::time::Duration;
 
@@ -35,6 +44,36 @@ impl std::fmt::Debug for IlpDestination {
 
 /// How long a probe may take.
 const PROBE_TTL_MS: i64 = 10_000;
+
+/// How long what a probe found is used for other quotes and payments on
+/// the same path.
+pub const PATH_TTL: Duration = Duration::from_secs(5);
+
+/// A path: the peer, the receiver's server, the sender's asset.
+pub type PathKey = (opd_core::PeerId, String, String, u8);
+
+fn path_key(peer: &Peer, source: &Asset, receiver: &IlpDestination) -> PathKey {
+    let address = receiver.address.as_str();
+    let server = address
+        .rsplit_once('.')
+        .map_or(address, |(server, _)| server);
+    let code = source.code.as_str().to_owned();
+    (peer.id, server.to_owned(), code, source.scale)
+}
+
+/// Forgets what was found on the path to `receiver`: the next quote or
+/// payment step probes it again.
+pub(crate) fn forget_path(
+    services: &Services,
+    peer: &Peer,
+    source: &Asset,
+    receiver: &IlpDestination,
+) {
+    services
+        .interledger
+        .paths
+        .remove(&path_key(peer, source, receiver));
+}
 
 /// What probing found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,18 +174,47 @@ pub(crate) async fn send(
     )
 }
 
-/// Probes the path from `source` (the sender's asset) to `receiver`.
+/// What the path from `source` (the sender's asset) to `receiver`
+/// carries: kept from a probe of the last [`PATH_TTL`], or probed now.
 pub async fn probe(
     services: &Services,
     source: &Asset,
     receiver: &IlpDestination,
 ) -> Result<PathProbe, ServiceError> {
     let peer = next_peer(services, receiver.address.as_str()).await?;
+    let key = path_key(&peer, source, receiver);
+    if let Some(found) = services.interledger.paths.get(&key) {
+        return Ok(found);
+    }
+    let found = probe_now(services, &peer, source, receiver).await?;
+    services.interledger.paths.insert(key, found.clone());
+    Ok(found)
+}
+
+/// Probes the path now, whatever was kept: for a caller to whom the kept
+/// probe said no (a kept rate may be older than a better one).
+pub async fn probe_again(
+    services: &Services,
+    source: &Asset,
+    receiver: &IlpDestination,
+) -> Result<PathProbe, ServiceError> {
+    let peer = next_peer(services, receiver.address.as_str()).await?;
+    forget_path(services, &peer, source, receiver);
+    probe(services, source, receiver).await
+}
+
+/// Probes the path through `peer` now.
+async fn probe_now(
+    services: &Services,
+    peer: &Peer,
+    source: &Asset,
+    receiver: &IlpDestination,
+) -> Result<PathProbe, ServiceError> {
     let amounts: Vec<u64> = sender::probe_amounts(MaxPacket::Unknown).collect();
     let mut probes = Vec::new();
     for (i, amount) in amounts.iter().enumerate() {
         let sequence = i as u64 + 1;
-        let Some(units) = to_peer_units(services, source, &peer, *amount).await? else {
+        let Some(units) = to_peer_units(services, source, peer, *amount).await? else {
             continue;
         };
         let request = sender::probe_request(sequence);
@@ -157,7 +225,7 @@ pub async fn probe(
     let answers = futures_util::future::join_all(
         probes
             .iter()
-            .map(|(_, _, prepare)| send(services, &peer, prepare, wait)),
+            .map(|(_, _, prepare)| send(services, peer, prepare, wait)),
     )
     .await;
     let mut found = PathProbe {

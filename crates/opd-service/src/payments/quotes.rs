@@ -38,7 +38,11 @@ async fn path_rate(
     let destination = remote.ilp.as_ref().ok_or_else(|| {
         ServiceError::InvalidReceiver("the receiver offers no ilp payment method".into())
     })?;
-    let probe = sender::probe(services, source, destination).await?;
+    let mut probe = sender::probe(services, source, destination).await?;
+    if !probe_accepts(&probe, remote, source, minimum)? {
+        // What was kept of the path may be older than its rate now.
+        probe = sender::probe_again(services, source, destination).await?;
+    }
     if let Some((code, scale)) = &probe.receiver_asset {
         if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {
             return Err(ServiceError::InvalidReceiver(
@@ -52,6 +56,23 @@ async fn path_rate(
     let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
     check_rate(probe.rate, minimum_ratio).map_err(|_| ServiceError::InsufficientExchangeRate)?;
     Ok(minimum)
+}
+
+/// Whether `probe` shows the receiver's asset and at least `minimum`.
+fn probe_accepts(
+    probe: &sender::PathProbe,
+    remote: &RemoteReceiver,
+    source: &opd_core::Asset,
+    minimum: opd_core::Rate,
+) -> Result<bool, ServiceError> {
+    let asset_matches = probe.receiver_asset.as_ref().is_none_or(|(code, scale)| {
+        *code == remote.asset.code.as_str() && *scale == remote.asset.scale
+    });
+    let (num, den) = minimum
+        .as_fraction(source.scale, remote.asset.scale)
+        .ok_or(ServiceError::AmountOverflow)?;
+    let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
+    Ok(asset_matches && check_rate(probe.rate, minimum_ratio).is_ok())
 }
 
 /// Creates a quote.

@@ -55,6 +55,10 @@ where
         }
     }
 
+    pub fn remove(&self, key: &K) {
+        self.cache.remove(key);
+    }
+
     pub fn clear(&self) {
         self.cache.clear();
     }

@@ -157,6 +157,13 @@ impl Sending<'_> {
         Ok(())
     }
 
+    /// What was kept of the path no longer holds: the next quote or step
+    /// probes it again.
+    fn path_changed(&self) {
+        let source = &self.p.debit.asset;
+        ilp_sender::forget_path(self.services, &self.peer, source, self.receiver);
+    }
+
     /// Whether the largest packet the path carries can deliver anything.
     fn path_too_narrow(&self) -> bool {
         let limit = self.probe.max_packet.limit();
@@ -198,9 +205,11 @@ impl Sending<'_> {
                 }
             }
             Answer::Refused { .. } => {
+                self.path_changed();
                 Outcome::Fail("the exchange rate to the receiver fell below the quoted rate".into())
             }
             Answer::TooLarge(data) => {
+                self.path_changed();
                 self.probe.max_packet = self.probe.max_packet.learn(amount, data.as_ref());
                 self.shrinks += 1;
                 if self.path_too_narrow() {

@@ -6,9 +6,11 @@
 //! - the receiver is read again (through Open Payments) at every step, so
 //!   the step knows what it still expects: what was already delivered is
 //!   never sent again, and a receiver completed meanwhile ends the payment;
-//! - the path is probed again for its rate and largest packet; a rate
-//!   below the quote's (`receiveAmount` / `debitAmount` less fees) fails
-//!   the payment, since the quote's promise can no longer be kept;
+//! - the path's rate and largest packet come from a probe of the last few
+//!   seconds (`ilp_sender::PATH_TTL`) or a new one; a rate below the
+//!   quote's (`receiveAmount` / `debitAmount` less fees), confirmed by a
+//!   new probe, fails the payment, since the quote's promise can no longer
+//!   be kept;
 //! - each packet is recorded before it goes and settled once when its
 //!   answer comes (`opd_store::PacketStore`): sized by the probed rate so
 //!   the last one does not overshoot, within the path's largest packet and
@@ -182,7 +184,12 @@ pub async fn step(
         )
         .await;
     };
-    let probe = match ilp_sender::probe(services, &p.debit.asset, destination).await {
+    let mut probed = ilp_sender::probe(services, &p.debit.asset, destination).await;
+    if probed.as_ref().is_ok_and(|probe| probe.rate.low < rate) {
+        // What was kept of the path may be older than its rate now.
+        probed = ilp_sender::probe_again(services, &p.debit.asset, destination).await;
+    }
+    let probe = match probed {
         Ok(probe) => probe,
         Err(ServiceError::InvalidReceiver(reason)) => {
             tracing::info!(payment = %p.id, reason, "probing failed; retrying");
