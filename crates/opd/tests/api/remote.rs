@@ -465,6 +465,30 @@ async fn a_rate_moved_beyond_the_quote_fails_the_payment_with_the_money_back() {
     w.failed_with_money_back().await;
 }
 
+/// What a probe found is kept a few seconds per path: a quote in that time
+/// does not probe again. A kept rate never weakens a payment (its packets
+/// still ask the receiver for the quoted rate), and a step that learns
+/// the path changed forgets it, so the next quote probes anew.
+#[tokio::test]
+async fn a_kept_path_serves_quotes_for_a_few_seconds_until_a_payment_finds_it_changed() {
+    let w = paying(pair().await).await;
+    set_rate(&w.b, "0.85").await;
+    let alice = w.a.url("alice");
+    let debit = json!({ "debitAmount": amount("500", "USD", 2) });
+    let (s, q) = quote(&w.a, &alice, &w.receiver, debit.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "kept path, no new probe: {q}");
+    assert_eq!(q["receiveAmount"], amount("445", "EUR", 2));
+    // The payment's packets ask B for the quoted rate; B converts at 0.85
+    // now and refuses them: nothing delivered, the money back.
+    assert!(matches!(w.step().await, Step::Failed(..)));
+    assert_eq!(w.sent().await, 0);
+    w.failed_with_money_back().await;
+    // That step forgot the path: a new quote probes, and is refused.
+    let (s, q) = quote(&w.a, &alice, &w.receiver, debit).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    assert_eq!(q["error"]["code"], "insufficient_exchange_rate");
+}
+
 #[tokio::test]
 async fn a_receiver_completed_meanwhile_fails_the_payment_with_the_money_back() {
     let w = paying(pair().await).await;
