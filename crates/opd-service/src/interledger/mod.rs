@@ -63,8 +63,10 @@ pub struct IlpState {
     /// What packets need of their incoming payment (wallet address, asset):
     /// fixed once it exists, so never stale on any node.
     pub receivers: TtlCache<opd_core::IncomingPaymentId, ReceiverFacts>,
-    /// What probing found per path, for a few seconds (`sender::PATH_TTL`).
-    pub paths: TtlCache<sender::PathKey, sender::PathProbe>,
+    /// What probing found per path, used for a few seconds of the
+    /// server's clock (`sender::PATH_TTL`; the cache's own TTL only
+    /// bounds how long an entry takes memory).
+    pub paths: TtlCache<sender::PathKey, sender::KeptPath>,
     /// Packets waiting to be credited with others (group commit).
     pub(crate) credits: credits::CreditQueue,
 }
@@ -76,7 +78,7 @@ impl IlpState {
             peers: TtlCache::new(ttl, 10_000),
             routes: TtlCache::new(ttl, 1),
             receivers: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
-            paths: TtlCache::new(sender::PATH_TTL, 10_000),
+            paths: TtlCache::new(std::time::Duration::from_secs(60), 10_000),
             credits: credits::CreditQueue::default(),
         }
     }

@@ -46,8 +46,15 @@ impl std::fmt::Debug for IlpDestination {
 const PROBE_TTL_MS: i64 = 10_000;
 
 /// How long what a probe found is used for other quotes and payments on
-/// the same path.
+/// the same path (by the server's clock).
 pub const PATH_TTL: Duration = Duration::from_secs(5);
+
+/// What a probe found, and when.
+#[derive(Debug, Clone)]
+pub struct KeptPath {
+    at: opd_core::Timestamp,
+    probe: PathProbe,
+}
 
 /// A path: the peer, the receiver's server, the sender's asset.
 pub type PathKey = (opd_core::PeerId, String, String, u8);
@@ -183,12 +190,21 @@ pub async fn probe(
 ) -> Result<PathProbe, ServiceError> {
     let peer = next_peer(services, receiver.address.as_str()).await?;
     let key = path_key(&peer, source, receiver);
-    if let Some(found) = services.interledger.paths.get(&key) {
-        return Ok(found);
+    let now = services.clock.now();
+    let ttl_ms = i64::try_from(PATH_TTL.as_millis()).unwrap_or(i64::MAX);
+    if let Some(kept) = services.interledger.paths.get(&key) {
+        let age = now.unix_millis().saturating_sub(kept.at.unix_millis());
+        if (0..ttl_ms).contains(&age) {
+            return Ok(kept.probe);
+        }
     }
-    let found = probe_now(services, &peer, source, receiver).await?;
-    services.interledger.paths.insert(key, found.clone());
-    Ok(found)
+    let probe = probe_now(services, &peer, source, receiver).await?;
+    let kept = KeptPath {
+        at: now,
+        probe: probe.clone(),
+    };
+    services.interledger.paths.insert(key, kept);
+    Ok(probe)
 }
 
 /// Probes the path now, whatever was kept: for a caller to whom the kept

@@ -8,6 +8,7 @@
 use opd_core::{Clock as _, OutgoingPaymentId};
 use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::{condition_of, ErrorCode, IlpAddress};
+use opd_service::interledger::sender::PATH_TTL;
 use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::hostile::{Behaviour, HostileHop, Seen};
@@ -77,6 +78,11 @@ pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Set
     // to A's, so packet expiries mean the same on both.
     sync_clocks(&a, &b);
     let w = paying(Pair { a, b }).await;
+    // The quote's probe is kept a few seconds; these tests are about what
+    // the worker's own probe and packets meet, so it is let go stale.
+    let stale = i64::try_from(PATH_TTL.as_millis()).unwrap();
+    w.a.clock.advance_millis(stale);
+    w.b.clock.advance_millis(stale);
     let baseline = hop.packets_seen();
     Hostile { w, hop, baseline }
 }
