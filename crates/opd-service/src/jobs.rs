@@ -42,6 +42,10 @@ pub enum Progress {
     Idle,
     /// It did something, and more may be waiting.
     Busy,
+    /// It finished a piece of work; more is announced when it comes (a
+    /// payment loop then rests as when idle, until an announcement or its
+    /// next poll).
+    Done,
 }
 
 /// When a job's loop runs its next step.
@@ -123,7 +127,9 @@ impl Job {
         match self {
             Job::Payments => Ok(match send_payment(services).await? {
                 Step::Idle => Progress::Idle,
-                _ => Progress::Busy,
+                // Due again at once.
+                Step::Retry(_) => Progress::Busy,
+                Step::Completed(_) | Step::Failed(..) => Progress::Done,
             }),
             Job::Housekeeping => Ok(housekeeping(services).await),
             Job::Retention => retention(services).await,
@@ -212,7 +218,7 @@ pub async fn run(job: Job, services: Arc<Services>, mut stop: watch::Receiver<bo
     loop {
         let (pause, idle) = match job.step(&services).await {
             Ok(Progress::Busy) => (cadence.after_busy, false),
-            Ok(Progress::Idle) => (cadence.after_idle, true),
+            Ok(Progress::Idle | Progress::Done) => (cadence.after_idle, true),
             Err(e) => {
                 tracing::error!(job = job.name(), error = %e, "background step failed");
                 (cadence.after_error, false)
@@ -226,7 +232,7 @@ pub async fn run(job: Job, services: Arc<Services>, mut stop: watch::Receiver<bo
         }
         let woken = async {
             if job == Job::Payments && idle {
-                services.payments.due.notified().await;
+                services.payments.due.wait().await;
             } else {
                 std::future::pending::<()>().await;
             }

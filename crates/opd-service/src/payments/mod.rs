@@ -18,16 +18,48 @@ pub struct PaymentState {
     /// Quotes by id. A quote never changes once stored, so a cached copy is
     /// never stale, on any node; the bound only limits memory.
     pub quotes: TtlCache<QuoteId, Quote>,
-    /// Signalled when a payment becomes due (created or funded here), so an
-    /// idle payment worker starts on it at once instead of at its next poll.
-    pub due: tokio::sync::Notify,
+    /// Announced when a payment becomes due (created or funded here), so a
+    /// payment worker starts on it at once instead of at its next poll.
+    pub due: Due,
+}
+
+/// Payments announced due and not yet looked for: one worker wakes for
+/// each (a count, not a flag, so payments created while every worker is
+/// busy are each looked for once, and a worker that just finished one
+/// does not look again on the chance that another is due: that look
+/// found nothing most of the time, a round trip per payment).
+#[derive(Debug)]
+pub struct Due(tokio::sync::Semaphore);
+
+impl Due {
+    /// More announced than this are not counted: the workers' regular
+    /// polls find them.
+    const MAX_WAITING: usize = 10_000;
+
+    fn new() -> Self {
+        Self(tokio::sync::Semaphore::new(0))
+    }
+
+    /// A payment became due.
+    pub fn announce(&self) {
+        if self.0.available_permits() < Self::MAX_WAITING {
+            self.0.add_permits(1);
+        }
+    }
+
+    /// Waits until a payment is announced, and takes that announcement.
+    pub async fn wait(&self) {
+        if let Ok(permit) = self.0.acquire().await {
+            permit.forget();
+        }
+    }
 }
 
 impl PaymentState {
     pub fn new() -> Self {
         Self {
             quotes: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
-            due: tokio::sync::Notify::new(),
+            due: Due::new(),
         }
     }
 }
@@ -35,5 +67,24 @@ impl PaymentState {
 impl Default for PaymentState {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Due;
+
+    #[tokio::test]
+    async fn each_announced_payment_wakes_one_wait() {
+        let due = Due::new();
+        for _ in 0..3 {
+            due.announce();
+        }
+        for _ in 0..3 {
+            due.wait().await;
+        }
+        // All three taken: a fourth wait waits.
+        let fourth = tokio::time::timeout(std::time::Duration::ZERO, due.wait()).await;
+        assert!(fourth.is_err());
     }
 }

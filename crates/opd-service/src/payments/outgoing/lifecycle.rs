@@ -234,7 +234,7 @@ pub async fn fund(
         .fund_outgoing_payment(id, services.clock.now(), &[])
         .await?
     {
-        services.payments.due.notify_one();
+        services.payments.due.announce();
         Ok(())
     } else {
         Err(ServiceError::Conflict {

@@ -242,7 +242,7 @@ pub async fn create(
                 "outgoing payment created"
             );
             if record.state == OutgoingPaymentState::Sending {
-                services.payments.due.notify_one();
+                services.payments.due.announce();
             }
             Ok((record, wallet, spent_before))
         }
