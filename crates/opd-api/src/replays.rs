@@ -230,6 +230,47 @@ async fn record(response: Response) -> (Response, Outcome) {
     (response, Outcome::Response(Arc::new(stored)))
 }
 
+/// What `Json(body)` with `status` is, as a replay would send it again:
+/// for a response known before the request's write
+/// (`replays::answer_ahead`).
+pub(crate) fn json_answer<T: serde::Serialize>(status: u16, body: &T) -> Option<StoredResponse> {
+    let body = serde_json::to_vec(body).ok()?;
+    if body.len() > MAX_STORED_RESPONSE {
+        return None;
+    }
+    Some(StoredResponse {
+        status,
+        headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+        body,
+    })
+}
+
+/// The view of a resource a request creates, rendered once before the
+/// resource is stored: given ahead as the request's answer for replays
+/// ([`answer`](Self::answer)), then sent as the response
+/// ([`view`](Self::view)). Once, because a view may hold values made fresh
+/// at each rendering (an incoming payment's STREAM credentials).
+pub(crate) struct Created<V>(Option<V>);
+
+impl<V: serde::Serialize> Created<V> {
+    pub(crate) fn new() -> Self {
+        Self(None)
+    }
+
+    /// Keeps `view`; its `201` response, for the replay log.
+    pub(crate) fn answer(&mut self, view: V) -> Option<StoredResponse> {
+        let answer = json_answer(201, &view);
+        self.0 = Some(view);
+        answer
+    }
+
+    /// The view kept, or `render`'s when none was (the answer was not
+    /// asked for).
+    pub(crate) fn view(self, render: impl FnOnce() -> V) -> V {
+        self.0.unwrap_or_else(render)
+    }
+}
+
 /// The stored response, as sent again.
 fn replayed(stored: &StoredResponse) -> Response {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
@@ -279,6 +320,17 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(&body[..], b"{\"id\":1}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_given_ahead_is_what_recording_the_response_keeps() {
+        let body = serde_json::json!({ "id": "https://rs.example/quotes/1", "n": [1, 2] });
+        let response = (StatusCode::CREATED, axum::Json(body.clone())).into_response();
+        let (_, recorded) = record(response).await;
+        let Outcome::Response(recorded) = recorded else {
+            panic!("not kept")
+        };
+        assert_eq!(json_answer(201, &body).as_ref(), Some(recorded.as_ref()));
     }
 
     #[tokio::test]

@@ -37,6 +37,9 @@ pub enum ClaimState {
     InTransaction,
     /// Committed with the request's work: its response must be recorded.
     Committed,
+    /// Committed with the request's work and its response, given ahead
+    /// ([`answer_ahead`]): nothing more to record.
+    Answered,
     /// An identical request committed first: answer with its response.
     Replayed,
 }
@@ -46,6 +49,19 @@ struct Inner {
     fingerprint: String,
     expires_at: i64,
     state: ClaimState,
+    /// The response, when the request knew it before its write.
+    answer: Option<Answer>,
+    /// Whether the transaction carrying the claim carries `answer` too.
+    answer_taken: bool,
+}
+
+/// A response as the replay log stores it: status, headers as JSON, body
+/// as base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
 }
 
 /// The claim of one request, shared between the HTTP layer (which arms it
@@ -59,6 +75,8 @@ impl Default for RequestClaim {
             fingerprint: String::new(),
             expires_at: 0,
             state: ClaimState::Unarmed,
+            answer: None,
+            answer_taken: false,
         })))
     }
 }
@@ -89,38 +107,48 @@ impl RequestClaim {
         self.lock().fingerprint.clone()
     }
 
-    /// For a transaction starting: the fingerprint and expiry to insert,
-    /// when the claim waits for a write (it is then that transaction's).
-    pub(crate) fn take(&self) -> Option<(String, i64)> {
+    /// For a transaction starting: the fingerprint, expiry and response
+    /// (if given ahead) to insert, when the claim waits for a write (it is
+    /// then that transaction's).
+    pub(crate) fn take(&self) -> Option<(String, i64, Option<Answer>)> {
         let mut inner = self.lock();
         if inner.state != ClaimState::Waiting {
             return None;
         }
         inner.state = ClaimState::InTransaction;
-        Some((inner.fingerprint.clone(), inner.expires_at))
+        inner.answer_taken = inner.answer.is_some();
+        Some((
+            inner.fingerprint.clone(),
+            inner.expires_at,
+            inner.answer.clone(),
+        ))
     }
 
     /// The transaction carrying it committed.
     pub(crate) fn committed(&self) {
-        self.set_from(ClaimState::InTransaction, ClaimState::Committed);
+        let mut inner = self.lock();
+        if inner.state == ClaimState::InTransaction {
+            inner.state = match inner.answer_taken {
+                true => ClaimState::Answered,
+                false => ClaimState::Committed,
+            };
+        }
     }
 
     /// The transaction carrying it ended without committing: the next
-    /// write carries it.
+    /// write carries it, without the response given for this one.
     pub(crate) fn released(&self) {
-        self.set_from(ClaimState::InTransaction, ClaimState::Waiting);
+        let mut inner = self.lock();
+        if inner.state == ClaimState::InTransaction {
+            inner.state = ClaimState::Waiting;
+            inner.answer = None;
+            inner.answer_taken = false;
+        }
     }
 
     /// An identical request holds the fingerprint.
     pub(crate) fn replayed(&self) {
         self.lock().state = ClaimState::Replayed;
-    }
-
-    fn set_from(&self, from: ClaimState, to: ClaimState) {
-        let mut inner = self.lock();
-        if inner.state == from {
-            inner.state = to;
-        }
     }
 }
 
@@ -131,6 +159,20 @@ tokio::task_local! {
 /// Runs `f` (a request's handler) with `claim` as its request claim.
 pub async fn scope<F: Future>(claim: RequestClaim, f: F) -> F::Output {
     CURRENT.scope(claim, f).await
+}
+
+/// Gives the response of the request this task serves ahead of its write:
+/// the write that carries the claim records it too, and nothing is left
+/// to record after the request (one round trip less). Only for a response
+/// known before the write and fixed by what it writes (a created
+/// resource's representation); ignored when no claim waits for a write.
+pub fn answer_ahead(answer: Answer) {
+    let _ = CURRENT.try_with(|claim| {
+        let mut inner = claim.lock();
+        if inner.state == ClaimState::Waiting {
+            inner.answer = Some(answer);
+        }
+    });
 }
 
 /// The claim of the request this task serves, if armed and waiting for a
@@ -153,7 +195,7 @@ mod tests {
         assert!(scope(claim.clone(), async { current() }).await.is_none());
         claim.arm("ab".into(), 10);
         let seen = scope(claim.clone(), async { current() }).await.unwrap();
-        assert_eq!(seen.take(), Some(("ab".to_owned(), 10)));
+        assert_eq!(seen.take(), Some(("ab".to_owned(), 10, None)));
         // Taken: the next transaction does not carry it too.
         assert!(scope(claim.clone(), async { current() }).await.is_none());
         seen.released();
@@ -163,5 +205,32 @@ mod tests {
         assert_eq!(claim.state(), ClaimState::Committed);
         // Outside a request there is none.
         assert!(current().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_answer_given_ahead_goes_with_the_claim_until_a_rollback() {
+        let claim = RequestClaim::default();
+        claim.arm("cd".into(), 20);
+        let answer = Answer {
+            status: 201,
+            headers: "[]".into(),
+            body: "e30=".into(),
+        };
+        scope(claim.clone(), async { answer_ahead(answer.clone()) }).await;
+        assert_eq!(
+            claim.take(),
+            Some(("cd".to_owned(), 20, Some(answer.clone())))
+        );
+        // Rolled back: the next write carries the claim, not that answer.
+        claim.released();
+        assert_eq!(claim.take(), Some(("cd".to_owned(), 20, None)));
+        claim.committed();
+        assert_eq!(claim.state(), ClaimState::Committed);
+        let answered = RequestClaim::default();
+        answered.arm("ef".into(), 30);
+        scope(answered.clone(), async { answer_ahead(answer) }).await;
+        assert!(answered.take().is_some());
+        answered.committed();
+        assert_eq!(answered.state(), ClaimState::Answered);
     }
 }

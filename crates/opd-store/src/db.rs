@@ -429,12 +429,25 @@ impl<'d> Tx<'d> {
             aborted: false,
         };
         if let (TxInner::Postgres(_), Some(claim)) = (&tx.inner, crate::claim::current()) {
-            if let Some((fingerprint, expires_at)) = claim.take() {
-                let ticket = tx.send(
-                    &crate::replays::CLAIM_IN_TX,
-                    params![fingerprint, expires_at],
-                    Want::Changed,
-                );
+            if let Some((fingerprint, expires_at, answer)) = claim.take() {
+                let ticket = match answer {
+                    None => tx.send(
+                        &crate::replays::CLAIM_IN_TX,
+                        params![fingerprint, expires_at],
+                        Want::Changed,
+                    ),
+                    Some(a) => tx.send(
+                        &crate::replays::CLAIM_ANSWERED_IN_TX,
+                        params![
+                            fingerprint,
+                            expires_at,
+                            i64::from(a.status),
+                            a.headers,
+                            a.body
+                        ],
+                        Want::Changed,
+                    ),
+                };
                 tx.claim = Some((claim, ticket.0));
             }
         }

@@ -57,6 +57,11 @@ static CLAIM: Stmt = Stmt::new(&[
 pub(crate) static CLAIM_IN_TX: Stmt = Stmt::new(&[
     "INSERT INTO signed_requests (fingerprint, expires_at, finished) VALUES (?, ?, FALSE)",
 ]);
+/// [`CLAIM_IN_TX`] with the request's response, known before its write.
+pub(crate) static CLAIM_ANSWERED_IN_TX: Stmt = Stmt::new(&[
+    "INSERT INTO signed_requests (fingerprint, expires_at, finished, status, headers, body) \
+     VALUES (?, ?, TRUE, ?, ?, ?)",
+]);
 static GET: Stmt = Stmt::new(&[
     "SELECT finished, CAST(status AS BIGINT) AS status, headers, body FROM signed_requests \
      WHERE fingerprint = ? AND expires_at >= ?",
@@ -67,7 +72,14 @@ static FINISH: Stmt = Stmt::new(&[
 ]);
 static PRUNE: Stmt = Stmt::new(&["DELETE FROM signed_requests WHERE expires_at < ?"]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&CLAIM, &CLAIM_IN_TX, &GET, &FINISH, &PRUNE];
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &CLAIM,
+    &CLAIM_IN_TX,
+    &CLAIM_ANSWERED_IN_TX,
+    &GET,
+    &FINISH,
+    &PRUNE,
+];
 
 #[async_trait]
 impl ReplayStore for SqlStore {

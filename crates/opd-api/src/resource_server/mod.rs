@@ -26,6 +26,7 @@ use opd_service::wallets;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs};
+use crate::replays::Created;
 use crate::resource_server::auth::{action, kind, Authorized};
 use crate::wire::{
     parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
@@ -207,11 +208,12 @@ async fn create_incoming_payment(
         client: Some(caller.client),
         client_address: Some(peer.ip()),
     };
-    let (payment, wallet) = incoming::create(services, input).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(full_view(services, &payment, &wallet)),
-    ))
+    // Known before the payment is stored: recorded for replays with it.
+    let mut created = Created::new();
+    let respond = |p: &_, w: &_| created.answer(full_view(services, p, w));
+    let (payment, wallet) = incoming::create_answered(services, input, respond).await?;
+    let view = created.view(|| full_view(services, &payment, &wallet));
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// The view with payment methods (create and authenticated GET).
@@ -339,11 +341,13 @@ async fn create_quote(
         target,
         client: Some(caller.client),
     };
-    let (quote, wallet) = quotes::create(services, input).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(QuoteWire::new(&quote, &wallet, &services.config.public_url)),
-    ))
+    let wire = |quote: &_, wallet: &_| QuoteWire::new(quote, wallet, &services.config.public_url);
+    // Known before the quote is stored: recorded for replays with it.
+    let mut created = Created::new();
+    let respond = |quote: &_, wallet: &_| created.answer(wire(quote, wallet));
+    let (quote, wallet) = quotes::create_answered(services, input, respond).await?;
+    let view = created.view(|| wire(&quote, &wallet));
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
 async fn get_quote(

@@ -7,6 +7,7 @@ use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
+use crate::access::replays::StoredResponse;
 use crate::views::IlpMethodWire;
 use crate::{wallets, ServiceError, Services};
 
@@ -44,6 +45,16 @@ pub(crate) fn check_metadata(metadata: &Option<Metadata>) -> Result<(), ServiceE
 pub async fn create(
     services: &Services,
     input: NewIncomingPayment,
+) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
+    create_answered(services, input, |_, _| None).await
+}
+
+/// [`create`], the request's response given ahead by `respond` (see
+/// `access::replays::answer_ahead`): what the API answers for the payment.
+pub async fn create_answered(
+    services: &Services,
+    input: NewIncomingPayment,
+    respond: impl FnOnce(&IncomingPayment, &WalletAddress) -> Option<StoredResponse>,
 ) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let now = services.clock.now();
@@ -95,6 +106,9 @@ pub async fn create(
         EventKind::IncomingPaymentCreated,
         crate::webhooks::incoming_event_data(services, &payment, &wallet),
     );
+    if let Some(response) = respond(&payment, &wallet) {
+        crate::access::replays::answer_ahead(&response);
+    }
     services
         .store
         .create_incoming_payment(&payment, &[created])

@@ -9,6 +9,7 @@ use opd_core::{Amount, QuoteId, Timestamp};
 
 use opd_ilp::stream::sender::{check_rate, Ratio};
 
+use crate::access::replays::StoredResponse;
 use crate::payments::receivers::{self, remote::RemoteReceiver, Receiver};
 use crate::{interledger::sender, wallets, ServiceError, Services};
 
@@ -80,6 +81,16 @@ pub async fn create(
     services: &Services,
     input: NewQuote,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
+    create_answered(services, input, |_, _| None).await
+}
+
+/// Creates a quote, the request's response given ahead by `respond` (see
+/// `access::replays::answer_ahead`): what the API answers for the quote.
+pub async fn create_answered(
+    services: &Services,
+    input: NewQuote,
+    respond: impl FnOnce(&Quote, &WalletAddress) -> Option<StoredResponse>,
+) -> Result<(Quote, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let receiver = receivers::resolve(services, &input.receiver).await?;
     let store = services.store.as_ref();
@@ -129,6 +140,9 @@ pub async fn create(
         created_at: now,
         expires_at,
     };
+    if let Some(response) = respond(&quote, &wallet) {
+        crate::access::replays::answer_ahead(&response);
+    }
     services.store.create_quote(&quote).await?;
     services.payments.quotes.insert(quote.id, quote.clone());
     Ok((quote, wallet))

@@ -437,6 +437,20 @@ pub async fn admit(
     }
 }
 
+/// Gives `response` as the answer of the request this task serves, before
+/// the write that creates what it shows: that write records it with the
+/// request's claim (one round trip less than recording it after). Does
+/// nothing when the replay log is not in the database.
+pub fn answer_ahead(response: &StoredResponse) {
+    if let Some((status, headers, body)) = store::encode(response) {
+        opd_store::claim::answer_ahead(opd_store::claim::Answer {
+            status,
+            headers,
+            body,
+        });
+    }
+}
+
 /// The end of a request whose claim rode with its writes: records its
 /// response when its work committed, or gives the answer of the identical
 /// request that committed first. `Ok(None)`: nothing of the request was
@@ -454,6 +468,8 @@ pub async fn settle(
             }
             Ok(None)
         }
+        // Recorded with the request's write.
+        ClaimState::Answered => Ok(None),
         ClaimState::Replayed => answer(wait_for(services, fingerprint).await?).map(Some),
         ClaimState::Unarmed | ClaimState::Waiting | ClaimState::InTransaction => Ok(None),
     }

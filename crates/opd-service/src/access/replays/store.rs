@@ -68,6 +68,14 @@ fn secs(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// A response as the table keeps it: status, headers as JSON, body as
+/// base64.
+pub(crate) fn encode(r: &StoredResponse) -> Option<(u16, String, String)> {
+    let headers = serde_json::to_string(&r.headers).ok()?;
+    let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
+    Some((r.status, headers, body))
+}
+
 fn outcome(response: Option<(u16, String, String)>) -> Result<Outcome, ServiceError> {
     let Some((status, headers, body)) = response else {
         return Ok(Outcome::NotKept);
@@ -164,10 +172,7 @@ impl ReplayLog for StoreReplayLog {
         let response = match outcome {
             Outcome::NotKept => None,
             Outcome::Response(r) => {
-                let headers = serde_json::to_string(&r.headers)
-                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
-                let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
-                Some((r.status, headers, body))
+                Some(encode(&r).ok_or_else(|| ServiceError::Internal("replayed headers".into()))?)
             }
         };
         let recorder = self.recorder.get_or_init(|| {
