@@ -17,7 +17,7 @@ use opd_core::peer::Peer;
 use opd_core::{IncomingPaymentId, Timestamp};
 
 use crate::db::{num, params, Stmt, Tx, Want};
-use crate::ledger::{post, AccountRef, Posting};
+use crate::ledger::{across, post, AccountRef, Posting};
 use crate::outbox::insert_events;
 use crate::peers::{balance_in, has_thresholds, liquidity_event, LiquidityEvents};
 use crate::{rows, SqlStore, StoreResult};
@@ -238,16 +238,7 @@ async fn post_receive(
     incoming_id: &str,
     m: &Move,
 ) -> StoreResult<Result<(), PostError>> {
-    let incoming_asset = incoming.asset;
-    let mut moves = Vec::with_capacity(2);
-    if source.asset == incoming_asset {
-        moves.push((source, incoming, m.deliver, TransferKind::Receive));
-    } else {
-        let out = AccountRef::settlement(source.asset);
-        let inn = AccountRef::settlement(incoming_asset);
-        moves.push((source, out, m.amount, TransferKind::Send));
-        moves.push((inn, incoming, m.deliver, TransferKind::Receive));
-    }
+    let moves = across(source, incoming, m.amount, m.deliver, TransferKind::Receive);
     for (debit, credit, amount, kind) in moves {
         let posting = Posting {
             debit,

@@ -228,6 +228,31 @@ pub(crate) async fn post(
     send_post(tx, p).await?.read(tx).await
 }
 
+/// One move of money: debit, credit, amount, kind.
+pub(crate) type Move<'a> = (AccountRef<'a>, AccountRef<'a>, u64, TransferKind);
+
+/// The moves that take `sent` from `from` to `to` as `delivered` in `to`'s
+/// asset: one move when the assets are equal, else through the two
+/// settlement accounts (the `Send` out of `from`'s asset, then `kind` into
+/// `to`).
+pub(crate) fn across<'a>(
+    from: AccountRef<'a>,
+    to: AccountRef<'a>,
+    sent: u64,
+    delivered: u64,
+    kind: TransferKind,
+) -> Vec<Move<'a>> {
+    if from.asset == to.asset {
+        return vec![(from, to, delivered, kind)];
+    }
+    let out = AccountRef::settlement(from.asset);
+    let inn = AccountRef::settlement(to.asset);
+    vec![
+        (from, out, sent, TransferKind::Send),
+        (inn, to, delivered, kind),
+    ]
+}
+
 /// A posting sent in a transaction; [`read`](Self::read) gives its result.
 pub(crate) struct SentPost {
     transfer: Transfer,

@@ -313,15 +313,7 @@ async fn send_delivery(
     };
     let incoming = AccountRef::new(kind, &owner, &d.receiver_asset);
     let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
-    let mut moves = Vec::with_capacity(3);
-    if d.sender_asset == d.receiver_asset {
-        moves.push((held, incoming, d.deliver, TransferKind::Deliver));
-    } else {
-        let out = AccountRef::settlement(&d.sender_asset);
-        let inn = AccountRef::settlement(&d.receiver_asset);
-        moves.push((held, out, d.send, TransferKind::Send));
-        moves.push((inn, incoming, d.deliver, TransferKind::Deliver));
-    }
+    let mut moves = ledger::across(held, incoming, d.send, d.deliver, TransferKind::Deliver);
     moves.push((held, fees, d.fee, TransferKind::Fee));
     let mut sent = Vec::with_capacity(moves.len());
     for (debit, credit, amount, kind) in moves {

@@ -33,8 +33,11 @@
 //! one node) and `store` (PostgreSQL, every node). May call the parent's
 //! identity helpers, the store and `platform`.
 
+mod claimed;
 pub mod memory;
 pub mod store;
+
+pub use claimed::{answer_ahead, settle};
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -42,7 +45,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use opd_gnap::ClientIdent;
 use opd_httpsig::{parse_signature, ParsedSignature, RequestParts};
-use opd_store::claim::{ClaimState, RequestClaim};
+use opd_store::claim::RequestClaim;
 use sha2::{Digest as _, Sha256};
 
 use crate::access::{client_identity, AccessError};
@@ -434,44 +437,6 @@ pub async fn admit(
             Err(AccessError::Answered)
         }
         None => Err(AccessError::Replayed),
-    }
-}
-
-/// Gives `response` as the answer of the request this task serves, before
-/// the write that creates what it shows: that write records it with the
-/// request's claim (one round trip less than recording it after). Does
-/// nothing when the replay log is not in the database.
-pub fn answer_ahead(response: &StoredResponse) {
-    if let Some((status, headers, body)) = store::encode(response) {
-        opd_store::claim::answer_ahead(opd_store::claim::Answer {
-            status,
-            headers,
-            body,
-        });
-    }
-}
-
-/// The end of a request whose claim rode with its writes: records its
-/// response when its work committed, or gives the answer of the identical
-/// request that committed first. `Ok(None)`: nothing of the request was
-/// kept, so nothing is recorded and its own response stands.
-pub async fn settle(
-    services: &Services,
-    fingerprint: &Fingerprint,
-    slot: &ReplaySlot,
-    outcome: impl FnOnce() -> Outcome,
-) -> Result<Option<Arc<StoredResponse>>, AccessError> {
-    match slot.claim.state() {
-        ClaimState::Committed => {
-            if let Err(e) = services.access.replays.finish(fingerprint, outcome()).await {
-                tracing::warn!(error = %e, "could not record a response for replays");
-            }
-            Ok(None)
-        }
-        // Recorded with the request's write.
-        ClaimState::Answered => Ok(None),
-        ClaimState::Replayed => answer(wait_for(services, fingerprint).await?).map(Some),
-        ClaimState::Unarmed | ClaimState::Waiting | ClaimState::InTransaction => Ok(None),
     }
 }
 

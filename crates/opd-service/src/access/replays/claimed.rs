@@ -1,0 +1,49 @@
+//! The requests whose claim rides with their own writes (a replay log in
+//! the database, `opd_store::claim`): a response given ahead of the write
+//! ([`answer_ahead`]), and how such a request ends ([`settle`]).
+
+use std::sync::Arc;
+
+use opd_store::claim::ClaimState;
+
+use super::{answer, store, wait_for, Fingerprint, Outcome, ReplaySlot, StoredResponse};
+use crate::access::AccessError;
+use crate::Services;
+
+/// Gives `response` as the answer of the request this task serves, before
+/// the write that creates what it shows: that write records it with the
+/// request's claim (one round trip less than recording it after). Does
+/// nothing when the replay log is not in the database.
+pub fn answer_ahead(response: &StoredResponse) {
+    if let Some((status, headers, body)) = store::encode(response) {
+        opd_store::claim::answer_ahead(opd_store::claim::Answer {
+            status,
+            headers,
+            body,
+        });
+    }
+}
+
+/// The end of a request whose claim rode with its writes: records its
+/// response when its work committed, or gives the answer of the identical
+/// request that committed first. `Ok(None)`: nothing of the request was
+/// kept, so nothing is recorded and its own response stands.
+pub async fn settle(
+    services: &Services,
+    fingerprint: &Fingerprint,
+    slot: &ReplaySlot,
+    outcome: impl FnOnce() -> Outcome,
+) -> Result<Option<Arc<StoredResponse>>, AccessError> {
+    match slot.claim.state() {
+        ClaimState::Committed => {
+            if let Err(e) = services.access.replays.finish(fingerprint, outcome()).await {
+                tracing::warn!(error = %e, "could not record a response for replays");
+            }
+            Ok(None)
+        }
+        // Recorded with the request's write.
+        ClaimState::Answered => Ok(None),
+        ClaimState::Replayed => answer(wait_for(services, fingerprint).await?).map(Some),
+        ClaimState::Unarmed | ClaimState::Waiting | ClaimState::InTransaction => Ok(None),
+    }
+}
