@@ -10,7 +10,8 @@
 //!
 //! What probing found is kept for [`PATH_TTL`] per path: the peer, the
 //! receiver's server (its address less the last segment, which names the
-//! payment) and the sender's asset. Quotes and payment steps to the same
+//! payment) and the asset pair (one server may receive in several
+//! assets, each at its own rate). Quotes and payment steps to the same
 //! server in that time use it instead of probing again. That never weakens
 //! what a payment promises: each packet still asks the receiver (STREAM
 //! `prepareAmount`) for at least its amount at the quote's rate, and a
@@ -56,30 +57,34 @@ pub struct KeptPath {
     probe: PathProbe,
 }
 
-/// A path: the peer, the receiver's server, the sender's asset.
-pub type PathKey = (opd_core::PeerId, String, String, u8);
+/// A path: the peer, the receiver's server, the sender's asset and the
+/// receiver's.
+pub type PathKey = (opd_core::PeerId, String, Asset, Asset);
 
-fn path_key(peer: &Peer, source: &Asset, receiver: &IlpDestination) -> PathKey {
+fn path_key(
+    peer: opd_core::PeerId,
+    source: &Asset,
+    receiving: &Asset,
+    receiver: &IlpDestination,
+) -> PathKey {
     let address = receiver.address.as_str();
     let server = address
         .rsplit_once('.')
         .map_or(address, |(server, _)| server);
-    let code = source.code.as_str().to_owned();
-    (peer.id, server.to_owned(), code, source.scale)
+    (peer, server.to_owned(), source.clone(), receiving.clone())
 }
 
-/// Forgets what was found on the path to `receiver`: the next quote or
-/// payment step probes it again.
+/// Forgets what was found on the path to `receiver` (receiving in
+/// `receiving`): the next quote or payment step probes it again.
 pub(crate) fn forget_path(
     services: &Services,
     peer: &Peer,
     source: &Asset,
+    receiving: &Asset,
     receiver: &IlpDestination,
 ) {
-    services
-        .interledger
-        .paths
-        .remove(&path_key(peer, source, receiver));
+    let key = path_key(peer.id, source, receiving, receiver);
+    services.interledger.paths.remove(&key);
 }
 
 /// What probing found.
@@ -182,14 +187,16 @@ pub(crate) async fn send(
 }
 
 /// What the path from `source` (the sender's asset) to `receiver`
-/// carries: kept from a probe of the last [`PATH_TTL`], or probed now.
+/// (receiving in `receiving`, as its incoming payment says) carries: kept
+/// from a probe of the last [`PATH_TTL`], or probed now.
 pub async fn probe(
     services: &Services,
     source: &Asset,
+    receiving: &Asset,
     receiver: &IlpDestination,
 ) -> Result<PathProbe, ServiceError> {
     let peer = next_peer(services, receiver.address.as_str()).await?;
-    let key = path_key(&peer, source, receiver);
+    let key = path_key(peer.id, source, receiving, receiver);
     let now = services.clock.now();
     let ttl_ms = i64::try_from(PATH_TTL.as_millis()).unwrap_or(i64::MAX);
     if let Some(kept) = services.interledger.paths.get(&key) {
@@ -212,11 +219,12 @@ pub async fn probe(
 pub async fn probe_again(
     services: &Services,
     source: &Asset,
+    receiving: &Asset,
     receiver: &IlpDestination,
 ) -> Result<PathProbe, ServiceError> {
     let peer = next_peer(services, receiver.address.as_str()).await?;
-    forget_path(services, &peer, source, receiver);
-    probe(services, source, receiver).await
+    forget_path(services, &peer, source, receiving, receiver);
+    probe(services, source, receiving, receiver).await
 }
 
 /// Probes the path through `peer` now.
@@ -306,4 +314,36 @@ async fn probe_now(
         )));
     }
     Ok(found)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_one_peer_one_server_and_one_asset_pair() {
+        let at = opd_core::Timestamp::from_unix_millis(1);
+        let peer = opd_core::PeerId::new(at, &opd_core::SeededRandom::new(1));
+        let other_peer = opd_core::PeerId::new(at, &opd_core::SeededRandom::new(2));
+        let usd = Asset::parse("USD", 2).unwrap();
+        let eur = Asset::parse("EUR", 2).unwrap();
+        let key = |peer, receiving: &Asset, address: &str| {
+            let to = IlpDestination {
+                address: IlpAddress::new(address).unwrap(),
+                shared_secret: [0; 32],
+            };
+            path_key(peer, &usd, receiving, &to)
+        };
+        // Two payments at one server, in one asset: one path.
+        assert_eq!(key(peer, &eur, "test.b.abc"), key(peer, &eur, "test.b.xyz"));
+        // Another asset at that server, another server, another peer:
+        // another path.
+        assert_ne!(key(peer, &eur, "test.b.abc"), key(peer, &usd, "test.b.abc"));
+        assert_ne!(key(peer, &eur, "test.b.abc"), key(peer, &eur, "test.c.abc"));
+        assert_ne!(
+            key(peer, &eur, "test.b.abc"),
+            key(other_peer, &eur, "test.b.abc")
+        );
+    }
 }

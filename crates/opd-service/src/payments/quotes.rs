@@ -39,10 +39,10 @@ async fn path_rate(
     let destination = remote.ilp.as_ref().ok_or_else(|| {
         ServiceError::InvalidReceiver("the receiver offers no ilp payment method".into())
     })?;
-    let mut probe = sender::probe(services, source, destination).await?;
+    let mut probe = sender::probe(services, source, &remote.asset, destination).await?;
     if !probe_accepts(&probe, remote, source, minimum)? {
         // What was kept of the path may be older than its rate now.
-        probe = sender::probe_again(services, source, destination).await?;
+        probe = sender::probe_again(services, source, &remote.asset, destination).await?;
     }
     if let Some((code, scale)) = &probe.receiver_asset {
         if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {

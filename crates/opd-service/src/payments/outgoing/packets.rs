@@ -160,8 +160,8 @@ impl Sending<'_> {
     /// What was kept of the path no longer holds: the next quote or step
     /// probes it again.
     fn path_changed(&self) {
-        let source = &self.p.debit.asset;
-        ilp_sender::forget_path(self.services, &self.peer, source, self.receiver);
+        let (source, receiving) = (&self.p.debit.asset, &self.p.receive.asset);
+        ilp_sender::forget_path(self.services, &self.peer, source, receiving, self.receiver);
     }
 
     /// Whether the largest packet the path carries can deliver anything.

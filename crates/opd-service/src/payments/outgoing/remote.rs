@@ -184,10 +184,11 @@ pub async fn step(
         )
         .await;
     };
-    let mut probed = ilp_sender::probe(services, &p.debit.asset, destination).await;
+    let (source, receiving) = (&p.debit.asset, &p.receive.asset);
+    let mut probed = ilp_sender::probe(services, source, receiving, destination).await;
     if probed.as_ref().is_ok_and(|probe| probe.rate.low < rate) {
         // What was kept of the path may be older than its rate now.
-        probed = ilp_sender::probe_again(services, &p.debit.asset, destination).await;
+        probed = ilp_sender::probe_again(services, source, receiving, destination).await;
     }
     let probe = match probed {
         Ok(probe) => probe,
