@@ -846,6 +846,54 @@ async fn concurrent_packets_never_fill_an_incoming_payment_past_its_amount_on_po
     concurrent_fill(Db::Postgres).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn packets_credited_together_are_each_answered_for_their_own_amount() {
+    own_answers(Db::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn packets_credited_together_are_each_answered_for_their_own_amount_on_postgres() {
+    own_answers(Db::Postgres).await;
+}
+
+/// 30 packets of 0.01 to 0.30, all at once, to an incoming payment of
+/// 1.00: they are credited in groups, some taken and some refused (more
+/// than is left). Each packet must get its own answer: the Fulfills add up
+/// to exactly what the payment received, what the peer paid and what the
+/// wallet got.
+async fn own_answers(db: Db) {
+    let w = world(db).await;
+    let app = &w.app;
+    let (id, address, secret) = receiver(app, "100").await;
+    let amounts: Vec<u64> = (1..=30).collect();
+    let sends = amounts
+        .iter()
+        .map(|a| send_packet(app, prepare(app, &address, &secret, *a, 0, true)));
+    let answers = futures_util::future::join_all(sends).await;
+    let fulfilled: u64 = amounts
+        .iter()
+        .zip(&answers)
+        .filter(|(_, p)| matches!(p, Packet::Fulfill(_)))
+        .map(|(a, _)| *a)
+        .sum();
+    assert!(
+        fulfilled > 0 && fulfilled <= 100,
+        "{fulfilled}: {answers:?}"
+    );
+    let ip = received(app, &id).await;
+    assert_eq!(ip["receivedAmount"]["value"], fulfilled.to_string(), "{ip}");
+    assert_eq!(liquidity(&w).await, (1000 - fulfilled).to_string());
+    let (_, balance) = app
+        .admin(Method::GET, "/wallet-addresses/bob/balance", None)
+        .await;
+    assert_eq!(
+        balance["balance"]["value"],
+        fulfilled.to_string(),
+        "{balance}"
+    );
+    ledger_balanced(app).await;
+}
+
 /// 40 packets of 0.03 at once to an incoming payment of 0.10: exactly
 /// three are fulfilled (0.09; a fourth would pass 0.10), and the peer paid
 /// exactly 0.09: the check that a packet fits and the credit are one
