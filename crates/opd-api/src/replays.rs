@@ -245,29 +245,32 @@ pub(crate) fn json_answer<T: serde::Serialize>(status: u16, body: &T) -> Option<
     })
 }
 
-/// The view of a resource a request creates, rendered once before the
-/// resource is stored: given ahead as the request's answer for replays
-/// ([`answer`](Self::answer)), then sent as the response
-/// ([`view`](Self::view)). Once, because a view may hold values made fresh
-/// at each rendering (an incoming payment's STREAM credentials).
-pub(crate) struct Created<V>(Option<V>);
+/// The `201` response to a request that creates a resource, when the
+/// replay log asks for it before the resource is stored
+/// ([`answer`](Self::answer)): rendered and serialized once, and the same
+/// bytes are sent ([`respond`](Self::respond)). Once, because a view may
+/// hold values made fresh at each rendering (an incoming payment's STREAM
+/// credentials).
+pub(crate) struct Created(Option<StoredResponse>);
 
-impl<V: serde::Serialize> Created<V> {
+impl Created {
     pub(crate) fn new() -> Self {
         Self(None)
     }
 
-    /// Keeps `view`; its `201` response, for the replay log.
-    pub(crate) fn answer(&mut self, view: V) -> Option<StoredResponse> {
-        let answer = json_answer(201, &view);
-        self.0 = Some(view);
-        answer
+    /// Keeps `view`'s `201` response; a copy for the replay log.
+    pub(crate) fn answer<V: serde::Serialize>(&mut self, view: &V) -> Option<StoredResponse> {
+        self.0 = json_answer(201, view);
+        self.0.clone()
     }
 
-    /// The view kept, or `render`'s when none was (the answer was not
-    /// asked for).
-    pub(crate) fn view(self, render: impl FnOnce() -> V) -> V {
-        self.0.unwrap_or_else(render)
+    /// The response kept, or `render`'s view as `201` JSON when the
+    /// answer was not asked for.
+    pub(crate) fn respond<V: serde::Serialize>(self, render: impl FnOnce() -> V) -> Response {
+        match self.0 {
+            Some(kept) => replayed(&kept),
+            None => (StatusCode::CREATED, axum::Json(render())).into_response(),
+        }
     }
 }
 

@@ -126,7 +126,6 @@ async fn credit_group(
         return Ok(Group::Done(vec![IlpCredit::Unknown; receives.len()]));
     };
     let mut payment = rows::incoming_from_row(&row)?;
-    let before_completed = payment.completed;
     // Each packet by the payment's rule, in arrival order.
     let mut credits = Vec::with_capacity(receives.len());
     let (mut amount, mut deliver) = (0u64, 0u64);
@@ -193,7 +192,9 @@ async fn credit_group(
     ];
     tx.send(&SET_RECEIVED, set, Want::Changed);
     let mut out = Vec::new();
-    if payment.completed && !before_completed {
+    // A completed payment takes no packet, so one that reads completed now
+    // was completed by this group.
+    if payment.completed {
         // Read only when money is held and the payment completes: not on
         // the hot path of balance mode.
         let to_withdraw = match receipts {

@@ -640,17 +640,14 @@ impl<'d> Tx<'d> {
 
     async fn end(&mut self, commit: bool) -> StoreResult<()> {
         if !commit {
+            // Nothing queued needs to reach the server to be undone.
             self.queued.clear();
-        }
-        if commit {
-            if let Some(e) = self.unread_failure() {
-                return Err(e);
-            }
-            if self.aborted {
-                return Err(StoreError::Corrupt(
-                    "a transaction whose statement failed cannot commit".into(),
-                ));
-            }
+        } else if let Some(e) = self.unread_failure() {
+            return Err(e);
+        } else if self.aborted {
+            return Err(StoreError::Corrupt(
+                "a transaction whose statement failed cannot commit".into(),
+            ));
         }
         if !self.ends_on_server() {
             self.inner = TxInner::Ended;

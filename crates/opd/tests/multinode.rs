@@ -137,6 +137,23 @@ async fn send_signed(
 
 /// Wallet addresses alice (funded) and bob, and a client `payer` with a
 /// key, created through node 0's admin API.
+/// The payer's tokens: incoming payments and quotes, and alice's outgoing
+/// payments.
+async fn tokens(cluster: &Cluster, payer: &SigningClient, alice: &str) -> (String, String) {
+    let auth = &cluster.public.auth;
+    let ip_token = grant_token_at(
+        auth,
+        payer,
+        json!([
+            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
+            { "type": "quote", "actions": ["create", "read"] }
+        ]),
+    )
+    .await;
+    let pay_token = outgoing_token_at(auth, payer, alice, Value::Null).await;
+    (ip_token, pay_token)
+}
+
 async fn setup(cluster: &Cluster) -> (SigningClient, String, String) {
     let admin = &cluster.nodes[0];
     let mut urls = Vec::new();
@@ -249,17 +266,7 @@ async fn list_all(
 async fn a_burst_to_one_receiver_through_three_nodes_completes_exactly_once() {
     let mut cluster = Cluster::start().await;
     let (payer, alice, bob) = setup(&cluster).await;
-    let auth = cluster.public.auth.clone();
-    let ip_token = grant_token_at(
-        &auth,
-        &payer,
-        json!([
-            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
-            { "type": "quote", "actions": ["create", "read"] }
-        ]),
-    )
-    .await;
-    let pay_token = outgoing_token_at(&auth, &payer, &alice, Value::Null).await;
+    let (ip_token, pay_token) = tokens(&cluster, &payer, &alice).await;
 
     // One receiver that can take every payment of the burst.
     const PAYMENTS: usize = 60;
@@ -731,17 +738,7 @@ async fn the_database_primary_dies_under_load_and_nothing_acknowledged_is_lost()
     let pair = Pair::start();
     let cluster = Cluster::start_on(pair.url.clone()).await;
     let (payer, alice, bob) = setup(&cluster).await;
-    let auth = cluster.public.auth.clone();
-    let ip_token = grant_token_at(
-        &auth,
-        &payer,
-        json!([
-            { "type": "incoming-payment", "actions": ["create", "read", "list"] },
-            { "type": "quote", "actions": ["create", "read"] }
-        ]),
-    )
-    .await;
-    let pay_token = outgoing_token_at(&auth, &payer, &alice, Value::Null).await;
+    let (ip_token, pay_token) = tokens(&cluster, &payer, &alice).await;
     let ip_url = format!("{}/incoming-payments", cluster.public.op);
     let (s, ip) = send(
         &cluster,

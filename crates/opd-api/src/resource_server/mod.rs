@@ -177,7 +177,7 @@ async fn create_incoming_payment(
     State(state): State<AppState>,
     axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
     auth: Authorized<kind::IncomingPayment, action::Create>,
-) -> ApiResult<(StatusCode, Json<IncomingPaymentWire>)> {
+) -> ApiResult<Response> {
     let services = &state.services;
     let req: CreateIncomingPaymentRequest = parse_json(auth.body())?;
     let caller = auth.caller_for(&req.wallet_address)?;
@@ -210,10 +210,9 @@ async fn create_incoming_payment(
     };
     // Known before the payment is stored: recorded for replays with it.
     let mut created = Created::new();
-    let respond = |p: &_, w: &_| created.answer(full_view(services, p, w));
+    let respond = |p: &_, w: &_| created.answer(&full_view(services, p, w));
     let (payment, wallet) = incoming::create_answered(services, input, respond).await?;
-    let view = created.view(|| full_view(services, &payment, &wallet));
-    Ok((StatusCode::CREATED, Json(view)))
+    Ok(created.respond(|| full_view(services, &payment, &wallet)))
 }
 
 /// The view with payment methods (create and authenticated GET).
@@ -313,7 +312,7 @@ async fn complete_incoming_payment(
 async fn create_quote(
     State(state): State<AppState>,
     auth: Authorized<kind::Quote, action::Create>,
-) -> ApiResult<(StatusCode, Json<QuoteWire>)> {
+) -> ApiResult<Response> {
     let services = &state.services;
     let req: CreateQuoteRequest = parse_json(auth.body())?;
     let caller = auth.caller_for(&req.wallet_address)?;
@@ -344,10 +343,9 @@ async fn create_quote(
     let wire = |quote: &_, wallet: &_| QuoteWire::new(quote, wallet, &services.config.public_url);
     // Known before the quote is stored: recorded for replays with it.
     let mut created = Created::new();
-    let respond = |quote: &_, wallet: &_| created.answer(wire(quote, wallet));
+    let respond = |quote: &_, wallet: &_| created.answer(&wire(quote, wallet));
     let (quote, wallet) = quotes::create_answered(services, input, respond).await?;
-    let view = created.view(|| wire(&quote, &wallet));
-    Ok((StatusCode::CREATED, Json(view)))
+    Ok(created.respond(|| wire(&quote, &wallet)))
 }
 
 async fn get_quote(

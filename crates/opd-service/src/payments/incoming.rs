@@ -106,9 +106,7 @@ pub async fn create_answered(
         EventKind::IncomingPaymentCreated,
         crate::webhooks::incoming_event_data(services, &payment, &wallet),
     );
-    if let Some(response) = respond(&payment, &wallet) {
-        crate::access::replays::answer_ahead(&response);
-    }
+    crate::access::replays::answer_ahead(|| respond(&payment, &wallet));
     services
         .store
         .create_incoming_payment(&payment, &[created])

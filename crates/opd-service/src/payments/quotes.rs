@@ -39,11 +39,25 @@ async fn path_rate(
     let destination = remote.ilp.as_ref().ok_or_else(|| {
         ServiceError::InvalidReceiver("the receiver offers no ilp payment method".into())
     })?;
-    let mut probe = sender::probe(services, source, &remote.asset, destination).await?;
-    if !probe_accepts(&probe, remote, source, minimum)? {
+    let (num, den) = minimum
+        .as_fraction(source.scale, remote.asset.scale)
+        .ok_or(ServiceError::AmountOverflow)?;
+    let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
+    let probe = sender::probe(services, source, &remote.asset, destination).await?;
+    if judge(&probe, remote, minimum_ratio).is_err() {
         // What was kept of the path may be older than its rate now.
-        probe = sender::probe_again(services, source, &remote.asset, destination).await?;
+        let probe = sender::probe_again(services, source, &remote.asset, destination).await?;
+        judge(&probe, remote, minimum_ratio)?;
     }
+    Ok(minimum)
+}
+
+/// Whether `probe` shows the receiver's asset and at least `minimum`.
+fn judge(
+    probe: &sender::PathProbe,
+    remote: &RemoteReceiver,
+    minimum: Ratio,
+) -> Result<(), ServiceError> {
     if let Some((code, scale)) = &probe.receiver_asset {
         if *code != remote.asset.code.as_str() || *scale != remote.asset.scale {
             return Err(ServiceError::InvalidReceiver(
@@ -51,29 +65,7 @@ async fn path_rate(
             ));
         }
     }
-    let (num, den) = minimum
-        .as_fraction(source.scale, remote.asset.scale)
-        .ok_or(ServiceError::AmountOverflow)?;
-    let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
-    check_rate(probe.rate, minimum_ratio).map_err(|_| ServiceError::InsufficientExchangeRate)?;
-    Ok(minimum)
-}
-
-/// Whether `probe` shows the receiver's asset and at least `minimum`.
-fn probe_accepts(
-    probe: &sender::PathProbe,
-    remote: &RemoteReceiver,
-    source: &opd_core::Asset,
-    minimum: opd_core::Rate,
-) -> Result<bool, ServiceError> {
-    let asset_matches = probe.receiver_asset.as_ref().is_none_or(|(code, scale)| {
-        *code == remote.asset.code.as_str() && *scale == remote.asset.scale
-    });
-    let (num, den) = minimum
-        .as_fraction(source.scale, remote.asset.scale)
-        .ok_or(ServiceError::AmountOverflow)?;
-    let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
-    Ok(asset_matches && check_rate(probe.rate, minimum_ratio).is_ok())
+    check_rate(probe.rate, minimum).map_err(|_| ServiceError::InsufficientExchangeRate)
 }
 
 /// Creates a quote.
@@ -140,9 +132,7 @@ pub async fn create_answered(
         created_at: now,
         expires_at,
     };
-    if let Some(response) = respond(&quote, &wallet) {
-        crate::access::replays::answer_ahead(&response);
-    }
+    crate::access::replays::answer_ahead(|| respond(&quote, &wallet));
     services.store.create_quote(&quote).await?;
     services.payments.quotes.insert(quote.id, quote.clone());
     Ok((quote, wallet))

@@ -10,18 +10,20 @@ use super::{answer, store, wait_for, Fingerprint, Outcome, ReplaySlot, StoredRes
 use crate::access::AccessError;
 use crate::Services;
 
-/// Gives `response` as the answer of the request this task serves, before
-/// the write that creates what it shows: that write records it with the
-/// request's claim (one round trip less than recording it after). Does
-/// nothing when the replay log is not in the database.
-pub fn answer_ahead(response: &StoredResponse) {
-    if let Some((status, headers, body)) = store::encode(response) {
-        opd_store::claim::answer_ahead(opd_store::claim::Answer {
+/// Gives `respond`'s response as the answer of the request this task
+/// serves, before the write that creates what it shows: that write records
+/// it with the request's claim (one round trip less than recording it
+/// after). `respond` is called only when a claim waits for a write (never
+/// when the replay log is not in the database).
+pub fn answer_ahead(respond: impl FnOnce() -> Option<StoredResponse>) {
+    opd_store::claim::answer_ahead(|| {
+        let (status, headers, body) = store::encode(&respond()?)?;
+        Some(opd_store::claim::Answer {
             status,
             headers,
             body,
-        });
-    }
+        })
+    });
 }
 
 /// The end of a request whose claim rode with its writes: records its
