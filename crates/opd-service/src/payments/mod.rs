@@ -80,8 +80,11 @@ mod tests {
         for _ in 0..3 {
             due.announce();
         }
+        // Each of the three is there at once (a lost announcement would
+        // time out here rather than hang).
         for _ in 0..3 {
-            due.wait().await;
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(5), due.wait()).await;
+            assert!(waited.is_ok(), "an announced payment did not wake a wait");
         }
         // All three taken: a fourth wait waits.
         let fourth = tokio::time::timeout(std::time::Duration::ZERO, due.wait()).await;
