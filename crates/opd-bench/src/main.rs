@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+mod ilp_load;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -7,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
+use ilp_load::{IlpTarget, PEER_TOKEN};
 use opd_testkit::app::{grant_token_at, outgoing_token_at, IDP_SECRET};
 use opd_testkit::client::SigningClient;
 use reqwest::Method;
@@ -343,16 +346,6 @@ struct Setup {
     remote: Option<Box<Setup>>,
 }
 
-/// A peer's view of one incoming payment: the endpoint, the peer's token,
-/// and the payment's STREAM credentials.
-struct IlpTarget {
-    endpoint: String,
-    address: String,
-    secret: [u8; 32],
-}
-
-const PEER_TOKEN: &str = "opd-bench-peer-token";
-
 async fn setup(server: &Server) -> anyhow::Result<Setup> {
     let suffix = std::process::id();
     let mut urls = Vec::new();
@@ -687,7 +680,12 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
         ),
         // `pay` runs its own loop (see `run`).
         Scenario::Pay | Scenario::PayRemote => return Ok(false),
-        Scenario::IlpReceive => return ilp_packet(s, n).await,
+        Scenario::IlpReceive => {
+            let Some(target) = &s.ilp else {
+                bail!("ilp-receive was not set up");
+            };
+            return target.send(n).await;
+        }
     };
     let r = s.send(n, method, &url, token, body.as_ref()).await?;
     Ok(r.status.is_success())
@@ -727,54 +725,11 @@ async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
         &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         method["sharedSecret"].as_str().unwrap_or_default(),
     )?;
-    Ok(IlpTarget {
-        endpoint: server.ilp.clone(),
-        address: method["ilpAddress"].as_str().unwrap_or_default().to_owned(),
-        secret: secret
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?,
-    })
-}
-
-/// One packet of `ilp-receive`, built as a STREAM sender does (a fresh
-/// random IV, the condition from the shared secret); `Ok(true)` when it
-/// was fulfilled.
-async fn ilp_packet(s: &Setup, n: u64) -> anyhow::Result<bool> {
-    use opd_ilp::{condition_for, Frame, IlpAddress, PacketType, StreamPacket};
-    let Some(t) = &s.ilp else {
-        bail!("ilp-receive was not set up");
-    };
-    let request = StreamPacket {
-        sequence: n,
-        ilp_packet_type: PacketType::Prepare,
-        prepare_amount: 1,
-        frames: vec![Frame::StreamMoney {
-            stream_id: 1,
-            shares: 1,
-        }],
-    };
-    let data = request.encrypt_with(&t.secret, rand::random())?;
-    let expires = opd_core::Timestamp::now_utc().unix_millis() + 30_000;
-    let prepare = opd_ilp::packet::Prepare {
-        amount: 1,
-        expires_at: opd_ilp::Timestamp::from_unix_millis(expires).context("expiry out of range")?,
-        execution_condition: condition_for(&t.secret, &data),
-        destination: IlpAddress::new(&t.address)?,
-        data,
-    };
-    let r = s
-        .client
-        .http
-        .post(&t.endpoint)
-        .bearer_auth(PEER_TOKEN)
-        .header("content-type", "application/octet-stream")
-        .body(prepare.encode())
-        .send()
-        .await?;
-    let ok = r.status().is_success();
-    let bytes = r.bytes().await?;
-    // Type 13: a Fulfill.
-    Ok(ok && bytes.first() == Some(&13))
+    let secret = secret
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?;
+    let address = method["ilpAddress"].as_str().unwrap_or_default().to_owned();
+    IlpTarget::new(&server.ilp, s.client.http.clone(), address, secret).await
 }
 
 /// The receiver used by `create-quote`: one open incoming payment.
