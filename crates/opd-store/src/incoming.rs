@@ -91,8 +91,10 @@ static COMPLETE: Stmt = Stmt::new(&[
     "UPDATE incoming_payments SET completed = TRUE, updated_at = ? \
      WHERE id = ?::uuid AND NOT completed",
 ]);
+/// Written as `incoming_payments_expiring`'s condition, so both backends
+/// read that index.
 static DUE_EXPIRED: Stmt = Stmt::new(&["SELECT CAST(id AS TEXT) AS id FROM incoming_payments \
-     WHERE completed = ? AND expiry_notified = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"]);
+     WHERE NOT completed AND NOT expiry_notified AND expires_at <= ? ORDER BY expires_at LIMIT ?"]);
 static MARK_EXPIRED: Stmt = Stmt::new(&["UPDATE incoming_payments SET expiry_notified = ? \
      WHERE id = ?::uuid AND expiry_notified = ? AND completed = ?"]);
 
@@ -224,10 +226,7 @@ impl IncomingPaymentStore for SqlStore {
         limit: i64,
     ) -> StoreResult<Vec<IncomingPaymentId>> {
         use crate::rows::Columns;
-        let rows = self
-            .db
-            .read(&DUE_EXPIRED, params![false, false, now, limit])
-            .await?;
+        let rows = self.db.read(&DUE_EXPIRED, params![now, limit]).await?;
         rows.iter()
             .map(|r| {
                 Ok(IncomingPaymentId::from_uuid(rows::uuid_from_text(

@@ -60,7 +60,8 @@ static TRANSFER_BY_KEY: Stmt = Stmt::new(&[
     ", request_digest FROM ledger_transfers WHERE idempotency_key = ?",
 ]);
 static FIRST_FUNDING: Stmt = Stmt::new(&[
-    "SELECT debit_account FROM ledger_transfers WHERE reference = ? AND kind = 'fund' LIMIT 1",
+    "SELECT debit_account FROM ledger_transfers WHERE credit_account = ? AND kind = 'fund' \
+     ORDER BY id LIMIT 1",
 ]);
 static LIST_ACCOUNTS: Stmt = Stmt::new(&[
     "SELECT id, kind, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, \
@@ -152,10 +153,13 @@ pub(crate) async fn balance_of(tx: &mut Tx<'_>, account: &str) -> StoreResult<i1
     parse_balance(&row.text("balance")?)
 }
 
-/// The account that funded `payment` (a wallet address, or the settlement
-/// account for externally funded payments).
-pub(crate) async fn funding_source(tx: &mut Tx<'_>, payment: &str) -> StoreResult<Option<String>> {
-    tx.fetch_opt(&FIRST_FUNDING, params![payment])
+/// The account that funded the payment holding its money in `held` (a
+/// wallet address, or the settlement account for externally funded
+/// payments). Found through `held`'s credits (`ledger_transfers_by_credit`):
+/// `reference` has no index, and looking it up scanned every transfer ever
+/// made, once per refund.
+pub(crate) async fn funding_source(tx: &mut Tx<'_>, held: &str) -> StoreResult<Option<String>> {
+    tx.fetch_opt(&FIRST_FUNDING, params![held])
         .await?
         .map(|r| r.text("debit_account"))
         .transpose()

@@ -171,37 +171,8 @@ impl SqlStore {
     /// statement that does not parse on this backend fails here, not on
     /// the first request that reaches it. Returns how many were checked.
     pub async fn prepare_all_statements(&self) -> StoreResult<usize> {
-        let pg_only: &[&[&db::Stmt]] = match self.db.backend() {
-            Backend::Postgres => &[
-                changes::PG_STATEMENTS,
-                ledger::PG_STATEMENTS,
-                spending::PG_STATEMENTS,
-            ],
-            Backend::Sqlite => &[],
-        };
-        let all = [
-            settings::STATEMENTS,
-            wallets::STATEMENTS,
-            incoming::STATEMENTS,
-            quotes::STATEMENTS,
-            grants::STATEMENTS,
-            ledger::STATEMENTS,
-            receipts::STATEMENTS,
-            peers::STATEMENTS,
-            holds::STATEMENTS,
-            packets::STATEMENTS,
-            retention::STATEMENTS,
-            spending::STATEMENTS,
-            outgoing::STATEMENTS,
-            transitions::STATEMENTS,
-            outbox::STATEMENTS,
-            credits::STATEMENTS,
-            replays::STATEMENTS,
-            pages::STATEMENTS,
-            dashboard::STATEMENTS,
-        ];
-        let mut n = 0;
-        for stmt in all.iter().chain(pg_only).flat_map(|s| s.iter()) {
+        let all = all_statements(self.db.backend());
+        for stmt in &all {
             self.db.prepare(stmt).await.map_err(|e| {
                 StoreError::Config(format!(
                     "statement does not compile on {:?}: {e}\n{}",
@@ -209,10 +180,64 @@ impl SqlStore {
                     stmt.sql(self.db.backend())
                 ))
             })?;
-            n += 1;
         }
-        Ok(n)
+        Ok(all.len())
     }
+
+    /// SQLite's query plan of every statement the store sends: each
+    /// statement's SQL with the plan's lines that read a whole table
+    /// (`SCAN ...`), for the test that keeps such scans off the growing
+    /// tables. Empty on PostgreSQL.
+    pub fn sqlite_scans(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
+        let db::Pools::Sqlite { reader, .. } = &self.db.pools else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for stmt in all_statements(Backend::Sqlite) {
+            let sql = stmt.sql(Backend::Sqlite);
+            let mut scans = reader.query_plan(sql)?;
+            scans.retain(|detail| detail.starts_with("SCAN "));
+            out.push((sql.to_owned(), scans));
+        }
+        Ok(out)
+    }
+}
+
+/// Every statement the store sends on `backend`.
+fn all_statements(backend: Backend) -> Vec<&'static db::Stmt> {
+    let pg_only: &[&[&db::Stmt]] = match backend {
+        Backend::Postgres => &[
+            changes::PG_STATEMENTS,
+            ledger::PG_STATEMENTS,
+            spending::PG_STATEMENTS,
+        ],
+        Backend::Sqlite => &[],
+    };
+    let all = [
+        settings::STATEMENTS,
+        wallets::STATEMENTS,
+        incoming::STATEMENTS,
+        quotes::STATEMENTS,
+        grants::STATEMENTS,
+        ledger::STATEMENTS,
+        receipts::STATEMENTS,
+        peers::STATEMENTS,
+        holds::STATEMENTS,
+        packets::STATEMENTS,
+        retention::STATEMENTS,
+        spending::STATEMENTS,
+        outgoing::STATEMENTS,
+        transitions::STATEMENTS,
+        outbox::STATEMENTS,
+        credits::STATEMENTS,
+        replays::STATEMENTS,
+        pages::STATEMENTS,
+        dashboard::STATEMENTS,
+    ];
+    all.iter()
+        .chain(pg_only)
+        .flat_map(|s| s.iter().copied())
+        .collect()
 }
 
 static PING: db::Stmt = db::Stmt::new(&["SELECT 1"]);

@@ -56,6 +56,12 @@ macro_rules! migrations_of {
                 "0010_dashboard_sessions.sql"
             ),
             $crate::migrations::migration!($folder, 11, "auto peering", "0011_auto_peering.sql"),
+            $crate::migrations::migration!(
+                $folder,
+                12,
+                "incoming expiring",
+                "0012_incoming_expiring.sql"
+            ),
         ]
     };
 }

@@ -72,9 +72,14 @@ static PRUNE_EVENTS: Stmt = Stmt::new(&[
     "DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events \
      WHERE delivered_at IS NOT NULL AND delivered_at < ? LIMIT ?)",
 ]);
+/// By `ilp_holds_pending` (state, expires_at): a hold ends by its expiry
+/// at the latest (plus the sweep), so one that expired before the cutoff
+/// and ended before it is due; one that ended before the cutoff but
+/// expires after it goes at a later pass, seconds later. (`state <>
+/// 'pending'` alone read every hold at every pass.)
 static PRUNE_HOLDS: Stmt = Stmt::new(&[
     "DELETE FROM ilp_holds WHERE id IN (SELECT id FROM ilp_holds \
-     WHERE state <> 'pending' AND updated_at < ? LIMIT ?)",
+     WHERE state IN ('posted', 'voided') AND expires_at < ? AND updated_at < ? LIMIT ?)",
 ]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
@@ -100,7 +105,10 @@ impl RetentionStore for SqlStore {
             .await?;
         let quotes = self.db.write(&PRUNE_QUOTES, params![cutoff, n]).await?;
         let webhook_events = self.db.write(&PRUNE_EVENTS, params![cutoff, n]).await?;
-        let holds = self.db.write(&PRUNE_HOLDS, params![cutoff, n]).await?;
+        let holds = self
+            .db
+            .write(&PRUNE_HOLDS, params![cutoff, cutoff, n])
+            .await?;
         Ok(Pruned {
             tokens,
             grants,

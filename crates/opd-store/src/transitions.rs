@@ -373,7 +373,7 @@ pub(crate) async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) 
     if balance <= 0 {
         return Ok(());
     }
-    let source = ledger::funding_source(tx, &payment).await?;
+    let source = ledger::funding_source(tx, &held.id()).await?;
     let owner = p.wallet_address_id.to_string();
     let back_to = match source {
         Some(s) if AccountKind::of_account(&s) == Some(AccountKind::Settlement) => {

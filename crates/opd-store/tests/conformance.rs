@@ -44,6 +44,7 @@ opd_testkit::conformance!(
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
     payment_packets_settle_once_and_move_exactly_their_amounts,
     ilp_packets_arriving_together_are_credited_in_arrival_order,
+    ended_holds_are_pruned_after_the_retention_and_pending_ones_never,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -1505,4 +1506,66 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
     assert_eq!(credits, [IlpCredit::Unknown, IlpCredit::Unknown]);
     assert_ledger_balanced(s).await;
+}
+
+async fn ended_holds_are_pruned_after_the_retention_and_pending_ones_never(s: &dyn Store) {
+    use opd_core::peer::Hold;
+    use opd_store::HoldOutcome;
+    let from = peer("test.from", 1, PeerOrigin::Operator);
+    let to = peer("test.to", 2, PeerOrigin::Operator);
+    s.create_peer(&from, &["d-from".into()]).await.unwrap();
+    s.create_peer(&to, &["d-to".into()]).await.unwrap();
+    let at = |ms: i64| Timestamp::from_unix_millis(T0 + ms);
+    s.peer_liquidity_move(&from, 1_000, true, "fund-from", "d", at(0), &CountingEvents)
+        .await
+        .unwrap();
+    let hold = |n: i64, expires: i64| Hold {
+        id: format!("hold-{n}"),
+        incoming_peer: from.id,
+        incoming_asset: usd(),
+        outgoing_peer: to.id,
+        outgoing_asset: usd(),
+        amount_in: 10,
+        amount_out: 10,
+        expires_at: at(expires),
+        created_at: at(n),
+    };
+    // 1 posted and 2 voided early, 3 posted late, 4 still pending (and
+    // long expired: the sweep's to void, not retention's to delete), 5
+    // ended early but expires after the cutoff.
+    for (n, expires) in [
+        (1, 30_000),
+        (2, 30_000),
+        (3, 30_000),
+        (4, 30_000),
+        (5, 90_000),
+    ] {
+        assert_eq!(
+            s.ilp_hold(&hold(n, expires)).await.unwrap(),
+            HoldOutcome::Held
+        );
+    }
+    for (id, fulfilled, when) in [
+        ("hold-1", true, 1_000),
+        ("hold-2", false, 2_000),
+        ("hold-3", true, 70_000),
+        ("hold-5", true, 3_000),
+    ] {
+        assert!(s.ilp_settle(id, fulfilled, at(when)).await.unwrap());
+    }
+    let pruned = s.prune_before(at(60_000)).await.unwrap();
+    assert_eq!(pruned.holds, 2, "holds 1 and 2: {pruned:?}");
+    assert_eq!(s.prune_before(at(60_000)).await.unwrap().holds, 0);
+    // Hold 4 is still pending, so the sweep still finds it.
+    let expired = s.expired_holds(at(100_000), 10).await.unwrap();
+    assert_eq!(expired, vec!["hold-4".to_owned()]);
+    // Hold 3 once it ended before the cutoff; hold 5 once it also expired
+    // before it.
+    assert_eq!(s.prune_before(at(80_000)).await.unwrap().holds, 1);
+    assert_eq!(s.prune_before(at(95_000)).await.unwrap().holds, 1);
+    assert_eq!(s.prune_before(at(95_000)).await.unwrap().holds, 0);
+    // The money: 10 posted each for holds 1, 3 and 5, 10 voided back for
+    // hold 2, 10 still held for hold 4.
+    let liquidity = s.peer_liquidity(&from).await.unwrap();
+    assert_eq!(liquidity, 1_000 - 30 - 10);
 }

@@ -285,6 +285,20 @@ impl ReadPool {
         })
     }
 
+    /// The `detail` lines of SQLite's plan for `sql`, its parameters left
+    /// unbound (the store's statement test).
+    pub fn query_plan(&self, sql: &str) -> Result<Vec<String>, Error> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+            let mut rows = stmt.raw_query();
+            let mut details = Vec::new();
+            while let Some(row) = rows.next()? {
+                details.push(row.get::<_, String>(3)?);
+            }
+            Ok(details)
+        })
+    }
+
     fn with<R>(&self, work: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
         let conn = self.take()?;
         self.in_use

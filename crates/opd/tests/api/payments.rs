@@ -956,6 +956,41 @@ async fn externally_funded(db: Db) {
     assert_eq!(check["awaitingWithdrawal"], json!([]));
     assert_eq!(balance(&w.app, "bob").await, "0");
 
+    // Funded, then failed (its receiver completed before it was sent):
+    // the money goes back where it came from, the outside world, and never
+    // to alice, who was not debited for it.
+    let ip = incoming(&w.app, &w.bob, "150", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (_, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap();
+    let uuid = id.rsplit('/').next().unwrap();
+    let fund = format!("/outgoing-payments/{uuid}/fund");
+    let (s, _) = w.app.admin(Method::POST, &fund, None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, done) = w.app.post(&format!("{ip}/complete"), &json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{done}");
+    let steps = w.app.run_workers().await;
+    assert!(matches!(steps.as_slice(), [Step::Failed(..)]), "{steps:?}");
+    assert_eq!(read(&w, &token, id).await["failed"], true);
+    assert_eq!(
+        balance(&w.app, "alice").await,
+        "10000",
+        "refunded to the outside world"
+    );
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    let (_, check) = w.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(check["balanced"], true, "{check}");
+    assert_eq!(check["awaitingWithdrawal"], json!([]), "{check}");
+
     // Never funded: it fails when its quote expires.
     let ip = incoming(&w.app, &w.bob, "200", "USD").await;
     let q = quote(
