@@ -18,6 +18,9 @@ pub struct PaymentState {
     /// Quotes by id. A quote never changes once stored, so a cached copy is
     /// never stale, on any node; the bound only limits memory.
     pub quotes: TtlCache<QuoteId, Quote>,
+    /// The authorization server other servers named for their incoming
+    /// payments, by the receivers' collection URL (`receivers::remote`).
+    pub auth_servers: TtlCache<String, String>,
     /// Announced when a payment becomes due (created or funded here), so a
     /// payment worker starts on it at once instead of at its next poll.
     pub due: Due,
@@ -59,6 +62,7 @@ impl PaymentState {
     pub fn new() -> Self {
         Self {
             quotes: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
+            auth_servers: TtlCache::new(receivers::remote::AUTH_SERVER_TTL, 10_000),
             due: Due::new(),
         }
     }

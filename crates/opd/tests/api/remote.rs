@@ -705,3 +705,95 @@ async fn a_token_is_only_sent_to_the_resource_server_it_was_asked_for() {
         "B's token went to another server: {seen:?}"
     );
 }
+
+/// A receivers' collection whose authorization server is kept: the next
+/// receiver there is read with the signed GET alone, and a read that fails
+/// with the kept one asks the receiver's server again.
+#[tokio::test]
+async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read_fails() {
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[derive(Default)]
+    struct Seen {
+        public: AtomicUsize,
+        reads: AtomicUsize,
+        refusing: AtomicBool,
+    }
+    let Pair { a, b } = pair().await;
+    let receiver = incoming_at_b(&b, "1000").await;
+    let (_, public) = a.get_public(&receiver).await;
+    let auth_server = public["authServer"].as_str().unwrap().to_owned();
+    // A receiver's server that names B's authorization server and takes
+    // any token; it counts what it is asked.
+    let seen: Arc<Seen> = Arc::default();
+    let answer = |State((auth_server, seen)): State<(String, Arc<Seen>)>, headers: HeaderMap| async move {
+        if headers.get("authorization").is_none() {
+            seen.public.fetch_add(1, Ordering::SeqCst);
+            return (
+                StatusCode::OK,
+                axum::Json(json!({ "authServer": auth_server })),
+            );
+        }
+        seen.reads.fetch_add(1, Ordering::SeqCst);
+        if seen.refusing.load(Ordering::SeqCst) {
+            return (StatusCode::UNAUTHORIZED, axum::Json(json!({})));
+        }
+        let doc = json!({
+            "receivedAmount": amount("0", "EUR", 2),
+            "incomingAmount": amount("1000", "EUR", 2),
+            "completed": false,
+            "methods": [{ "type": "ilp", "ilpAddress": "test.b.x",
+                          "sharedSecret": "A".repeat(43) }],
+        });
+        (StatusCode::OK, axum::Json(doc))
+    };
+    let router = axum::Router::new()
+        .route("/incoming-payments/{id}", axum::routing::get(answer))
+        .with_state((auth_server, seen.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!(
+        "http://{}/incoming-payments",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let resolve = |n: u32| {
+        let (services, url) = (
+            a.services(),
+            format!("{base}/0190a1b2-0000-7000-8000-00000000000{n}"),
+        );
+        async move { opd_service::payments::receivers::resolve(&services, &url).await }
+    };
+    let counts = || {
+        (
+            seen.public.load(Ordering::SeqCst),
+            seen.reads.load(Ordering::SeqCst),
+        )
+    };
+
+    resolve(1).await.unwrap();
+    assert_eq!(
+        counts(),
+        (1, 1),
+        "the public view names the authorization server"
+    );
+    resolve(2).await.unwrap();
+    assert_eq!(counts(), (1, 2), "kept: the signed GET alone");
+
+    // The server refuses our tokens: the kept grant is replaced once, and
+    // then the receiver is asked again for its authorization server.
+    seen.refusing.store(true, Ordering::SeqCst);
+    assert!(resolve(3).await.is_err());
+    assert_eq!(
+        counts(),
+        (2, 6),
+        "two reads with the kept one, two after asking again"
+    );
+    seen.refusing.store(false, Ordering::SeqCst);
+    resolve(4).await.unwrap();
+    assert_eq!(counts(), (3, 7), "a failed read keeps nothing");
+    resolve(5).await.unwrap();
+    assert_eq!(counts(), (3, 8));
+}

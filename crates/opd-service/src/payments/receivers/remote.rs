@@ -12,6 +12,12 @@
 //!    payment: its asset and amounts, whether it is completed or expired,
 //!    and its ILP payment details (`ilpAddress`, `sharedSecret`).
 //!
+//! The authorization server of step 1 is kept a minute for the
+//! receiver's collection (its URL less the last segment), so the next
+//! receivers there (a quote's, then its payment's) are read with the one
+//! signed `GET` of step 3. A read that fails with a kept authorization
+//! server learns it again by step 1.
+//!
 //! Every request goes through the hardened outbound client (address
 //! checks, `--outbound-allow`, bounded time and size, no redirects to
 //! another origin). Any failure makes the receiver invalid; the reason is
@@ -106,15 +112,30 @@ fn invalid(reason: impl Into<String>) -> ServiceError {
     ServiceError::InvalidReceiver(reason.into())
 }
 
+/// How long the authorization server a receiver's server named is kept.
+pub const AUTH_SERVER_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Resolves `url`, an incoming payment on another server.
 pub async fn resolve(services: &Services, url: &str) -> Result<RemoteReceiver, ServiceError> {
+    let collection = url.rsplit_once('/').map_or(url, |(c, _)| c).to_owned();
+    let kept = &services.payments.auth_servers;
+    if let Some(auth_server) = kept.get(&collection) {
+        match client::read(services, url, auth_server).await {
+            Ok(doc) => return parse(url, &doc),
+            Err(e) => {
+                tracing::debug!(receiver = %url, error = %e, "reading with the kept authorization server failed; asking the receiver again");
+                kept.remove(&collection);
+            }
+        }
+    }
     let public: PublicIncomingPayment = serde_json::from_slice(
         &client::get(services, url, None)
             .await
             .map_err(|e| invalid(format!("the receiver could not be read: {e}")))?,
     )
     .map_err(|_| invalid("the receiver's server answered something that is no incoming payment"))?;
-    let doc = client::read(services, url, public.auth_server).await?;
+    let doc = client::read(services, url, public.auth_server.clone()).await?;
+    kept.insert(collection, public.auth_server);
     parse(url, &doc)
 }
 
