@@ -764,7 +764,7 @@ async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read
             a.services(),
             format!("{base}/0190a1b2-0000-7000-8000-00000000000{n}"),
         );
-        async move { opd_service::payments::receivers::resolve(&services, &url).await }
+        async move { opd_service::payments::receivers::resolve(services, &url).await }
     };
     let counts = || {
         (
