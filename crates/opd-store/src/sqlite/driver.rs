@@ -200,6 +200,12 @@ fn configure(conn: &Connection) -> Result<(), Error> {
     // ledger's indexes of a busy server stay in memory instead of being
     // read back from the OS on every insert.
     conn.pragma_update(None, "cache_size", -16_384)?;
+    // Each transaction of a commit group is a savepoint, so SQLite keeps
+    // the pages it changes in a sub-journal to undo it alone. By default
+    // a sub-journal past 64 KiB spills to a temporary file, opened and
+    // deleted each time: under `pay-remote` that was about 130 files and
+    // 4 000 writes a second. In memory it costs only the memory.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
 }
@@ -712,6 +718,21 @@ mod tests {
     fn count(readers: &ReadPool) -> i64 {
         let rows = readers.query("SELECT COUNT(*) AS n FROM t", &NONE).unwrap();
         rows[0].try_get("n").unwrap()
+    }
+
+    /// Every connection keeps its sub-journals (a group member's undo) in
+    /// memory: a spill to a temporary file costs a file per large group.
+    #[tokio::test]
+    async fn every_connection_keeps_temporary_data_in_memory() {
+        let (_dir, writer, readers) = database("CREATE TABLE t (id INTEGER PRIMARY KEY)", 1).await;
+        let mut tx = writer.begin().await.unwrap();
+        let on_writer = tx.query("PRAGMA temp_store", &NONE).unwrap();
+        tx.commit().await.unwrap();
+        let on_reader = readers.query("PRAGMA temp_store", &NONE).unwrap();
+        for rows in [on_writer, on_reader] {
+            // 2 is MEMORY.
+            assert_eq!(rows[0].try_get::<i64>("temp_store").unwrap(), 2);
+        }
     }
 
     #[tokio::test]
