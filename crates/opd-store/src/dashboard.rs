@@ -89,20 +89,38 @@ static SESSION_VALID: Stmt = Stmt::new(&[
 ]);
 static DELETE_SESSION: Stmt =
     Stmt::new(&["DELETE FROM dashboard_sessions WHERE digest = ? OR expires_at <= ?"]);
+// The payment lists, newest first: every payment, or one wallet
+// address's (a statement of its own, so that it reads the wallet address's
+// index instead of every payment for the few that are its).
+const OUTGOING_FILTERS: &str = " AND (?::text IS NULL OR state = ?) \
+     AND (?::text IS NULL OR id < ?::uuid) ORDER BY id DESC LIMIT ?";
 static OUTGOING: Stmt = Stmt::new(&[
     "SELECT ",
     crate::outgoing::PAYMENT_COLUMNS,
-    " FROM outgoing_payments WHERE (?::text IS NULL OR wallet_address_id = ?::uuid) \
-     AND (?::text IS NULL OR state = ?) AND (?::text IS NULL OR id < ?::uuid) \
-     ORDER BY id DESC LIMIT ?",
+    " FROM outgoing_payments WHERE TRUE",
+    OUTGOING_FILTERS,
+]);
+static OUTGOING_OF_WALLET: Stmt = Stmt::new(&[
+    "SELECT ",
+    crate::outgoing::PAYMENT_COLUMNS,
+    " FROM outgoing_payments WHERE wallet_address_id = ?::uuid",
+    OUTGOING_FILTERS,
 ]);
 /// `state` is `completed` or `open`; anything else matches nothing.
+const INCOMING_FILTERS: &str = " AND (?::text IS NULL OR (?::text = 'completed' AND completed) \
+     OR (?::text = 'open' AND NOT completed)) \
+     AND (?::text IS NULL OR id < ?::uuid) ORDER BY id DESC LIMIT ?";
 static INCOMING: Stmt = Stmt::new(&[
     "SELECT ",
     crate::incoming::INCOMING_COLUMNS,
-    " FROM incoming_payments WHERE (?::text IS NULL OR wallet_address_id = ?::uuid) \
-     AND (?::text IS NULL OR (?::text = 'completed' AND completed) OR (?::text = 'open' AND NOT completed)) \
-     AND (?::text IS NULL OR id < ?::uuid) ORDER BY id DESC LIMIT ?",
+    " FROM incoming_payments WHERE TRUE",
+    INCOMING_FILTERS,
+]);
+static INCOMING_OF_WALLET: Stmt = Stmt::new(&[
+    "SELECT ",
+    crate::incoming::INCOMING_COLUMNS,
+    " FROM incoming_payments WHERE wallet_address_id = ?::uuid",
+    INCOMING_FILTERS,
 ]);
 static GRANTS: Stmt = Stmt::new(&[
     "SELECT ",
@@ -124,7 +142,9 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &SESSION_VALID,
     &DELETE_SESSION,
     &OUTGOING,
+    &OUTGOING_OF_WALLET,
     &INCOMING,
+    &INCOMING_OF_WALLET,
     &GRANTS,
     &EVENTS,
     &RETRY_EVENT,
@@ -176,15 +196,17 @@ impl DashboardStore for SqlStore {
         before: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<OutgoingPayment>> {
-        let wallet = filter.wallet.map(|w| w.to_string());
         let state = filter.state.as_deref();
-        let rows = self
-            .db
-            .read(
-                &OUTGOING,
-                params![&wallet, &wallet, state, state, before, before, limit],
-            )
-            .await?;
+        let rows = match filter.wallet.map(|w| w.to_string()) {
+            Some(wallet) => {
+                let filters = params![wallet, state, state, before, before, limit];
+                self.db.read(&OUTGOING_OF_WALLET, filters).await?
+            }
+            None => {
+                let filters = params![state, state, before, before, limit];
+                self.db.read(&OUTGOING, filters).await?
+            }
+        };
         rows.iter().map(crate::outgoing::payment_from_row).collect()
     }
 
@@ -194,15 +216,17 @@ impl DashboardStore for SqlStore {
         before: Option<&str>,
         limit: i64,
     ) -> StoreResult<Vec<IncomingPayment>> {
-        let wallet = filter.wallet.map(|w| w.to_string());
         let state = filter.state.as_deref();
-        let rows = self
-            .db
-            .read(
-                &INCOMING,
-                params![&wallet, &wallet, state, state, state, before, before, limit],
-            )
-            .await?;
+        let rows = match filter.wallet.map(|w| w.to_string()) {
+            Some(wallet) => {
+                let filters = params![wallet, state, state, state, before, before, limit];
+                self.db.read(&INCOMING_OF_WALLET, filters).await?
+            }
+            None => {
+                let filters = params![state, state, state, before, before, limit];
+                self.db.read(&INCOMING, filters).await?
+            }
+        };
         rows.iter().map(crate::rows::incoming_from_row).collect()
     }
 

@@ -246,6 +246,13 @@ async fn payments_pages(db: Db) {
         "{history}"
     );
     assert!(history.contains(&ids[0]), "each names its payment");
+    // alice's payments are hers: bob's page lists none he sent.
+    let sent = history
+        .split("<h2>Outgoing payments</h2>")
+        .nth(1)
+        .and_then(|rest| rest.split("<h2>Balance history</h2>").next())
+        .unwrap();
+    assert!(sent.contains("None yet."), "bob sent nothing: {sent}");
     // The payment not sent yet can be cancelled from its page; a completed
     // one cannot.
     let (_, page) = d
