@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod ilp_load;
+mod plain;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -100,6 +101,13 @@ struct Report {
     completion_ms: Option<Percentiles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_cpu_us_per_request: Option<f64>,
+    /// For `pay-remote`: the second server's (B's) CPU per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    second_server_cpu_us_per_request: Option<f64>,
+    /// The load generator's own CPU per request (this process: building,
+    /// signing and sending requests on the cores the servers use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generator_cpu_us_per_request: Option<f64>,
     /// PostgreSQL's own CPU per request: every `postgres` process of this
     /// machine over the run (so only meaningful with the database on this
     /// machine and nothing else using it).
@@ -342,6 +350,8 @@ struct Setup {
     outgoing_payment: String,
     /// For `ilp-receive`: where and what to send.
     ilp: Option<IlpTarget>,
+    /// The plain connections the signed requests go on.
+    origins: plain::Origins,
     /// For `pay-remote`: the second server's setup (its bob receives).
     remote: Option<Box<Setup>>,
 }
@@ -398,6 +408,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
         bob,
         outgoing_payment: String::new(),
         ilp: None,
+        origins: plain::Origins::default(),
         remote: None,
     };
     let (op, _) = pay_once(&s, 0).await?;
@@ -431,17 +442,24 @@ impl Setup {
             Some(rest) => format!("{node}{rest}"),
             None => url.to_owned(),
         };
-        let mut req = self.client.http.request(method, target).headers(headers);
-        if let Some(b) = bytes {
-            req = req.body(b);
-        }
-        let r = req.send().await?;
-        let status = r.status();
-        let text = r.text().await?;
+        let body = bytes::Bytes::from(bytes.unwrap_or_default());
+        let sent = self
+            .origins
+            .send(method.clone(), &target, &headers, body.clone())
+            .await?;
+        let (status, text) = match sent {
+            Some(answer) => answer,
+            None => {
+                let req = self.client.http.request(method, target).headers(headers);
+                let r = req.body(body).send().await?;
+                (r.status(), r.bytes().await?)
+            }
+        };
         let body = if text.is_empty() {
             Value::Null
         } else {
-            serde_json::from_str(&text).with_context(|| format!("{status}: {text}"))?
+            serde_json::from_slice(&text)
+                .with_context(|| format!("{status}: {}", String::from_utf8_lossy(&text)))?
         };
         Ok(Reply { status, body })
     }
@@ -729,7 +747,7 @@ async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
         .try_into()
         .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?;
     let address = method["ilpAddress"].as_str().unwrap_or_default().to_owned();
-    IlpTarget::new(&server.ilp, s.client.http.clone(), address, secret).await
+    IlpTarget::new(&server.ilp, s.client.http.clone(), address, secret)
 }
 
 /// The receiver used by `create-quote`: one open incoming payment.
@@ -840,6 +858,9 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     };
     let trips_before = total_round_trips(&all).await;
     let cpu_before = total_cpu_us(&all);
+    let second_pid = second.as_ref().and_then(Server::pid);
+    let second_cpu_before = second_pid.and_then(cpu_us);
+    let generator_cpu_before = cpu_us(std::process::id());
     let postgres = backend == "postgres";
     let database_cpu_before = postgres.then(postgres_cpu_us);
     let stop = Arc::new(AtomicBool::new(false));
@@ -936,6 +957,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after = total_cpu_us(&all);
+    let second_cpu_after = second_pid.and_then(cpu_us);
+    let generator_cpu_after = cpu_us(std::process::id());
     let database_cpu = database_cpu_before.map(|b| postgres_cpu_us() - b);
     let trips = match (trips_before, total_round_trips(&all).await) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64),
@@ -943,10 +966,11 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     };
     let requests = requests.load(Ordering::Relaxed);
     let payments = completed.load(Ordering::Relaxed);
-    let cpu_per_request = match (cpu_before, cpu_after) {
+    let per_request = |before: Option<f64>, after: Option<f64>| match (before, after) {
         (Some(b), Some(a)) if requests > 0 => Some((a - b) / requests as f64),
         _ => None,
     };
+    let cpu_per_request = per_request(cpu_before, cpu_after);
     let latency = percentiles(latencies.lock().map(|l| l.clone()).unwrap_or_default());
     let completion = args
         .scenario
@@ -964,6 +988,8 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         latency_ms: latency,
         completion_ms: completion,
         server_cpu_us_per_request: cpu_per_request,
+        second_server_cpu_us_per_request: per_request(second_cpu_before, second_cpu_after),
+        generator_cpu_us_per_request: per_request(generator_cpu_before, generator_cpu_after),
         database_cpu_us_per_request: database_cpu
             .filter(|_| requests > 0)
             .map(|c| c / requests as f64),
@@ -1006,6 +1032,12 @@ fn print_table(r: &Report) {
     }
     if let Some(c) = r.server_cpu_us_per_request {
         println!("server CPU per request   {c:.1} µs");
+    }
+    if let Some(c) = r.second_server_cpu_us_per_request {
+        println!("second server CPU/request {c:.1} µs");
+    }
+    if let Some(c) = r.generator_cpu_us_per_request {
+        println!("load generator CPU/request {c:.1} µs (this process)");
     }
     if let Some(c) = r.database_cpu_us_per_request {
         println!("PostgreSQL CPU per request {c:.1} µs (every postgres process here)");
