@@ -12,7 +12,7 @@
 //! join its group. So a packet alone waits for nobody (no timer), and under
 //! load one transaction carries many: on SQLite, where a credit commits in
 //! microseconds, the groups under `opd-bench ilp-receive` grew from about 4
-//! packets to about 12 with that yield, and the server's CPU per packet
+//! packets to about 15 with that yield, and the server's CPU per packet
 //! fell by a quarter (`BENCHMARKS.md`).
 //!
 //! Each packet is fulfilled only after the transaction carrying it

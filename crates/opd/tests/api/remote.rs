@@ -707,8 +707,9 @@ async fn a_token_is_only_sent_to_the_resource_server_it_was_asked_for() {
 }
 
 /// A receivers' collection whose authorization server is kept: the next
-/// receiver there is read with the signed GET alone, and a read that fails
-/// with the kept one asks the receiver's server again.
+/// receiver there is read with the signed GET alone; when no token from
+/// the kept one is taken, the receiver's server is asked again, and any
+/// other failure is the answer.
 #[tokio::test]
 async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read_fails() {
     use axum::extract::State;
@@ -721,6 +722,7 @@ async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read
         public: AtomicUsize,
         reads: AtomicUsize,
         refusing: AtomicBool,
+        missing: AtomicBool,
     }
     let Pair { a, b } = pair().await;
     let receiver = incoming_at_b(&b, "1000").await;
@@ -740,6 +742,9 @@ async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read
         seen.reads.fetch_add(1, Ordering::SeqCst);
         if seen.refusing.load(Ordering::SeqCst) {
             return (StatusCode::UNAUTHORIZED, axum::Json(json!({})));
+        }
+        if seen.missing.load(Ordering::SeqCst) {
+            return (StatusCode::NOT_FOUND, axum::Json(json!({})));
         }
         let doc = json!({
             "receivedAmount": amount("0", "EUR", 2),
@@ -796,4 +801,11 @@ async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read
     assert_eq!(counts(), (3, 7), "a failed read keeps nothing");
     resolve(5).await.unwrap();
     assert_eq!(counts(), (3, 8));
+
+    // A receiver that is not there is the answer: asking again for the
+    // authorization server would get the same (and doubles the wait on a
+    // server that does not answer).
+    seen.missing.store(true, Ordering::SeqCst);
+    assert!(resolve(6).await.is_err());
+    assert_eq!(counts(), (3, 9), "one read, no asking again");
 }

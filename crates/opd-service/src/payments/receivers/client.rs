@@ -77,6 +77,24 @@ pub fn grant_setting(auth_server: &str, resource_server: &str) -> String {
     format!("remote_grant:{auth_server} for {resource_server}")
 }
 
+/// Why [`read`] failed.
+pub(super) struct ReadFailure {
+    /// No token from `auth_server` was taken: none could be had, or the
+    /// resource server refused even a new one. The sign that `auth_server`
+    /// may not (or no longer) be the one the resource server trusts.
+    pub refused: bool,
+    pub error: ServiceError,
+}
+
+impl ReadFailure {
+    fn refused(error: ServiceError) -> Self {
+        Self {
+            refused: true,
+            error,
+        }
+    }
+}
+
 /// Reads `url` with a token of a grant at `auth_server` (the one the
 /// public incoming payment names): one new grant and one retry when the
 /// resource server refuses the kept one (revoked or expired over there).
@@ -84,21 +102,22 @@ pub(super) async fn read(
     services: &Services,
     url: &str,
     auth_server: String,
-) -> Result<Vec<u8>, ServiceError> {
-    let key = GrantKey::new(auth_server, url)?;
-    let mut token = token(services, &key).await?;
-    match get(services, url, Some(&token.value)).await {
-        Err(OutboundError::Status(401 | 403)) => {
-            forget(services, &key).await?;
-            token = token_anew(services, &key).await?;
-            get(services, url, Some(&token.value)).await
-        }
-        other => other,
+) -> Result<Vec<u8>, ReadFailure> {
+    let key = GrantKey::new(auth_server, url).map_err(ReadFailure::refused)?;
+    let mut token = token(services, &key).await.map_err(ReadFailure::refused)?;
+    let mut answer = get(services, url, Some(&token.value)).await;
+    if let Err(OutboundError::Status(401 | 403)) = answer {
+        forget(services, &key).await.map_err(ReadFailure::refused)?;
+        token = token_anew(services, &key)
+            .await
+            .map_err(ReadFailure::refused)?;
+        answer = get(services, url, Some(&token.value)).await;
     }
-    .map_err(|e| {
-        invalid(format!(
+    answer.map_err(|e| ReadFailure {
+        refused: matches!(e, OutboundError::Status(401 | 403)),
+        error: invalid(format!(
             "the receiver could not be read with our grant: {e}"
-        ))
+        )),
     })
 }
 

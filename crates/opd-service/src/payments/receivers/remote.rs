@@ -15,8 +15,10 @@
 //! The authorization server of step 1 is kept a minute for the
 //! receiver's collection (its URL less the last segment), so the next
 //! receivers there (a quote's, then its payment's) are read with the one
-//! signed `GET` of step 3. A read that fails with a kept authorization
-//! server learns it again by step 1.
+//! signed `GET` of step 3. When no token from a kept authorization server
+//! is taken (none can be had, or the receiver's server refuses even a new
+//! one), it is learned again by step 1; any other failure is the
+//! receiver's answer.
 //!
 //! Every request goes through the hardened outbound client (address
 //! checks, `--outbound-allow`, bounded time and size, no redirects to
@@ -122,8 +124,11 @@ pub async fn resolve(services: &Services, url: &str) -> Result<RemoteReceiver, S
     if let Some(auth_server) = kept.get(&collection) {
         match client::read(services, url, auth_server).await {
             Ok(doc) => return parse(url, &doc),
-            Err(e) => {
-                tracing::debug!(receiver = %url, error = %e, "reading with the kept authorization server failed; asking the receiver again");
+            // Any other failure (unreachable, not found) would be the
+            // same after asking again.
+            Err(failure) if !failure.refused => return Err(failure.error),
+            Err(failure) => {
+                tracing::debug!(receiver = %url, error = %failure.error, "no token from the kept authorization server was taken; asking the receiver again");
                 kept.remove(&collection);
             }
         }
@@ -134,7 +139,9 @@ pub async fn resolve(services: &Services, url: &str) -> Result<RemoteReceiver, S
             .map_err(|e| invalid(format!("the receiver could not be read: {e}")))?,
     )
     .map_err(|_| invalid("the receiver's server answered something that is no incoming payment"))?;
-    let doc = client::read(services, url, public.auth_server.clone()).await?;
+    let doc = client::read(services, url, public.auth_server.clone())
+        .await
+        .map_err(|failure| failure.error)?;
     kept.insert(collection, public.auth_server);
     parse(url, &doc)
 }
