@@ -21,8 +21,6 @@ pub struct IlpTarget {
     address: String,
     secret: [u8; 32],
     origins: Origins,
-    /// For `https://` endpoints.
-    client: reqwest::Client,
 }
 
 impl IlpTarget {
@@ -43,8 +41,7 @@ impl IlpTarget {
             headers,
             address,
             secret,
-            origins: Origins::default(),
-            client,
+            origins: Origins::new(client),
         })
     }
 
@@ -52,25 +49,12 @@ impl IlpTarget {
     /// secret): `Ok(true)` when it was fulfilled.
     pub async fn send(&self, n: u64) -> anyhow::Result<bool> {
         let body = Bytes::from(self.prepare(n)?);
-        let sent = self
+        let (status, reply) = self
             .origins
-            .send(Method::POST, &self.endpoint, &self.headers, body.clone())
+            .send(Method::POST, &self.endpoint, &self.headers, body)
             .await?;
-        let (ok, reply) = match sent {
-            Some((status, reply)) => (status.is_success(), reply),
-            None => {
-                let r = self
-                    .client
-                    .post(&self.endpoint)
-                    .headers(self.headers.clone())
-                    .body(body)
-                    .send()
-                    .await?;
-                (r.status().is_success(), r.bytes().await?)
-            }
-        };
         // Type 13: a Fulfill.
-        Ok(ok && reply.first() == Some(&13))
+        Ok(status.is_success() && reply.first() == Some(&13))
     }
 
     fn prepare(&self, n: u64) -> anyhow::Result<Vec<u8>> {

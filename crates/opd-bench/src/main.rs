@@ -398,6 +398,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
     )
     .await;
     let pay_token = outgoing_token_at(&server.auth, &client, &alice, Value::Null).await;
+    let origins = plain::Origins::new(client.http.clone());
     let mut s = Setup {
         base: server.base.clone(),
         nodes: vec![server.base.clone()],
@@ -408,7 +409,7 @@ async fn setup(server: &Server) -> anyhow::Result<Setup> {
         bob,
         outgoing_payment: String::new(),
         ilp: None,
-        origins: plain::Origins::default(),
+        origins,
         remote: None,
     };
     let (op, _) = pay_once(&s, 0).await?;
@@ -443,18 +444,7 @@ impl Setup {
             None => url.to_owned(),
         };
         let body = bytes::Bytes::from(bytes.unwrap_or_default());
-        let sent = self
-            .origins
-            .send(method.clone(), &target, &headers, body.clone())
-            .await?;
-        let (status, text) = match sent {
-            Some(answer) => answer,
-            None => {
-                let req = self.client.http.request(method, target).headers(headers);
-                let r = req.body(body).send().await?;
-                (r.status(), r.bytes().await?)
-            }
-        };
+        let (status, text) = self.origins.send(method, &target, &headers, body).await?;
         let body = if text.is_empty() {
             Value::Null
         } else {

@@ -20,22 +20,34 @@ use hyper::header::{HeaderMap, HOST};
 use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
 
-/// The pools of every `http://` origin the load has used.
-#[derive(Default)]
-pub struct Origins(Mutex<HashMap<String, Arc<Pool>>>);
+/// The pools of every `http://` origin the load has used, and reqwest for
+/// any other scheme.
+pub struct Origins {
+    pools: Mutex<HashMap<String, Arc<Pool>>>,
+    other: reqwest::Client,
+}
 
 impl Origins {
-    /// Sends `method` for `url` with `headers` and `body`, when `url` is
-    /// `http://`; `Ok(None)` for any other scheme (the caller sends it).
+    pub fn new(other: reqwest::Client) -> Self {
+        Self {
+            pools: Mutex::default(),
+            other,
+        }
+    }
+
+    /// Sends `method` for `url` with `headers` and `body`: the answer's
+    /// status and body.
     pub async fn send(
         &self,
         method: Method,
         url: &str,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> anyhow::Result<Option<(StatusCode, Bytes)>> {
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
         let Some(rest) = url.strip_prefix("http://") else {
-            return Ok(None);
+            let request = self.other.request(method, url).headers(headers.clone());
+            let r = request.body(body).send().await?;
+            return Ok((r.status(), r.bytes().await?));
         };
         let (origin, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let path = if path.is_empty() { "/" } else { path };
@@ -47,7 +59,7 @@ impl Origins {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        pool.send(request.body(Full::new(body))?).await.map(Some)
+        pool.send(request.body(Full::new(body))?).await
     }
 
     async fn pool(&self, origin: &str) -> anyhow::Result<Arc<Pool>> {
@@ -66,7 +78,7 @@ impl Origins {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Pool>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.pools.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
