@@ -101,6 +101,9 @@ pub struct OutgoingPayment {
     /// The start of the grant interval the payment's amounts were counted
     /// in (0 for a grant without interval).
     pub grant_interval_start: Option<Timestamp>,
+    /// Worker steps since the payment last moved money (each claim counts
+    /// one; a posted packet starts again from 0): what its backoff and its
+    /// stall bound count.
     pub attempts: i64,
     pub next_attempt_at: Timestamp,
     pub created_at: Timestamp,

@@ -173,6 +173,20 @@ pub struct IlpLimits {
     /// Most packets one payment sends in any minute (counted in the
     /// database, so across nodes).
     pub packets_per_minute: u32,
+    /// How long a sending payment may go without progress.
+    pub stall: StallBounds,
+}
+
+/// How long a sending outgoing payment may go without progress (money
+/// moving) before it fails with its money back: whichever bound comes
+/// first. Temporary errors and silence are retried with a backoff until
+/// then; other answers that deliver nothing end the payment at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StallBounds {
+    /// Attempts (worker steps) in a row without progress.
+    pub attempts: u32,
+    /// Time since the payment last moved money (or was created).
+    pub time: Duration,
 }
 
 impl Default for IlpLimits {
@@ -182,6 +196,10 @@ impl Default for IlpLimits {
             forward_timeout: Duration::from_secs(20),
             packets_per_step: 200,
             packets_per_minute: 2_000,
+            stall: StallBounds {
+                attempts: 8,
+                time: Duration::from_secs(60),
+            },
         }
     }
 }

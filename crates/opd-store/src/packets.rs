@@ -128,7 +128,7 @@ static LOCK_SENDING_TOTALS: Stmt = Stmt::new(&[
 /// The new totals, computed exactly in u64 (never by SQL arithmetic, which
 /// SQLite would turn into floating point past 2^63).
 static SET_SENT: Stmt = Stmt::new(&["UPDATE outgoing_payments SET sent_value = ?::numeric, \
-     delivered_value = ?::numeric, updated_at = ? WHERE id = ?::uuid"]);
+     delivered_value = ?::numeric, updated_at = ?, attempts = 0 WHERE id = ?::uuid"]);
 static PENDING_PACKETS: Stmt = Stmt::new(&[
     "SELECT ",
     PACKET_COLUMNS,

@@ -51,6 +51,9 @@ pub enum Behaviour {
     TooLarge(u64),
     /// Answers F08 without data.
     TooLargeNoData,
+    /// Answers F08 whose data gives no usable details: a received amount
+    /// and a maximum of 0.
+    TooLargeZeros,
     /// Answers a Reject with this code.
     Reject(ErrorCode),
     /// Never answers: the request hangs until the sender gives up.
@@ -378,6 +381,13 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
             reject(ErrorCode::F08_AMOUNT_TOO_LARGE, data.encode().to_vec())
         }
         Behaviour::TooLargeNoData => reject(ErrorCode::F08_AMOUNT_TOO_LARGE, Vec::new()),
+        Behaviour::TooLargeZeros => {
+            let data = AmountTooLarge {
+                received_amount: 0,
+                maximum_amount: 0,
+            };
+            reject(ErrorCode::F08_AMOUNT_TOO_LARGE, data.encode().to_vec())
+        }
         Behaviour::Reject(code) => reject(code, Vec::new()),
         Behaviour::Silent => std::future::pending().await,
         Behaviour::Late(clock, by_ms) => {

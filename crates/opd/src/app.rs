@@ -227,6 +227,10 @@ fn service_config(
         ),
         packets_per_step: settings.serve.ilp_packets_per_step.max(1),
         packets_per_minute: settings.serve.ilp_packets_per_minute.max(1),
+        stall: opd_service::StallBounds {
+            attempts: settings.serve.payment_stall_attempts.max(1),
+            time: Duration::from_secs(settings.serve.payment_stall_secs.max(1)),
+        },
     };
     config.retention = Duration::from_secs(settings.serve.retention_days.saturating_mul(24 * 3600));
     config.grant_requests_per_minute = settings.serve.grant_requests_per_minute;

@@ -262,6 +262,12 @@ pub struct ServeArgs {
     /// Most Interledger packets one outgoing payment sends in any minute, across nodes.
     #[arg(long, env = "OPD_ILP_PACKETS_PER_MINUTE", default_value_t = 2000)]
     pub ilp_packets_per_minute: u32,
+    /// Attempts in a row without progress after which a sending outgoing payment fails with its money back.
+    #[arg(long, env = "OPD_PAYMENT_STALL_ATTEMPTS", default_value_t = 8)]
+    pub payment_stall_attempts: u32,
+    /// Seconds without progress after which a sending outgoing payment fails with its money back.
+    #[arg(long, env = "OPD_PAYMENT_STALL_SECS", default_value_t = 60)]
+    pub payment_stall_secs: u64,
 }
 
 // The serde default of the settings structs: keys the file leaves out

@@ -331,22 +331,130 @@ async fn an_f08_with_a_maximum_of_zero_fails_the_payment_at_once() {
 }
 
 #[tokio::test]
-async fn f08_without_data_shrinks_a_bounded_number_of_times_then_backs_off() {
+async fn f08_without_usable_details_shrinks_a_bounded_number_of_times_then_fails() {
+    // No data at all, or a received amount and a maximum of 0.
+    for behaviour in [Behaviour::TooLargeNoData, Behaviour::TooLargeZeros] {
+        let h = hostile().await;
+        h.hop.script(money(behaviour.clone()));
+        // One step: a few smaller packets, then it fails, with nothing sent.
+        match h.w.step().await {
+            Step::Failed(_, reason) => assert!(
+                reason.contains("the path rejects every packet as too large"),
+                "{behaviour:?}: {reason}"
+            ),
+            other => panic!("{behaviour:?}: {other:?}"),
+        }
+        let money_packets = h.seen() - 13;
+        assert!(money_packets <= 9, "{money_packets} packets in one step");
+        let books = h.books().await;
+        assert_eq!((books.sent, books.failed, books.b_took), (0, true, 0));
+        h.w.failed_with_money_back().await;
+        let (sent, error) = h.failed_event().await;
+        assert_eq!(sent, "0");
+        assert!(error.contains("too large"), "{error}");
+        assert!(h.w.a.run_workers().await.is_empty());
+    }
+}
+
+/// Runs the payment's steps, each when it is due on A's clock, until it
+/// ends: the last step, how many steps it took and how long it ran on A's
+/// clock since it was created.
+pub(crate) async fn until_ended(h: &Hostile) -> (Step, usize, i64) {
+    let id = OutgoingPaymentId::parse(h.w.id.rsplit('/').next().unwrap()).unwrap();
+    let store = &h.w.a.services().store;
+    let created = store.get_outgoing_payment(id).await.unwrap().unwrap().created_at;
+    for steps in 1..=50 {
+        let step = h.w.step().await;
+        if matches!(step, Step::Completed(_) | Step::Failed(..)) {
+            let ran = h.w.a.clock.now().unix_millis() - created.unix_millis();
+            return (step, steps, ran);
+        }
+        let p = store.get_outgoing_payment(id).await.unwrap().unwrap();
+        let wait = p.next_attempt_at.unix_millis() - h.w.a.clock.now().unix_millis();
+        h.w.a.clock.advance_millis(wait.max(0));
+        sync_clocks(&h.w.a, &h.w.b);
+    }
+    panic!("the payment did not end in 50 steps");
+}
+
+#[tokio::test]
+async fn temporary_rejects_end_the_payment_after_its_attempts_without_progress() {
     let h = hostile().await;
-    h.hop.script(money(Behaviour::TooLargeNoData));
-    // One step: a few smaller packets, then a pause (not due at once).
-    let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
-    let money_packets = h.seen() - 13;
-    assert!(money_packets <= 9, "{money_packets} packets in one step");
-    assert!(h.w.a.run_workers().await.is_empty(), "backed off");
+    h.hop.script(money(Behaviour::Reject(ErrorCode::T04_INSUFFICIENT_LIQUIDITY)));
+    let (step, steps, ran) = until_ended(&h).await;
+    let Step::Failed(_, reason) = step else {
+        panic!("{step:?}");
+    };
+    assert!(reason.contains("8 attempts"), "{reason}");
+    assert!(reason.contains("T04"), "{reason}");
+    assert_eq!(steps, 8);
+    // Well before its quote expires (5 minutes): about a minute.
+    assert!(ran <= 65_000, "ran {ran} ms");
     let books = h.books().await;
-    assert_eq!((books.sent, books.failed), (0, false));
-    // Until the quote expires: then it fails with the money back.
-    h.w.a.clock.advance_millis(301_000);
-    let step = h.w.step().await;
-    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    assert_eq!((books.sent, books.failed, books.b_took), (0, true, 0));
     h.w.failed_with_money_back().await;
+    let (sent, error) = h.failed_event().await;
+    assert_eq!((sent.as_str(), error.as_str()), ("0", reason.as_str()));
+}
+
+#[tokio::test]
+async fn temporary_rejects_end_the_payment_after_its_time_without_progress() {
+    let h = hostile_on(Db::Sqlite, |s| {
+        s.serve.payment_stall_attempts = 1_000;
+        s.serve.payment_stall_secs = 20;
+    })
+    .await;
+    h.hop.script(money(Behaviour::Reject(ErrorCode::T99_APPLICATION_ERROR)));
+    let (step, steps, ran) = until_ended(&h).await;
+    let Step::Failed(_, reason) = step else {
+        panic!("{step:?}");
+    };
+    assert!(reason.contains("T99"), "{reason}");
+    // Its last attempt falls on the bound, not a backoff past it.
+    assert!((20_000..=21_000).contains(&ran), "ran {ran} ms in {steps} steps");
+    h.w.failed_with_money_back().await;
+}
+
+#[tokio::test]
+async fn a_silent_path_ends_the_payment_within_its_bounds() {
+    let h = hostile_on(Db::Sqlite, |s| {
+        s.serve.ilp_packet_timeout_ms = 300;
+        s.serve.payment_stall_attempts = 3;
+    })
+    .await;
+    h.hop.script(money(Behaviour::Silent));
+    let (step, steps, _) = until_ended(&h).await;
+    assert!(matches!(step, Step::Failed(..)), "{step:?}");
+    assert_eq!(steps, 3);
+    let books = h.books().await;
+    assert_eq!((books.sent, books.received, books.b_took), (0, 0, 0));
+    h.w.failed_with_money_back().await;
+}
+
+#[tokio::test]
+async fn a_peer_short_of_liquidity_can_be_topped_up_within_the_bounds() {
+    let h = hostile().await;
+    // T04 for the first five attempts, then the path carries the money.
+    let (step, steps, _) = {
+        let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let seen = attempts.clone();
+        h.hop.script(move |s: &Seen| {
+            use std::sync::atomic::Ordering;
+            if s.is_probe() {
+                return Behaviour::Honest;
+            }
+            if seen.fetch_add(1, Ordering::SeqCst) < 5 {
+                Behaviour::Reject(ErrorCode::T04_INSUFFICIENT_LIQUIDITY)
+            } else {
+                Behaviour::Honest
+            }
+        });
+        until_ended(&h).await
+    };
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    assert_eq!(steps, 6);
+    let books = h.books().await;
+    assert_eq!((books.received, books.b_took), (1000, books.sent));
 }
 
 #[tokio::test]

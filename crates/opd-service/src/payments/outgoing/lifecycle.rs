@@ -5,6 +5,11 @@
 //! completed with the fee taken, paused with a doubling delay, funded
 //! (external funding mode), or failed unfunded when its quote expires.
 //!
+//! A payment that moves no money is not held until its quote expires:
+//! after `IlpLimits::stall` attempts in a row, or that long since it last
+//! moved money, whichever comes first, it fails with the reason of its
+//! last attempt ([`pause`]).
+//!
 //! A payment is claimed with a lease: a worker that dies lets it come back
 //! when the lease ends.
 
@@ -14,7 +19,7 @@ use opd_core::webhook::EventKind;
 use opd_core::Backoff;
 
 use crate::webhooks::{event, payment_event_data};
-use crate::{ServiceError, Services};
+use crate::{ServiceError, Services, StallBounds};
 
 /// How long a claimed payment is reserved for the worker that took it.
 pub const LEASE_MS: i64 = 30_000;
@@ -117,9 +122,70 @@ fn backoff_ms(attempts: i64) -> i64 {
     RETRY_BACKOFF.delay_ms(attempts.saturating_sub(1))
 }
 
-/// Puts the payment back for a later step, after a delay that doubles
-/// with its attempts (a temporary error, or nothing delivered).
-pub(crate) async fn pause(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
+/// What becomes of a payment whose step moved no money.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum AfterStall {
+    /// Tried again then.
+    RetryAt(opd_core::Timestamp),
+    /// It failed, for this reason.
+    GiveUp(String),
+}
+
+/// Decides on plain values: a payment that moved no money for
+/// `attempts` steps in a row, last at `since`, is retried after the
+/// backoff, but never past the stall bound in time (the last attempt
+/// falls on it), and fails once either bound is reached; `why` is what
+/// the last step met.
+fn after_no_progress(
+    attempts: i64,
+    since: opd_core::Timestamp,
+    now: opd_core::Timestamp,
+    bounds: StallBounds,
+    why: &str,
+) -> AfterStall {
+    let bound_ms = i64::try_from(bounds.time.as_millis()).unwrap_or(i64::MAX);
+    let stalled_ms = now.unix_millis().saturating_sub(since.unix_millis());
+    if attempts >= i64::from(bounds.attempts) || stalled_ms >= bound_ms {
+        let secs = stalled_ms.max(0) / 1000;
+        return AfterStall::GiveUp(format!(
+            "no progress in {attempts} attempts over {secs} s: {why}"
+        ));
+    }
+    let deadline = since.plus_millis(bound_ms);
+    AfterStall::RetryAt(now.plus_millis(backoff_ms(attempts)).min(deadline))
+}
+
+/// Puts the payment back for a later step after a step that moved no
+/// money (a temporary error, silence, nothing delivered: `why`), with a
+/// delay that doubles with its attempts; past the stall bounds
+/// (`IlpLimits::stall`) it fails instead, its money back.
+pub(crate) async fn pause(
+    services: &Services,
+    p: &OutgoingPayment,
+    why: &str,
+) -> Result<Step, ServiceError> {
+    // Read again: the step may have moved money since `p` was read.
+    let now_p = services
+        .store
+        .get_outgoing_payment(p.id)
+        .await?
+        .ok_or(ServiceError::NotFound("outgoing payment"))?;
+    let now = services.clock.now();
+    let bounds = services.config.ilp.stall;
+    match after_no_progress(now_p.attempts, now_p.updated_at, now, bounds, why) {
+        AfterStall::RetryAt(at) => {
+            tracing::info!(payment = %p.id, attempts = now_p.attempts, why, "no progress; backing off");
+            services.store.release_outgoing_payment(p.id, at).await?;
+            Ok(Step::Retry(p.id))
+        }
+        AfterStall::GiveUp(reason) => fail(services, &now_p, reason).await,
+    }
+}
+
+/// Puts the payment back for a later step, after the backoff, with no
+/// stall bound: for waits that are this server's own (packets a crash
+/// left in flight expiring, a completion refused while one is pending).
+pub(crate) async fn wait(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
     let at = services.clock.now().plus_millis(backoff_ms(p.attempts));
     services.store.release_outgoing_payment(p.id, at).await?;
     Ok(Step::Retry(p.id))
@@ -169,7 +235,7 @@ pub(crate) async fn complete_as_sent(
         completed(p, now_p.sent, quote.fee, "interledger", at);
         Ok(Step::Completed(p.id))
     } else {
-        pause(services, p).await
+        wait(services, p).await
     }
 }
 
@@ -246,7 +312,40 @@ pub async fn fund(
 
 #[cfg(test)]
 mod tests {
-    use super::backoff_ms;
+    use super::{after_no_progress, backoff_ms, AfterStall};
+    use crate::StallBounds;
+    use opd_core::Timestamp;
+    use std::time::Duration;
+
+    const BOUNDS: StallBounds = StallBounds {
+        attempts: 8,
+        time: Duration::from_secs(60),
+    };
+
+    #[test]
+    fn a_stalled_payment_backs_off_within_its_bounds_then_gives_up() {
+        let since = Timestamp::from_unix_millis(1_000_000);
+        let at = |ms: i64| since.plus_millis(ms);
+        // Early: the backoff.
+        let retry = after_no_progress(1, since, at(100), BOUNDS, "T04");
+        assert_eq!(retry, AfterStall::RetryAt(at(600)));
+        // Near the time bound: the last attempt falls on it, not after.
+        let retry = after_no_progress(7, since, at(50_000), BOUNDS, "T04");
+        assert_eq!(retry, AfterStall::RetryAt(at(60_000)));
+        // At either bound: it fails, saying why.
+        for (attempts, ms) in [(8, 1_000), (2, 60_000), (100, 500_000)] {
+            match after_no_progress(attempts, since, at(ms), BOUNDS, "the next hop answered T04") {
+                AfterStall::GiveUp(reason) => {
+                    assert!(reason.contains("the next hop answered T04"), "{reason}");
+                    assert!(reason.contains(&format!("{attempts} attempts")), "{reason}");
+                }
+                other => panic!("{attempts} attempts at {ms} ms: {other:?}"),
+            }
+        }
+        // One short of both: still retried.
+        let retry = after_no_progress(7, since, at(59_999), BOUNDS, "x");
+        assert_eq!(retry, AfterStall::RetryAt(at(60_000)));
+    }
 
     #[test]
     fn retries_back_off_from_half_a_second_to_thirty() {

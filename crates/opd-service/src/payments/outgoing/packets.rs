@@ -38,8 +38,8 @@ enum Outcome {
     Short(u64),
     /// Try a smaller packet.
     Smaller,
-    /// Pause the payment.
-    Pause,
+    /// Pause the payment (within its stall bounds), for this reason.
+    Pause(String),
     /// Fail it, for this reason.
     Fail(String),
 }
@@ -191,7 +191,7 @@ impl Sending<'_> {
             {
                 // The receiver closed the connection (completed, expired):
                 // the next step reads it again and ends the payment.
-                Outcome::Pause
+                Outcome::Pause("the receiver closed the connection".into())
             }
             Answer::Refused { received, .. } if received >= planned.packet.min_delivery => {
                 // Enough arrived, yet the receiver refused: more than it
@@ -217,12 +217,17 @@ impl Sending<'_> {
                         "the path's largest packet (F08) is too small to deliver anything".into(),
                     )
                 } else if self.shrinks > MAX_SHRINKS {
-                    Outcome::Pause
+                    // Packets made smaller each time, and the path still
+                    // refuses them: no later step would do better.
+                    Outcome::Fail("the path rejects every packet as too large".into())
                 } else {
                     Outcome::Smaller
                 }
             }
-            Answer::Temporary(_) => Outcome::Pause,
+            Answer::Temporary(code) => Outcome::Pause(format!(
+                "packets were rejected with {} (temporary)",
+                code.as_str()
+            )),
             Answer::Failed(code) => {
                 Outcome::Fail(format!("the packet was rejected with {}", code.as_str()))
             }
@@ -321,12 +326,12 @@ pub(super) async fn send(
                         .packet_rejected(&planned.packet.id, at)
                         .await?;
                 }
-                Outcome::Pause => {
+                Outcome::Pause(why) => {
                     services
                         .store
                         .packet_rejected(&planned.packet.id, at)
                         .await?;
-                    end.get_or_insert(Outcome::Pause);
+                    end.get_or_insert(Outcome::Pause(why));
                 }
                 Outcome::Fail(reason) => {
                     services
@@ -341,7 +346,8 @@ pub(super) async fn send(
             Some(Outcome::Fail(reason)) => {
                 return lifecycle::fail_as_sent(services, p, reason).await
             }
-            Some(_) => return lifecycle::pause(services, p).await,
+            Some(Outcome::Pause(why)) => return lifecycle::pause(services, p, &why).await,
+            Some(_) => return lifecycle::pause(services, p, "nothing was delivered").await,
             None => {}
         }
     }
@@ -351,7 +357,7 @@ pub(super) async fn send(
     if !progress {
         // Nothing arrived this step: wait as after a temporary error,
         // rather than spin on a path that takes packets but moves nothing.
-        return lifecycle::pause(services, p).await;
+        return lifecycle::pause(services, p, "nothing was delivered").await;
     }
     // Other payments get their turn; this one is due again at once.
     services

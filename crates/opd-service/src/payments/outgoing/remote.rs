@@ -16,9 +16,12 @@
 //!   the last one does not overshoot, within the path's largest packet and
 //!   the quote's budget, asking the receiver (STREAM `prepareAmount`) for at
 //!   least its amount at the quote's rate;
-//! - a temporary reject (T..) pauses the payment, retried with a doubling
-//!   delay (0.5 s up to 30 s) until its quote expires; a final one fails
-//!   it; either way what was not sent goes back to the sender;
+//! - a temporary reject (T..), silence or an unreadable receiver pauses
+//!   the payment, retried with a doubling delay (0.5 s up to 30 s) within
+//!   its stall bounds (`IlpLimits::stall`: attempts in a row without
+//!   moving money, and time since it last did), then it fails; a final
+//!   reject fails it at once; either way what was not sent goes back to
+//!   the sender;
 //! - the receiver gets exactly the quoted `receiveAmount` (or what it still
 //!   expects, if less); the sender is debited the fee and what was sent,
 //!   never more than the quoted `debitAmount`, and gets the rest back.
@@ -35,8 +38,9 @@
 //! - a receiver that fulfils while claiming less than the minimum (an
 //!   honest STREAM receiver refuses such a packet) fails the payment after
 //!   that round: `sentAmount` is what really left;
-//! - F08 answers shrink packets a bounded number of times per step, and a
-//!   largest packet too small to deliver anything fails the payment;
+//! - F08 answers shrink packets a bounded number of times per step, then
+//!   fail the payment ("the path rejects every packet as too large"), as
+//!   a largest packet too small to deliver anything does at once;
 //! - packets per step and per minute are bounded (`IlpLimits`), and a step
 //!   that delivered nothing backs off like a temporary error.
 //!
@@ -119,12 +123,13 @@ pub async fn step(
                 let reason = "the quote expired before the payment was sent";
                 return lifecycle::fail_as_sent(services, p, reason.into()).await;
             }
-            return lifecycle::pause(services, p).await;
+            let why = format!("the receiver could not be read: {reason}");
+            return lifecycle::pause(services, p, &why).await;
         }
         Err(e) => return Err(e),
     };
     if !settle_leftovers(services, p, &receiver).await? {
-        return lifecycle::pause(services, p).await;
+        return lifecycle::wait(services, p).await;
     }
     // Leftovers may have changed the totals.
     let p = services
@@ -173,8 +178,8 @@ pub async fn step(
         .saturating_sub(recent)
         .min(u64::from(limits.packets_per_step));
     if allowance == 0 {
-        tracing::info!(payment = %p.id, "packets per minute used up; backing off");
-        return lifecycle::pause(services, &p).await;
+        let why = "its packets per minute are used up";
+        return lifecycle::pause(services, &p, why).await;
     }
     let Some(destination) = receiver.ilp.as_ref() else {
         return lifecycle::fail_as_sent(
@@ -193,8 +198,8 @@ pub async fn step(
     let probe = match probed {
         Ok(probe) => probe,
         Err(ServiceError::InvalidReceiver(reason)) => {
-            tracing::info!(payment = %p.id, reason, "probing failed; retrying");
-            return lifecycle::pause(services, &p).await;
+            let why = format!("probing the path failed: {reason}");
+            return lifecycle::pause(services, &p, &why).await;
         }
         Err(e) => return Err(e),
     };
