@@ -206,6 +206,7 @@ pub async fn scrape(State(app): State<AppState>) -> Response {
     m::sample(
         services.store.as_ref(),
         services.config.webhook_url.is_some(),
+        services.clock.now(),
     )
     .await;
     (

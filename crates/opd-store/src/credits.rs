@@ -10,11 +10,19 @@
 //! that move is refused (the liquidity cannot cover the sum, or a balance
 //! would overflow), the packets are credited one by one instead, so each
 //! gets the answer it would have got alone.
+//!
+//! No credit outlives its packet: each packet carries its deadline (its
+//! expiry less the margin its answer needs on the way back), and the
+//! transaction reads the clock once every row it moves is locked, just
+//! before it commits. A packet past its deadline then is refused
+//! ([`IlpCredit::Expired`], R00 for the peer): the transaction is rolled
+//! back and the others are credited without it. So a credit that waited
+//! for a lock, or for its group, never lands after its packet expired.
 
 use opd_core::incoming_payment::{IncomingPayment, Receivable};
 use opd_core::ledger::{AccountKind, PostError, Receipts, TransferKind};
 use opd_core::peer::Peer;
-use opd_core::{IncomingPaymentId, Timestamp};
+use opd_core::{Clock, IncomingPaymentId, Timestamp};
 
 use crate::db::{num, params, Stmt, Tx, Want};
 use crate::ledger::{across, post, AccountRef, Posting};
@@ -50,6 +58,9 @@ pub struct IlpReceive {
     /// incoming payment's own account.
     pub receipts: Receipts,
     pub at: Timestamp,
+    /// The last moment its money may move: the packet's expiry less the
+    /// margin its answer needs on the way back.
+    pub deadline: Timestamp,
 }
 
 /// What became of an [`IlpReceive`]. Only `Credited` changed anything.
@@ -65,6 +76,8 @@ pub enum IlpCredit {
     InsufficientLiquidity { available: u64 },
     /// A balance would pass u64::MAX.
     Overflow,
+    /// Its deadline passed before its credit could commit: nothing moved.
+    Expired,
 }
 
 static INCOMING_FOR_UPDATE: Stmt = Stmt::new(&[
@@ -84,28 +97,75 @@ enum Group {
     Done(Vec<IlpCredit>),
     /// The summed move was refused: credit them one by one.
     OneByOne,
+    /// These packets (indices into the group) were past their deadline
+    /// when the transaction was ready to commit: it was rolled back.
+    Late(Vec<usize>),
 }
 
-/// Credits `receives` (all to one incoming payment) from `peer`; see the
-/// module doc.
+/// Credits `receives` (all to one incoming payment) from `peer`, none
+/// after its deadline by `clock`; see the module doc.
 pub(crate) async fn credit(
     store: &SqlStore,
     peer: &Peer,
     receives: &[IlpReceive],
     events: &dyn ReceiveEvents,
+    clock: &dyn Clock,
 ) -> StoreResult<Vec<IlpCredit>> {
-    if let Group::Done(credits) = credit_group(store, peer, receives, events).await? {
-        return Ok(credits);
-    }
-    let mut credits = Vec::with_capacity(receives.len());
-    for r in receives {
-        match credit_group(store, peer, std::slice::from_ref(r), events).await? {
-            Group::Done(mut one) => credits.append(&mut one),
-            // A single packet's refusal is its answer (see `credit_group`).
-            Group::OneByOne => return Err(crate::rows::corrupt("a packet credited alone")),
+    let now = clock.now();
+    let mut answers: Vec<Option<IlpCredit>> = receives
+        .iter()
+        .map(|r| (r.deadline <= now).then_some(IlpCredit::Expired))
+        .collect();
+    // Each round either answers every packet left or takes at least one
+    // late packet out: at most one round per packet.
+    loop {
+        let live: Vec<usize> = (0..receives.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        let group: Vec<IlpReceive> = live.iter().map(|&i| receives[i].clone()).collect();
+        match credit_group(store, peer, &group, events, clock).await? {
+            Group::Done(credits) => {
+                for (i, credit) in live.into_iter().zip(credits) {
+                    answers[i] = Some(credit);
+                }
+            }
+            Group::Late(late) => {
+                for j in late {
+                    answers[live[j]] = Some(IlpCredit::Expired);
+                }
+            }
+            Group::OneByOne => {
+                for i in live {
+                    answers[i] =
+                        Some(credit_alone(store, peer, &receives[i], events, clock).await?);
+                }
+            }
         }
     }
-    Ok(credits)
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or(IlpCredit::Expired))
+        .collect())
+}
+
+/// Credits one packet in a transaction of its own.
+async fn credit_alone(
+    store: &SqlStore,
+    peer: &Peer,
+    receive: &IlpReceive,
+    events: &dyn ReceiveEvents,
+    clock: &dyn Clock,
+) -> StoreResult<IlpCredit> {
+    let one = std::slice::from_ref(receive);
+    match credit_group(store, peer, one, events, clock).await? {
+        Group::Done(mut credits) if credits.len() == 1 => Ok(credits.remove(0)),
+        Group::Late(_) => Ok(IlpCredit::Expired),
+        // A single packet's refusal is its answer (see `credit_group`).
+        _ => Err(crate::rows::corrupt("a packet credited alone")),
+    }
 }
 
 async fn credit_group(
@@ -113,6 +173,7 @@ async fn credit_group(
     peer: &Peer,
     receives: &[IlpReceive],
     events: &dyn ReceiveEvents,
+    clock: &dyn Clock,
 ) -> StoreResult<Group> {
     let Some(first) = receives.first() else {
         return Ok(Group::Done(Vec::new()));
@@ -206,9 +267,27 @@ async fn credit_group(
     if let Some(e) = liquidity_event(&mut tx, peer, before, events.as_liquidity()).await? {
         out.push(e);
     }
+    // Every row this credit moves is locked by now: the clock decides.
+    let late = late_packets(receives, &credits, clock.now());
+    if !late.is_empty() {
+        // Dropped without a commit: rolled back, nothing moved.
+        return Ok(Group::Late(late));
+    }
     insert_events(&mut tx, &out);
     tx.commit().await?;
     Ok(Group::Done(credits))
+}
+
+/// The packets of a group that would be credited at `now`, past their
+/// deadline (indices into the group).
+fn late_packets(receives: &[IlpReceive], credits: &[IlpCredit], now: Timestamp) -> Vec<usize> {
+    receives
+        .iter()
+        .zip(credits)
+        .enumerate()
+        .filter(|(_, (r, c))| matches!(c, IlpCredit::Credited(_)) && r.deadline <= now)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// A group's refusal: a packet alone gets `alone` as its answer; a group

@@ -81,6 +81,14 @@ pub trait OutgoingPaymentStore: Send + Sync {
         now: Timestamp,
         limit: i64,
     ) -> StoreResult<Vec<OutgoingPaymentId>>;
+    /// How many payments are `sending`, by how long before `now` they
+    /// were created: less than each of `ages` (in milliseconds, rising),
+    /// then older than the last. One count more than `ages`.
+    async fn sending_payments_by_age(
+        &self,
+        now: Timestamp,
+        ages: [i64; 3],
+    ) -> StoreResult<[u64; 4]>;
 }
 
 pub(crate) const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
@@ -115,11 +123,25 @@ static UNFUNDED_EXPIRED: Stmt = Stmt::new(&[
      WHERE p.state = 'funding' AND q.expires_at <= ? ORDER BY q.expires_at LIMIT ?",
 ]);
 
+/// Cumulative counts of the payments in `sending` created after each of
+/// three moments, and all of them (read through `outgoing_payments_due`).
+static SENDING_BY_AGE: Stmt = Stmt::new(&[
+    "SELECT COALESCE(SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), 0) AS a, \
+     COALESCE(SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), 0) AS b, \
+     COALESCE(SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), 0) AS c, COUNT(*) AS n \
+     FROM outgoing_payments WHERE state = 'sending'",
+]);
+
 /// The pages of `outgoing_payments`.
 pub(crate) static PAGES: PageStatements = page_statements!("outgoing_payments", PAYMENT_COLUMNS);
 
-pub(crate) static STATEMENTS: &[&Stmt] =
-    &[&PAYMENT_BY_ID, &CLAIM_NEXT_DUE, &RELEASE, &UNFUNDED_EXPIRED];
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &PAYMENT_BY_ID,
+    &CLAIM_NEXT_DUE,
+    &RELEASE,
+    &UNFUNDED_EXPIRED,
+    &SENDING_BY_AGE,
+];
 
 pub(crate) fn payment_from_row(row: &impl Columns) -> StoreResult<OutgoingPayment> {
     let amount = |value: &str, code: &str, scale: &str| -> StoreResult<Amount> {
@@ -292,5 +314,27 @@ impl OutgoingPaymentStore for SqlStore {
     ) -> StoreResult<Vec<OutgoingPaymentId>> {
         let rows = self.db.read(&UNFUNDED_EXPIRED, params![now, limit]).await?;
         rows.iter().map(payment_id_from_row).collect()
+    }
+
+    async fn sending_payments_by_age(
+        &self,
+        now: Timestamp,
+        ages: [i64; 3],
+    ) -> StoreResult<[u64; 4]> {
+        let [a, b, c] = ages.map(|ms| now.plus_millis(-ms));
+        let rows = self.db.read(&SENDING_BY_AGE, params![a, b, c]).await?;
+        let Some(row) = rows.first() else {
+            return Ok([0; 4]);
+        };
+        let count =
+            |col: &str| -> StoreResult<u64> { Ok(u64::try_from(row.int(col)?).unwrap_or(0)) };
+        // Created after a (youngest), after b, after c, and all of them.
+        let (a, b, c, n) = (count("a")?, count("b")?, count("c")?, count("n")?);
+        Ok([
+            a,
+            b.saturating_sub(a),
+            c.saturating_sub(b),
+            n.saturating_sub(c),
+        ])
     }
 }

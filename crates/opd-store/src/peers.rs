@@ -107,12 +107,15 @@ pub trait PeerStore: Send + Sync {
     /// the payment's received amount and the ledger moves together, or
     /// nothing. One result per packet, in order: each packet is taken or
     /// refused by the payment's rule as if the packets came one after the
-    /// other.
+    /// other. A packet whose `deadline` has passed by `clock` once the
+    /// transaction holds its locks is refused as `Expired` and moves
+    /// nothing.
     async fn ilp_receive(
         &self,
         peer: &Peer,
         receives: &[IlpReceive],
         events: &dyn ReceiveEvents,
+        clock: &dyn opd_core::Clock,
     ) -> StoreResult<Vec<IlpCredit>>;
 }
 
@@ -468,8 +471,9 @@ impl PeerStore for SqlStore {
         peer: &Peer,
         receives: &[IlpReceive],
         events: &dyn ReceiveEvents,
+        clock: &dyn opd_core::Clock,
     ) -> StoreResult<Vec<IlpCredit>> {
-        crate::credits::credit(self, peer, receives, events).await
+        crate::credits::credit(self, peer, receives, events, clock).await
     }
 
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64> {

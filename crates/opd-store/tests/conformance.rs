@@ -44,6 +44,7 @@ opd_testkit::conformance!(
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
     payment_packets_settle_once_and_move_exactly_their_amounts,
     ilp_packets_arriving_together_are_credited_in_arrival_order,
+    ilp_credits_never_land_after_their_packets_deadline,
     ended_holds_are_pruned_after_the_retention_and_pending_ones_never,
 );
 
@@ -1300,9 +1301,33 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
     );
     // Not completed while packets are pending.
     assert!(!s.complete_sent_payment(id, 10, at, &[]).await.unwrap());
+    // Sending, by age: created at `at`, so younger than a minute, then
+    // older than an hour.
+    let ages = [60_000, 300_000, 3_600_000];
+    let by_age = s.sending_payments_by_age(at.plus_millis(1), ages);
+    assert_eq!(by_age.await.unwrap(), [1, 0, 0, 0]);
+    let by_age = s.sending_payments_by_age(at.plus_seconds(120), ages);
+    assert_eq!(by_age.await.unwrap(), [0, 1, 0, 0]);
+    let by_age = s.sending_payments_by_age(at.plus_seconds(7200), ages);
+    assert_eq!(by_age.await.unwrap(), [0, 0, 0, 1]);
+    // Two claims without moving money count two attempts; a posted
+    // packet starts the count again, and is when the payment last moved.
+    for n in 0..2 {
+        let claimed = s
+            .claim_due_outgoing_payment(at.plus_millis(60_000 + n * 10), 1)
+            .await;
+        assert_eq!(claimed.unwrap().map(|p| p.id), Some(id));
+    }
+    assert_eq!(
+        s.get_outgoing_payment(id).await.unwrap().unwrap().attempts,
+        2
+    );
+    let moved = at.plus_seconds(61);
 
     // The first is fulfilled, once.
-    assert!(s.packet_fulfilled(&p1, 185, at).await.unwrap());
+    assert!(s.packet_fulfilled(&p1, 185, moved).await.unwrap());
+    let record = s.get_outgoing_payment(id).await.unwrap().unwrap();
+    assert_eq!((record.attempts, record.updated_at), (0, moved));
     assert!(!s.packet_fulfilled(&p1, 185, at).await.unwrap());
     assert!(!s.packet_rejected(&p1.id, at).await.unwrap());
     // The second is voided, once, and cannot be posted after.
@@ -1421,11 +1446,15 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
         deliver: amount,
         receipts: Receipts::ToWallet,
         at,
+        deadline: at.plus_seconds(30),
     };
     // 40 + 50 fit; 30 would pass 100 and is refused; 10 fits after it and
     // completes the payment; 5 arrives after completion.
     let group = [packet(40), packet(50), packet(30), packet(10), packet(5)];
-    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    let credits = s
+        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
+        .await
+        .unwrap();
     let received: Vec<Option<(u64, bool)>> = credits
         .iter()
         .map(|c| match c {
@@ -1477,7 +1506,10 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
         incoming: open.id,
         ..packet(amount)
     });
-    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    let credits = s
+        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
+        .await
+        .unwrap();
     assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 500));
     assert!(matches!(credits[1], IlpCredit::Credited(ref p) if p.received_amount == 800));
     assert_eq!(
@@ -1503,8 +1535,95 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
             ..packet(2)
         },
     ];
-    let credits = s.ilp_receive(&bank, &group, &CountingEvents).await.unwrap();
+    let credits = s
+        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
+        .await
+        .unwrap();
     assert_eq!(credits, [IlpCredit::Unknown, IlpCredit::Unknown]);
+    assert_ledger_balanced(s).await;
+}
+
+fn clock_at(at: Timestamp) -> opd_core::ManualClock {
+    opd_core::ManualClock::new(at)
+}
+
+/// A clock that moves `step_ms` each time it is read: a transaction that
+/// reads it once at the start and once with its locks taken sees time
+/// pass in between, as behind a lock another transaction held.
+struct SteppingClock {
+    now: std::sync::atomic::AtomicI64,
+    step_ms: i64,
+}
+
+impl opd_core::Clock for SteppingClock {
+    fn now(&self) -> Timestamp {
+        use std::sync::atomic::Ordering;
+        Timestamp::from_unix_millis(self.now.fetch_add(self.step_ms, Ordering::SeqCst))
+    }
+}
+
+async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
+    use opd_store::{IlpCredit, IlpReceive};
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    let mut target = incoming(&bob, 1, None);
+    target.incoming_amount = None;
+    s.create_incoming_payment(&target, &[]).await.unwrap();
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    s.peer_liquidity_move(&bank, 1_000, true, "fund-bank", "d", at, &CountingEvents)
+        .await
+        .unwrap();
+    let packet = |amount: u64, deadline_ms: i64| IlpReceive {
+        incoming: target.id,
+        amount,
+        deliver: amount,
+        receipts: Receipts::ToWallet,
+        at,
+        deadline: at.plus_millis(deadline_ms),
+    };
+    // Past its deadline on arrival: refused, the others credited.
+    let group = [packet(10, 1_000), packet(20, 0), packet(30, 1_000)];
+    let credits = s
+        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
+        .await
+        .unwrap();
+    assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 10));
+    assert_eq!(credits[1], IlpCredit::Expired);
+    assert!(matches!(credits[2], IlpCredit::Credited(ref p) if p.received_amount == 40));
+    // Time passes while the transaction waits for its locks (200 ms per
+    // read of the clock): the packet whose deadline passed meanwhile is
+    // refused at the commit, and the rest are credited without it.
+    let clock = SteppingClock {
+        now: std::sync::atomic::AtomicI64::new(at.unix_millis()),
+        step_ms: 200,
+    };
+    let group = [packet(1, 10_000), packet(2, 150), packet(4, 10_000)];
+    let credits = s
+        .ilp_receive(&bank, &group, &CountingEvents, &clock)
+        .await
+        .unwrap();
+    assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 41));
+    assert_eq!(credits[1], IlpCredit::Expired);
+    assert!(matches!(credits[2], IlpCredit::Credited(ref p) if p.received_amount == 45));
+    // Alone and late: nothing moves.
+    let clock = SteppingClock {
+        now: std::sync::atomic::AtomicI64::new(at.unix_millis()),
+        step_ms: 200,
+    };
+    let credits = s
+        .ilp_receive(&bank, &[packet(100, 150)], &CountingEvents, &clock)
+        .await;
+    assert_eq!(credits.unwrap(), [IlpCredit::Expired]);
+    // Exactly what was credited moved, to the unit.
+    let stored = s.get_incoming_payment(target.id).await.unwrap().unwrap();
+    assert_eq!(stored.received_amount, 45);
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 1_000 - 45);
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &bob.id.to_string()).await,
+        45
+    );
     assert_ledger_balanced(s).await;
 }
 

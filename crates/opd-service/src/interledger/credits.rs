@@ -19,9 +19,18 @@
 //! committed: its caller gets its own result from that transaction. A
 //! transaction that fails fails every packet in it (the ILP layer answers
 //! them with a T-code reject), and nothing of it was kept.
+//!
+//! No packet waits past its deadline (its expiry less the answer's margin,
+//! `super::deadline`): one still in the queue then leaves it, answered
+//! `Expired` (R00). One already taken into a group waits for that group's
+//! transaction, which refuses it if its deadline passed before the commit
+//! (`opd_store::IlpCredit::Expired`): so it is never both answered R00 and
+//! credited.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use opd_core::peer::Peer;
 use opd_core::{IncomingPaymentId, PeerId};
@@ -40,10 +49,14 @@ type Key = (IncomingPaymentId, PeerId);
 #[derive(Debug, Default)]
 pub struct CreditQueue {
     waiting: Mutex<HashMap<Key, Vec<Waiter>>>,
+    /// Tells waiters apart, so that one leaving at its deadline takes
+    /// itself out of the queue and no other.
+    tickets: AtomicU64,
 }
 
 #[derive(Debug)]
 struct Waiter {
+    ticket: u64,
     receive: IlpReceive,
     turn: oneshot::Sender<Turn>,
 }
@@ -72,12 +85,18 @@ impl CreditQueue {
         events: &dyn ReceiveEvents,
     ) -> Result<IlpCredit, ServiceError> {
         let key = (receive.incoming, peer.id);
+        let deadline = receive.deadline;
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let queued = {
             let mut waiting = self.lock();
             match waiting.get_mut(&key) {
                 Some(queue) => {
                     let (turn, wait) = oneshot::channel();
-                    queue.push(Waiter { receive, turn });
+                    queue.push(Waiter {
+                        ticket,
+                        receive,
+                        turn,
+                    });
                     Err(wait)
                 }
                 None => {
@@ -88,7 +107,7 @@ impl CreditQueue {
         };
         let (own, mut others) = match queued {
             Ok(receive) => (receive, Vec::new()),
-            Err(wait) => match wait.await {
+            Err(wait) => match self.turn(services, key, ticket, deadline, wait).await {
                 Ok(Turn::Done(result)) => return result.map_err(ServiceError::Unavailable),
                 Ok(Turn::Lead(own, others)) => (own, others),
                 Err(_) => return Err(ServiceError::Unavailable("a credit was dropped".into())),
@@ -104,7 +123,12 @@ impl CreditQueue {
         let mut receives = Vec::with_capacity(1 + others.len());
         receives.push(own);
         receives.extend(others.iter().map(|w| w.receive.clone()));
-        match services.store.ilp_receive(peer, &receives, events).await {
+        let clock = services.clock.as_ref();
+        match services
+            .store
+            .ilp_receive(peer, &receives, events, clock)
+            .await
+        {
             Ok(credits) if credits.len() == receives.len() => {
                 let mut credits = credits.into_iter();
                 let mine = credits.next();
@@ -125,6 +149,39 @@ impl CreditQueue {
                 Err(e)
             }
         }
+    }
+
+    /// How many packets wait in the queue now.
+    pub fn waiting(&self) -> usize {
+        self.lock().values().map(Vec::len).sum()
+    }
+
+    /// Waits for a queued packet's turn until its deadline; then it leaves
+    /// the queue, `Expired`, unless a group took it meanwhile (that
+    /// group's transaction then answers it).
+    async fn turn(
+        &self,
+        services: &Services,
+        key: Key,
+        ticket: u64,
+        deadline: opd_core::Timestamp,
+        mut wait: oneshot::Receiver<Turn>,
+    ) -> Result<Turn, oneshot::error::RecvError> {
+        let left = deadline.unix_millis() - services.clock.now().unix_millis();
+        let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
+        if let Ok(turn) = tokio::time::timeout(left, &mut wait).await {
+            return turn;
+        }
+        {
+            let mut waiting = self.lock();
+            if let Some(queue) = waiting.get_mut(&key) {
+                if let Some(at) = queue.iter().position(|w| w.ticket == ticket) {
+                    queue.remove(at);
+                    return Ok(Turn::Done(Ok(IlpCredit::Expired)));
+                }
+            }
+        }
+        wait.await
     }
 
     /// Moves the packets queued for `key` since the lead was given into

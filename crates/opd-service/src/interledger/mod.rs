@@ -3,7 +3,8 @@
 //!
 //! In order:
 //! 1. a body that is not an ILP Prepare → F01;
-//! 2. an expired Prepare → R00;
+//! 2. an expired Prepare → R00 (expired: less than [`ANSWER_MARGIN_MS`]
+//!    left before its expiry, the time its answer needs on the way back);
 //! 3. `peer.config` → IL-DCP: the peer's address and asset (only for a
 //!    zero-amount request with the peer protocol condition: F01 or F05
 //!    otherwise);
@@ -14,6 +15,13 @@
 //!    credited, from the peer's liquidity to the payment, in the same
 //!    transaction as the payment's received amount, and then fulfilled;
 //! 6. anything else goes on to another peer (`crate::interledger::connector`).
+//!
+//! One rule for every packet's money: it moves only before the packet's
+//! deadline ([`deadline`]), checked where it moves. An ILP credit checks
+//! it inside its transaction once every row is locked (a packet still
+//! queued for its group at its deadline leaves the queue with R00); the
+//! connector posts a hold only for an answer that came before the expiry
+//! it gave the next hop, a second before the incoming one.
 //!
 //! The credit commits before the Fulfill is sent. If the Fulfill is lost
 //! on its way, the money stays with the payment (as with any ILP receiver):
@@ -83,6 +91,12 @@ impl IlpState {
         }
     }
 
+    /// Packets waiting for their turn to be credited (queued behind a
+    /// credit under way for the same incoming payment and peer).
+    pub fn credits_waiting(&self) -> usize {
+        self.credits.waiting()
+    }
+
     /// Drops what `change` made stale.
     pub fn forget(&self, change: Change) {
         if change == Change::Peers {
@@ -94,6 +108,16 @@ impl IlpState {
 
 /// The IL-DCP destination.
 const ILDCP_DESTINATION: &str = "peer.config";
+
+/// What a packet's expiry keeps for its answer's way back to the peer:
+/// money moves for it here only before its expiry less this.
+pub const ANSWER_MARGIN_MS: i64 = 500;
+
+/// The last moment the money of a packet expiring at `expires_at` may
+/// move here.
+pub(crate) fn deadline(expires_at: &opd_ilp::Timestamp) -> opd_core::Timestamp {
+    opd_core::Timestamp::from_unix_millis(expires_at.unix_millis().saturating_sub(ANSWER_MARGIN_MS))
+}
 
 /// Answers one ILP packet from `peer`: the bytes of a Fulfill or Reject.
 pub async fn handle_packet(services: &Services, peer: &Peer, bytes: &[u8]) -> Vec<u8> {
@@ -119,8 +143,7 @@ async fn answer(
     peer: &Peer,
     prepare: &Prepare,
 ) -> Result<Vec<u8>, ServiceError> {
-    let now_ms = services.clock.now().unix_millis();
-    if prepare.expires_at.unix_millis() <= now_ms {
+    if deadline(&prepare.expires_at) <= services.clock.now() {
         return Ok(reject(
             services,
             ErrorCode::R00_TRANSFER_TIMED_OUT,

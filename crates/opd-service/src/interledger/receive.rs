@@ -103,6 +103,7 @@ pub(super) async fn receive(
         deliver: arriving,
         receipts: services.config.receipts(),
         at: services.clock.now(),
+        deadline: super::deadline(&prepare.expires_at),
     };
     let events = ReceiveWithWallet { services, wallet };
     let credited = services
@@ -152,6 +153,12 @@ pub(super) async fn receive(
             services,
             ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
             "insufficient liquidity",
+        )),
+        // Its credit could not commit before its deadline: nothing moved.
+        IlpCredit::Expired => Ok(reject(
+            services,
+            ErrorCode::R00_TRANSFER_TIMED_OUT,
+            "packet expired",
         )),
     }
 }

@@ -52,6 +52,8 @@ pub const INCOMING_COMPLETED: &str = "opd_incoming_payments_completed_total";
 pub const WEBHOOK_DELIVERIES: &str = "opd_webhook_deliveries_total";
 /// Webhook events not delivered yet (sampled at each scrape).
 pub const WEBHOOK_BACKLOG: &str = "opd_webhook_backlog";
+/// Outgoing payments in `sending`, by age (sampled at each scrape).
+pub const PAYMENTS_SENDING: &str = "opd_outgoing_payments_sending";
 /// ILP packets answered (incoming) or sent (outgoing), by outcome and code.
 pub const ILP_PACKETS: &str = "opd_ilp_packets_total";
 /// How long a peer took to answer a packet this server sent.
@@ -83,6 +85,7 @@ pub const ALL: &[&str] = &[
     INCOMING_COMPLETED,
     WEBHOOK_DELIVERIES,
     WEBHOOK_BACKLOG,
+    PAYMENTS_SENDING,
     ILP_PACKETS,
     ILP_PACKET_DURATION,
     SIGNATURE_FAILURES,
@@ -113,9 +116,19 @@ const BACKLOG_CAP: i64 = 100_000;
 /// How long a scrape waits for the webhook backlog count.
 const BACKLOG_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The age buckets of [`PAYMENTS_SENDING`]: their labels, and the upper
+/// bound of each but the last, in milliseconds.
+const SENDING_AGES: ([&str; 4], [i64; 3]) = (
+    ["under_1m", "1m_to_5m", "5m_to_1h", "over_1h"],
+    [60_000, 300_000, 3_600_000],
+);
+
 /// Sets the gauges read from the server's state rather than counted as
-/// things happen: its database pools and its webhook backlog.
-pub async fn sample(store: &dyn Store, webhooks_on: bool) {
+/// things happen: its database pools, its webhook backlog and the
+/// payments in `sending` by age (none should stay past the stall bounds,
+/// about a minute).
+pub async fn sample(store: &dyn Store, webhooks_on: bool, now: Timestamp) {
+    sample_sending(store, now).await;
     for pool in store.pool_stats() {
         let name = pool.name;
         for (state, n) in [("idle", pool.idle), ("used", pool.used)] {
@@ -140,6 +153,21 @@ pub async fn sample(store: &dyn Store, webhooks_on: bool) {
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot count the webhook backlog"),
             Err(_) => tracing::warn!("counting the webhook backlog timed out"),
         }
+    }
+}
+
+/// Sets [`PAYMENTS_SENDING`].
+async fn sample_sending(store: &dyn Store, now: Timestamp) {
+    let (labels, ages) = SENDING_AGES;
+    let counts = tokio::time::timeout(BACKLOG_TIMEOUT, store.sending_payments_by_age(now, ages));
+    match counts.await {
+        Ok(Ok(counts)) => {
+            for (age, n) in labels.into_iter().zip(counts) {
+                gauge!(PAYMENTS_SENDING, "age" => age).set(n as f64);
+            }
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot count the payments sending"),
+        Err(_) => tracing::warn!("counting the payments sending timed out"),
     }
 }
 
@@ -199,6 +227,10 @@ pub fn describe() {
     describe_gauge!(
         WEBHOOK_BACKLOG,
         "Webhook events not delivered yet (sampled at each scrape, at most 100000)."
+    );
+    describe_gauge!(
+        PAYMENTS_SENDING,
+        "Outgoing payments in sending, by age since creation (under_1m, 1m_to_5m, 5m_to_1h, over_1h; sampled at each scrape)."
     );
     describe_counter!(
         ILP_PACKETS,

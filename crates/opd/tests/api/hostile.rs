@@ -362,7 +362,12 @@ async fn f08_without_usable_details_shrinks_a_bounded_number_of_times_then_fails
 pub(crate) async fn until_ended(h: &Hostile) -> (Step, usize, i64) {
     let id = OutgoingPaymentId::parse(h.w.id.rsplit('/').next().unwrap()).unwrap();
     let store = &h.w.a.services().store;
-    let created = store.get_outgoing_payment(id).await.unwrap().unwrap().created_at;
+    let created = store
+        .get_outgoing_payment(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .created_at;
     for steps in 1..=50 {
         let step = h.w.step().await;
         if matches!(step, Step::Completed(_) | Step::Failed(..)) {
@@ -380,7 +385,9 @@ pub(crate) async fn until_ended(h: &Hostile) -> (Step, usize, i64) {
 #[tokio::test]
 async fn temporary_rejects_end_the_payment_after_its_attempts_without_progress() {
     let h = hostile().await;
-    h.hop.script(money(Behaviour::Reject(ErrorCode::T04_INSUFFICIENT_LIQUIDITY)));
+    h.hop.script(money(Behaviour::Reject(
+        ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
+    )));
     let (step, steps, ran) = until_ended(&h).await;
     let Step::Failed(_, reason) = step else {
         panic!("{step:?}");
@@ -404,14 +411,18 @@ async fn temporary_rejects_end_the_payment_after_its_time_without_progress() {
         s.serve.payment_stall_secs = 20;
     })
     .await;
-    h.hop.script(money(Behaviour::Reject(ErrorCode::T99_APPLICATION_ERROR)));
+    h.hop
+        .script(money(Behaviour::Reject(ErrorCode::T99_APPLICATION_ERROR)));
     let (step, steps, ran) = until_ended(&h).await;
     let Step::Failed(_, reason) = step else {
         panic!("{step:?}");
     };
     assert!(reason.contains("T99"), "{reason}");
     // Its last attempt falls on the bound, not a backoff past it.
-    assert!((20_000..=21_000).contains(&ran), "ran {ran} ms in {steps} steps");
+    assert!(
+        (20_000..=21_000).contains(&ran),
+        "ran {ran} ms in {steps} steps"
+    );
     h.w.failed_with_money_back().await;
 }
 
@@ -785,4 +796,40 @@ async fn a_receiver_refusing_for_too_little_fails_the_payment_at_once() {
     }
     assert!(h.seen() <= 13 + 1, "{}", h.seen());
     h.w.failed_with_money_back().await;
+}
+
+#[tokio::test]
+async fn a_receiver_whose_claims_reach_the_quote_completes_the_payment_even_if_it_has_less() {
+    let h = hostile().await;
+    // Packets of about 100 (the first gets F08 with a maximum of 100);
+    // the receiver's replies claim half as much again as arrived. Each
+    // claim is clamped to what its packet could deliver, so the claims
+    // reach the quoted 1000 while bob's payment at B has 990: the payment
+    // is done (docs/security.md), not retried for ever, and alice paid
+    // what left, within the quoted debit.
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    h.hop.script(move |s: &Seen| {
+        if s.is_probe() {
+            return Behaviour::Honest;
+        }
+        match n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Behaviour::TooLarge(100),
+            _ => Behaviour::ScaleClaim { num: 3, den: 2 },
+        }
+    });
+    let (step, steps, _) = until_ended(&h).await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    assert_eq!(steps, 1);
+    let books = h.books().await;
+    assert_eq!(
+        books,
+        Books {
+            sent: 1100,
+            delivered: 1000,
+            failed: false,
+            received: 990,
+            b_took: 1100
+        }
+    );
+    assert_eq!(h.w.sent().await, 1100);
 }

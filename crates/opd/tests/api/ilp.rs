@@ -21,13 +21,26 @@ use crate::{amount, assert_error};
 
 const TOKEN: &str = "peer-to-opd-token";
 
-struct World {
-    app: TestApp,
-    peer: String,
+pub(crate) struct World {
+    pub(crate) app: TestApp,
+    pub(crate) peer: String,
+    /// Where its database is: the SQLite file, or the PostgreSQL URL.
+    pub(crate) database: (Option<std::path::PathBuf>, Option<String>),
 }
 
-async fn world(db: Db) -> World {
-    let app = TestApp::spawn_with(db, |_| {}).await;
+/// A server with bob (USD) and a peer `upstream` funded with 10.00.
+pub(crate) async fn world(db: Db) -> World {
+    let mut database = (None, None);
+    let app = TestApp::spawn_with(db, |s| {
+        database = (
+            Some(s.common.data_dir.join("opd.sqlite")),
+            s.common.database_url.as_ref().map(|u| {
+                use secrecy::ExposeSecret as _;
+                u.expose_secret().to_owned()
+            }),
+        );
+    })
+    .await;
     app.create_wallet("bob", "USD", 2).await;
     let (s, peer) = app
         .admin(
@@ -57,11 +70,15 @@ async fn world(db: Db) -> World {
         .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert_eq!(v["balance"], "1000");
-    World { app, peer: id }
+    World {
+        app,
+        peer: id,
+        database,
+    }
 }
 
 /// An incoming payment of bob's: its id, ILP address and shared secret.
-async fn receiver(app: &TestApp, incoming: &str) -> (String, String, [u8; 32]) {
+pub(crate) async fn receiver(app: &TestApp, incoming: &str) -> (String, String, [u8; 32]) {
     let bob = app.url("bob");
     let (s, ip) = app
         .post(
@@ -149,7 +166,7 @@ pub(crate) async fn send(app: &TestApp, token: &str, body: Vec<u8>) -> (StatusCo
     (status, resp.bytes().await.unwrap().to_vec())
 }
 
-async fn send_packet(app: &TestApp, body: Vec<u8>) -> Packet {
+pub(crate) async fn send_packet(app: &TestApp, body: Vec<u8>) -> Packet {
     send_packet_as(app, TOKEN, body).await
 }
 
@@ -160,13 +177,13 @@ pub(crate) async fn send_packet_as(app: &TestApp, token: &str, body: Vec<u8>) ->
     Packet::decode(&bytes).unwrap()
 }
 
-async fn received(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn received(app: &TestApp, id: &str) -> Value {
     let (s, ip) = app.get(id).await;
     assert_eq!(s, StatusCode::OK, "{ip}");
     ip
 }
 
-async fn liquidity(w: &World) -> String {
+pub(crate) async fn liquidity(w: &World) -> String {
     let (_, v) = w
         .app
         .admin(Method::GET, &format!("/peers/{}/balance", w.peer), None)
@@ -174,7 +191,7 @@ async fn liquidity(w: &World) -> String {
     v["balance"].as_str().unwrap().to_owned()
 }
 
-async fn ledger_balanced(app: &TestApp) {
+pub(crate) async fn ledger_balanced(app: &TestApp) {
     let (s, v) = app.admin(Method::GET, "/ledger/check", None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["balanced"], true, "{v}");

@@ -19,6 +19,7 @@ mod hardening;
 mod hostile;
 mod hostile_sim;
 mod ilp;
+mod ilp_deadlines;
 mod incoming_payments;
 mod limits;
 mod metrics;

@@ -543,6 +543,20 @@ async fn metrics_count_webhook_deliveries_and_the_backlog() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn payments_sending_are_sampled_by_age() {
+    // The values are the store's (its conformance test); the recorder is
+    // shared by every test of this process, so only the series are
+    // checked here.
+    let app = TestApp::spawn().await;
+    let text = scrape(&app.admin).await;
+    for age in ["under_1m", "1m_to_5m", "5m_to_1h", "over_1h"] {
+        let n = sample(&text, "opd_outgoing_payments_sending", &[("age", age)]);
+        assert!(n.is_some(), "{age}: {text}");
+    }
+    app.stop().await;
+}
+
 #[test]
 fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
     let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");

@@ -278,7 +278,10 @@ pub(crate) async fn detail(
                 ),
                 ("Error".to_owned(), p.error.clone().unwrap_or_default()),
                 ("Client".to_owned(), p.client.clone().unwrap_or_default()),
-                ("Attempts since money last moved".to_owned(), p.attempts.to_string()),
+                (
+                    "Attempts since money last moved".to_owned(),
+                    p.attempts.to_string(),
+                ),
                 ("Created".to_owned(), display::datetime(p.created_at)),
                 ("Updated".to_owned(), display::datetime(p.updated_at)),
             ];
