@@ -43,7 +43,7 @@ pub use holds::{HoldOutcome, HoldStore};
 pub use incoming::IncomingPaymentStore;
 pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
-pub use outgoing::OutgoingPaymentStore;
+pub use outgoing::{Delivered, OutgoingPaymentStore};
 pub use packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
 pub use peers::{
     AutoPeerOutcome, AutoPeeringLimits, IlpCredit, IlpReceive, LiquidityEvents, PeerStore,

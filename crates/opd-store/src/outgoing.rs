@@ -55,9 +55,8 @@ pub trait OutgoingPaymentStore: Send + Sync {
         id: OutgoingPaymentId,
         at: Timestamp,
     ) -> StoreResult<()>;
-    /// Applies a local delivery; `false` (nothing changed) when the payment
-    /// is no longer sending or the receiver changed since the plan.
-    async fn deliver_locally(&self, delivery: &LocalDelivery) -> StoreResult<bool>;
+    /// Applies a local delivery (see [`Delivered`]).
+    async fn deliver_locally(&self, delivery: &LocalDelivery) -> StoreResult<Delivered>;
     /// Fails or cancels a payment still funding or sending, refunds what it
     /// holds and releases its grant reservation; `false` when it is not.
     async fn fail_outgoing_payment(&self, failure: &PaymentFailure) -> StoreResult<bool>;
@@ -89,6 +88,20 @@ pub trait OutgoingPaymentStore: Send + Sync {
         now: Timestamp,
         ages: [i64; 3],
     ) -> StoreResult<[u64; 4]>;
+}
+
+/// What became of a local delivery. Only `Done` changed anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    /// The payment completed, the receiver was credited, the fee taken.
+    Done,
+    /// The payment is no longer sending, or the receiver changed since the
+    /// plan.
+    Changed,
+    /// The ledger refused it: a balance it credits (the receiving wallet
+    /// address's or incoming payment's, a settlement account, the fees)
+    /// would pass the largest amount it can hold (u64::MAX).
+    Overflow,
 }
 
 pub(crate) const PAYMENT_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
@@ -270,7 +283,7 @@ impl OutgoingPaymentStore for SqlStore {
         released.map(|_| ())
     }
 
-    async fn deliver_locally(&self, d: &LocalDelivery) -> StoreResult<bool> {
+    async fn deliver_locally(&self, d: &LocalDelivery) -> StoreResult<Delivered> {
         self.payments_cache.invalidate(d.payment);
         let done = self.deliver_tx(d).await;
         self.payments_cache.invalidate(d.payment);

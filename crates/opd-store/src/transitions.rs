@@ -15,7 +15,7 @@ use opd_core::{OutgoingPaymentId, Timestamp};
 use crate::db::{num, params, Stmt, Ticket, Tx, Want};
 use crate::ledger::{self, post, send_post, AccountRef, Posting, SentPost};
 use crate::outbox::insert_events;
-use crate::outgoing::{payment_from_row, PAYMENT_COLUMNS};
+use crate::outgoing::{payment_from_row, Delivered, PAYMENT_COLUMNS};
 use crate::rows::{self, corrupt};
 use crate::{spending, SqlStore, StoreError, StoreResult};
 
@@ -188,7 +188,7 @@ impl SqlStore {
         Ok(CreateOutgoing::Created { spent_before })
     }
 
-    pub(crate) async fn deliver_tx(&self, d: &LocalDelivery) -> StoreResult<bool> {
+    pub(crate) async fn deliver_tx(&self, d: &LocalDelivery) -> StoreResult<Delivered> {
         let payment = d.payment.to_string();
         let received = d
             .expected_received
@@ -215,22 +215,29 @@ impl SqlStore {
         insert_events(&mut tx, &d.events);
         if tx.take(completed).await?.changed() == 0 {
             // Not sending any more (completed or failed meanwhile).
-            return Ok(false);
+            return Ok(Delivered::Changed);
         }
         if tx.take(credited).await?.changed() == 0 {
             // The receiver changed since the plan was made: nothing
             // happened; the worker plans again.
-            return Ok(false);
+            return Ok(Delivered::Changed);
         }
         for (kind, sent) in posted {
-            if let Err(e) = sent.read(&mut tx).await? {
-                return Err(StoreError::Corrupt(format!(
-                    "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
-                )));
+            match sent.read(&mut tx).await? {
+                Ok(_) => {}
+                // A credit that would pass u64::MAX: refused, not corrupt.
+                // Dropped without a commit, nothing of it stays.
+                Err(PostError::Overflow) => return Ok(Delivered::Overflow),
+                // The payment holds its debit: it cannot be short.
+                Err(e) => {
+                    return Err(StoreError::Corrupt(format!(
+                        "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
+                    )))
+                }
             }
         }
         tx.commit().await?;
-        Ok(true)
+        Ok(Delivered::Done)
     }
 
     pub(crate) async fn fail_tx(&self, f: &PaymentFailure) -> StoreResult<bool> {

@@ -20,7 +20,8 @@ use opd_core::{
 };
 use opd_core::{GrantId, PeerId};
 use opd_store::{
-    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, GrantRecord, Store, StoreError,
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Delivered, GrantRecord, Store,
+    StoreError,
 };
 
 opd_testkit::conformance!(
@@ -801,9 +802,10 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     // Read before each write too: a store that caches reads must drop them.
     let sending = s.get_outgoing_payment(claimed.id).await.unwrap().unwrap();
     assert_eq!((sending.state.as_str(), sending.sent), ("sending", 0));
-    assert!(s.deliver_locally(&delivery).await.unwrap());
-    assert!(
-        !s.deliver_locally(&delivery).await.unwrap(),
+    assert_eq!(s.deliver_locally(&delivery).await.unwrap(), Delivered::Done);
+    assert_eq!(
+        s.deliver_locally(&delivery).await.unwrap(),
+        Delivered::Changed,
         "delivered once"
     );
     let done = s.get_outgoing_payment(claimed.id).await.unwrap().unwrap();
@@ -826,7 +828,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         payment: other.id,
         ..delivery.clone()
     };
-    assert!(!s.deliver_locally(&stale).await.unwrap());
+    assert_eq!(s.deliver_locally(&stale).await.unwrap(), Delivered::Changed);
     assert_eq!(
         s.get_outgoing_payment(other.id)
             .await
@@ -958,7 +960,7 @@ async fn deliver(
         at,
         events: vec![],
     };
-    assert!(s.deliver_locally(&d).await.unwrap());
+    assert_eq!(s.deliver_locally(&d).await.unwrap(), Delivered::Done);
 }
 
 /// Money held on incoming payments (external mode, or left there by a

@@ -1431,3 +1431,66 @@ async fn the_background_jobs_do_everything_that_is_due_and_stop() {
     assert!(w.app.run_jobs().await.is_empty(), "nothing left to do");
     assert_eq!(hooks.arrivals().len(), expected.len(), "nothing sent twice");
 }
+
+#[tokio::test]
+async fn a_delivery_that_would_overflow_the_receivers_balance_fails_with_the_money_back() {
+    overflowing_delivery(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_delivery_that_would_overflow_the_receivers_balance_fails_on_postgres() {
+    overflowing_delivery(Db::Postgres).await;
+}
+
+/// With 18 decimals u64::MAX is about 18.4 units: dave holds all but 50
+/// of it, and carol pays him 100. The ledger refuses the credit; the
+/// payment fails with its reason and carol gets her money back, every
+/// balance to the unit.
+async fn overflowing_delivery(db: Db) {
+    let app = TestApp::spawn_with(db, |_| {}).await;
+    let carol = app.create_wallet("carol", "ETH", 18).await;
+    let dave = app.create_wallet("dave", "ETH", 18).await;
+    let payer = app.signing_client("payer", 41).await;
+    app.deposit("carol", 1_000).await;
+    let nearly_full = u64::MAX - 50;
+    app.deposit("dave", nearly_full).await;
+    let (s, ip) = app
+        .post(
+            &app.url("incoming-payments"),
+            &json!({ "walletAddress": dave, "incomingAmount": amount("100", "ETH", 18) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let q = quote(
+        &app,
+        json!({ "walletAddress": carol, "receiver": ip["id"], "method": "ilp" }),
+    )
+    .await;
+    let token = app.outgoing_token(&payer, &carol, Value::Null).await;
+    let r = payer
+        .send(
+            Method::POST,
+            &app.url("outgoing-payments"),
+            Some(&token),
+            Some(&json!({ "walletAddress": carol, "quoteId": q["id"] })),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(balance(&app, "carol").await, "900");
+    let steps = app.run_workers().await;
+    match steps.as_slice() {
+        [Step::Failed(_, reason)] => assert!(reason.contains("cannot hold the amount"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let id = r.body["id"].as_str().unwrap();
+    let done = payer.send(Method::GET, id, Some(&token), None).await;
+    assert_eq!(done.body["failed"], true, "{}", done.body);
+    assert_eq!(done.body["sentAmount"], amount("0", "ETH", 18));
+    assert_eq!(balance(&app, "carol").await, "1000");
+    assert_eq!(balance(&app, "dave").await, nearly_full.to_string());
+    let (_, ip) = app.get(ip["id"].as_str().unwrap()).await;
+    assert_eq!(ip["receivedAmount"]["value"], "0", "{ip}");
+    ledger_balanced(&app).await;
+    // Nothing is left to retry.
+    assert!(app.run_workers().await.is_empty());
+}

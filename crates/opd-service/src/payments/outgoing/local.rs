@@ -2,13 +2,18 @@
 //! one store transaction (the payment completes, the receiver is credited,
 //! the fee is taken), so a crash at any moment leaves it either sent or
 //! not, never twice. The receiver is checked again first: it may have
-//! completed, expired, changed or closed since the quote.
+//! completed, expired, changed or closed since the quote. A delivery the
+//! ledger refuses because a balance would pass u64::MAX (the receiving
+//! wallet address's, with 18-decimal assets about 18.4 units) fails the
+//! payment with its money back, as an ILP credit is refused: the quote
+//! does not check it, since the receiver's balance moves meanwhile.
 
 use opd_core::incoming_payment::Receivable;
 use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{LocalDelivery, OutgoingPayment};
 use opd_core::quote::Quote;
 use opd_core::webhook::EventKind;
+use opd_store::Delivered;
 
 use super::lifecycle::{fail, Step};
 use crate::payments::receivers::{self, Unpayable};
@@ -109,22 +114,32 @@ pub(super) async fn send(
         at: services.clock.now(),
         events,
     };
-    if services.store.deliver_locally(&delivery).await? {
-        super::lifecycle::completed(p, quote.debit_minus_fees, quote.fee, "local", delivery.at);
-        crate::platform::metrics::incoming_received(
-            &p.receive.asset,
-            p.receive.value,
-            crate::platform::metrics::Via::Local,
-            completes,
-        );
-        Ok(Step::Completed(p.id))
-    } else {
-        // Another payment reached the receiver first: plan again at once
-        // (any worker, any node) instead of when the lease ends.
-        services
-            .store
-            .release_outgoing_payment(p.id, services.clock.now())
-            .await?;
-        Ok(Step::Retry(p.id))
+    match services.store.deliver_locally(&delivery).await? {
+        Delivered::Done => {
+            super::lifecycle::completed(p, quote.debit_minus_fees, quote.fee, "local", delivery.at);
+            crate::platform::metrics::incoming_received(
+                &p.receive.asset,
+                p.receive.value,
+                crate::platform::metrics::Via::Local,
+                completes,
+            );
+            Ok(Step::Completed(p.id))
+        }
+        Delivered::Changed => {
+            // Another payment reached the receiver first: plan again at
+            // once (any worker, any node) instead of when the lease ends.
+            services
+                .store
+                .release_outgoing_payment(p.id, services.clock.now())
+                .await?;
+            Ok(Step::Retry(p.id))
+        }
+        // The ledger's refusal, as an ILP credit meets it: the payment
+        // fails with its money back, not retried for ever.
+        Delivered::Overflow => {
+            let reason = "the receiver's balance cannot hold the amount (it would pass \
+                          the largest amount an account holds)";
+            fail(services, p, reason.into()).await
+        }
     }
 }
