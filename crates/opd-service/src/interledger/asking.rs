@@ -10,6 +10,12 @@
 //! with the token the other server gave last time, as opd's acceptor
 //! requires: that token is kept sealed with the peering's record, since a
 //! peer's incoming tokens are stored only as digests.
+//!
+//! The other server is trusted with nothing routed elsewhere: an answer
+//! whose address is, is under or is above our own address or another
+//! peer's address or route is refused by the check opd's acceptor makes
+//! of requesters ([`conflict`]), and a renewal keeps the peer's address
+//! and routes (an answer naming another address is refused).
 
 use std::time::Duration;
 
@@ -17,7 +23,7 @@ use opd_core::peer::{Peer, PeerOutgoing};
 use opd_core::{Asset, PeerId};
 use serde::Deserialize;
 
-use super::peering::routable;
+use super::peering::conflict;
 use super::peers::{self, PeerInput};
 use crate::platform::secrets;
 use crate::{ServiceError, Services};
@@ -103,13 +109,15 @@ async fn asked_before(
     }
 }
 
-/// Asks the server at `ask.url` to peer, and creates (or renews) the peer
-/// from its answer. Nothing changes here unless the other server agreed.
-pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked, ServiceError> {
-    let before = asked_before(services, &ask.url).await?;
-    let mut bytes = [0u8; 24];
-    services.random.fill(&mut bytes);
-    let ours = opd_core::hex::lower(&bytes);
+/// Sends the peering request to `ask.url` (with the proof of an earlier
+/// peering, when renewing) and reads the answer: the answer and the other
+/// server's ILP-over-HTTP endpoint.
+async fn request(
+    services: &Services,
+    ask: &AskPeering,
+    ours: &str,
+    proof: Option<&str>,
+) -> Result<(Answer, String), ServiceError> {
     let mut body = serde_json::json!({
         "staticIlpAddress": services.config.ilp_address.as_str(),
         "ilpConnectorUrl": services.config.ilp_public_url,
@@ -127,7 +135,7 @@ pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked,
         .map_err(|e| failed(format!("the auto-peering URL cannot be asked: {e}")))?
         .json(&body);
     // A renewal proves the peering is ours.
-    if let Some((_, theirs)) = &before {
+    if let Some(theirs) = proof {
         request = request.bearer_auth(theirs);
     }
     let (_, answer) = services
@@ -135,24 +143,66 @@ pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked,
         .send(request, ASK_TIMEOUT, MAX_ANSWER_BYTES)
         .await
         .map_err(|e| failed(format!("the other server did not peer: {e}")))?;
-    let answer: Answer = serde_json::from_slice(&answer)
+    let mut answer: Answer = serde_json::from_slice(&answer)
         .map_err(|_| failed("the other server's answer is not an auto-peering answer"))?;
     let endpoint = answer
         .ilp_connector_url
-        .or(answer.ilp_connector_address)
+        .take()
+        .or(answer.ilp_connector_address.take())
         .ok_or_else(|| failed("the other server's answer has no ILP-over-HTTP URL"))?;
-    routable(services, &answer.static_ilp_address).map_err(|_| {
-        failed(format!(
-            "the other server's address {} is reserved or overlaps ours",
-            answer.static_ilp_address
-        ))
-    })?;
+    Ok((answer, endpoint))
+}
+
+/// Refuses an answer that would take packets routed elsewhere: an address
+/// that is, is under or is above our own address or another peer's
+/// address or route, or in a reserved scheme (the acceptor's own check,
+/// [`conflict`]); and, for a renewal, an address other than the one the
+/// peer has, since a renewal keeps the peer's address and routes.
+async fn check_answer(
+    services: &Services,
+    address: &str,
+    renewed: Option<&Peer>,
+) -> Result<(), ServiceError> {
+    if let Some(peer) = renewed {
+        if peer.static_ilp_address != address {
+            return Err(failed(format!(
+                "the other server now answers the address {address}, but the peer it renews has \
+                 the address {}: a renewal keeps the peer's address; nothing was changed",
+                peer.static_ilp_address
+            )));
+        }
+    }
+    let routes = renewed.map_or_else(|| vec![address.to_owned()], |p| p.routes.clone());
+    let all = peers::list(services).await?;
+    let others = all.iter().filter(|p| Some(p.id) != renewed.map(|r| r.id));
+    let own = services.config.ilp_address.as_str();
+    if let Some(why) = conflict(address, &routes, others, own) {
+        return Err(failed(format!(
+            "the other server's answer is refused, nothing was changed: {why}"
+        )));
+    }
+    Ok(())
+}
+
+/// Asks the server at `ask.url` to peer, and creates (or renews) the peer
+/// from its answer. Nothing changes here unless the other server agreed
+/// and its answer passes [`check_answer`].
+pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked, ServiceError> {
+    let before = asked_before(services, &ask.url).await?;
+    let mut bytes = [0u8; 24];
+    services.random.fill(&mut bytes);
+    let ours = opd_core::hex::lower(&bytes);
+    let proof = before.as_ref().map(|(_, theirs)| theirs.as_str());
+    let (answer, endpoint) = request(services, ask, &ours, proof).await?;
+    let renewed = before.map(|(peer, _)| peer);
+    check_answer(services, &answer.static_ilp_address, renewed.as_ref()).await?;
+    // A renewal keeps the peer's address and routes.
     let input = PeerInput {
         name: None,
-        static_ilp_address: Some(answer.static_ilp_address.clone()),
+        static_ilp_address: None,
         asset: None,
         max_packet_amount: Some(ask.max_packet_amount),
-        routes: Some(vec![answer.static_ilp_address.clone()]),
+        routes: None,
         incoming_tokens: Some(vec![answer.http_token.clone()]),
         outgoing: Some(Some(PeerOutgoing {
             endpoint,
@@ -161,8 +211,8 @@ pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked,
         liquidity_low: None,
         liquidity_high: None,
     };
-    let asked = match before {
-        Some((peer, _)) => Asked::Renewed(peers::update(services, peer.id, &input).await?),
+    let asked = match renewed {
+        Some(peer) => Asked::Renewed(peers::update(services, peer.id, &input).await?),
         None => {
             let name = ask
                 .name
@@ -171,7 +221,9 @@ pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked,
                 .unwrap_or_else(|| answer.static_ilp_address.clone());
             let input = PeerInput {
                 name: Some(name),
+                static_ilp_address: Some(answer.static_ilp_address.clone()),
                 asset: Some(ask.asset.clone()),
+                routes: Some(vec![answer.static_ilp_address.clone()]),
                 ..input
             };
             Asked::Created(peers::create(services, &input).await?)

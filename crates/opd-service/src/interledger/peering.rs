@@ -2,9 +2,11 @@
 //! requesters get a peer, within the operator's limits, and only the
 //! requester that proves a peering is theirs may renew it. Every refusal is
 //! the same [`ServiceError::PeeringRefused`], so a refusal tells nothing of
-//! what exists.
+//! what exists. What a peering's address and routes may not touch
+//! ([`conflict`]) is one check for both sides: the requesting side
+//! (`super::asking`) makes it of the acceptor's answer.
 
-use opd_core::peer::{overlaps, Peer, PeerOrigin, PeerOutgoing};
+use opd_core::peer::{is_under, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::Asset;
 use opd_store::{AutoPeerOutcome, StoreError};
 
@@ -36,17 +38,60 @@ fn refused(reason: impl Into<String>) -> ServiceError {
     ServiceError::PeeringRefused(reason.into())
 }
 
-/// Whether the address may be given to an auto-peered peer, whatever is
-/// stored: not in a reserved scheme, not under or above our own address.
-pub(super) fn routable(services: &Services, address: &str) -> Result<(), ServiceError> {
-    let scheme = address.split('.').next().unwrap_or(address);
-    if RESERVED_SCHEMES.contains(&scheme) {
-        return Err(refused(format!("{address} is in a reserved scheme")));
+/// What a peering's static address and routes may not touch, naming the
+/// first conflict: an address in a reserved scheme, or an address or route
+/// that is, is under or is above (segment by segment) our own address or
+/// the static address or a route of one of `others` — every peer but the
+/// one being renewed. The longest prefix wins routing, so such a peering
+/// would take packets meant for us or for another peer.
+///
+/// Both sides of auto-peering ask it: the acceptor of a requester's
+/// address ([`accept_peering`]), the requester of the acceptor's answer
+/// (`super::asking`).
+pub(super) fn conflict<'a>(
+    address: &str,
+    routes: &[String],
+    others: impl IntoIterator<Item = &'a Peer>,
+    own: &str,
+) -> Option<String> {
+    let mine: Vec<&str> = std::iter::once(address)
+        .chain(routes.iter().map(String::as_str))
+        .collect();
+    for m in &mine {
+        let scheme = m.split('.').next().unwrap_or(m);
+        if RESERVED_SCHEMES.contains(&scheme) {
+            return Some(format!("{m} is in the reserved scheme {scheme}"));
+        }
+        if let Some(how) = relation(m, own) {
+            return Some(format!("{m} {how} our own address {own}"));
+        }
     }
-    if overlaps(address, services.config.ilp_address.as_str()) {
-        return Err(refused(format!("{address} overlaps our own address")));
+    for peer in others {
+        let theirs = std::iter::once(("address", &peer.static_ilp_address))
+            .chain(peer.routes.iter().map(|r| ("route", r)));
+        for (what, t) in theirs {
+            for m in &mine {
+                if let Some(how) = relation(m, t) {
+                    let name = &peer.name;
+                    return Some(format!("{m} {how} the {what} {t} of the peer {name:?}"));
+                }
+            }
+        }
     }
-    Ok(())
+    None
+}
+
+/// How `mine` stands to `theirs`, if either prefix covers the other.
+fn relation(mine: &str, theirs: &str) -> Option<&'static str> {
+    if mine == theirs {
+        Some("is")
+    } else if is_under(mine, theirs) {
+        Some("is under")
+    } else if is_under(theirs, mine) {
+        Some("is above")
+    } else {
+        None
+    }
 }
 
 /// Any refusal of the store that says what exists (a taken name, address
@@ -107,13 +152,19 @@ pub async fn accept_peering(
     };
     // Malformed input is told apart (400) before anything stored is read.
     let (peer, digests) = new_peer(services, &input, PeerOrigin::AutoPeering)?;
-    routable(services, &peer.static_ilp_address)?;
-    let existing = list(services)
-        .await?
-        .into_iter()
+    let peers = list(services).await?;
+    let existing = peers
+        .iter()
         .find(|p| p.static_ilp_address == peer.static_ilp_address);
+    // A renewal keeps its address and routes: they are what is checked.
+    let claimed = existing.unwrap_or(&peer);
+    let others = peers.iter().filter(|p| p.id != claimed.id);
+    let own = services.config.ilp_address.as_str();
+    if let Some(why) = conflict(&claimed.static_ilp_address, &claimed.routes, others, own) {
+        return Err(refused(why));
+    }
     if let Some(existing) = existing {
-        return renew(services, existing, req, &input, ours).await;
+        return renew(services, existing.clone(), req, &input, ours).await;
     }
     let key = format!("peer-deposit:{}:auto-peering", peer.id);
     let outcome = services
@@ -126,6 +177,8 @@ pub async fn accept_peering(
             tracing::info!(peer = %peer.id, address = %peer.static_ilp_address, deposited, "auto-peering created a peer");
         }
         AutoPeerOutcome::QuotaReached => return Err(ServiceError::PeeringQuotaReached),
+        // Checked above; the store checks again in the transaction that
+        // inserts, against a request on another node at the same time.
         AutoPeerOutcome::Overlaps => {
             return Err(refused(format!(
                 "{} overlaps another peer's route or address",
@@ -177,4 +230,93 @@ async fn renew(
         })?;
     tracing::info!(peer = %peer.id, "auto-peering renewed a peer");
     Ok((peer, ours))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opd_core::{AssetCode, PeerId, Timestamp};
+
+    fn peer(n: u128, name: &str, address: &str, routes: &[&str]) -> Peer {
+        Peer {
+            id: PeerId::from_uuid(uuid::Uuid::from_u128(n)),
+            name: name.into(),
+            static_ilp_address: address.into(),
+            asset: Asset::new(
+                AssetCode::parse("USD").unwrap_or_else(|_| unreachable!()),
+                2,
+            ),
+            max_packet_amount: None,
+            routes: routes.iter().map(|r| (*r).to_owned()).collect(),
+            outgoing: None,
+            liquidity_low: None,
+            liquidity_high: None,
+            incoming_tokens: 1,
+            created_by: PeerOrigin::Operator,
+            created_at: Timestamp::from_unix_millis(0),
+            updated_at: Timestamp::from_unix_millis(0),
+        }
+    }
+
+    /// What `address` (its one route) conflicts with, among a peer at
+    /// `test.evilry` routing `test.s2` and our own `test.opd`.
+    fn of(address: &str) -> Option<String> {
+        let hub = peer(1, "hub", "test.evilry", &["test.s2"]);
+        conflict(address, &[address.to_owned()], [&hub], "test.opd")
+    }
+
+    #[test]
+    fn under_above_or_equal_to_a_peers_prefix_conflicts_and_is_named() {
+        let under = of("test.s2.x");
+        assert_eq!(
+            under.as_deref(),
+            Some("test.s2.x is under the route test.s2 of the peer \"hub\"")
+        );
+        let above = of("test");
+        assert!(
+            above.as_deref().is_some_and(|m| m.contains("above")),
+            "{above:?}"
+        );
+        assert!(of("test.s2").is_some());
+        assert!(of("test.evilry").is_some());
+        assert!(of("test.evilry.sub").is_some());
+        // Segment by segment: `test.s20` is not under `test.s2`.
+        assert_eq!(of("test.s20"), None);
+        assert_eq!(of("test.evil"), None);
+        assert_eq!(of("test.other"), None);
+    }
+
+    #[test]
+    fn our_own_address_and_reserved_schemes_conflict() {
+        assert_eq!(
+            of("test.opd").as_deref(),
+            Some("test.opd is our own address test.opd")
+        );
+        assert!(of("test.opd.wallets").is_some_and(|m| m.contains("under our own")));
+        assert_eq!(of("test.opdx"), None);
+        for reserved in ["peer.config", "self.x", "local.y"] {
+            assert!(
+                of(reserved).is_some_and(|m| m.contains("reserved")),
+                "{reserved}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_route_is_checked_and_the_renewed_peer_is_not_another() {
+        let hub = peer(1, "hub", "test.evilry", &["test.s2"]);
+        let routes = ["test.fine".to_owned(), "test.s2.y".to_owned()];
+        let found = conflict("test.fine", &routes, [&hub], "test.opd");
+        assert!(found.is_some_and(|m| m.starts_with("test.s2.y is under the route test.s2")));
+        // A renewal is checked against the others only: its own address
+        // and routes are no conflict.
+        let mine = peer(2, "mine", "test.mine", &["test.mine"]);
+        let all = [hub, mine.clone()];
+        let others = all.iter().filter(|p| p.id != mine.id);
+        assert_eq!(
+            conflict("test.mine", &mine.routes, others, "test.opd"),
+            None
+        );
+        assert!(conflict("test.mine", &mine.routes, &all, "test.opd").is_some());
+    }
 }

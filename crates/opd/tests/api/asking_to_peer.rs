@@ -3,7 +3,9 @@
 //! (`opd peer auto-peer`) and pay each other, the command renews the
 //! peering when run again, and the request is exactly what the reference
 //! server's acceptor reads (checked against a double answering as it
-//! does).
+//! does). A hostile acceptor cannot take packets routed elsewhere: an
+//! answer under or above our own address or another peer's address or
+//! route is refused, and a renewal keeps the peer's address.
 
 use std::sync::{Arc, Mutex};
 
@@ -145,33 +147,13 @@ async fn the_request_is_what_the_reference_servers_acceptor_reads() {
 
     // The token the double answered is the one opd accepts packets with;
     // the one opd sent is the one it presents there.
-    let prepare = opd_ilp::packet::Prepare {
-        amount: 0,
-        expires_at: opd_ilp::Timestamp::from_unix_millis(
-            opd_core::Clock::now(&app.clock).unix_millis() + 30_000,
-        )
-        .unwrap(),
-        execution_condition: [0; 32],
-        destination: "test.opd.nowhere".parse().unwrap(),
-        data: Vec::new(),
-    };
-    let post = |bearer: String| {
-        app.http
-            .post(&app.ilp)
-            .bearer_auth(bearer)
-            .header("content-type", "application/octet-stream")
-            .body(prepare.encode())
-            .send()
-    };
-    let reply = post("rafiki-to-opd".into()).await.unwrap();
     assert_eq!(
-        reply.status(),
+        ilp_status(&app, "rafiki-to-opd").await,
         StatusCode::OK,
         "the peer's token is accepted"
     );
-    let reply = post(token).await.unwrap();
     assert_eq!(
-        reply.status(),
+        ilp_status(&app, &token).await,
         StatusCode::UNAUTHORIZED,
         "ours is not theirs"
     );
@@ -209,4 +191,209 @@ async fn the_request_is_what_the_reference_servers_acceptor_reads() {
     crate::assert_error(s, &v, 502, "peering_failed");
     let (_, all) = app.admin(Method::GET, "/peers", None).await;
     assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+}
+
+/// An acceptor answering whatever it is told to (changed between
+/// requests), and the `Authorization` headers it received.
+#[derive(Clone, Default)]
+struct Hostile {
+    answer: Arc<Mutex<Value>>,
+    auth: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl Hostile {
+    /// From now on, answers `address` and the token `token`.
+    fn answers(&self, address: &str, token: &str) {
+        *self.answer.lock().unwrap() = json!({
+            "staticIlpAddress": address,
+            "ilpConnectorUrl": "http://127.0.0.1:9/hostile-ilp",
+            "httpToken": token,
+            "name": "hostile"
+        });
+    }
+
+    fn last_auth(&self) -> Option<String> {
+        self.auth.lock().unwrap().last().cloned().flatten()
+    }
+
+    /// Serves it; its URL.
+    async fn serve(&self) -> String {
+        let me = self.clone();
+        let app = Router::new().route(
+            "/",
+            post(move |headers: axum::http::HeaderMap| {
+                let me = me.clone();
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    me.auth.lock().unwrap().push(auth);
+                    Json(me.answer.lock().unwrap().clone())
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/")
+    }
+}
+
+/// A node at `test.opd` with an operator's peer `hub` at `test.hub.one`
+/// that also routes `test.s2`, and a hostile acceptor: its URL.
+async fn node_with_hub() -> (TestApp, Hostile, String) {
+    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.ilp_address = "test.opd".into()).await;
+    admin_ok(
+        &app,
+        Method::POST,
+        "/peers",
+        json!({
+            "name": "hub", "staticIlpAddress": "test.hub.one", "routes": ["test.s2"],
+            "asset": { "code": "USD", "scale": 2 },
+            "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/hub", "authToken": "opd-to-hub" } }
+        }),
+    )
+    .await;
+    let hostile = Hostile::default();
+    let url = hostile.serve().await;
+    (app, hostile, url)
+}
+
+async fn ask_to_peer(app: &TestApp, url: &str) -> (StatusCode, Value) {
+    let ask = json!({ "url": url, "asset": { "code": "USD", "scale": 2 } });
+    app.admin(Method::POST, "/peers/auto-peer", Some(&ask))
+        .await
+}
+
+/// The name of the peer packets to `destination` go to.
+async fn routed_to(app: &TestApp, destination: &str) -> Option<String> {
+    opd_service::interledger::connector::route_except(app.services(), destination, None)
+        .await
+        .unwrap()
+        .map(|p| p.name)
+}
+
+/// The status opd answers an ILP packet sent with `bearer`: 200 for a
+/// peer's incoming token, 401 for any other.
+async fn ilp_status(app: &TestApp, bearer: &str) -> StatusCode {
+    let prepare = opd_ilp::packet::Prepare {
+        amount: 0,
+        expires_at: opd_ilp::Timestamp::from_unix_millis(
+            opd_core::Clock::now(&app.clock).unix_millis() + 30_000,
+        )
+        .unwrap(),
+        execution_condition: [0; 32],
+        destination: "test.opd.nowhere".parse().unwrap(),
+        data: Vec::new(),
+    };
+    let reply = app
+        .http
+        .post(&app.ilp)
+        .bearer_auth(bearer)
+        .header("content-type", "application/octet-stream")
+        .body(prepare.encode())
+        .send()
+        .await
+        .unwrap();
+    reply.status()
+}
+
+#[tokio::test]
+async fn an_answer_taking_what_is_routed_elsewhere_is_refused() {
+    let (app, hostile, url) = node_with_hub().await;
+    let (_, before) = app.admin(Method::GET, "/peers", None).await;
+    let refusals = [
+        // Under another peer's route, the same route, above its address.
+        (
+            "test.s2.x",
+            "test.s2.x is under the route test.s2 of the peer \"hub\"",
+        ),
+        (
+            "test.s2",
+            "test.s2 is the route test.s2 of the peer \"hub\"",
+        ),
+        (
+            "test.hub",
+            "test.hub is above the address test.hub.one of the peer \"hub\"",
+        ),
+        // Our own address, under it, above it.
+        ("test.opd", "test.opd is our own address test.opd"),
+        ("test.opd.x", "test.opd.x is under our own address test.opd"),
+        ("test", "test is above our own address test.opd"),
+    ];
+    for (i, (address, named)) in refusals.iter().enumerate() {
+        hostile.answers(address, &format!("hostile-{i}"));
+        let (s, v) = ask_to_peer(&app, &url).await;
+        crate::assert_error(s, &v, 502, "peering_failed");
+        let description = v["error"]["description"].as_str().unwrap();
+        assert!(description.contains(named), "{address}: {v}");
+        // Nothing changed: no peer, no token taken, the same routing.
+        assert_eq!(app.admin(Method::GET, "/peers", None).await.1, before);
+        assert_eq!(
+            ilp_status(&app, &format!("hostile-{i}")).await,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            routed_to(&app, "test.s2.x.bob").await.as_deref(),
+            Some("hub")
+        );
+    }
+
+    // Segment by segment: `test.s20` is not under `test.s2`. A first
+    // peering: nothing was kept of the refused ones (no proof sent).
+    hostile.answers("test.s20", "hostile-ok");
+    let (s, peer) = ask_to_peer(&app, &url).await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    assert_eq!(peer["routes"], json!(["test.s20"]), "{peer}");
+    assert_eq!(hostile.last_auth(), None);
+    assert_eq!(ilp_status(&app, "hostile-ok").await, StatusCode::OK);
+    assert_eq!(
+        routed_to(&app, "test.s20.bob").await.as_deref(),
+        Some("hostile")
+    );
+    assert_eq!(routed_to(&app, "test.s2.bob").await.as_deref(), Some("hub"));
+}
+
+#[tokio::test]
+async fn a_renewal_keeps_the_peers_address_and_routes() {
+    let (app, hostile, url) = node_with_hub().await;
+    hostile.answers("test.evilry", "evil-1");
+    let (s, peer) = ask_to_peer(&app, &url).await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    let id = peer["id"].as_str().unwrap().to_owned();
+    // The operator routes more through it.
+    let routes = json!({ "routes": ["test.evilry", "test.more"] });
+    admin_ok(&app, Method::PATCH, &format!("/peers/{id}"), routes).await;
+    let (_, before) = app.admin(Method::GET, &format!("/peers/{id}"), None).await;
+
+    // A renewal answering another address, under another peer's route or
+    // free: refused, both addresses named, nothing changed.
+    for (i, address) in ["test.s2.y", "test.elsewhere"].into_iter().enumerate() {
+        let token = format!("evil-moved-{i}");
+        hostile.answers(address, &token);
+        let (s, v) = ask_to_peer(&app, &url).await;
+        crate::assert_error(s, &v, 502, "peering_failed");
+        let description = v["error"]["description"].as_str().unwrap();
+        assert!(description.contains(address), "{v}");
+        assert!(description.contains("test.evilry"), "{v}");
+        assert_eq!(hostile.last_auth().as_deref(), Some("Bearer evil-1"));
+        let (_, after) = app.admin(Method::GET, &format!("/peers/{id}"), None).await;
+        assert_eq!(after, before);
+        assert_eq!(ilp_status(&app, "evil-1").await, StatusCode::OK);
+        assert_eq!(ilp_status(&app, &token).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(routed_to(&app, "test.s2.y").await.as_deref(), Some("hub"));
+    }
+
+    // A renewal at the same address works, proven with the token kept
+    // from the first peering, and keeps the operator's routes.
+    hostile.answers("test.evilry", "evil-3");
+    let (s, renewed) = ask_to_peer(&app, &url).await;
+    assert_eq!(s, StatusCode::OK, "{renewed}");
+    assert_eq!(renewed["id"], peer["id"]);
+    assert_eq!(renewed["staticIlpAddress"], "test.evilry");
+    assert_eq!(renewed["routes"], json!(["test.evilry", "test.more"]));
+    assert_eq!(hostile.last_auth().as_deref(), Some("Bearer evil-1"));
+    assert_eq!(ilp_status(&app, "evil-3").await, StatusCode::OK);
+    assert_eq!(ilp_status(&app, "evil-1").await, StatusCode::UNAUTHORIZED);
 }
