@@ -3,9 +3,13 @@
 //! packet, an honest forward or a lie (forged and late Fulfills, replies
 //! that do not decrypt, claims of 0, of u64::MAX and of any amount, a
 //! receiver keeping the money, F08 with and without data, any reject
-//! code, garbage, probes lying high and low). Each seed makes one payment
-//! of a random amount and runs A's worker until it ends; then the books
-//! must be exact:
+//! code, garbage, probes lying high and low) or a stall (claims running
+//! ahead of what arrives, a receiver refusing what is left, F08 without
+//! usable details, a hop that never answers). Each seed makes one payment
+//! of a random amount and runs A's worker, each time the payment is due,
+//! until it ends: within its stall bounds (each wait ends no later than
+//! 60 s after it last moved money), never by its quote's expiry. Then the
+//! books must be exact:
 //! - alice's balance is her deposits less what every ended payment sent
 //!   (a payment still running holds its whole debit), and A's account for
 //!   its peer B holds exactly what was sent;
@@ -23,7 +27,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use opd_core::{ManualClock, OutgoingPaymentId};
+use opd_core::{Clock as _, ManualClock, OutgoingPaymentId};
 use opd_ilp::ErrorCode;
 use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::Db;
@@ -53,7 +57,7 @@ fn choose(dice: &mut Dice, seen: &Seen, clock: &ManualClock) -> Behaviour {
             _ => Behaviour::Honest,
         };
     }
-    match dice.below(24) {
+    match dice.below(28) {
         0 => Behaviour::ForgeFulfill,
         1 => Behaviour::GarbleReply,
         2 => Behaviour::Claim(u64::MAX),
@@ -70,9 +74,19 @@ fn choose(dice: &mut Dice, seen: &Seen, clock: &ManualClock) -> Behaviour {
         9 => Behaviour::Late(clock.clone(), 11_000),
         10 => Behaviour::Garbage,
         11 => Behaviour::ScaleClaim { num: 1, den: 2 },
+        // Stalls: claims that run ahead of what arrives, a receiver
+        // refusing whatever is left, F08 without usable details, a hop
+        // that never answers (rarer: it costs a packet timeout).
+        12 => Behaviour::ScaleClaim { num: 3, den: 2 },
+        13 => Behaviour::RefuseHere(u64::MAX),
+        14 => Behaviour::TooLargeZeros,
+        15 if dice.below(3) == 0 => Behaviour::Silent,
         _ => Behaviour::Honest,
     }
 }
+
+/// How long a payment may go without moving money in this world.
+const STALL_MS: i64 = 60_000;
 
 #[tokio::test]
 async fn random_hostile_behaviours_never_unbalance_the_books() {
@@ -80,7 +94,9 @@ async fn random_hostile_behaviours_never_unbalance_the_books() {
     let seeds = env("OPD_HOSTILE_SEEDS", 100);
     // One payment is in the world when it starts (see `hostile_on`): it
     // is paid honestly first.
-    let h = hostile_on(Db::Sqlite, |_| {}).await;
+    // Packets wait 1.5 s for an answer (a silent hop costs that much real
+    // time), with room for B's answer margin.
+    let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packet_timeout_ms = 1_500).await;
     let w = &h.w;
     assert!(matches!(w.step().await, Step::Completed(_)));
     let mut deposits = 10_000u64;
@@ -150,21 +166,7 @@ async fn random_hostile_behaviours_never_unbalance_the_books() {
         });
         let id = OutgoingPaymentId::parse(payments[payments.len() - 1].rsplit('/').next().unwrap())
             .unwrap();
-        for _ in 0..12 {
-            sync_clocks(&h);
-            w.a.run_workers().await;
-            if ended(&h, id).await {
-                break;
-            }
-            w.a.clock.advance_millis(31_000);
-        }
-        if !ended(&h, id).await {
-            // Past its quote's expiry every payment ends.
-            w.a.clock.advance_millis(301_000);
-            sync_clocks(&h);
-            w.a.run_workers().await;
-            assert!(ended(&h, id).await, "{log}: the payment did not end");
-        }
+        run_until_ended(&h, id, &log).await;
         check(&h, &payments, deposits, &log).await;
     }
     let store = &w.a.services().store;
@@ -181,6 +183,28 @@ async fn random_hostile_behaviours_never_unbalance_the_books() {
         h.hop.kept(),
         h.hop.late_fulfilled()
     );
+}
+
+/// Runs A's worker, each time the payment is due, until it ends; it must
+/// end within its stall bounds, never waiting for its quote to expire:
+/// every wait ends no later than the bound after it last moved money.
+async fn run_until_ended(h: &crate::hostile::Hostile, id: OutgoingPaymentId, log: &str) {
+    let store = &h.w.a.services().store;
+    for _ in 0..60 {
+        sync_clocks(h);
+        h.w.a.run_workers().await;
+        if ended(h, id).await {
+            return;
+        }
+        let p = store.get_outgoing_payment(id).await.unwrap().unwrap();
+        assert!(
+            p.next_attempt_at <= p.updated_at.plus_millis(STALL_MS),
+            "{log}: waits past its stall bound: {p:?}"
+        );
+        let wait = p.next_attempt_at.unix_millis() - h.w.a.clock.now().unix_millis();
+        h.w.a.clock.advance_millis(wait.max(0));
+    }
+    panic!("{log}: the payment did not end within 60 attempts");
 }
 
 /// B's clock catches up with A's (moved by time passing and late

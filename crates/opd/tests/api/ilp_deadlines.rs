@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use opd_core::Clock as _;
 use opd_ilp::packet::Packet;
 use opd_ilp::ErrorCode;
 use opd_testkit::app::Db;
