@@ -10,8 +10,15 @@ use axum::response::{Html, IntoResponse, Response};
 /// The stylesheet, compiled in (no build step, no CDN).
 const CSS: &str = include_str!("../static/opd.css");
 
-/// Where the authorization listener serves the stylesheet.
+/// Where the authorization listener serves the stylesheet, under its path
+/// (see [`auth_css`]).
 pub(crate) const AUTH_CSS: &str = "/assets/opd.css";
+
+/// The stylesheet's path on the authorization listener, as its pages link
+/// it: under the grant endpoint's path.
+pub(crate) fn auth_css(services: &opd_service::Services) -> String {
+    format!("{}{AUTH_CSS}", services.config.auth_path_prefix())
+}
 
 /// `GET` of the stylesheet.
 pub(crate) async fn stylesheet() -> Response {
@@ -65,12 +72,17 @@ pub(crate) struct Message<'a> {
 }
 
 /// A title-and-paragraphs page on the authorization listener.
-pub(crate) fn message(status: StatusCode, title: &str, paragraphs: &[&str]) -> Response {
+pub(crate) fn message(
+    services: &opd_service::Services,
+    status: StatusCode,
+    title: &str,
+    paragraphs: &[&str],
+) -> Response {
     render(
         status,
         &Message {
             page_title: title,
-            css_href: AUTH_CSS,
+            css_href: &auth_css(services),
             paragraphs: paragraphs.iter().map(|p| (*p).to_owned()).collect(),
         },
     )

@@ -37,7 +37,8 @@ pub use platform::urls::PublicUrl;
 pub struct ServiceConfig {
     /// Base of every wallet address and resource URL.
     pub public_url: PublicUrl,
-    /// The authorization server URL published in wallet address documents.
+    /// The authorization server URL published in wallet address documents:
+    /// its grant endpoint (see `platform::urls::grant_endpoint`).
     pub auth_server_url: String,
     /// This server's ILP address; incoming payments' addresses extend it.
     pub ilp_address: IlpAddress,
@@ -153,6 +154,18 @@ impl ServiceConfig {
     /// address's balance, or held for the operator in external mode.
     pub fn receipts(&self) -> opd_core::ledger::Receipts {
         opd_core::ledger::Receipts::for_external_funding(self.external_funding)
+    }
+
+    /// The path the authorization server's routes live under: `""` when
+    /// its grant endpoint is at the origin root, `/gnap` for
+    /// `https://example.com/gnap`.
+    pub fn auth_path_prefix(&self) -> &str {
+        platform::urls::split_grant_endpoint(&self.auth_server_url).1
+    }
+
+    /// The authorization server's origin (`https://example.com`).
+    pub fn auth_origin(&self) -> &str {
+        platform::urls::split_grant_endpoint(&self.auth_server_url).0
     }
 }
 

@@ -36,7 +36,8 @@ pub struct TestApp {
     pub admin_token: String,
     pub clock: ManualClock,
     pub http: reqwest::Client,
-    /// The authorization server's URL.
+    /// The authorization server's URL (`http://127.0.0.1:PORT`, or with
+    /// its path: `http://127.0.0.1:PORT/gnap`), without a trailing slash.
     pub auth: String,
     /// A client (wallet address `testclient` on this server) holding a token
     /// for incoming payments (create, read-all, list, complete) and quotes
@@ -123,6 +124,25 @@ impl TestApp {
             .await;
         app.client = Some((client, token));
         app
+    }
+
+    /// [`TestApp::spawn_with`], with the authorization server's public URL
+    /// under `path` (`http://127.0.0.1:PORT/gnap` for `/gnap`), as behind
+    /// a proxy that forwards that path unchanged. Its port is picked
+    /// before the server binds it (see [`crate::free_port`]).
+    pub async fn spawn_with_auth_path(
+        db: Db,
+        path: &str,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> Self {
+        let port = crate::free_port();
+        let url = format!("http://127.0.0.1:{port}{path}");
+        Self::spawn_with(db, move |s| {
+            s.serve.auth_listen = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            s.serve.auth_public_url = Some(url);
+            adjust(s);
+        })
+        .await
     }
 
     /// This server as its clients see it.

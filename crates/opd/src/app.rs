@@ -334,6 +334,12 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<(TcpListener, Sock
     Ok((listener, local))
 }
 
+/// The grant endpoint of `--auth-public-url`, or why it cannot be served.
+fn auth_grant_endpoint(url: &str) -> anyhow::Result<String> {
+    opd_service::platform::urls::grant_endpoint(url)
+        .map_err(|e| anyhow::anyhow!("--auth-public-url {url:?} cannot be served: {e}"))
+}
+
 /// Starts opd with the given settings, clock and random source.
 pub async fn start(
     settings: Settings,
@@ -345,6 +351,10 @@ pub async fn start(
             "the admin API would listen on {}, which is not a loopback address; set --allow-remote-admin to allow it",
             settings.common.admin_listen
         );
+    }
+    // Refused before anything is opened or bound.
+    if let Some(url) = &settings.serve.auth_public_url {
+        auth_grant_endpoint(url)?;
     }
     let budget = file_budget(&settings)?;
     if settings.common.database_is_default() || !settings.common.data_dir.as_os_str().is_empty() {
@@ -390,21 +400,15 @@ pub async fn start(
         .unwrap_or_else(|| format!("{scheme}://{op_addr}"));
     let public_url = PublicUrl::parse(&public_url)
         .map_err(|e| anyhow::anyhow!("public URL {public_url:?}: {e}"))?;
+    // The published `authServer` is the grant endpoint itself (see
+    // `grant_endpoint`); the auth listener serves under its path.
     let auth_public_url = settings
         .serve
         .auth_public_url
         .clone()
-        .unwrap_or_else(|| format!("{scheme}://{auth_addr}"))
-        .trim_end_matches('/')
-        .to_owned();
-    // The published `authServer` is the grant endpoint itself: at the origin
-    // root it keeps its trailing slash, which is both the URL clients POST
-    // to and the form the Web Monetization extension hashes over
-    // (`origin + "/"`), so every client computes the same finish hash.
-    let grant_endpoint = match url::Url::parse(&auth_public_url) {
-        Ok(u) if u.path() == "/" => format!("{auth_public_url}/"),
-        _ => auth_public_url.clone(),
-    };
+        .unwrap_or_else(|| format!("{scheme}://{auth_addr}"));
+    let grant_endpoint = auth_grant_endpoint(&auth_public_url)?;
+    let auth_public_url = grant_endpoint.trim_end_matches('/').to_owned();
     let ilp_public_url = settings
         .serve
         .ilp_public_url

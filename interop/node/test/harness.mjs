@@ -7,7 +7,9 @@
 //
 // Options of useWorld/startWorld: `ilp: true` requires opd's ILP-over-HTTP
 // listener and exposes its URL as world.opd.ilpUrl; `webhooks: true` runs a
-// local webhook receiver (world.webhooks) that opd POSTs its events to.
+// local webhook receiver (world.webhooks) that opd POSTs its events to;
+// `authPath: '/gnap'` serves the authorization server under that path (as
+// behind a proxy that forwards it unchanged).
 
 import { spawn, spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -164,8 +166,9 @@ export const rawFetch = globalThis.fetch.bind(globalThis)
  *              default port.
  *   extraArgs  more arguments for `opd serve`
  *   ilpAddress its --ilp-address when ilp is on (default OPD_ILP_ADDRESS)
+ *   authPath   a path for --auth-public-url ('/gnap'), default none
  */
-export async function startOpd({ ilp = false, extraArgs = [], ilpAddress = OPD_ILP_ADDRESS } = {}) {
+export async function startOpd({ ilp = false, extraArgs = [], ilpAddress = OPD_ILP_ADDRESS, authPath = '' } = {}) {
   const bin = opdBin()
   const hasIlpListen = opdServeHasFlag('--ilp-listen')
   if (ilp && !hasIlpListen) {
@@ -178,7 +181,9 @@ export async function startOpd({ ilp = false, extraArgs = [], ilpAddress = OPD_I
   while (ports.size < 4) ports.add(await freePort())
   const [p1, p2, p3, p4] = [...ports]
   const publicUrl = `http://127.0.0.1:${p1}`
-  const authUrl = `http://127.0.0.1:${p2}`
+  const authUrl = `http://127.0.0.1:${p2}${authPath}`
+  // The published authServer: the origin with its slash, a path without.
+  const grantEndpoint = authPath ? authUrl : `${authUrl}/`
   const adminUrl = `http://127.0.0.1:${p3}`
   const ilpUrl = hasIlpListen ? `http://127.0.0.1:${p4}/ilp` : undefined
   const args = [
@@ -225,7 +230,9 @@ export async function startOpd({ ilp = false, extraArgs = [], ilpAddress = OPD_I
 
   const opd = {
     publicUrl,
+    /** The authorization server's URL, without a trailing slash. */
     authUrl,
+    grantEndpoint,
     adminUrl,
     /** The ILP-over-HTTP endpoint (any path is accepted), when opd has one. */
     ilpUrl,
@@ -410,8 +417,13 @@ export function specOperation(world, method, url) {
   // Stand-ins for opd (the validator self-test) count as the resource server.
   const origin = world.aliases.has(u.origin) ? new URL(world.aliases.get(u.origin)).origin : u.origin
   const m = method.toLowerCase()
-  if (origin === new URL(world.opd.authUrl).origin) {
-    for (const [re, p] of AS_ROUTES) if (re.test(u.pathname)) return { kind: 'auth', path: p, method: m }
+  const auth = new URL(world.opd.authUrl)
+  if (origin === auth.origin) {
+    // Below the authorization server's path ('' at the origin root).
+    const base = auth.pathname.replace(/\/$/, '')
+    if (u.pathname !== base && !u.pathname.startsWith(`${base}/`)) return null
+    const rest = u.pathname.slice(base.length) || '/'
+    for (const [re, p] of AS_ROUTES) if (re.test(rest)) return { kind: 'auth', path: p, method: m }
     return null
   }
   if (origin === new URL(world.opd.publicUrl).origin) {
@@ -502,7 +514,7 @@ function installRecorder(world) {
 // ---------------------------------------------------------------------------
 // The world: a server with alice, bob and the client wallet address shop.
 
-export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress } = {}) {
+export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress, authPath } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
   const hooks = webhooks ? await startWebhookReceiver() : undefined
   let opd
@@ -510,6 +522,7 @@ export async function startWorld({ ilp = false, webhooks = false, extraArgs = []
     opd = await startOpd({
       ilp,
       ilpAddress,
+      authPath,
       extraArgs: [...(hooks ? [`--webhook-url=${hooks.url}`, `--webhook-secret=${hooks.secret}`] : []), ...extraArgs]
     })
   } catch (err) {
@@ -780,7 +793,7 @@ export async function expectClientError(world, fn, expected) {
   if (res.status === 401 && op.kind === 'resource') {
     const header = res.headers.get('www-authenticate')
     // The challenge names the grant endpoint, which opd publishes as `authServer`.
-    assert.equal(header, `GNAP as_uri=${world.opd.authUrl}/`, 'WWW-Authenticate of a resource server 401')
+    assert.equal(header, `GNAP as_uri=${world.opd.grantEndpoint}`, 'WWW-Authenticate of a resource server 401')
   }
   return { err, response: res }
 }

@@ -17,7 +17,7 @@ use opd_service::grants::{self, Interaction};
 use opd_service::Services;
 
 use crate::extract::{PathParams2, RawBody};
-use crate::pages::{self, AUTH_CSS};
+use crate::pages;
 use crate::{csrf, display, AppState};
 
 use super::consent_words::{asks_of, sending_notes, Ask};
@@ -111,23 +111,26 @@ async fn page(
             }
         }
     }
+    let css_href = pages::auth_css(services);
+    let prefix = services.config.auth_path_prefix();
     let view = ConsentPage {
         page_title: "Grant access?",
-        css_href: AUTH_CSS,
+        css_href: &css_href,
         client,
         wallet: services.config.public_url.wallet_address(&i.wallet.path),
         expires: i.grant.record.interaction_expires_at.map(display::date),
         asks,
         error,
-        action: format!("/consent/{id}/{nonce}"),
+        action: format!("{prefix}/consent/{id}/{nonce}"),
         csrf: csrf::token(services, PURPOSE, id, cookie),
     };
     pages::render(status, &view)
 }
 
-pub(crate) fn error_page(e: &opd_gnap::GnapError) -> Response {
+pub(crate) fn error_page(services: &Services, e: &opd_gnap::GnapError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
     pages::message(
+        services,
         status,
         "This request cannot be completed",
         &[&e.description],
@@ -138,8 +141,8 @@ pub(crate) fn error_page(e: &opd_gnap::GnapError) -> Response {
 async fn open(services: &Services, id: &str, nonce: &str) -> Result<Interaction, Response> {
     let i = grants::open_interaction(services, id, nonce)
         .await
-        .map_err(|e| error_page(&e))?;
-    grants::interaction_is_open(services, &i).map_err(|e| error_page(&e))?;
+        .map_err(|e| error_page(services, &e))?;
+    grants::interaction_is_open(services, &i).map_err(|e| error_page(services, &e))?;
     Ok(i)
 }
 
@@ -174,7 +177,8 @@ pub(crate) async fn consent_page(
     if fresh {
         // Lax, not Strict: the user arrives here by a redirect from the
         // client's site, and the cookie must survive to the form's POST.
-        let value = csrf::set_cookie(COOKIE, &cookie, "/consent", "Lax", secure(services), None);
+        let path = format!("{}/consent", services.config.auth_path_prefix());
+        let value = csrf::set_cookie(COOKIE, &cookie, &path, "Lax", secure(services), None);
         if let Ok(v) = HeaderValue::from_str(&value) {
             response.headers_mut().append(header::SET_COOKIE, v);
         }
@@ -188,6 +192,7 @@ pub(crate) fn after_decision(services: &Services, i: &Interaction) -> Response {
     match grants::finish_redirect(services, i) {
         Some(url) => Redirect::to(&url).into_response(),
         None => pages::message(
+            services,
             StatusCode::ACCEPTED,
             "Done",
             &["You can return to the application."],
@@ -237,6 +242,7 @@ pub(crate) async fn consent_decision(
     let Some(cookie) = cookie.filter(|c| csrf::verify(services, PURPOSE, &id, Some(c), &form.csrf))
     else {
         return pages::message(
+            services,
             StatusCode::FORBIDDEN,
             "This form has expired",
             &[
@@ -291,6 +297,7 @@ pub(crate) async fn consent_decision(
         Err(e) => {
             tracing::error!(error = %e, "password check failed");
             return pages::message(
+                services,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",
                 &["Please try again later."],
@@ -308,6 +315,6 @@ pub(crate) async fn consent_decision(
     };
     match grants::decide_interaction(services, &interaction, approve).await {
         Ok(decided) => after_decision(services, &decided),
-        Err(e) => error_page(&e),
+        Err(e) => error_page(services, &e),
     }
 }

@@ -1,4 +1,6 @@
-//! The GNAP authorization server listener.
+//! The GNAP authorization server listener. Its routes live under the path
+//! of its grant endpoint (the published `authServer`): below, `/` is
+//! `https://example.com/gnap` when that is the grant endpoint.
 //!
 //! - `POST /`: grant request, signed by the client's key (from its wallet
 //!   address's JWKS, or the `jwk` in the request);
@@ -38,9 +40,14 @@ use crate::resource_server::auth::{AuthRequestMeta, RequestMeta};
 use crate::AppState;
 use consent::{after_decision, error_page};
 
-/// The authorization server routes.
+/// The authorization server routes, under the path of its grant endpoint
+/// (`/gnap/continue/{id}` for `https://example.com/gnap`): a proxy
+/// forwards them unchanged. The grant endpoint itself also answers with a
+/// trailing slash (`/gnap/`); each request's signature covers the URL as
+/// sent.
 pub fn auth_router(state: AppState) -> Router {
-    let router = Router::new()
+    let prefix = state.services.config.auth_path_prefix().to_owned();
+    let routes = Router::new()
         .route("/", post(grant_request))
         .route("/continue/{id}", post(continue_grant).delete(cancel_grant))
         .route("/token/{id}", post(rotate_token).delete(revoke_token))
@@ -55,7 +62,15 @@ pub fn auth_router(state: AppState) -> Router {
         .route(
             "/idp/interactions/{id}/{nonce}/{decision}",
             post(idp_decide),
-        )
+        );
+    let router = if prefix.is_empty() {
+        routes
+    } else {
+        Router::new()
+            .route(&format!("{prefix}/"), post(grant_request))
+            .nest(&prefix, routes)
+    };
+    let router = router
         .with_state(state.clone())
         // Replayed grant requests, continuations and token calls get the
         // first response (see `crate::replays`).
@@ -268,7 +283,7 @@ async fn start_interaction(
     let services = &state.services;
     let interaction = match grants::open_interaction(services, &id, &nonce).await {
         Ok(i) => i,
-        Err(e) => return error_page(&e),
+        Err(e) => return error_page(services, &e),
     };
     if let Err(e) = grants::interaction_is_open(services, &interaction) {
         return match interaction.grant.record.finish_uri.as_deref() {
@@ -280,7 +295,7 @@ async fn start_interaction(
                 ],
             ))
             .into_response(),
-            None => error_page(&e),
+            None => error_page(services, &e),
         };
     }
     match &services.config.idp_consent_url {
@@ -299,7 +314,10 @@ async fn start_interaction(
             ];
             Redirect::to(&with_query(consent, &pairs)).into_response()
         }
-        None => Redirect::to(&format!("/consent/{id}/{nonce}")).into_response(),
+        None => {
+            let prefix = services.config.auth_path_prefix();
+            Redirect::to(&format!("{prefix}/consent/{id}/{nonce}")).into_response()
+        }
     }
 }
 
@@ -312,11 +330,14 @@ async fn finish_interaction(
         Ok(i) if i.grant.record.interaction_state.as_deref() != Some("pending") => {
             after_decision(services, &i)
         }
-        Ok(_) => error_page(&GnapError::new(
-            opd_gnap::GnapErrorCode::InvalidInteraction,
-            "the interaction is still pending",
-        )),
-        Err(e) => error_page(&e),
+        Ok(_) => error_page(
+            services,
+            &GnapError::new(
+                opd_gnap::GnapErrorCode::InvalidInteraction,
+                "the interaction is still pending",
+            ),
+        ),
+        Err(e) => error_page(services, &e),
     }
 }
 
@@ -381,8 +402,10 @@ async fn idp_decide(
     };
     let i = grants::open_interaction(services, &id, &nonce).await?;
     grants::decide_interaction(services, &i, approve).await?;
+    // A path on the authorization server's origin (under its path).
+    let prefix = services.config.auth_path_prefix();
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "finish": format!("/interact/{id}/{nonce}/finish") })),
+        Json(json!({ "finish": format!("{prefix}/interact/{id}/{nonce}/finish") })),
     ))
 }

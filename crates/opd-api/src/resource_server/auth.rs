@@ -38,33 +38,35 @@ pub struct RequestMeta {
     pub replay: Option<ReplaySlot>,
 }
 
-/// The target URI of a resource server request: the public URL's origin
-/// plus the original path and query (before any nesting stripped them).
-pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
-    let original = parts
+/// The path and query as the client sent them: before any nesting
+/// stripped a prefix, and with the empty segments
+/// [`crate::collapse_empty_segments`] reads as absent.
+fn sent_path_and_query(parts: &Parts) -> &str {
+    let sent = parts
         .extensions
         .get::<crate::SentUri>()
         .map(|s| &s.0)
         .or_else(|| parts.extensions.get::<OriginalUri>().map(|o| &o.0))
         .unwrap_or(&parts.uri);
-    let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
+    sent.path_and_query().map_or("/", |p| p.as_str())
+}
+
+/// The target URI of a resource server request: the public URL's origin
+/// plus the path and query as sent.
+pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
     let public = state.services.config.public_url.as_str();
     let prefix = state.services.config.public_url.path_prefix();
     let origin = &public[..public.len() - prefix.len()];
-    format!("{origin}{path_and_query}")
+    format!("{origin}{}", sent_path_and_query(parts))
 }
 
-/// The target URI of an authorization server request.
-/// The URI as the client sent it (empty path segments included), which
-/// is what its signature covers.
+/// The target URI of an authorization server request: its public origin
+/// plus the path (under the grant endpoint's) and query as sent, which is
+/// what the client signed: `https://example.com/gnap` for a grant request
+/// to that `authServer`, `https://example.com/gnap/` for one sent there.
 pub(crate) fn as_target_uri(parts: &Parts, state: &AppState) -> String {
-    let sent = parts
-        .extensions
-        .get::<crate::SentUri>()
-        .map_or(&parts.uri, |s| &s.0);
-    let path_and_query = sent.path_and_query().map_or("/", |p| p.as_str());
-    let base = state.services.config.auth_server_url.trim_end_matches('/');
-    format!("{base}{path_and_query}")
+    let origin = state.services.config.auth_origin();
+    format!("{origin}{}", sent_path_and_query(parts))
 }
 
 impl FromRequestParts<AppState> for RequestMeta {
@@ -80,8 +82,8 @@ impl FromRequestParts<AppState> for RequestMeta {
     }
 }
 
-/// The same for the authorization server listener, whose routes sit at
-/// the root of its public URL (a proxy may map a path prefix onto it).
+/// The same for the authorization server listener, whose routes sit
+/// under the path of its public URL (a proxy forwards them unchanged).
 #[derive(Debug)]
 pub struct AuthRequestMeta(pub RequestMeta);
 

@@ -114,6 +114,57 @@ impl fmt::Display for PublicUrl {
     }
 }
 
+/// The grant endpoint an `--auth-public-url` names: the URL the wallet
+/// address documents publish as `authServer`, which clients POST grant
+/// requests to and sign as they send it. At the origin root it keeps its
+/// trailing slash (`https://auth.example/`: clients and the Web
+/// Monetization extension hash the finish over `origin + "/"`); under a
+/// path it has none (`https://example.com/gnap`, as the reference server
+/// publishes a tenant's), and the authorization server's routes live
+/// under that path. Scheme and host are normalised (lower case, no
+/// default port).
+pub fn grant_endpoint(s: &str) -> Result<String, String> {
+    let url = Url::parse(s).map_err(|e| format!("not an absolute URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("the scheme is {}, not http or https", url.scheme()));
+    }
+    if url.host().is_none() {
+        return Err("it names no host".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it carries user information".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(
+            "it has a query or a fragment, which the URLs clients build from it cannot keep".into(),
+        );
+    }
+    let path = url.path().trim_end_matches('/');
+    if path.contains("//") {
+        // Requests' empty segments are read as absent before routing (see
+        // `opd_api::collapse_empty_segments`): such a path is never reached.
+        return Err(format!("its path {path:?} has an empty segment"));
+    }
+    let origin = url.origin().ascii_serialization();
+    Ok(format!(
+        "{origin}{}",
+        if path.is_empty() { "/" } else { path }
+    ))
+}
+
+/// A grant endpoint (see [`grant_endpoint`]) split into its origin and
+/// the path its routes live under (`""` at the root).
+pub fn split_grant_endpoint(url: &str) -> (&str, &str) {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => {
+            let (origin, path) = url.split_at(after_scheme + i);
+            (origin, path.trim_end_matches('/'))
+        }
+        None => (url, ""),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +204,41 @@ mod tests {
         assert!(PublicUrl::parse("ftp://example.com").is_err());
         assert!(PublicUrl::parse("https://example.com/?a=b").is_err());
         assert!(PublicUrl::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn grant_endpoints_keep_their_path_and_refuse_what_cannot_be_served() {
+        for (given, endpoint) in [
+            ("http://127.0.0.1:8081", "http://127.0.0.1:8081/"),
+            ("https://Auth.Example:443/", "https://auth.example/"),
+            ("https://example.com/gnap", "https://example.com/gnap"),
+            ("https://example.com/gnap/", "https://example.com/gnap"),
+            ("https://example.com/a/b", "https://example.com/a/b"),
+        ] {
+            assert_eq!(grant_endpoint(given).as_deref(), Ok(endpoint), "{given}");
+        }
+        for (given, reason) in [
+            ("ftp://example.com/gnap", "scheme is ftp"),
+            ("https://example.com/gnap?tenant=1", "query"),
+            ("https://example.com/gnap#x", "fragment"),
+            ("https://me:pw@example.com/gnap", "user information"),
+            ("https://example.com/a//b", "empty segment"),
+            ("/gnap", "not an absolute URL"),
+        ] {
+            let e = grant_endpoint(given).unwrap_err();
+            assert!(e.contains(reason), "{given}: {e}");
+        }
+        assert_eq!(
+            split_grant_endpoint("https://example.com/gnap"),
+            ("https://example.com", "/gnap")
+        );
+        assert_eq!(
+            split_grant_endpoint("http://127.0.0.1:8081/"),
+            ("http://127.0.0.1:8081", "")
+        );
+        assert_eq!(
+            split_grant_endpoint("http://127.0.0.1:8081"),
+            ("http://127.0.0.1:8081", "")
+        );
     }
 }

@@ -23,12 +23,25 @@ pub(crate) struct World {
     pub(crate) app: TestApp,
     pub(crate) shop: SigningClient,
     pub(crate) alice: String,
+    /// alice's `authServer`, which grant requests are POSTed to.
+    pub(crate) grant_endpoint: String,
     pub(crate) browser: reqwest::Client,
 }
 
 pub(crate) async fn world(db: Db) -> World {
-    let app = TestApp::spawn_with(db, |s| s.serve.idp_secret = Some(IDP_SECRET.into())).await;
+    world_at(db, None).await
+}
+
+/// [`world`], with the authorization server under `auth_path` if given.
+pub(crate) async fn world_at(db: Db, auth_path: Option<&str>) -> World {
+    let idp = |s: &mut opd::config::Settings| s.serve.idp_secret = Some(IDP_SECRET.into());
+    let app = match auth_path {
+        Some(path) => TestApp::spawn_with_auth_path(db, path, idp).await,
+        None => TestApp::spawn_with(db, idp).await,
+    };
     let alice = app.create_wallet("alice", "USD", 2).await;
+    let (_, doc) = app.get_public(&alice).await;
+    let grant_endpoint = doc["authServer"].as_str().unwrap().to_owned();
     let (s, v) = app
         .admin(
             Method::PUT,
@@ -46,6 +59,7 @@ pub(crate) async fn world(db: Db) -> World {
         app,
         shop,
         alice,
+        grant_endpoint,
         browser,
     }
 }
@@ -70,7 +84,7 @@ pub(crate) fn outgoing_grant(w: &World, finish: Option<&str>, nonce: &str) -> Va
 pub(crate) async fn ask(w: &World, body: &Value) -> Value {
     let reply = w
         .shop
-        .send(Method::POST, &format!("{}/", w.app.auth), None, Some(body))
+        .send(Method::POST, &w.grant_endpoint, None, Some(body))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body
@@ -104,6 +118,11 @@ fn assert_gnap_error(w: &World, method: Method, url: &str, r: &Reply, want: (u16
 async fn json_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     (status, r.json().await.unwrap())
+}
+
+/// Where a browser on `from` goes for a link or redirect to `to`.
+pub(crate) fn resolve(from: &str, to: &str) -> String {
+    url::Url::parse(from).unwrap().join(to).unwrap().to_string()
 }
 
 pub(crate) fn location(resp: &reqwest::Response) -> String {
@@ -142,7 +161,7 @@ pub(crate) async fn consent_in_browser(
     password: &str,
     decision: &str,
 ) -> reqwest::Response {
-    open_consent(w, &w.browser, redirect)
+    open_consent(&w.browser, redirect)
         .await
         .post(&w.browser, password, decision)
         .await
@@ -157,18 +176,14 @@ pub(crate) struct ConsentForm {
 }
 
 /// Follows an interaction's redirect to its consent page in `browser`.
-pub(crate) async fn open_consent(
-    w: &World,
-    browser: &reqwest::Client,
-    redirect: &str,
-) -> ConsentForm {
+pub(crate) async fn open_consent(browser: &reqwest::Client, redirect: &str) -> ConsentForm {
     let start = browser.get(redirect).send().await.unwrap();
     assert_eq!(
         start.status(),
         StatusCode::SEE_OTHER,
         "interaction start redirects to the consent page"
     );
-    let page_url = format!("{}{}", w.app.auth, location(&start));
+    let page_url = resolve(redirect, &location(&start));
     let page = browser.get(&page_url).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     // The form token is bound to this cookie, as a browser keeps it.
@@ -194,7 +209,7 @@ pub(crate) async fn open_consent(
             .unwrap()
             .to_owned()
     };
-    let action = format!("{}{}", w.app.auth, attribute("action"));
+    let action = resolve(&page_url, &attribute("action"));
     let token = html
         .split("name=\"csrf\" value=\"")
         .nth(1)
@@ -237,7 +252,7 @@ impl ConsentForm {
 pub(crate) async fn consent_html(w: &World, redirect: &str) -> String {
     let start = w.browser.get(redirect).send().await.unwrap();
     w.browser
-        .get(format!("{}{}", w.app.auth, location(&start)))
+        .get(resolve(redirect, &location(&start)))
         .send()
         .await
         .unwrap()
@@ -317,16 +332,24 @@ async fn introspect(app: &TestApp, token: &str) -> Value {
 
 #[tokio::test]
 async fn interactive_grant_through_the_built_in_consent_page() {
-    interactive_grant_flow(Db::Sqlite).await;
+    interactive_grant_flow(Db::Sqlite, None).await;
 }
 
 #[tokio::test]
 async fn interactive_grant_on_postgres() {
-    interactive_grant_flow(Db::Postgres).await;
+    interactive_grant_flow(Db::Postgres, None).await;
 }
 
-async fn interactive_grant_flow(db: Db) {
-    let w = world(db).await;
+/// The same behind a proxy that serves the authorization server under
+/// `/gnap`: grant requests to `authServer` as published (signed as sent),
+/// the consent page, continuation, rotation and revocation, all there.
+#[tokio::test]
+async fn interactive_grant_with_the_authorization_server_under_a_path() {
+    interactive_grant_flow(Db::Sqlite, Some("/gnap")).await;
+}
+
+async fn interactive_grant_flow(db: Db, auth_path: Option<&str>) {
+    let w = world_at(db, auth_path).await;
     let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce-1")).await;
     opd_openapi::assert_response(opd_openapi::Api::AuthServer, "post-request", 200, &pending);
     let redirect = pending["interact"]["redirect"].as_str().unwrap();
@@ -336,6 +359,8 @@ async fn interactive_grant_flow(db: Db) {
         .as_str()
         .unwrap();
     assert!(pending.get("access_token").is_none());
+    let under = format!("{}/", w.app.auth);
+    handed_out_under(&w, auth_path, &pending).await;
 
     // A wrong password keeps the user on the page.
     let wrong = consent_in_browser(&w, redirect, "not the password", "approve").await;
@@ -405,6 +430,7 @@ async fn interactive_grant_flow(db: Db) {
         .as_str()
         .unwrap()
         .to_owned();
+    assert!(manage.starts_with(&format!("{under}token/")), "{manage}");
     assert_eq!(
         granted.body["access_token"]["access"][0]["limits"]["debitAmount"]["value"],
         "1000"
@@ -484,6 +510,94 @@ async fn interactive_grant_flow(db: Db) {
     assert_eq!(revoked.status, StatusCode::NO_CONTENT, "{}", revoked.body);
     assert_eq!(introspect(&w.app, &new_token).await["active"], false);
     w.app.stop().await;
+}
+
+/// The published `authServer` is the grant endpoint (the origin with its
+/// slash, or the path without one), and the URLs of a pending grant are
+/// under it; under a path, so are the interaction's pages.
+async fn handed_out_under(w: &World, auth_path: Option<&str>, pending: &Value) {
+    let published = match auth_path {
+        Some(path) => {
+            assert!(w.app.auth.ends_with(path), "{}", w.app.auth);
+            w.app.auth.clone()
+        }
+        None => format!("{}/", w.app.auth),
+    };
+    assert_eq!(w.grant_endpoint, published);
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let continue_uri = pending["continue"]["uri"].as_str().unwrap();
+    let under = format!("{}/", w.app.auth);
+    assert!(
+        redirect.starts_with(&format!("{under}interact/")),
+        "{redirect}"
+    );
+    assert!(
+        continue_uri.starts_with(&format!("{under}continue/")),
+        "{continue_uri}"
+    );
+    if let Some(path) = auth_path {
+        the_browser_pages_stay_under(w, path, redirect).await;
+    }
+}
+
+/// The interaction's pages under the authorization server's `path`: the
+/// redirect to the consent page, its stylesheet, form and cookie; and the
+/// identity-provider API's `finish`, which leads to the finish redirect.
+async fn the_browser_pages_stay_under(w: &World, path: &str, redirect: &str) {
+    let start = w.browser.get(redirect).send().await.unwrap();
+    let consent = location(&start);
+    assert!(
+        consent.starts_with(&format!("{path}/consent/")),
+        "{consent}"
+    );
+    let page = w
+        .browser
+        .get(resolve(redirect, &consent))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let cookie = page.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap();
+    assert!(
+        cookie.contains(&format!("; Path={path}/consent;")),
+        "{cookie}"
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains(&format!("action=\"{consent}\"")), "{html}");
+    let css = format!("{path}/assets/opd.css");
+    assert!(html.contains(&format!("href=\"{css}\"")), "{html}");
+    let r = w.browser.get(resolve(redirect, &css)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+
+    // Another grant, decided through the identity-provider API.
+    let pending = ask(w, &outgoing_grant(w, Some(FINISH), "idp")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let parts: Vec<_> = redirect.rsplitn(3, '/').collect();
+    let (nonce, id) = (parts[0], parts[1]);
+    let decided = w
+        .browser
+        .post(format!(
+            "{}/idp/interactions/{id}/{nonce}/accept",
+            w.app.auth
+        ))
+        .header("x-idp-secret", IDP_SECRET)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(decided).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let finish = body["finish"].as_str().unwrap();
+    assert_eq!(finish, format!("{path}/interact/{id}/{nonce}/finish"));
+    let done = w
+        .browser
+        .get(resolve(redirect, finish))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert!(location(&done).starts_with(FINISH));
 }
 
 #[tokio::test]

@@ -32,7 +32,7 @@ async fn concurrent_password_guesses_get_three_checks_and_cannot_lock_out_the_ow
     let target = ask(&w, &outgoing_grant(&w, Some(FINISH), "n1")).await;
     let redirect = target["interact"]["redirect"].as_str().unwrap();
     let stranger = stranger_browser();
-    let form = open_consent(&w, &stranger, redirect).await;
+    let form = open_consent(&stranger, redirect).await;
     let guesses = (0..200).map(|i| {
         let (form, stranger) = (&form, &stranger);
         async move {

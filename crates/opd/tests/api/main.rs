@@ -10,6 +10,7 @@ mod access;
 mod admin;
 mod asking_to_peer;
 mod auth;
+mod auth_path;
 mod auto_peering;
 mod client;
 mod connector;

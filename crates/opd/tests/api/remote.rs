@@ -582,7 +582,7 @@ async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
 
 /// The setting A keeps its grant for reading `receiver` under: per
 /// authorization server and resource server.
-fn kept_grant_setting(public: &Value, receiver: &str) -> String {
+pub(crate) fn kept_grant_setting(public: &Value, receiver: &str) -> String {
     let origin = url::Url::parse(receiver)
         .unwrap()
         .origin()
@@ -591,7 +591,7 @@ fn kept_grant_setting(public: &Value, receiver: &str) -> String {
 }
 
 /// The grant A keeps for `setting`, opened.
-async fn kept_grant(a: &TestApp, setting: &str) -> Value {
+pub(crate) async fn kept_grant(a: &TestApp, setting: &str) -> Value {
     let services = a.services();
     let bytes = opd_service::platform::secrets::get_sealed(
         services.store.as_ref(),
@@ -605,7 +605,7 @@ async fn kept_grant(a: &TestApp, setting: &str) -> Value {
 }
 
 /// B's record of an access token.
-async fn token_at(b: &TestApp, token: &Value) -> opd_store::AccessTokenRecord {
+pub(crate) async fn token_at(b: &TestApp, token: &Value) -> opd_store::AccessTokenRecord {
     use sha2::Digest as _;
     let digest = opd_core::hex::lower(&sha2::Sha256::digest(token.as_str().unwrap().as_bytes()));
     b.services()
