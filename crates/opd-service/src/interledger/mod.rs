@@ -3,8 +3,7 @@
 //!
 //! In order:
 //! 1. a body that is not an ILP Prepare → F01;
-//! 2. an expired Prepare → R00 (expired: less than [`ANSWER_MARGIN_MS`]
-//!    left before its expiry, the time its answer needs on the way back);
+//! 2. an expired Prepare → R00;
 //! 3. `peer.config` → IL-DCP: the peer's address and asset (only for a
 //!    zero-amount request with the peer protocol condition: F01 or F05
 //!    otherwise);
@@ -17,11 +16,13 @@
 //! 6. anything else goes on to another peer (`crate::interledger::connector`).
 //!
 //! One rule for every packet's money: it moves only before the packet's
-//! deadline ([`deadline`]), checked where it moves. An ILP credit checks
-//! it inside its transaction once every row is locked (a packet still
-//! queued for its group at its deadline leaves the queue with R00); the
-//! connector posts a hold only for an answer that came before the expiry
-//! it gave the next hop, a second before the incoming one.
+//! deadline, its expiry less what its answer needs on the way back
+//! ([`deadline`]), checked where it moves. An ILP credit checks it inside
+//! its transaction once every row is locked (R00 when it passed; a
+//! packet still queued for its group at its deadline leaves the queue
+//! with R00); the connector posts a hold only for an answer that came
+//! before the expiry it gave the next hop, a second before the incoming
+//! one (R02 when less than that is left).
 //!
 //! The credit commits before the Fulfill is sent. If the Fulfill is lost
 //! on its way, the money stays with the payment (as with any ILP receiver):
@@ -143,7 +144,7 @@ async fn answer(
     peer: &Peer,
     prepare: &Prepare,
 ) -> Result<Vec<u8>, ServiceError> {
-    if deadline(&prepare.expires_at) <= services.clock.now() {
+    if prepare.expires_at.unix_millis() <= services.clock.now().unix_millis() {
         return Ok(reject(
             services,
             ErrorCode::R00_TRANSFER_TIMED_OUT,
