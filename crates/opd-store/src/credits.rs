@@ -125,7 +125,12 @@ pub(crate) async fn credit(
         if live.is_empty() {
             break;
         }
-        let group: Vec<IlpReceive> = live.iter().map(|&i| receives[i].clone()).collect();
+        // Usually every packet: then the group is `receives` as it came.
+        let group: std::borrow::Cow<'_, [IlpReceive]> = if live.len() == receives.len() {
+            receives.into()
+        } else {
+            live.iter().map(|&i| receives[i].clone()).collect()
+        };
         match credit_group(store, peer, &group, events, clock).await? {
             Group::Done(credits) => {
                 for (i, credit) in live.into_iter().zip(credits) {
