@@ -8,11 +8,12 @@
 //! payment with its money back, as an ILP credit is refused: the quote
 //! does not check it, since the receiver's balance moves meanwhile.
 
-use opd_core::incoming_payment::Receivable;
+use opd_core::incoming_payment::{IncomingPayment, Receivable};
 use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{LocalDelivery, OutgoingPayment};
 use opd_core::quote::Quote;
-use opd_core::webhook::EventKind;
+use opd_core::wallet_address::WalletAddress;
+use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_store::Delivered;
 
 use super::lifecycle::{fail, Step};
@@ -20,73 +21,88 @@ use crate::payments::receivers::{self, Unpayable};
 use crate::webhooks::{event, incoming_event_data, payment_event_data};
 use crate::{ServiceError, Services};
 
-/// Sends `p` (claimed, its quote read) to the incoming payment it names.
+/// Sends `p` (claimed, its quote read) to the incoming payment it names:
+/// reads the receiver, decides ([`decide`]), then writes in one
+/// transaction ([`deliver`]).
 pub(super) async fn send(
     services: &Services,
     p: &OutgoingPayment,
     quote: &Quote,
 ) -> Result<Step, ServiceError> {
     let now = services.clock.now();
-    if quote.is_expired(now) {
-        return fail(
-            services,
-            p,
-            "the quote expired before the payment was sent".into(),
-        )
-        .await;
-    }
     // The quote checked the receiver; it may have completed, expired or
     // been closed since (the operator deactivated its wallet address).
-    let (receiver, receiver_wallet) = match receivers::local(services, &p.receiver).await? {
-        Ok(found) => found,
-        Err(why) => {
-            let reason = match why {
-                Unpayable::NotFound => "the receiver does not exist",
-                Unpayable::WalletInactive => "the receiving wallet address is inactive",
-                Unpayable::Completed | Unpayable::Expired => {
-                    "the receiver no longer accepts payments"
-                }
-            };
-            return fail(services, p, reason.into()).await;
-        }
+    let found = match quote.is_expired(now) {
+        true => Err("the quote expired before the payment was sent"),
+        false => receivers::local(services, &p.receiver)
+            .await?
+            .map_err(unpayable),
     };
-    if receiver.asset != p.receive.asset {
-        return fail(services, p, "the receiver's asset changed".into()).await;
+    let decided = found.and_then(|(receiver, wallet)| {
+        decide(&receiver, p, now).map(|taken| (receiver, wallet, taken))
+    });
+    match decided {
+        Ok((receiver, wallet, taken)) => {
+            deliver(services, p, quote, &receiver, &wallet, taken).await
+        }
+        Err(reason) => fail(services, p, reason.into()).await,
     }
-    // The same rule as an Interledger packet's credit.
-    let (received, completes) = match receiver.receive(p.receive.value, now) {
+}
+
+/// Why a receiver found unpayable is not paid.
+fn unpayable(why: Unpayable) -> &'static str {
+    match why {
+        Unpayable::NotFound => "the receiver does not exist",
+        Unpayable::WalletInactive => "the receiving wallet address is inactive",
+        Unpayable::Completed | Unpayable::Expired => "the receiver no longer accepts payments",
+    }
+}
+
+/// Decides on plain values whether `receiver` takes `p`'s delivery at
+/// `now`, by the rule an Interledger packet's credit follows: its total
+/// after it and whether that completes it, or why not.
+fn decide(
+    receiver: &IncomingPayment,
+    p: &OutgoingPayment,
+    now: opd_core::Timestamp,
+) -> Result<(u64, bool), &'static str> {
+    if receiver.asset != p.receive.asset {
+        return Err("the receiver's asset changed");
+    }
+    match receiver.receive(p.receive.value, now) {
         Receivable::Yes {
             received,
             completes,
-        } => (received, completes),
-        Receivable::Closed => {
-            let reason = "the receiver no longer accepts payments";
-            return fail(services, p, reason.into()).await;
-        }
+        } => Ok((received, completes)),
+        Receivable::Closed => Err("the receiver no longer accepts payments"),
         Receivable::TooMuch { .. } if receiver.incoming_amount.is_some() => {
-            let reason = "the receiver can no longer accept the quoted amount";
-            return fail(services, p, reason.into()).await;
+            Err("the receiver can no longer accept the quoted amount")
         }
-        Receivable::TooMuch { .. } => {
-            let reason = "the receiver's total would overflow";
-            return fail(services, p, reason.into()).await;
-        }
-    };
-    let wallet = services.wallet_by_id(p.wallet_address_id).await?;
-    let done = p.completed(quote.debit_minus_fees);
-    let mut events = Vec::new();
-    if let Some(w) = &wallet {
-        events.push(event(
-            services,
-            EventKind::OutgoingPaymentCompleted,
-            payment_event_data(services, &done, w),
-        ));
+        Receivable::TooMuch { .. } => Err("the receiver's total would overflow"),
     }
-    let mut credited = receiver.clone();
-    credited.received_amount = received;
-    credited.completed = completes;
+}
+
+/// The delivery's webhook events: the payment completed, and the
+/// receiver completed when this delivery completes it.
+async fn events(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    receiver: &IncomingPayment,
+    receiver_wallet: &WalletAddress,
+    (received, completes): (u64, bool),
+) -> Result<Vec<WebhookEvent>, ServiceError> {
+    let mut events = Vec::new();
+    if let Some(w) = services.wallet_by_id(p.wallet_address_id).await? {
+        let done = p.completed(quote.debit_minus_fees);
+        let data = payment_event_data(services, &done, &w);
+        events.push(event(services, EventKind::OutgoingPaymentCompleted, data));
+    }
     if completes {
-        let mut data = incoming_event_data(services, &credited, &receiver_wallet);
+        let mut credited = receiver.clone();
+        credited.received_amount = received;
+        credited.completed = completes;
+        let mut data = incoming_event_data(services, &credited, receiver_wallet);
         // Held in external mode: what waits, with this delivery.
         let to_withdraw = match services.config.receipts() {
             Receipts::ToWallet => 0,
@@ -99,6 +115,20 @@ pub(super) async fn send(
         crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
         events.push(event(services, EventKind::IncomingPaymentCompleted, data));
     }
+    Ok(events)
+}
+
+/// Writes the delivery decided: the payment completes, the receiver is
+/// credited and the fee taken in one transaction, or nothing.
+async fn deliver(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    receiver: &IncomingPayment,
+    receiver_wallet: &WalletAddress,
+    taken: (u64, bool),
+) -> Result<Step, ServiceError> {
+    let completes = taken.1;
     let delivery = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
@@ -112,7 +142,7 @@ pub(super) async fn send(
         expected_received: receiver.received_amount,
         completes_incoming: completes,
         at: services.clock.now(),
-        events,
+        events: events(services, p, quote, receiver, receiver_wallet, taken).await?,
     };
     match services.store.deliver_locally(&delivery).await? {
         Delivered::Done => {
