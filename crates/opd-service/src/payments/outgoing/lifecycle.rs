@@ -165,11 +165,7 @@ pub(crate) async fn pause(
     why: &str,
 ) -> Result<Step, ServiceError> {
     // Read again: the step may have moved money since `p` was read.
-    let now_p = services
-        .store
-        .get_outgoing_payment(p.id)
-        .await?
-        .ok_or(ServiceError::NotFound("outgoing payment"))?;
+    let now_p = read_again(services, p).await?;
     let now = services.clock.now();
     let bounds = services.config.ilp.stall;
     match after_no_progress(now_p.attempts, now_p.updated_at, now, bounds, why) {
@@ -191,6 +187,18 @@ pub(crate) async fn wait(services: &Services, p: &OutgoingPayment) -> Result<Ste
     Ok(Step::Retry(p.id))
 }
 
+/// `p` as it stands now.
+async fn read_again(
+    services: &Services,
+    p: &OutgoingPayment,
+) -> Result<OutgoingPayment, ServiceError> {
+    services
+        .store
+        .get_outgoing_payment(p.id)
+        .await?
+        .ok_or(ServiceError::NotFound("outgoing payment"))
+}
+
 /// Fails the payment, read again first so that its `failed` event and
 /// state carry what its packets really sent.
 pub(crate) async fn fail_as_sent(
@@ -198,12 +206,7 @@ pub(crate) async fn fail_as_sent(
     p: &OutgoingPayment,
     reason: String,
 ) -> Result<Step, ServiceError> {
-    let now_p = services
-        .store
-        .get_outgoing_payment(p.id)
-        .await?
-        .ok_or(ServiceError::NotFound("outgoing payment"))?;
-    fail(services, &now_p, reason).await
+    fail(services, &read_again(services, p).await?, reason).await
 }
 
 /// Completes a payment that sent packets: the fee taken, the rest of what was not sent
