@@ -100,6 +100,16 @@ fn print(value: serde_json::Value) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints a line of `opd serve`'s own output. A server outlives whoever
+/// reads its standard output: when that pipe is closed (a supervisor or a
+/// terminal gone), the line is dropped rather than the server panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
     let settings_gave_token = settings.common.admin_token.is_some();
     let token_file = settings.common.data_dir.join("admin-token");
@@ -115,7 +125,7 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
     if let Some(path) = &running.admin_token_generated {
         // Where it is, not what it is: standard output often ends up in a
         // log collector, and the token opens the whole admin API.
-        println!(
+        say!(
             "admin token: generated into {} (readable by this user only; the admin helpers read it there)",
             path.display()
         );
@@ -126,7 +136,7 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
     } else {
         format!("the admin token in {}", token_file.display())
     };
-    println!(
+    say!(
         "dashboard: {}/dashboard (sign in with {token_from})",
         running.admin_url
     );
@@ -152,22 +162,22 @@ async fn one_line(
 
 /// The demo's wallet addresses, passwords and the next commands.
 fn print_demo(demo: &opd::demo::Demo, public_url: &str) {
-    println!("demo: wallet addresses {public_url}/alice (100.00 USD) and {public_url}/bob;");
+    say!("demo: wallet addresses {public_url}/alice (100.00 USD) and {public_url}/bob;");
     for (path, password) in &demo.passwords {
         // Demo data, printed so that the quickstart can be tried at once.
-        println!("demo: {path}'s password on the consent page (demo data): {password}");
+        say!("demo: {path}'s password on the consent page (demo data): {password}");
     }
     let profile = if demo.profile == std::path::Path::new(opd_client::profile::DEFAULT_PROFILE) {
         String::new()
     } else {
         format!(" --profile {}", demo.profile.display())
     };
-    println!("demo: pay bob 12.34 USD from alice (open the page it prints, approve with alice's password):");
-    println!(
+    say!("demo: pay bob 12.34 USD from alice (open the page it prints, approve with alice's password):");
+    say!(
         "  cargo run --release -- client{profile} pay {public_url}/bob --from {public_url}/alice --amount 12.34"
     );
-    println!("demo: then see bob's incoming payments:");
-    println!(
+    say!("demo: then see bob's incoming payments:");
+    say!(
         "  cargo run --release -- client{profile} incoming-payment list --wallet-address {public_url}/bob"
     );
 }
