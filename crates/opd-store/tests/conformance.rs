@@ -1557,6 +1557,15 @@ struct SteppingClock {
     step_ms: i64,
 }
 
+impl SteppingClock {
+    fn from(at: Timestamp, step_ms: i64) -> Self {
+        Self {
+            now: std::sync::atomic::AtomicI64::new(at.unix_millis()),
+            step_ms,
+        }
+    }
+}
+
 impl opd_core::Clock for SteppingClock {
     fn now(&self) -> Timestamp {
         use std::sync::atomic::Ordering;
@@ -1597,10 +1606,7 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     // Time passes while the transaction waits for its locks (200 ms per
     // read of the clock): the packet whose deadline passed meanwhile is
     // refused at the commit, and the rest are credited without it.
-    let clock = SteppingClock {
-        now: std::sync::atomic::AtomicI64::new(at.unix_millis()),
-        step_ms: 200,
-    };
+    let clock = SteppingClock::from(at, 200);
     let group = [packet(1, 10_000), packet(2, 150), packet(4, 10_000)];
     let credits = s
         .ilp_receive(&bank, &group, &CountingEvents, &clock)
@@ -1610,10 +1616,7 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     assert_eq!(credits[1], IlpCredit::Expired);
     assert!(matches!(credits[2], IlpCredit::Credited(ref p) if p.received_amount == 45));
     // Alone and late: nothing moves.
-    let clock = SteppingClock {
-        now: std::sync::atomic::AtomicI64::new(at.unix_millis()),
-        step_ms: 200,
-    };
+    let clock = SteppingClock::from(at, 200);
     let credits = s
         .ilp_receive(&bank, &[packet(100, 150)], &CountingEvents, &clock)
         .await;
