@@ -22,14 +22,7 @@ pub struct PublicUrlError;
 impl PublicUrl {
     pub fn parse(s: &str) -> Result<Self, PublicUrlError> {
         let url = Url::parse(s.trim_end_matches('/')).map_err(|_| PublicUrlError)?;
-        if !matches!(url.scheme(), "http" | "https")
-            || url.host().is_none()
-            || url.query().is_some()
-            || url.fragment().is_some()
-        {
-            return Err(PublicUrlError);
-        }
-        if !url.username().is_empty() || url.password().is_some() {
+        if unservable(&url).is_some() {
             return Err(PublicUrlError);
         }
         let base = url.as_str().trim_end_matches('/').to_owned();
@@ -114,6 +107,28 @@ impl fmt::Display for PublicUrl {
     }
 }
 
+/// Why `url` cannot be a base URL this server publishes and serves
+/// under (`--public-url`, `--auth-public-url`), if it cannot: it must be
+/// http or https, name a host, and carry no user information, query or
+/// fragment (the URLs clients build from it could not keep them).
+fn unservable(url: &Url) -> Option<String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Some(format!("the scheme is {}, not http or https", url.scheme()));
+    }
+    if url.host().is_none() {
+        return Some("it names no host".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Some("it carries user information".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Some(
+            "it has a query or a fragment, which the URLs clients build from it cannot keep".into(),
+        );
+    }
+    None
+}
+
 /// The grant endpoint an `--auth-public-url` names: the URL the wallet
 /// address documents publish as `authServer`, which clients POST grant
 /// requests to and sign as they send it. At the origin root it keeps its
@@ -125,19 +140,8 @@ impl fmt::Display for PublicUrl {
 /// default port).
 pub fn grant_endpoint(s: &str) -> Result<String, String> {
     let url = Url::parse(s).map_err(|e| format!("not an absolute URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("the scheme is {}, not http or https", url.scheme()));
-    }
-    if url.host().is_none() {
-        return Err("it names no host".into());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("it carries user information".into());
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(
-            "it has a query or a fragment, which the URLs clients build from it cannot keep".into(),
-        );
+    if let Some(why) = unservable(&url) {
+        return Err(why);
     }
     let path = url.path().trim_end_matches('/');
     if path.contains("//") {

@@ -44,6 +44,13 @@ enum Outcome {
     Fail(String),
 }
 
+/// How a round ends the step, once all its packets are settled: a failure
+/// wins over a pause.
+enum End {
+    Pause(String),
+    Fail(String),
+}
+
 /// One packet of a round: its record, its Prepare and its STREAM sequence.
 struct Planned {
     packet: PaymentPacket,
@@ -318,7 +325,7 @@ pub(super) async fn send(
                     s.fulfilled(planned, delivered, at).await?;
                     let reason = "the receiver accepted a packet while reporting less than its \
                                   minimum delivery";
-                    end = Some(Outcome::Fail(reason.into()));
+                    end = Some(End::Fail(reason.into()));
                 }
                 Outcome::Smaller => {
                     services
@@ -331,23 +338,20 @@ pub(super) async fn send(
                         .store
                         .packet_rejected(&planned.packet.id, at)
                         .await?;
-                    end.get_or_insert(Outcome::Pause(why));
+                    end.get_or_insert(End::Pause(why));
                 }
                 Outcome::Fail(reason) => {
                     services
                         .store
                         .packet_rejected(&planned.packet.id, at)
                         .await?;
-                    end = Some(Outcome::Fail(reason));
+                    end = Some(End::Fail(reason));
                 }
             }
         }
         match end {
-            Some(Outcome::Fail(reason)) => {
-                return lifecycle::fail_as_sent(services, p, reason).await
-            }
-            Some(Outcome::Pause(why)) => return lifecycle::pause(services, p, &why).await,
-            Some(_) => return lifecycle::pause(services, p, "nothing was delivered").await,
+            Some(End::Fail(reason)) => return lifecycle::fail_as_sent(services, p, reason).await,
+            Some(End::Pause(why)) => return lifecycle::pause(services, p, &why).await,
             None => {}
         }
     }
