@@ -9,6 +9,7 @@ pub mod incoming_payment;
 pub mod ledger;
 pub mod money;
 pub mod outgoing_payment;
+pub mod owner_login;
 pub mod pagination;
 pub mod peer;
 pub mod quote;

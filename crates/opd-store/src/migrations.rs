@@ -62,6 +62,12 @@ macro_rules! migrations_of {
                 "incoming expiring",
                 "0012_incoming_expiring.sql"
             ),
+            $crate::migrations::migration!(
+                $folder,
+                13,
+                "owner login budget",
+                "0013_owner_login_budget.sql"
+            ),
         ]
     };
 }

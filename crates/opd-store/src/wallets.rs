@@ -2,12 +2,13 @@
 //! grants with on the consent page.
 
 use async_trait::async_trait;
+use opd_core::owner_login::LoginBudget;
 use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{Timestamp, WalletAddressId};
 
 use crate::db::{params, Stmt};
 use crate::rows::{key_from_row, wallet_from_row, Columns};
-use crate::{SqlStore, StoreResult};
+use crate::{SqlStore, StoreError, StoreResult};
 
 /// Wallet addresses and keys.
 #[async_trait]
@@ -42,7 +43,7 @@ pub trait WalletStore: Send + Sync {
         include_revoked: bool,
     ) -> StoreResult<Vec<WalletAddressKey>>;
     /// Sets the password hash the wallet address owner logs in with on the
-    /// consent page.
+    /// consent page, and gives its login a fresh budget (no pause).
     async fn set_owner_password(
         &self,
         wallet: WalletAddressId,
@@ -50,6 +51,18 @@ pub trait WalletStore: Send + Sync {
         at: Timestamp,
     ) -> StoreResult<()>;
     async fn get_owner_password(&self, wallet: WalletAddressId) -> StoreResult<Option<String>>;
+    /// The owner login's budget of password checks; `None` without a
+    /// password.
+    async fn owner_login_budget(&self, wallet: WalletAddressId)
+        -> StoreResult<Option<LoginBudget>>;
+    /// Replaces the budget with `to` if it is still `from`; `false` when
+    /// another attempt changed it first (read it again).
+    async fn swap_owner_login_budget(
+        &self,
+        wallet: WalletAddressId,
+        from: &LoginBudget,
+        to: &LoginBudget,
+    ) -> StoreResult<bool>;
 }
 
 const WALLET_COLUMNS: &str = "CAST(id AS TEXT) AS id, path, asset_code, \
@@ -96,10 +109,20 @@ static LIST_KEYS: Stmt = Stmt::new(&[
 static SET_OWNER_PASSWORD: Stmt = Stmt::new(&[
     "INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) \
      VALUES (?::uuid, ?, ?) ON CONFLICT (wallet_address_id) DO UPDATE \
-     SET password_hash = excluded.password_hash, updated_at = excluded.updated_at",
+     SET password_hash = excluded.password_hash, updated_at = excluded.updated_at, \
+     attempts = 0, pauses = 0, paused_until = 0",
 ]);
 static GET_OWNER_PASSWORD: Stmt =
     Stmt::new(&["SELECT password_hash FROM wallet_owner_logins WHERE wallet_address_id = ?::uuid"]);
+
+static GET_LOGIN_BUDGET: Stmt = Stmt::new(&[
+    "SELECT attempts, pauses, paused_until FROM wallet_owner_logins \
+     WHERE wallet_address_id = ?::uuid",
+]);
+static SWAP_LOGIN_BUDGET: Stmt = Stmt::new(&[
+    "UPDATE wallet_owner_logins SET attempts = ?, pauses = ?, paused_until = ? \
+     WHERE wallet_address_id = ?::uuid AND attempts = ? AND pauses = ? AND paused_until = ?",
+]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &INSERT_WALLET,
@@ -112,6 +135,8 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &LIST_KEYS,
     &SET_OWNER_PASSWORD,
     &GET_OWNER_PASSWORD,
+    &GET_LOGIN_BUDGET,
+    &SWAP_LOGIN_BUDGET,
 ];
 
 #[async_trait]
@@ -221,5 +246,51 @@ impl WalletStore for SqlStore {
             .read_opt(&GET_OWNER_PASSWORD, params![wallet.to_string()])
             .await?;
         row.map(|r| r.text("password_hash")).transpose()
+    }
+
+    async fn owner_login_budget(
+        &self,
+        wallet: WalletAddressId,
+    ) -> StoreResult<Option<LoginBudget>> {
+        let row = self
+            .db
+            .read_opt(&GET_LOGIN_BUDGET, params![wallet.to_string()])
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let count = |col: &str| -> StoreResult<u32> {
+            u32::try_from(row.int(col)?)
+                .map_err(|_| StoreError::Corrupt(format!("{col} out of range")))
+        };
+        Ok(Some(LoginBudget {
+            attempts: count("attempts")?,
+            pauses: count("pauses")?,
+            paused_until: Timestamp::from_unix_millis(row.int("paused_until")?),
+        }))
+    }
+
+    async fn swap_owner_login_budget(
+        &self,
+        wallet: WalletAddressId,
+        from: &LoginBudget,
+        to: &LoginBudget,
+    ) -> StoreResult<bool> {
+        let n = self
+            .db
+            .write(
+                &SWAP_LOGIN_BUDGET,
+                params![
+                    i64::from(to.attempts),
+                    i64::from(to.pauses),
+                    to.paused_until,
+                    wallet.to_string(),
+                    i64::from(from.attempts),
+                    i64::from(from.pauses),
+                    from.paused_until
+                ],
+            )
+            .await?;
+        Ok(n > 0)
     }
 }

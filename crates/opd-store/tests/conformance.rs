@@ -36,6 +36,7 @@ opd_testkit::conformance!(
     grants_update_optimistically_and_issue_tokens,
     tokens_rotate_and_revoke_once,
     owner_passwords_are_replaced,
+    owner_login_budgets_swap_only_from_what_was_read,
     deposits_are_idempotent_and_withdrawals_never_overdraw,
     outgoing_payments_fund_reserve_deliver_and_refund,
     webhook_events_are_claimed_once_until_their_lease_ends,
@@ -592,6 +593,50 @@ async fn owner_passwords_are_replaced(s: &dyn Store) {
     assert_eq!(
         s.get_owner_password(alice.id).await.unwrap().as_deref(),
         Some("hash-2")
+    );
+}
+
+/// The owner login's budget changes only from what the changer read, so
+/// that concurrent attempts (on any node) are each counted once; setting
+/// the password gives a fresh budget.
+async fn owner_login_budgets_swap_only_from_what_was_read(s: &dyn Store) {
+    use opd_core::owner_login::{Attempt, LoginBudget};
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    assert_eq!(s.owner_login_budget(alice.id).await.unwrap(), None);
+    let at = Timestamp::from_unix_millis(T0);
+    s.set_owner_password(alice.id, "hash-1", at).await.unwrap();
+    let read = s.owner_login_budget(alice.id).await.unwrap().unwrap();
+    assert_eq!(read, LoginBudget::default());
+    let mut counted = 0;
+    // Ten attempts that all read the same budget: one is counted.
+    for _ in 0..10 {
+        let Attempt::Check { next } = read.attempt(at) else {
+            panic!("not paused");
+        };
+        counted += u32::from(
+            s.swap_owner_login_budget(alice.id, &read, &next)
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(counted, 1);
+    let paused = LoginBudget {
+        attempts: 0,
+        pauses: 3,
+        paused_until: at.plus_millis(i64::MAX / 4),
+    };
+    let now = s.owner_login_budget(alice.id).await.unwrap().unwrap();
+    assert_eq!(now.attempts, 1);
+    assert!(s
+        .swap_owner_login_budget(alice.id, &now, &paused)
+        .await
+        .unwrap());
+    assert_eq!(s.owner_login_budget(alice.id).await.unwrap(), Some(paused));
+    s.set_owner_password(alice.id, "hash-2", at).await.unwrap();
+    assert_eq!(
+        s.owner_login_budget(alice.id).await.unwrap(),
+        Some(LoginBudget::default())
     );
 }
 

@@ -64,6 +64,28 @@ impl TestApp {
 
     /// opd on a fresh database of the given kind, with settings adjusted.
     pub async fn spawn_with(db: Db, adjust: impl FnOnce(&mut Settings)) -> Self {
+        let mut app = Self::start(db, adjust).await;
+        let client = app.signing_client("testclient", 7).await;
+        let token = app
+            .grant_token(
+                &client,
+                serde_json::json!([
+                    { "type": "incoming-payment", "actions": ["create", "read-all", "list", "complete"] },
+                    { "type": "quote", "actions": ["create", "read-all"] }
+                ]),
+            )
+            .await;
+        app.client = Some((client, token));
+        app
+    }
+
+    /// Another node of a deployment whose database `adjust` names (the
+    /// first node made the test client there): `client` is `None`.
+    pub async fn spawn_node(db: Db, adjust: impl FnOnce(&mut Settings)) -> Self {
+        Self::start(db, adjust).await
+    }
+
+    async fn start(db: Db, adjust: impl FnOnce(&mut Settings)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut settings = Settings::for_data_dir(dir.path());
         let any_port = "127.0.0.1:0".parse().expect("address");
@@ -99,7 +121,7 @@ impl TestApp {
         } else {
             "http"
         };
-        let mut app = Self {
+        Self {
             base: running.public_url.clone(),
             admin: running.admin_url.clone(),
             ilp: format!("{scheme}://{}/ilp", running.ilp_addr),
@@ -111,19 +133,7 @@ impl TestApp {
             client: None,
             servers,
             _dir: dir,
-        };
-        let client = app.signing_client("testclient", 7).await;
-        let token = app
-            .grant_token(
-                &client,
-                serde_json::json!([
-                    { "type": "incoming-payment", "actions": ["create", "read-all", "list", "complete"] },
-                    { "type": "quote", "actions": ["create", "read-all"] }
-                ]),
-            )
-            .await;
-        app.client = Some((client, token));
-        app
+        }
     }
 
     /// [`TestApp::spawn_with`], with the authorization server's public URL

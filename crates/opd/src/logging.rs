@@ -95,31 +95,84 @@ pub enum LogFormat {
     Json,
 }
 
-/// Sends logs to standard error in `format`, filtered by `OPD_LOG`, each
-/// line with the node id; returns the id.
+/// The levels `OPD_LOG` asks for (`info` when unset), the database
+/// driver's notices below warnings left out unless asked for.
+fn env_filter() -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_env("OPD_LOG")
+        .unwrap_or_else(|_| "info,tokio_postgres=warn".into())
+}
+
+/// Every target outside opd's own crates at `info` at most, whatever
+/// `OPD_LOG` says: below it the libraries log what passes through them,
+/// and that includes secrets (tokio-postgres logs each statement's
+/// parameters at debug: interaction nonces, `interact_ref` values,
+/// password hashes; HTTP libraries log headers at trace). The one
+/// exception is `tower_http`'s request tracing, which opd configures to
+/// show the method, the cut path, the status and the time taken.
+pub fn dependencies_capped(
+) -> tracing_subscriber::filter::FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
+    tracing_subscriber::filter::filter_fn(|meta: &tracing::Metadata<'_>| {
+        *meta.level() <= tracing::Level::INFO || is_vetted(meta.target())
+    })
+}
+
+/// Whether `target` is one of opd's crates (`opd`, `opd_api::…`, …) or
+/// its request tracing (`tower_http::trace`).
+fn is_vetted(target: &str) -> bool {
+    let krate = target.split("::").next().unwrap_or_default();
+    krate == "opd" || krate.starts_with("opd_") || target.starts_with("tower_http::trace")
+}
+
+/// Sends logs to standard error in `format`, filtered by `OPD_LOG` (and
+/// [`dependencies_capped`]), each line with the node id; returns the id.
 pub fn init(format: LogFormat) -> String {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let node = node_id();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OPD_LOG")
-        .unwrap_or_else(|_| "info,tokio_postgres=warn".into());
     match format {
         LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
+            .with_env_filter(env_filter())
             .with_writer(std::io::stderr)
             .event_format(WithNode {
                 node: node.clone(),
                 inner: tracing_subscriber::fmt::format(),
             })
+            .finish()
+            .with(dependencies_capped())
             .init(),
         LogFormat::Json => tracing_subscriber::fmt()
             .json()
-            .with_env_filter(filter)
+            .with_env_filter(env_filter())
             .with_writer(std::io::stderr)
             .event_format(JsonWithNode {
                 // A string always serializes; the fallback is never used.
                 node: serde_json::to_string(&node).unwrap_or_else(|_| "\"\"".into()),
                 inner: tracing_subscriber::fmt::format().json(),
             })
+            .finish()
+            .with(dependencies_capped())
             .init(),
     }
     node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_vetted;
+
+    #[test]
+    fn only_opds_crates_and_its_request_tracing_are_vetted() {
+        let vetted = [
+            "opd",
+            "opd_api::auth_server",
+            "opd_store::postgres::driver",
+            "tower_http::trace::on_response",
+        ];
+        for target in vetted {
+            assert!(is_vetted(target), "{target}");
+        }
+        for target in ["tokio_postgres::query", "hyper::proto", "opdx", "h2", ""] {
+            assert!(!is_vetted(target), "{target}");
+        }
+    }
 }

@@ -5,8 +5,9 @@
 //!
 //! The form carries a token bound to the interaction and to a cookie of the
 //! browser (see [`crate::csrf`]): a POST without it decides nothing. Wrong
-//! passwords are slowed per wallet address and per client address
-//! (`services.limits.password_lockout`).
+//! passwords are slowed per wallet address and client address on each node
+//! (`services.limits.password_lockout`), and bounded per wallet address in
+//! the database (`grants::check_owner_password`).
 
 use askama::Template;
 use axum::extract::{ConnectInfo, State};
@@ -253,56 +254,14 @@ pub(crate) async fn consent_decision(
         );
     };
     let here = (id.as_str(), nonce.as_str());
-    // Guessing is slowed per wallet address and client address, and per
-    // interaction: three attempts, then each further one waits twice as
-    // long. Not per wallet address alone, so that a stranger guessing
-    // cannot lock the owner out of approving another client's grant. The
-    // attempt is counted before the password is checked.
-    let by_wallet = format!("wallet:{}@{}", interaction.wallet.id, peer.ip());
-    let by_interaction = format!("interaction:{id}");
-    let keys = [by_wallet.as_str(), by_interaction.as_str()];
-    let lockout = &services.limits.password_lockout;
-    if let Err(wait) = lockout.attempt(&keys) {
-        let secs = wait.as_secs().max(1);
-        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
-        let status = StatusCode::TOO_MANY_REQUESTS;
-        let mut response = page(
-            services,
-            &interaction,
-            here,
-            &cookie,
-            status,
-            Some(&message),
-        )
-        .await;
-        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return response;
-    }
-    match grants::check_owner_password(services, interaction.wallet.id, &form.password).await {
-        Ok(true) => lockout.succeeded(&keys),
-        Ok(false) => {
-            let status = StatusCode::UNAUTHORIZED;
-            return page(
-                services,
-                &interaction,
-                here,
-                &cookie,
-                status,
-                Some("Wrong password."),
-            )
-            .await;
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "password check failed");
-            return pages::message(
-                services,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Something went wrong",
-                &["Please try again later."],
-            );
-        }
+    let shown = Shown {
+        services,
+        interaction: &interaction,
+        here,
+        cookie: &cookie,
+    };
+    if let Err(refused) = password_step(&shown, peer.ip(), &form.password).await {
+        return refused;
     }
     let approve = match form.decision.as_str() {
         "approve" => true,
@@ -316,5 +275,83 @@ pub(crate) async fn consent_decision(
     match grants::decide_interaction(services, &interaction, approve).await {
         Ok(decided) => after_decision(services, &decided),
         Err(e) => error_page(services, &e),
+    }
+}
+
+/// What a refusal of the password step shows: the consent page again.
+struct Shown<'a> {
+    services: &'a Services,
+    interaction: &'a Interaction,
+    here: (&'a str, &'a str),
+    cookie: &'a str,
+}
+
+impl Shown<'_> {
+    async fn again(&self, status: StatusCode, error: &str, retry_after: Option<u64>) -> Response {
+        let (services, i) = (self.services, self.interaction);
+        let mut response = page(services, i, self.here, self.cookie, status, Some(error)).await;
+        if let Some(v) = retry_after.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        response
+    }
+}
+
+/// The password, slowed twice over: per wallet address and client
+/// network, and per interaction, in this node's memory (three attempts,
+/// then each further one waits twice as long; not per wallet address
+/// alone, so that one stranger guessing cannot lock the owner out of
+/// approving another client's grant); and per wallet address in the
+/// database, whatever the source and node (`grants::check_owner_password`).
+/// Each attempt is counted before the password is checked.
+async fn password_step(
+    shown: &Shown<'_>,
+    client: std::net::IpAddr,
+    password: &str,
+) -> Result<(), Response> {
+    let (services, interaction) = (shown.services, shown.interaction);
+    let by_wallet = format!("wallet:{}@{}", interaction.wallet.id, client);
+    let by_interaction = format!("interaction:{}", shown.here.0);
+    let keys = [by_wallet.as_str(), by_interaction.as_str()];
+    let lockout = &services.limits.password_lockout;
+    if let Err(wait) = lockout.attempt(&keys) {
+        let secs = wait.as_secs().max(1);
+        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
+        let status = StatusCode::TOO_MANY_REQUESTS;
+        return Err(shown.again(status, &message, Some(secs)).await);
+    }
+    let check = grants::check_owner_password(services, interaction.wallet.id, password).await;
+    match check {
+        Ok(grants::PasswordCheck::Right) => {
+            lockout.succeeded(&keys);
+            Ok(())
+        }
+        Ok(grants::PasswordCheck::Wrong) => Err(shown
+            .again(StatusCode::UNAUTHORIZED, "Wrong password.", None)
+            .await),
+        Ok(grants::PasswordCheck::Paused(until)) => {
+            let ms = until.unix_millis() - services.clock.now().unix_millis();
+            let secs = u64::try_from(ms.saturating_add(999) / 1000)
+                .unwrap_or(1)
+                .max(1);
+            let minutes = secs.div_ceil(60);
+            let message = format!(
+                "Approval by password is paused for this wallet address after too many wrong \
+                 passwords. Try again in {minutes} minute{}, or ask your provider to set your \
+                 password again.",
+                if minutes == 1 { "" } else { "s" }
+            );
+            let status = StatusCode::TOO_MANY_REQUESTS;
+            Err(shown.again(status, &message, Some(secs)).await)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "password check failed");
+            Err(pages::message(
+                services,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong",
+                &["Please try again later."],
+            ))
+        }
     }
 }

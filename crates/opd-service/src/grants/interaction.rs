@@ -1,15 +1,12 @@
 //! The consent interaction (`/interact/{id}/{nonce}`): what the consent
-//! page shows, the owner's decision, the finish redirect, and the owners'
-//! consent passwords (Argon2 hashes).
+//! page shows, the owner's decision and the finish redirect.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
 use opd_core::wallet_address::WalletAddress;
-use opd_core::{Timestamp, WalletAddressId};
+use opd_core::Timestamp;
 use opd_gnap::{interaction_hash, GnapError, GnapErrorCode, GrantState};
 
 use super::{constant_time_eq, new_uuid_string, set_state, store_error, Grant};
-use crate::{ServiceError, Services};
+use crate::Services;
 
 /// What a consent page shows and acts on.
 #[derive(Debug, Clone)]
@@ -150,64 +147,6 @@ pub fn finish_redirect(services: &Services, i: &Interaction) -> Option<String> {
         (Some("denied"), _) => Some(format!("{finish_uri}{sep}result=grant_rejected")),
         _ => Some(format!("{finish_uri}{sep}result=grant_invalid")),
     }
-}
-
-// Wallet owner logins for the built-in consent page.
-
-/// Admin: sets the password the wallet address owner approves grants with.
-pub async fn set_owner_password(
-    services: &Services,
-    wallet: WalletAddressId,
-    password: &str,
-) -> Result<(), ServiceError> {
-    if password.chars().count() < 8 || password.len() > 1024 {
-        return Err(ServiceError::InvalidRequest(
-            "password must be 8 to 1024 characters".into(),
-        ));
-    }
-    let mut salt = [0u8; 16];
-    services.random.fill(&mut salt);
-    let salt =
-        SaltString::encode_b64(&salt).map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
-    // Argon2 takes tens of milliseconds of CPU on purpose: off the async
-    // runtime, so other requests do not wait behind it.
-    let password = password.to_owned();
-    let hash = tokio::task::spawn_blocking(move || {
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-    })
-    .await
-    .map_err(|e| ServiceError::Internal(format!("password hashing failed: {e}")))?
-    .map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
-    services
-        .store
-        .set_owner_password(wallet, &hash, services.clock.now())
-        .await?;
-    Ok(())
-}
-
-/// Whether `password` is the wallet address owner's (constant time).
-pub async fn check_owner_password(
-    services: &Services,
-    wallet: WalletAddressId,
-    password: &str,
-) -> Result<bool, ServiceError> {
-    let Some(stored) = services.store.get_owner_password(wallet).await? else {
-        return Ok(false);
-    };
-    let password = password.to_owned();
-    // Off the async runtime (see `set_owner_password`).
-    tokio::task::spawn_blocking(move || {
-        let Ok(parsed) = PasswordHash::new(&stored) else {
-            return false;
-        };
-        Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok()
-    })
-    .await
-    .map_err(|e| ServiceError::Internal(format!("password check failed: {e}")))
 }
 
 /// The `publicName` a client wallet address gives itself: read from the

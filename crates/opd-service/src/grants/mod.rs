@@ -11,18 +11,21 @@
 
 //!
 //! - [`request`]: grant requests, continuation, cancellation;
-//! - [`interaction`]: the consent interaction, its finish redirect and the
-//!   owners' consent passwords;
+//! - [`interaction`]: the consent interaction and its finish redirect;
+//! - [`owner_password`]: the owners' consent passwords and the budget of
+//!   checks each allows;
 //! - [`tokens`]: token management (rotation, revocation) and introspection.
 //!
 //! This file holds what they share: the grant as the use cases see it and
 //! the helpers that mint tokens and build responses.
 
 pub mod interaction;
+pub mod owner_password;
 pub mod request;
 pub mod tokens;
 
 pub use interaction::*;
+pub use owner_password::*;
 pub use request::*;
 pub use tokens::*;
 

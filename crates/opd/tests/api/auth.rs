@@ -34,7 +34,23 @@ pub(crate) async fn world(db: Db) -> World {
 
 /// [`world`], with the authorization server under `auth_path` if given.
 pub(crate) async fn world_at(db: Db, auth_path: Option<&str>) -> World {
-    let idp = |s: &mut opd::config::Settings| s.serve.idp_secret = Some(IDP_SECRET.into());
+    world_on(db, auth_path, |_| {}).await
+}
+
+/// [`world`], with settings adjusted (another node on the same database).
+pub(crate) async fn world_with(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> World {
+    world_on(db, None, adjust).await
+}
+
+async fn world_on(
+    db: Db,
+    auth_path: Option<&str>,
+    adjust: impl FnOnce(&mut opd::config::Settings),
+) -> World {
+    let idp = |s: &mut opd::config::Settings| {
+        s.serve.idp_secret = Some(IDP_SECRET.into());
+        adjust(s);
+    };
     let app = match auth_path {
         Some(path) => TestApp::spawn_with_auth_path(db, path, idp).await,
         None => TestApp::spawn_with(db, idp).await,
@@ -169,8 +185,9 @@ pub(crate) async fn consent_in_browser(
 
 /// The consent form of an interaction, as a browser holds it: where it
 /// posts, its token and the cookie the token is bound to.
+#[derive(Clone)]
 pub(crate) struct ConsentForm {
-    action: String,
+    pub(crate) action: String,
     token: String,
     cookie: Option<String>,
 }

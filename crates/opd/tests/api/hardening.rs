@@ -132,6 +132,48 @@ async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
     }
 }
 
+/// A whole grant and a password change on PostgreSQL with debug logging
+/// on, filtered as `opd serve` filters: neither the database driver (which
+/// logs every statement's parameters at debug) nor anything else logs the
+/// interaction's nonce, the `interact_ref` or a password hash.
+#[tokio::test]
+async fn debug_logs_on_postgres_carry_no_parameters() {
+    let (captured, _logging) = crate::capture_served_logs(tracing::Level::DEBUG);
+
+    let w = world(Db::Postgres).await;
+    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let interact_ref = query(&location(&done))["interact_ref"].clone();
+    let granted = crate::auth::continue_grant(&w, &pending, &interact_ref).await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    let (s, _) = w
+        .app
+        .admin(
+            Method::PUT,
+            "/wallet-addresses/alice/owner-password",
+            Some(&json!({ "password": "a second long password" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+
+    let log = captured.text();
+    assert!(
+        log.contains("/consent/…"),
+        "debug lines are captured: {log}"
+    );
+    let nonce = redirect.rsplit('/').next().unwrap();
+    for (what, secret) in [
+        ("nonce", nonce),
+        ("interact_ref", &interact_ref),
+        ("password hash", "$argon2"),
+    ] {
+        assert!(!secret.is_empty());
+        assert!(!log.contains(secret), "the {what} is in the log:\n{log}");
+    }
+}
+
 /// A client whose public name carries a right-to-left override cannot
 /// disguise itself on the consent page: the character is shown as its
 /// code point.

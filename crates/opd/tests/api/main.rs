@@ -16,6 +16,7 @@ mod client;
 mod connector;
 mod dashboard;
 mod descriptors;
+mod guessing;
 mod hardening;
 mod hostile;
 mod hostile_sim;
@@ -121,6 +122,31 @@ pub fn capture_logs(
         .with_ansi(false)
         .with_writer(captured.clone())
         .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    (captured, (second, guard))
+}
+
+/// [`capture_logs`] as `opd serve` filters them: the libraries' records
+/// (the `log` crate's included) capped by
+/// `opd::logging::dependencies_capped`.
+pub fn capture_served_logs(
+    level: tracing::Level,
+) -> (
+    Captured,
+    (tracing::Dispatch, tracing::subscriber::DefaultGuard),
+) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    // The libraries that log through the `log` crate (tokio-postgres)
+    // reach tracing through this, as under `opd serve`; once a process.
+    let _ = tracing_log::LogTracer::init();
+    let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(captured.clone())
+        .finish()
+        .with(opd::logging::dependencies_capped());
     let guard = tracing::subscriber::set_default(subscriber);
     (captured, (second, guard))
 }
