@@ -96,16 +96,12 @@ pub(crate) fn message(
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PageText;
 
-/// Whether `c` must be shown as its code point: C0 and C1 controls (but
-/// line breaks and tabs, which HTML shows as spaces), the bidirectional
-/// marks, embeddings, overrides and isolates, and other invisible format
-/// characters that can disguise text.
+/// Whether `c` must be shown as its code point: the characters that
+/// disguise text (controls but line breaks and tabs, which HTML shows as
+/// spaces; bidirectional and invisible format characters), the same set
+/// `opd client` and the admin helpers show that way on a terminal.
 fn neutralised(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
-        | '\u{61c}' | '\u{200b}' | '\u{200e}' | '\u{200f}'
-        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}'
-        | '\u{feff}')
+    opd_core::untrusted::disguising(c)
 }
 
 impl askama::filters::Escaper for PageText {

@@ -2,6 +2,7 @@
 //! (`{"value":"1234","assetCode":"USD","assetScale":2}`). The decimal
 //! conversion is `opd_core::decimal`'s, exact at any scale.
 
+use opd_core::untrusted::Untrusted;
 use serde_json::{json, Value};
 
 pub use opd_core::decimal::{format_decimal, parse_decimal, DecimalError};
@@ -35,13 +36,13 @@ impl Amount {
 }
 
 impl std::fmt::Display for Amount {
-    /// `12.34 USD`.
+    /// `12.34 USD`; the asset code is a server's, shown inert.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "{} {}",
             format_decimal(self.value, self.asset_scale),
-            self.asset_code
+            Untrusted(&self.asset_code)
         )
     }
 }
@@ -55,6 +56,11 @@ mod tests {
         let a = Amount::from_json(&json!({ "value": "1234", "assetCode": "USD", "assetScale": 2 }))
             .unwrap();
         assert_eq!(a.to_string(), "12.34 USD");
+        let hostile = Amount {
+            asset_code: "USD\u{1b}[8m".into(),
+            ..a.clone()
+        };
+        assert_eq!(hostile.to_string(), "12.34 USD[U+001B][8m");
         assert_eq!(Amount::from_json(&a.to_json()), Some(a));
         assert_eq!(
             Amount::from_json(&json!({ "value": 5, "assetCode": "USD", "assetScale": 2 })),

@@ -3,12 +3,19 @@
 //! with decimals and asset) or, with `--json`, the servers' JSON for
 //! scripts. A server's refusal is shown with its status, code and
 //! description, and the command exits non-zero.
+//!
+//! Everything printed that a server wrote reaches the terminal inert:
+//! values through [`Untrusted`] where they are formatted, then every text
+//! through [`untrusted::lines`] and every JSON through [`untrusted::json`]
+//! where it is printed (scripts still read the exact text).
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use opd_core::untrusted::{self, Untrusted};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -22,6 +29,11 @@ use crate::resources::{self, WalletAddress};
 
 /// `opd client`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+TLS: servers are trusted through the platform's trust store (SSL_CERT_FILE honoured), \
+the compiled-in public roots and the authorities of --ca-file (OPD_CA_FILE). \
+A refused certificate is named: not trusted (give its authority with --ca-file), \
+expired or not valid yet, or issued for another host name.")]
 pub struct ClientArgs {
     /// The client profile (wallet address, key id, private key) [default: opd-data/client.json, the demo's].
     #[arg(long, env = "OPD_CLIENT_PROFILE", global = true)]
@@ -29,6 +41,9 @@ pub struct ClientArgs {
     /// Print the servers' JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// PEM bundle of certificate authorities to trust besides the platform's trust store and the compiled-in public roots (a private CA, a test network).
+    #[arg(long, env = "OPD_CA_FILE", global = true)]
+    pub ca_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: ClientCommand,
 }
@@ -267,7 +282,7 @@ pub async fn run(args: ClientArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let client = Client::new(Profile::load(&path)?)?;
+    let client = client_for(Profile::load(&path)?, args.ca_file.as_deref())?;
     let out = Output { json: args.json };
     match args.command {
         ClientCommand::Keys(KeysCommand::Generate { .. }) => Ok(()),
@@ -290,14 +305,31 @@ pub async fn run(args: ClientArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The HTTP client of `profile`, trusting the authorities of `ca_file`
+/// too; a CA file that cannot be used is said before any request.
+fn client_for(profile: Profile, ca_file: Option<&std::path::Path>) -> anyhow::Result<Client> {
+    let Some(ca) = ca_file else {
+        return Client::new(profile, None);
+    };
+    let pem =
+        std::fs::read(ca).with_context(|| format!("cannot read the CA file {}", ca.display()))?;
+    Client::new(profile, Some(&pem)).with_context(|| format!("--ca-file {}", ca.display()))
+}
+
 /// Where results go: stdout, as text or JSON. Progress goes to stderr.
 struct Output {
     json: bool,
 }
 
 impl Output {
+    /// Prints `v` as JSON, or as `text` makes it; either inert on a
+    /// terminal (the last pass: `text` shows the values inert already).
     fn value(&self, v: &Value, text: impl FnOnce(&Value) -> String) {
-        let s = if self.json { format!("{v}\n") } else { text(v) };
+        let s = if self.json {
+            untrusted::json(&format!("{v}\n"))
+        } else {
+            untrusted::lines(&text(v))
+        };
         print!("{s}");
         let _ = std::io::stdout().flush();
     }
@@ -312,7 +344,9 @@ impl Output {
         });
     }
 
+    /// The consent page, as the authorization server named it.
     fn consent_prompt(url: &str) {
+        let url = Untrusted(url);
         eprintln!("Open this page to approve (the wallet owner logs in there):\n\n  {url}\n\nWaiting for the approval...");
     }
 }
@@ -342,7 +376,7 @@ impl Drop for Stderr {
 impl Progress for Stderr {
     fn step(&mut self, line: &str) {
         self.end_line();
-        eprintln!("{line}");
+        eprintln!("{}", untrusted::lines(line));
     }
     fn consent(&mut self, url: &str) {
         self.end_line();
@@ -415,7 +449,11 @@ async fn grant_command(client: &Client, a: GrantArgs, out: &Output) -> anyhow::R
 }
 
 fn token_text(t: &gnap::Token) -> String {
-    let mut s = format!("Access token  {}\n  manage        {}\n", t.value, t.manage);
+    let mut s = format!(
+        "Access token  {}\n  manage        {}\n",
+        Untrusted(&t.value),
+        Untrusted(&t.manage)
+    );
     if let Some(e) = t.expires_in {
         s.push_str(&format!("  expires in    {e} s\n"));
     }

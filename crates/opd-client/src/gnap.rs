@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use opd_core::untrusted::Untrusted;
 use opd_gnap::client::{self as gnap, Consent, FinishAt, GrantAnswer};
 use rand::Rng as _;
 use reqwest::Method;
@@ -96,7 +97,10 @@ pub async fn request_with_consent(
     })??;
     let interact_ref = match consent {
         Consent::Approved(r) => r,
-        Consent::Refused(why) => anyhow::bail!("the grant was not approved ({why})"),
+        // `why` arrived in the redirect's query: anyone's text.
+        Consent::Refused(why) => {
+            anyhow::bail!("the grant was not approved ({})", Untrusted(&why))
+        }
     };
     let reply = client
         .signed(

@@ -1,10 +1,16 @@
 //! Requests to Open Payments servers: signed exactly like the official
 //! Node client (`opd_httpsig::sign_request`), JSON in and out, and a
 //! server's error answer kept whole (status, code, description) so the
-//! user sees what the server said.
+//! user sees what the server said, its text made inert for a terminal
+//! ([`Untrusted`]). Servers are reached over rustls, trusting the
+//! platform's trust store, the compiled-in public roots and the
+//! authorities of `--ca-file`; a refused certificate is named (not
+//! trusted, expired, another host's) as the server names it.
 
 use std::time::Duration;
 
+use opd_core::certificates::CertificateProblem;
+use opd_core::untrusted::Untrusted;
 use opd_httpsig::signed_request_headers;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode};
@@ -19,8 +25,15 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The server answered with an error: one line, then its `details`
-    /// (why, what is available and required, ...), one per line.
-    #[error("{method} {url}: {status} {code}: {description}{}", details_text(.details))]
+    /// (why, what is available and required, ...), one per line; what the
+    /// server wrote shown inert.
+    #[error(
+        "{method} {}: {status} {}: {}{}",
+        Untrusted(.url),
+        Untrusted(.code),
+        Untrusted(.description),
+        details_text(.details)
+    )]
     Server {
         method: Method,
         url: String,
@@ -31,15 +44,16 @@ pub enum ClientError {
         /// error travels by value through every call).
         details: Option<Box<Value>>,
     },
-    /// No answer: refused, timed out, not HTTP.
-    #[error("{method} {url}: {reason}")]
+    /// No answer: refused, timed out, a refused certificate, not HTTP.
+    #[error("{method} {}: {reason}", Untrusted(.url))]
     Transport {
         method: Method,
         url: String,
         reason: String,
     },
-    /// An answer this client cannot use.
-    #[error("{0}")]
+    /// An answer this client cannot use: one line, which may quote the
+    /// server (shown inert).
+    #[error("{}", Untrusted(.0))]
     Unexpected(String),
 }
 
@@ -61,12 +75,28 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(profile: Profile) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+    /// A client for `profile`, trusting the authorities of `extra_roots`
+    /// (a PEM bundle, `--ca-file`) besides the platform's trust store
+    /// (`SSL_CERT_FILE` honoured) and the compiled-in public roots.
+    pub fn new(profile: Profile, extra_roots: Option<&[u8]>) -> anyhow::Result<Self> {
+        // rustls whatever else the build links: certificate errors are
+        // read from it.
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
             .timeout(REQUEST_TIMEOUT)
-            .user_agent(concat!("opd-client/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(Self { profile, http })
+            .user_agent(concat!("opd-client/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = extra_roots {
+            let roots = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| anyhow::anyhow!("the CA file cannot be read as PEM: {e}"))?;
+            anyhow::ensure!(!roots.is_empty(), "the CA file holds no certificate");
+            for root in roots {
+                builder = builder.add_root_certificate(root);
+            }
+        }
+        Ok(Self {
+            profile,
+            http: builder.build()?,
+        })
     }
 
     /// A client sending through `http` instead of its own HTTP client (the
@@ -206,7 +236,7 @@ fn details_text(details: &Option<Box<Value>>) -> String {
                 other => other.to_string(),
             },
         };
-        out.push_str(&format!("\n  {key}: {shown}"));
+        out.push_str(&format!("\n  {}: {}", Untrusted(key), Untrusted(&shown)));
     }
     out
 }
@@ -223,21 +253,39 @@ fn short(text: &str) -> String {
     text.chars().take(200).collect()
 }
 
+/// Why no answer came, in terms a person acts on: a refused certificate
+/// named (with how to trust a private authority), a timeout, or the
+/// connection's own cause.
 fn describe_transport(e: &reqwest::Error) -> String {
+    if let Some(problem) = CertificateProblem::in_chain(e) {
+        let hint = match problem {
+            CertificateProblem::NotTrusted => {
+                " (a private authority is trusted with --ca-file or OPD_CA_FILE)"
+            }
+            _ => "",
+        };
+        return format!("the server's TLS {problem}{hint}");
+    }
     if e.is_timeout() {
-        "no answer in time".into()
-    } else if e.is_connect() {
-        "cannot connect".into()
-    } else {
-        // The chain holds the cause (refused, reset, DNS).
-        let mut out = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            out.push_str(": ");
-            out.push_str(&s.to_string());
-            source = s.source();
+        return "no answer in time".into();
+    }
+    // The chain holds the cause (refused, reset, DNS).
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        causes.push(s.to_string());
+        source = s.source();
+    }
+    if e.is_connect() {
+        match causes.last() {
+            Some(root) => format!("cannot connect: {root}"),
+            None => "cannot connect".into(),
         }
-        out
+    } else {
+        std::iter::once(e.to_string())
+            .chain(causes)
+            .collect::<Vec<_>>()
+            .join(": ")
     }
 }
 
@@ -257,6 +305,22 @@ mod tests {
             "\n  available: 87.66 USD\n  reason: the destination address is not allowed"
         );
         assert_eq!(details_text(&None), "");
+    }
+
+    #[test]
+    fn a_servers_error_is_shown_inert() {
+        let e = ClientError::Server {
+            method: Method::GET,
+            url: "https://w.example/\u{1b}[2J".into(),
+            status: StatusCode::BAD_REQUEST,
+            code: "bad\u{202e}".into(),
+            description: "no\nerror: fake".into(),
+            details: Some(Box::new(json!({ "why\u{1b}[1A": "x\u{9b}y" }))),
+        };
+        assert_eq!(
+            e.to_string(),
+            "GET https://w.example/[U+001B][2J: 400 Bad Request bad[U+202E]: no[U+000A]error: fake\n  why[U+001B][1A: x[U+009B]y"
+        );
     }
 
     #[test]

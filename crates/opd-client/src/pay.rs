@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use opd_core::untrusted::Untrusted;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -76,7 +77,8 @@ impl Paid {
     }
 
     /// What a person reads at the end: the amounts the paying server
-    /// recorded, what the receiver got, and the two resources.
+    /// recorded, what the receiver got, and the two resources (the
+    /// servers' text shown inert).
     pub fn summary(&self) -> String {
         let mut s = String::from("Paid.\n");
         let sent = Amount::from_json(&self.outgoing_payment["sentAmount"]);
@@ -91,8 +93,8 @@ impl Paid {
         }
         s.push_str(&format!(
             "  incoming payment  {}\n  outgoing payment  {}\n",
-            self.incoming_payment["id"].as_str().unwrap_or("?"),
-            self.outgoing_payment["id"].as_str().unwrap_or("?")
+            Untrusted(self.incoming_payment["id"].as_str().unwrap_or("?")),
+            Untrusted(self.outgoing_payment["id"].as_str().unwrap_or("?"))
         ));
         s
     }
@@ -123,7 +125,7 @@ pub async fn pay(
             Ok(prepared) => prepared,
             Err(e) => return Err(close_unpaid(client, &incoming, e).await),
         };
-    progress.step(&format!("Sending: {id}"));
+    progress.step(&format!("Sending: {}", Untrusted(&id)));
     let outgoing = follow(
         client,
         &sender,
@@ -179,9 +181,11 @@ async fn prepare(
     let quote = resources::create(client, sender, "quotes", &quote_token.value, &body).await?;
     let debit = amount_in(&quote, "debitAmount")?;
     let receive = amount_in(&quote, "receiveAmount")?;
+    // The name is the sender's server's: inert, or it could hide this
+    // line (and what follows) or fake another.
     progress.step(&format!(
         "Quoted: {} pays {debit}, the receiver gets {receive}.",
-        sender.name()
+        Untrusted(sender.name())
     ));
 
     let limits = json!({ "debitAmount": debit.to_json(), "receiver": incoming.url });
@@ -212,11 +216,11 @@ async fn close_unpaid(client: &Client, incoming: &Incoming, e: anyhow::Error) ->
     match client.signed(Method::POST, &url, Some(token), None).await {
         Ok(_) => anyhow::anyhow!(
             "{e:#}; nothing was paid, and the incoming payment made for it was closed ({})",
-            incoming.url
+            Untrusted(&incoming.url)
         ),
         Err(closing) => anyhow::anyhow!(
             "{e:#}; nothing was paid, but the incoming payment made for it could not be closed ({}: {closing})",
-            incoming.url
+            Untrusted(&incoming.url)
         ),
     }
 }
@@ -242,7 +246,11 @@ async fn incoming_payment(
                 .as_str()
                 .ok_or_else(|| anyhow::anyhow!("the incoming payment has no id: {ip}"))?
                 .to_owned();
-            progress.step(&format!("Incoming payment for {}: {url}", w.name()));
+            progress.step(&format!(
+                "Incoming payment for {}: {}",
+                Untrusted(w.name()),
+                Untrusted(&url)
+            ));
             Ok(Incoming {
                 url,
                 token: Some(token.value),
@@ -310,7 +318,7 @@ async fn follow(
         if payment["failed"] == true || matches!(state.as_deref(), Some("failed" | "cancelled")) {
             anyhow::bail!(
                 "the payment failed after sending {sent} (what was not sent is back on {})",
-                sender.id
+                Untrusted(&sender.id)
             );
         }
         let ended = match state.as_deref() {
@@ -330,8 +338,9 @@ async fn follow(
         last_sent = Some(sent.value);
         if Instant::now() >= deadline {
             anyhow::bail!(
-                "the payment has not ended after {} s; it goes on: {id}",
-                timeout.as_secs()
+                "the payment has not ended after {} s; it goes on: {}",
+                timeout.as_secs(),
+                Untrusted(id)
             );
         }
         tokio::time::sleep(POLL).await;

@@ -1,7 +1,9 @@
 //! Human-readable output: one resource as aligned `label  value` lines,
 //! amounts with their decimals and asset (`12.34 USD`), never minor units.
-//! `--json` prints the server's JSON instead.
+//! Every value is the server's, shown inert ([`Untrusted`]): a name cannot
+//! hide, move or fake a line. `--json` prints the server's JSON instead.
 
+use opd_core::untrusted::{self, Untrusted};
 use serde_json::Value;
 
 use crate::amount::Amount;
@@ -64,8 +66,8 @@ fn show_value(v: &Value) -> String {
     match v {
         Value::Bool(true) => "yes".into(),
         Value::Bool(false) => "no".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => Untrusted(s).to_string(),
+        other => untrusted::json(&other.to_string()),
     }
 }
 
@@ -73,9 +75,9 @@ fn show_value(v: &Value) -> String {
 pub fn resource(v: &Value) -> String {
     let (title, fields) = fields_of(v);
     if fields.is_empty() {
-        return serde_json::to_string_pretty(v).unwrap_or_default();
+        return untrusted::json(&serde_json::to_string_pretty(v).unwrap_or_default());
     }
-    let mut out = format!("{title}  {}\n", v["id"].as_str().unwrap_or("?"));
+    let mut out = format!("{title}  {}\n", Untrusted(v["id"].as_str().unwrap_or("?")));
     for (key, label) in fields {
         match v.get(*key) {
             None | Some(Value::Null) => {}
@@ -113,6 +115,31 @@ mod tests {
         assert!(text.contains("  received        0.00 USD\n"), "{text}");
         assert!(text.contains("  completed       no\n"), "{text}");
         assert!(!text.contains("metadata"));
+    }
+
+    #[test]
+    fn a_servers_text_is_shown_inert() {
+        let text = resource(&json!({
+            "id": "https://w.example/bob\u{1b}[2J",
+            "publicName": "Bob\u{1b}[8m\nPaid.\u{202e}",
+            "assetCode": "USD",
+            "assetScale": 2,
+            "authServer": "https://a.example",
+            "resourceServer": "https://w.example",
+        }));
+        assert!(
+            text.starts_with("Wallet address  https://w.example/bob[U+001B][2J\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  name            Bob[U+001B][8m[U+000A]Paid.[U+202E]\n"),
+            "{text}"
+        );
+        let other = resource(&json!({ "odd\u{202e}": "x\u{9b}" }));
+        assert!(
+            !other.contains('\u{202e}') && !other.contains('\u{9b}'),
+            "{other}"
+        );
     }
 
     #[test]

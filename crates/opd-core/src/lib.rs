@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 pub mod backoff;
+#[cfg(feature = "tls")]
+pub mod certificates;
 pub mod clock;
 pub mod decimal;
 pub mod hex;
@@ -15,6 +17,7 @@ pub mod peer;
 pub mod quote;
 pub mod requests;
 pub mod time;
+pub mod untrusted;
 pub mod wallet_address;
 pub mod webhook;
 

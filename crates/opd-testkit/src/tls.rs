@@ -55,12 +55,26 @@ impl TestCa {
     /// Issues a server certificate for `localhost` and 127.0.0.1 and
     /// writes it and its key into `dir`: `(--tls-cert, --tls-key)`.
     pub fn issue(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        self.issue_for(dir, &["localhost", "127.0.0.1"], false)
+    }
+
+    /// Issues a server certificate for `names` (host names, or addresses),
+    /// long expired when `expired`, and writes it and its key into `dir`:
+    /// the certificates a client must refuse and name why.
+    pub fn issue_for(&self, dir: &Path, names: &[&str], expired: bool) -> (PathBuf, PathBuf) {
         let key = KeyPair::generate().expect("a server key");
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_owned()]).expect("server params");
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("server params");
+        params.subject_alt_names = names
+            .iter()
+            .map(|n| match n.parse::<std::net::IpAddr>() {
+                Ok(ip) => SanType::IpAddress(ip),
+                Err(_) => SanType::DnsName((*n).try_into().expect("a DNS name")),
+            })
+            .collect();
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2001, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        }
         let cert = params
             .signed_by(&key, &self.cert, &self.key)
             .expect("a server certificate");

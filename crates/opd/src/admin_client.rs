@@ -3,6 +3,7 @@
 //! directory.
 
 use anyhow::{bail, Context};
+use opd_core::untrusted::Untrusted;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
@@ -93,11 +94,17 @@ impl AdminClient {
             let error = &value["error"];
             let code = error["code"].as_str().unwrap_or("error");
             let description = error["description"].as_str().unwrap_or_default();
-            let mut message = format!("admin API: {} {code}: {description}", status.as_u16());
+            // The server's text, inert: whatever it wrote, one line each.
+            let mut message = format!(
+                "admin API: {} {}: {}",
+                status.as_u16(),
+                Untrusted(code),
+                Untrusted(description)
+            );
             if let Some(details) = error["details"].as_object() {
                 for (k, v) in details {
                     let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    message.push_str(&format!("\n  {k}: {shown}"));
+                    message.push_str(&format!("\n  {}: {}", Untrusted(k), Untrusted(&shown)));
                 }
             }
             bail!(message);

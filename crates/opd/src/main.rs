@@ -6,6 +6,7 @@ use anyhow::Context;
 use opd::admin_client::AdminClient;
 use opd::cli::Command;
 use opd::config::{ConfigFile, Settings};
+use opd_core::untrusted;
 use opd_core::{OsRandom, SystemClock};
 use secrecy::ExposeSecret;
 
@@ -85,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
             // A person reads this: the error's chain on one line, without
             // the backtrace anyhow would add.
             if let Err(e) = opd_client::cli::run(args).await {
-                eprintln!("error: {e:#}");
+                print_error(&e);
                 std::process::exit(1);
             }
             Ok(())
@@ -93,21 +94,34 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-fn print(value: serde_json::Value) -> anyhow::Result<()> {
-    if !value.is_null() {
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    }
-    Ok(())
-}
-
-/// Prints a line of `opd serve`'s own output. A server outlives whoever
-/// reads its standard output: when that pipe is closed (a supervisor or a
-/// terminal gone), the line is dropped rather than the server panicking.
+/// Prints a line on standard output. A server outlives whoever reads its
+/// standard output: when that pipe is closed (a supervisor or a terminal
+/// gone), the line is dropped rather than the server panicking; so is a
+/// helper's answer.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout(), $($arg)*);
     }};
+}
+
+/// An admin helper's answer: the server's JSON, inert on a terminal
+/// (bidirectional and C1 controls as JSON escapes, which read back the
+/// same).
+fn print(value: serde_json::Value) -> anyhow::Result<()> {
+    if !value.is_null() {
+        say!(
+            "{}",
+            untrusted::json(&serde_json::to_string_pretty(&value)?)
+        );
+    }
+    Ok(())
+}
+
+/// An error of `opd client` or an admin helper, which may quote a server:
+/// inert on a terminal, its own line breaks kept.
+fn print_error(e: &anyhow::Error) {
+    eprintln!("error: {}", untrusted::lines(&format!("{e:#}")));
 }
 
 async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
@@ -154,7 +168,7 @@ async fn one_line(
     match work.await {
         Ok(value) => print(value),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            print_error(&e);
             std::process::exit(1);
         }
     }

@@ -1,11 +1,11 @@
 //! What every area stands on and nothing business-specific: caches,
-//! throttles, outbound HTTP (and its certificate errors), sealed secrets,
-//! public URLs, metrics, the change feed between nodes and health.
+//! throttles, outbound HTTP (its certificate errors named by
+//! `opd_core::certificates`), sealed secrets, public URLs, metrics, the
+//! change feed between nodes and health.
 //! Modules here call nothing in the business areas (payments,
 //! interledger, access, grants).
 
 pub mod cache;
-pub mod certificates;
 pub mod changes;
 pub mod health;
 pub mod metrics;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-pub use super::certificates::CertificateProblem;
+pub use opd_core::certificates::CertificateProblem;
 
 /// The largest body read from a client's key set, a rates service or a
 /// token introspection endpoint.
@@ -374,31 +374,19 @@ impl Outbound {
     }
 }
 
-/// A transport error in our terms: a refused address, a timeout, or the
-/// destination unreachable.
+/// A transport error in our terms: a refused address, a refused
+/// certificate, a timeout, or the destination unreachable.
 fn classify(e: reqwest::Error) -> OutboundError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     while let Some(s) = source {
         if s.is::<Refused>() {
             return OutboundError::Forbidden;
         }
-        // TLS errors arrive inside `io::Error`s (nested), whose `source`
-        // skips the error each wraps.
-        let mut candidate = Some(s);
-        while let Some(c) = candidate {
-            if let Some(problem) = c
-                .downcast_ref::<rustls::Error>()
-                .and_then(CertificateProblem::of)
-            {
-                tracing::info!(problem = %problem, "an outbound TLS certificate was refused");
-                return OutboundError::Certificate(problem);
-            }
-            candidate = c
-                .downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .map(|e| e as &(dyn std::error::Error + 'static));
-        }
         source = s.source();
+    }
+    if let Some(problem) = CertificateProblem::in_chain(&e) {
+        tracing::info!(problem = %problem, "an outbound TLS certificate was refused");
+        return OutboundError::Certificate(problem);
     }
     if e.is_timeout() {
         OutboundError::Timeout

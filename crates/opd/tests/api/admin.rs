@@ -557,3 +557,56 @@ async fn cli_helpers_move_money_and_set_rates_and_fees() {
         "{err}"
     );
 }
+
+/// What the admin helpers print of a server's answer stays inert on a
+/// terminal: its JSON keeps the exact text (bidirectional and C1 controls
+/// as JSON escapes, which read back the same), and its errors show
+/// controls as their code points.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_helpers_print_server_text_inert() {
+    let app = TestApp::spawn().await;
+    let name = "Bob\u{202e}kcab\u{9b}2J\u{1b}[8m\u{7f}";
+    let body = json!({ "path": "bob", "assetCode": "USD", "assetScale": 2, "publicName": name });
+    let (s, v) = app
+        .admin(Method::POST, "/wallet-addresses", Some(&body))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let run = |admin: &str, args: &[&str]| {
+        opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-url", admin, "--admin-token", &app.admin_token])
+                .args(args)
+                .env_remove("OPD_CONFIG"),
+        )
+    };
+    let inert = |text: &str| {
+        !text
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+    };
+    let got = run(&app.admin, &["wallet-address", "get", "bob"]);
+    let out = String::from_utf8(got.stdout).unwrap();
+    assert!(got.status.success() && inert(&out), "{out:?}");
+    let wallet: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(wallet["publicName"], name);
+
+    // An admin API (here a hostile one) refusing with controls in its error.
+    let hostile = crate::client::answering(
+        StatusCode::CONFLICT,
+        json!({ "error": {
+            "code": "conflict\u{1b}[2J",
+            "description": "taken\u{1b}[8m\nerror: fine\u{202e}",
+            "details": { "why\u{1b}[1A": "x\u{9b}y" },
+        } }),
+    )
+    .await;
+    let refused = run(&hostile, &["peer", "list"]);
+    let err = String::from_utf8(refused.stderr).unwrap();
+    assert!(!refused.status.success() && inert(&err), "{err:?}");
+    assert!(
+        err.contains(
+            "409 conflict[U+001B][2J: taken[U+001B][8m[U+000A]error: fine[U+202E]\n  why[U+001B][1A: x[U+009B]y"
+        ),
+        "{err}"
+    );
+}

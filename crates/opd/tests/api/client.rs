@@ -631,3 +631,138 @@ async fn keys_generate_writes_a_profile_once_and_shows_its_public_key() {
     .await;
     assert_eq!(again.status.code(), Some(1));
 }
+
+/// Text a hostile server controls: terminal escapes (hide what follows,
+/// clear the screen, move the cursor up, set the window title), a newline
+/// faking a line of its own, a right-to-left override and an 8-bit CSI.
+const HOSTILE: &str = "Alice\u{1b}[8m\u{1b}[2J\u{1b}[3A\nPaid.\u{202e}dlrow\u{9b}2J\u{1b}]0;x\u{7}";
+
+/// The same, as the terminal shows it: every such character as its code
+/// point, as the pages do.
+const SHOWN: &str = "Alice[U+001B][8m[U+001B][2J[U+001B][3A[U+000A]Paid.[U+202E]dlrow[U+009B]2J[U+001B]]0;x[U+0007]";
+
+/// Fails unless `text` holds no terminal control and no bidirectional
+/// formatting character (line breaks aside).
+fn assert_inert(text: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+        .collect();
+    assert!(raw.is_empty(), "raw {raw:?} in {text:?}");
+}
+
+/// Names a server controls (its wallet addresses' public names) reach the
+/// terminal as their code points: the "Quoted: … pays …" line is whole,
+/// nothing is hidden or faked, and `--json` still gives scripts the exact
+/// name.
+#[tokio::test]
+async fn hostile_names_never_reach_the_terminal_raw() {
+    let app = node("test.opd").await;
+    let proxy = ValidatingProxy::start().await;
+    let shop = app.signing_client("shop", 65).await;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("client.json");
+    Profile::with_key(&shop.wallet_address, &shop.kid, shop.key.clone())
+        .save_new(&profile)
+        .unwrap();
+    for (path, name) in [("alice", HOSTILE), ("bob", "Bob\u{202e}\n")] {
+        let body = json!({ "path": path, "assetCode": "USD", "assetScale": 2, "publicName": name });
+        admin_ok(&app, Method::POST, "/wallet-addresses", body).await;
+    }
+    app.deposit("alice", 10_000).await;
+    let (alice, bob) = (app.url("alice"), app.url("bob"));
+
+    // Nobody consents: the command stops after the quote.
+    let paying = opd_client(
+        &profile,
+        &proxy,
+        &[
+            "pay",
+            &bob,
+            "--from",
+            &alice,
+            "--amount",
+            "1.00",
+            "--consent-wait-secs",
+            "1",
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&paying.stderr);
+    assert_inert(&err);
+    assert_inert(&String::from_utf8_lossy(&paying.stdout));
+    let quoted = err
+        .lines()
+        .find(|l| l.starts_with("Quoted: "))
+        .unwrap_or("");
+    assert!(
+        quoted.starts_with(&format!("Quoted: {SHOWN} pays "))
+            && quoted.ends_with(", the receiver gets 1.00 USD."),
+        "{err}"
+    );
+    assert!(
+        err.contains("Incoming payment for Bob[U+202E][U+000A]: "),
+        "{err}"
+    );
+    assert!(!err.lines().any(|l| l.starts_with("Paid.")), "{err}");
+
+    // Shown for people, and exact in JSON.
+    let shown = stdout(&opd_client(&profile, &proxy, &["wallet-address", &alice]).await);
+    assert_inert(&shown);
+    assert!(
+        shown.contains(&format!("  name            {SHOWN}\n")),
+        "{shown}"
+    );
+    let json = stdout(&opd_client(&profile, &proxy, &["--json", "wallet-address", &alice]).await);
+    assert_inert(&json);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["publicName"], HOSTILE);
+}
+
+/// A server that answers every request with `status` and `body`: its URL.
+pub(crate) async fn answering(status: StatusCode, body: Value) -> String {
+    let app = axum::Router::new().fallback(move || {
+        let body = body.clone();
+        async move { (status, axum::Json(body)) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// A hostile server's error (code, description and details) is printed
+/// with its controls as code points: one `error:` line, nothing faked.
+#[tokio::test]
+async fn a_hostile_servers_error_is_printed_inert() {
+    let proxy = ValidatingProxy::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("client.json");
+    Profile::generate("https://wallet.example/me", "me-1")
+        .save_new(&profile)
+        .unwrap();
+    let url = answering(
+        StatusCode::BAD_REQUEST,
+        json!({ "error": {
+            "code": "bad\u{1b}[2J",
+            "description": format!("refused {HOSTILE}\nerror: all is well"),
+            "details": { "reason\u{1b}[1A": "x\u{202e}y" },
+        } }),
+    )
+    .await;
+    let out = opd_client(&profile, &proxy, &["wallet-address", &format!("{url}/bob")]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_inert(&err);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "400 Bad Request bad[U+001B][2J: refused {SHOWN}[U+000A]error: all is well\n  reason[U+001B][1A: x[U+202E]y"
+        )),
+        "{err}"
+    );
+}

@@ -115,3 +115,139 @@ async fn opd_client_takes_a_payment_pointer() {
     assert_eq!(ip["walletAddress"], app.url("bob"), "{ip}");
     assert_eq!(ip["incomingAmount"], amount("150", "USD", 2));
 }
+
+/// Runs `opd client --profile <profile> <args>` off the runtime, with
+/// `env` and without the platform trust store's extra authorities
+/// (`SSL_CERT_FILE`, `SSL_CERT_DIR`): it trusts the test authority only
+/// when told.
+async fn client_run(
+    profile: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_opd"));
+    cmd.args(["client", &format!("--profile={}", profile.display())])
+        .args(args)
+        .env_remove("OPD_CLIENT_PROFILE")
+        .env_remove("OPD_CA_FILE")
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    tokio::task::spawn_blocking(move || opd_testkit::output(&mut cmd))
+        .await
+        .unwrap()
+}
+
+/// A profile file in `dir` (any key: reading a wallet address is not signed).
+fn any_profile(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("client.json");
+    opd_client::profile::Profile::generate("https://wallet.example/me", "me-1")
+        .save_new(&path)
+        .unwrap();
+    path
+}
+
+/// `opd client` trusts a private authority given with `--ca-file` or
+/// `OPD_CA_FILE`; without it, it says the certificate is not trusted and
+/// how to trust it, not "cannot connect".
+#[tokio::test]
+async fn opd_client_trusts_a_private_ca_given_with_ca_file_or_opd_ca_file() {
+    trust_test_ca();
+    let dir = tempfile::tempdir().unwrap();
+    let app = tls_node("test.opd", dir.path(), true).await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let profile = any_profile(dir.path());
+    let ca = test_ca().write_ca(dir.path());
+
+    let refused = client_run(&profile, &["wallet-address", &bob], &[]).await;
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("certificate is not trusted"), "{err}");
+    assert!(
+        err.contains("--ca-file") && err.contains("OPD_CA_FILE"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot connect"), "{err}");
+
+    let flag = format!("--ca-file={}", ca.display());
+    let by_flag = client_run(&profile, &[&flag, "wallet-address", &bob], &[]).await;
+    let shown = String::from_utf8_lossy(&by_flag.stdout);
+    assert!(
+        by_flag.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_flag.stderr)
+    );
+    assert!(
+        shown.starts_with(&format!("Wallet address  {bob}\n")),
+        "{shown}"
+    );
+
+    let by_env = client_run(&profile, &["wallet-address", &bob], &[("OPD_CA_FILE", &ca)]).await;
+    assert!(
+        by_env.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_env.stderr)
+    );
+
+    // A CA file that cannot be used is said before any request.
+    let missing = dir.path().join("missing.pem");
+    let flag = format!("--ca-file={}", missing.display());
+    let bad = client_run(&profile, &[&flag, "wallet-address", &bob], &[]).await;
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("cannot read the CA file"), "{err}");
+}
+
+/// A listener that only completes TLS handshakes with `cert` (a client
+/// refusing the certificate never gets further): its `https://` URL on
+/// 127.0.0.1.
+async fn handshake_only(cert: &std::path::Path, key: &std::path::Path) -> String {
+    let (acceptor, _) = opd::tls::acceptor(cert, key).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move { drop(acceptor.accept(stream).await) });
+        }
+    });
+    format!("https://127.0.0.1:{port}")
+}
+
+/// A certificate of a trusted authority, but for another host name, or
+/// expired: `opd client` names which, as the server does.
+#[tokio::test]
+async fn opd_client_names_a_certificate_for_another_host_or_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = any_profile(dir.path());
+    let ca = test_ca().write_ca(dir.path());
+    let flag = format!("--ca-file={}", ca.display());
+    for (names, expired, said) in [
+        (
+            &["other.example"][..],
+            false,
+            "certificate does not match the host name",
+        ),
+        (
+            &["localhost", "127.0.0.1"][..],
+            true,
+            "certificate is expired or not valid yet",
+        ),
+    ] {
+        let at = tempfile::tempdir().unwrap();
+        let (cert, key) = test_ca().issue_for(at.path(), names, expired);
+        let url = handshake_only(&cert, &key).await;
+        let out = client_run(
+            &profile,
+            &[&flag, "wallet-address", &format!("{url}/bob")],
+            &[],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{names:?}: {err}");
+        assert!(!err.contains("cannot connect"), "{err}");
+    }
+}
