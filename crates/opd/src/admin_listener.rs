@@ -156,10 +156,12 @@ fn victim(seen: &[Seen], now: Instant, grace: Duration, from: Option<IpAddr>) ->
     seen.iter()
         .filter(|s| !s.proven && now.saturating_duration_since(s.accepted) >= grace)
         .filter(|s| from.is_none_or(|a| s.peer == a))
-        .min_by_key(|s| (s.busy, Reverse(held[&s.peer]), s.accepted))
+        .min_by_key(|s| (s.busy, Reverse(held.get(&s.peer)), s.accepted))
         .map(|s| s.id)
 }
 
+/// Whether the listener may accept now: below its cap, or with a
+/// connection to close for room; else when one will be.
 fn room(seen: &[Seen], now: Instant, caps: Caps) -> Room {
     if seen.len() < caps.live || victim(seen, now, caps.grace, None).is_some() {
         return Room::Now;
@@ -170,6 +172,7 @@ fn room(seen: &[Seen], now: Instant, caps: Caps) -> Room {
     }
 }
 
+/// What becomes of a connection from `peer` accepted at `now`.
 fn admission(seen: &[Seen], peer: IpAddr, now: Instant, caps: Caps) -> Admission {
     let or_refuse = |v: Option<u64>| v.map_or(Admission::Refuse, Admission::Evict);
     if shared_address(peer) {
