@@ -489,14 +489,14 @@ pub async fn start(
         max_connections: budget.per_listener,
         max_per_address: budget.per_address,
     };
-    // The admin listener keeps room of its own whatever the public ones get.
-    let admin = crate::listener::Limits {
-        max_connections: budget.admin,
-        max_per_address: budget.admin,
-        ..public
-    };
+    // The admin listener keeps room of its own whatever the public ones
+    // get, and the operator's way in within it (`crate::admin_listener`).
+    let admin = crate::admin_listener::AdminLimits::new(
+        public.header_read_timeout,
+        public.request_timeout,
+        budget.admin,
+    );
     for (i, (listener, name, router)) in listeners.into_iter().enumerate() {
-        let limits = if i == ADMIN_LISTENER { admin } else { public };
         // Outermost, so every answer is measured with its final status.
         let router = router.layer(axum::middleware::from_fn_with_state(
             opd_api::metrics::Listener::new(name),
@@ -511,9 +511,15 @@ pub async fn start(
             .as_ref()
             .filter(|_| !plain_admin)
             .map(|(acceptor, _)| acceptor.clone());
-        tasks.spawn(crate::listener::serve(
-            listener, router, limits, acceptor, stop,
-        ));
+        if i == ADMIN_LISTENER {
+            tasks.spawn(crate::admin_listener::serve(
+                listener, router, admin, acceptor, stop,
+            ));
+        } else {
+            tasks.spawn(crate::listener::serve(
+                listener, router, public, acceptor, stop,
+            ));
+        }
     }
     if let Some((_, reloading)) = &tls {
         let (reloading, stop) = (reloading.clone(), shutdown.subscribe());

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod admin_client;
+pub mod admin_listener;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -95,7 +95,7 @@ impl Drop for Counted {
 
 /// Answers JSON 408 when the request (body included) takes longer than
 /// `limit`.
-async fn within(limit: Duration, request: Request, next: Next) -> Response {
+pub(crate) async fn within(limit: Duration, request: Request, next: Next) -> Response {
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => opd_api::ApiError::new(
@@ -108,13 +108,13 @@ async fn within(limit: Duration, request: Request, next: Next) -> Response {
 }
 
 /// Resolves once `stop` turns true (or its sender is gone).
-async fn stopping(stop: &mut watch::Receiver<bool>) {
+pub(crate) async fn stopping(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
 /// Serves HTTP/1.1 on one connection (plain or TLS) until it ends or
 /// `stop` turns true (then its current request finishes).
-async fn serve_connection<S, Svc>(
+pub(crate) async fn serve_connection<S, Svc>(
     stream: S,
     service: Svc,
     limits: Limits,

@@ -27,14 +27,21 @@
 //!   pages with their own sign-in
 //!
 //! `{ref}` is a wallet address id or its path (with `/` as `%2F`).
+//!
+//! A request whose admin credential checks out (the token here or at the
+//! dashboard's sign-in, or a live dashboard session) marks its connection
+//! proven ([`Proof`]): the admin listener never closes such a connection to
+//! make room for another.
 
 mod dashboard;
 mod money;
 mod peers;
 mod pricing;
+mod proof;
 mod state;
 mod wallets;
 
+pub use proof::Proof;
 pub use state::{AdminState, Node};
 
 use axum::extract::{Request, State};
@@ -97,5 +104,6 @@ async fn require_token(
     if !state.token_matches(token).await {
         return Err(refused());
     }
+    proof::prove(request.extensions());
     Ok(next.run(request).await)
 }

@@ -8,6 +8,7 @@
 
 mod access;
 mod admin;
+mod admin_flood;
 mod asking_to_peer;
 mod auth;
 mod auth_path;

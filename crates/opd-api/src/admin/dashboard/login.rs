@@ -12,6 +12,7 @@ use opd_service::operator;
 
 use super::{cookie_name, digest, failed, refused, CheckedForm, COOKIE, CSS, SESSION_SECS};
 use crate::admin::state::AdminState;
+use crate::admin::Proof;
 use crate::{csrf, pages};
 
 #[derive(Template)]
@@ -72,6 +73,8 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     let name = cookie_name(LOGIN_COOKIE, request.headers());
     let session_name = cookie_name(COOKIE, request.headers());
     let cookie = csrf::cookie(request.headers(), &name);
+    // Taken now: reading the body below consumes the request.
+    let proof = request.extensions().get::<Proof>().cloned();
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
         let error = Some("The form could not be read.".into());
@@ -92,6 +95,9 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     if !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
         return login_page(&state, &name, cookie, StatusCode::UNAUTHORIZED, error);
+    }
+    if let Some(proof) = proof {
+        proof.prove();
     }
     let cookie = csrf::random_value(services);
     // Sessions nobody signed out of are swept as others sign in.

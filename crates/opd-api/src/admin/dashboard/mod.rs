@@ -150,6 +150,7 @@ async fn require_session(
 ) -> Response {
     match current(&state, request.headers()).await {
         Some(session) => {
+            crate::admin::proof::prove(request.extensions());
             request.extensions_mut().insert(session);
             next.run(request).await
         }
