@@ -62,6 +62,12 @@ macro_rules! migrations_of {
                 "incoming expiring",
                 "0012_incoming_expiring.sql"
             ),
+            $crate::migrations::migration!(
+                $folder,
+                13,
+                "incoming by network",
+                "0013_incoming_by_network.sql"
+            ),
         ]
     };
 }

@@ -9,13 +9,14 @@
 //! (`services.limits.password_lockout`).
 
 use askama::Template;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use opd_gnap::{AccessType, Action, ClientIdent};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
 
+use crate::client_network::ClientNet;
 use crate::extract::{PathParams2, RawBody};
 use crate::pages;
 use crate::{csrf, display, AppState};
@@ -227,7 +228,7 @@ fn parse_form(body: &[u8]) -> Form {
 /// after wrong ones), then the decision.
 pub(crate) async fn consent_decision(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    ClientNet(network): ClientNet,
     headers: HeaderMap,
     PathParams2(id, nonce): PathParams2,
     RawBody(body): RawBody,
@@ -258,7 +259,7 @@ pub(crate) async fn consent_decision(
     // long. Not per wallet address alone, so that a stranger guessing
     // cannot lock the owner out of approving another client's grant. The
     // attempt is counted before the password is checked.
-    let by_wallet = format!("wallet:{}@{}", interaction.wallet.id, peer.ip());
+    let by_wallet = format!("wallet:{}@{network}", interaction.wallet.id);
     let by_interaction = format!("interaction:{id}");
     let keys = [by_wallet.as_str(), by_interaction.as_str()];
     let lockout = &services.limits.password_lockout;

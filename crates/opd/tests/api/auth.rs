@@ -34,7 +34,19 @@ pub(crate) async fn world(db: Db) -> World {
 
 /// [`world`], with the authorization server under `auth_path` if given.
 pub(crate) async fn world_at(db: Db, auth_path: Option<&str>) -> World {
-    let idp = |s: &mut opd::config::Settings| s.serve.idp_secret = Some(IDP_SECRET.into());
+    world_with(db, auth_path, |_| {}).await
+}
+
+/// [`world_at`], with settings adjusted.
+pub(crate) async fn world_with(
+    db: Db,
+    auth_path: Option<&str>,
+    adjust: impl FnOnce(&mut opd::config::Settings),
+) -> World {
+    let idp = |s: &mut opd::config::Settings| {
+        s.serve.idp_secret = Some(IDP_SECRET.into());
+        adjust(s);
+    };
     let app = match auth_path {
         Some(path) => TestApp::spawn_with_auth_path(db, path, idp).await,
         None => TestApp::spawn_with(db, idp).await,

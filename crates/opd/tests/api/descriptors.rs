@@ -69,7 +69,7 @@ fn address(field: &Value) -> SocketAddr {
 /// One full HTTP answer on `stream`, or `None` when the server closed it
 /// (or gave no answer within a few seconds: the connection is waiting in
 /// the kernel's backlog).
-async fn answer(stream: &mut TcpStream) -> Option<String> {
+pub(crate) async fn answer(stream: &mut TcpStream) -> Option<String> {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     let read = async {

@@ -13,6 +13,7 @@ mod auth;
 mod auth_path;
 mod auto_peering;
 mod client;
+mod client_networks;
 mod connector;
 mod dashboard;
 mod descriptors;
