@@ -68,7 +68,7 @@ pub struct ServiceConfig {
     pub outbound_allow: Vec<String>,
     /// The key server secrets are sealed with in the database.
     pub secrets_key: secrets::SecretsKey,
-    /// Grant requests allowed per minute per client and per client address
+    /// Grant requests allowed per minute per client and per client network
     /// (each may also burst to this many at once); 0: no limit.
     pub grant_requests_per_minute: u32,
     /// Incoming payments, quotes and outgoing payments one client may
@@ -304,11 +304,11 @@ pub struct Services {
 /// Per-client limits on what costs the server (grant requests, creating
 /// resources) and on guessing passwords and tokens.
 pub struct Limits {
-    /// Grant requests by client and by client address.
+    /// Grant requests by client and by client network.
     pub grants: throttle::Throttle,
     /// Resource creation by client.
     pub creates: throttle::Throttle,
-    /// Incoming payments created by key-only clients, by network address.
+    /// Incoming payments created by key-only clients, by client network.
     pub key_only_incoming: throttle::Throttle,
     /// Failed consent-page passwords and admin tokens, by key.
     pub password_lockout: throttle::Lockout,

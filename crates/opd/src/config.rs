@@ -134,7 +134,7 @@ pub struct ServeArgs {
     /// Peers created by auto-peering that may exist at once, counted in the database (shared by every node).
     #[arg(long, env = "OPD_AUTO_PEERING_MAX_PEERS", default_value_t = 100)]
     pub auto_peering_max_peers: u64,
-    /// Auto-peering requests allowed per minute per requester address (also the burst), per node; 0: no limit.
+    /// Auto-peering requests allowed per minute per requester client network (also the burst), per node; 0: no limit.
     #[arg(
         long,
         env = "OPD_AUTO_PEERING_REQUESTS_PER_MINUTE",
@@ -221,7 +221,7 @@ pub struct ServeArgs {
     /// The previous secrets key file, during a rotation: secrets sealed with it are sealed again with the current key.
     #[arg(long, env = "OPD_SECRETS_KEY_PREVIOUS_FILE")]
     pub secrets_key_previous_file: Option<PathBuf>,
-    /// Grant requests allowed per minute per client and per client address (also the burst); 0: no limit.
+    /// Grant requests allowed per minute per client and per client network (also the burst); 0: no limit.
     #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE", default_value_t = 600)]
     pub grant_requests_per_minute: u32,
     /// Incoming payments, quotes and outgoing payments one client may create per minute (also the burst), per node; 0: no limit.
