@@ -1,10 +1,11 @@
 //! Per-address limits count client networks, not exact addresses: every
 //! loopback address is one network (127.0.0.2 and 127.0.0.3 share a
-//! connection cap and a grant allowance), a direct client cannot leave its
-//! network by sending `X-Forwarded-For`, and behind a trusted proxy each
-//! forwarded client is counted apart while the proxy's own connections
-//! are not capped. The grouping itself (IPv6 prefixes, private ranges) is
-//! unit-tested in `opd_service::platform::network`.
+//! connection cap, a grant allowance and a consent lockout), a direct
+//! client cannot leave its network by sending `X-Forwarded-For`, and
+//! behind a trusted proxy each forwarded client (an IPv6 one by its /64) is counted apart while the
+//! proxy's own connections are not capped. The grouping itself (IPv6
+//! prefixes, private ranges) is unit-tested in
+//! `opd_service::platform::network`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -81,6 +82,11 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_allowance() {
         spend_grants(&app, &proxy("203.0.113.1, 203.0.113.2")).await,
         3
     );
+    // IPv6 clients are counted by their /64.
+    assert_eq!(spend_grants(&app, &proxy("2001:db8:1:2::1")).await, 3);
+    let same = grant_status(&app, &proxy("2001:db8:1:2:ffff::9")).await;
+    assert_eq!(same, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(spend_grants(&app, &proxy("2001:db8:1:3::1")).await, 3);
     // A direct client (not a trusted proxy) is its own network whatever
     // it says: loopback's allowance is shared by 127.0.0.2 and .3.
     spend_grants(&app, &client_at(2, Some("203.0.113.3"))).await;
@@ -136,4 +142,34 @@ async fn loopback_addresses_share_one_connection_cap_and_a_trusted_proxy_has_non
     drop(held.remove(0));
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert!(connect_from(3, to).await.is_some());
+}
+
+/// A browser on `127.0.0.<last>` that does not follow redirects.
+fn browser_at(last: u8) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn loopback_addresses_share_one_consent_lockout() {
+    use crate::auth::{ask, open_consent, outgoing_grant, world, FINISH, PASSWORD};
+    let w = world(Db::Sqlite).await;
+    let guessed = ask(&w, &outgoing_grant(&w, Some(FINISH), "n1")).await;
+    let guesser = browser_at(2);
+    let form = open_consent(&guesser, guessed["interact"]["redirect"].as_str().unwrap()).await;
+    for i in 0..3 {
+        let r = form.post(&guesser, &format!("guess {i}"), "approve").await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Another interaction of the same wallet address, from 127.0.0.3: the
+    // same network as the guesser, so it waits too (the right password
+    // is not even checked).
+    let other = ask(&w, &outgoing_grant(&w, Some(FINISH), "n2")).await;
+    let browser = browser_at(3);
+    let form = open_consent(&browser, other["interact"]["redirect"].as_str().unwrap()).await;
+    let r = form.post(&browser, PASSWORD, "approve").await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
 }
