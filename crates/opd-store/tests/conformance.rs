@@ -260,6 +260,14 @@ async fn key_only_incoming_payments_are_counted_by_key_network_and_total(s: &dyn
         .incoming_payments_created_by(alice.id, "jwk:a", since)
         .await;
     assert_eq!(by_key.unwrap(), 2);
+    // The retention pass forgets the networks (of payments 1 to 3 here),
+    // not the payments.
+    let cutoff = Timestamp::from_unix_millis(T0 + 3500);
+    assert_eq!(s.prune_before(cutoff).await.unwrap().client_networks, 3);
+    assert_eq!(from("203.0.113.7", since).await.unwrap(), 1);
+    assert_eq!(from("2001:db8:1:2::/64", since).await.unwrap(), 0);
+    let total = s.key_only_incoming_payments_since(alice.id, since).await;
+    assert_eq!(total.unwrap(), 4);
 }
 
 async fn incoming_payments_paginate_both_ways(s: &dyn Store) {
