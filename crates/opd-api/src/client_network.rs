@@ -30,9 +30,10 @@ where
         if let Some(network) = parts.extensions.get::<ClientNetwork>() {
             return Ok(Self(*network));
         }
-        // Every listener sets it; a router served some other way has no
-        // address to count by, and counting all its requests as one
-        // would be a silent outage.
+        // Every listener (`crates/opd/src/listener.rs`) gives the
+        // connection's address; a router served some other way has none to
+        // count by, and counting all its requests as one client would be
+        // a silent outage.
         let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>() else {
             tracing::error!("a request without the connection's address");
             return Err(ApiError::internal());

@@ -233,7 +233,7 @@ pub struct ServeArgs {
     /// Interactive grants one client may have waiting for a decision at once.
     #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS", default_value_t = 100)]
     pub max_pending_interactions: u32,
-    /// Days revoked or rotated-away tokens, expired tokens of grants given without consent, finished grants, unused expired quotes, delivered webhook events and settled ILP holds are kept; 0 keeps them forever.
+    /// Days revoked or rotated-away tokens, expired tokens of grants given without consent, finished grants, unused expired quotes, delivered webhook events and settled ILP holds are kept (and the client network stored with a key-only client's incoming payment); 0 keeps them forever.
     #[arg(long, env = "OPD_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
     /// Seconds a client has to send a request's head, on every listener; an idle keep-alive connection is closed after it too.

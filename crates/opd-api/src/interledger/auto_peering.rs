@@ -129,7 +129,7 @@ async fn accept(
         let mut e = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_requests",
-            "too many peering requests from this address; try again later",
+            "too many peering requests from this network; try again later",
         );
         e.retry_after = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
         e
