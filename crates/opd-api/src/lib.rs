@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth_server;
+pub mod client_network;
 mod csrf;
 pub mod display;
 mod drain;

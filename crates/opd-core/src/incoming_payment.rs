@@ -21,6 +21,10 @@ pub struct IncomingPayment {
     pub metadata: Option<Metadata>,
     /// The client (its wallet address URL) that created it, when known.
     pub client: Option<String>,
+    /// The client network it was created from (`ClientNetwork`'s key in
+    /// `opd_service::platform::network`), kept for clients identified by
+    /// a key alone: their quota per wallet address counts by it.
+    pub client_network: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -104,6 +108,7 @@ mod tests {
             expires_at: NOW.plus_millis(1),
             metadata: None,
             client: None,
+            client_network: None,
             created_at: NOW,
             updated_at: NOW,
         }

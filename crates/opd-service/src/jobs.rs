@@ -192,11 +192,18 @@ async fn retention(services: &Services) -> Result<Progress, ServiceError> {
         quotes = p.quotes,
         webhook_events = p.webhook_events,
         holds = p.holds,
+        client_networks = p.client_networks,
         "pruned past retention"
     );
-    let full = [p.tokens, p.grants, p.quotes, p.webhook_events, p.holds]
-        .into_iter()
-        .any(|n| n >= opd_store::PRUNE_BATCH as u64);
+    let full = [
+        p.tokens,
+        p.grants,
+        p.quotes,
+        p.webhook_events,
+        p.holds,
+        p.client_networks,
+    ];
+    let full = full.into_iter().any(|n| n >= opd_store::PRUNE_BATCH as u64);
     Ok(if full { Progress::Busy } else { Progress::Idle })
 }
 

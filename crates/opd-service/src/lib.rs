@@ -68,7 +68,7 @@ pub struct ServiceConfig {
     pub outbound_allow: Vec<String>,
     /// The key server secrets are sealed with in the database.
     pub secrets_key: secrets::SecretsKey,
-    /// Grant requests allowed per minute per client and per client address
+    /// Grant requests allowed per minute per client and per client network
     /// (each may also burst to this many at once); 0: no limit.
     pub grant_requests_per_minute: u32,
     /// Incoming payments, quotes and outgoing payments one client may
@@ -80,9 +80,17 @@ pub struct ServiceConfig {
     /// hour on one wallet address.
     pub key_only_incoming_per_hour: u32,
     /// Incoming payments all clients identified by a key alone may create
-    /// together per hour on one wallet address, and from one network
-    /// address (per node).
+    /// together per hour on one wallet address, and from one client
+    /// network across wallet addresses (per node).
     pub key_only_incoming_per_hour_total: u32,
+    /// Incoming payments clients identified by a key alone may create per
+    /// hour on one wallet address from one client network (counted in the
+    /// database): below the total, so one source cannot spend everyone's
+    /// share.
+    pub key_only_incoming_per_hour_per_network: u32,
+    /// How requests' client networks are found (every per-address limit
+    /// counts by them).
+    pub networks: platform::network::NetworkPolicy,
     /// Outbound HTTP requests at once (each holds a connection, and so an
     /// open file); more wait their turn within their own timeout.
     pub outbound_max_concurrent: usize,
@@ -246,6 +254,8 @@ impl ServiceConfig {
             max_pending_interactions: 100,
             key_only_incoming_per_hour: 100,
             key_only_incoming_per_hour_total: 500,
+            key_only_incoming_per_hour_per_network: 100,
+            networks: platform::network::NetworkPolicy::default(),
             outbound_max_concurrent: 256,
             outbound_ca_pem: None,
             ilp_public_url: "http://127.0.0.1:8083/ilp".into(),
@@ -294,11 +304,11 @@ pub struct Services {
 /// Per-client limits on what costs the server (grant requests, creating
 /// resources) and on guessing passwords and tokens.
 pub struct Limits {
-    /// Grant requests by client and by client address.
+    /// Grant requests by client and by client network.
     pub grants: throttle::Throttle,
     /// Resource creation by client.
     pub creates: throttle::Throttle,
-    /// Incoming payments created by key-only clients, by network address.
+    /// Incoming payments created by key-only clients, by client network.
     pub key_only_incoming: throttle::Throttle,
     /// Failed consent-page passwords and admin tokens, by key.
     pub password_lockout: throttle::Lockout,

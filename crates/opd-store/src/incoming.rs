@@ -42,7 +42,6 @@ pub trait IncomingPaymentStore: Send + Sync {
         at: Timestamp,
         events: &[WebhookEvent],
     ) -> StoreResult<Option<IncomingPayment>>;
-    /// Unfinished incoming payments expired at `now` and not announced yet.
     /// How many incoming payments `client` created on `wallet` since `since`.
     async fn incoming_payments_created_by(
         &self,
@@ -57,6 +56,15 @@ pub trait IncomingPaymentStore: Send + Sync {
         wallet: WalletAddressId,
         since: Timestamp,
     ) -> StoreResult<u64>;
+    /// How many of those came from the client network `network`
+    /// (`IncomingPayment::client_network`).
+    async fn key_only_incoming_payments_from(
+        &self,
+        wallet: WalletAddressId,
+        network: &str,
+        since: Timestamp,
+    ) -> StoreResult<u64>;
+    /// Unfinished incoming payments expired at `now` and not announced yet.
     async fn due_expired_incoming_payments(
         &self,
         now: Timestamp,
@@ -75,12 +83,13 @@ pub(crate) const INCOMING_COLUMNS: &str = "CAST(id AS TEXT) AS id, \
     CAST(wallet_address_id AS TEXT) AS wallet_address_id, asset_code, \
     CAST(asset_scale AS BIGINT) AS asset_scale, CAST(incoming_amount AS TEXT) AS incoming_amount, \
     CAST(received_amount AS TEXT) AS received_amount, completed, expires_at, metadata, client, \
-    created_at, updated_at";
+    client_network, created_at, updated_at";
 
 static INSERT_INCOMING: Stmt = Stmt::new(&[
     "INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, \
-     incoming_amount, received_amount, completed, expires_at, metadata, client, created_at, \
-     updated_at) VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?)",
+     incoming_amount, received_amount, completed, expires_at, metadata, client, client_network, \
+     created_at, updated_at) \
+     VALUES (?::uuid, ?::uuid, ?, ?, ?::numeric, ?::numeric, ?, ?, ?, ?, ?, ?, ?)",
 ]);
 static INCOMING_BY_ID: Stmt = Stmt::new(&[
     "SELECT ",
@@ -111,16 +120,36 @@ static CREATED_BY_KEYS: Stmt = Stmt::new(&[
     "SELECT COUNT(*) AS n FROM incoming_payments WHERE wallet_address_id = ?::uuid \
      AND client >= 'jwk:' AND client < 'jwk;' AND created_at >= ?",
 ]);
+/// The same, from one client network.
+static CREATED_BY_KEYS_FROM: Stmt = Stmt::new(&[
+    "SELECT COUNT(*) AS n FROM incoming_payments WHERE wallet_address_id = ?::uuid \
+     AND client_network = ? AND client >= 'jwk:' AND client < 'jwk;' AND created_at >= ?",
+]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &CREATED_BY,
     &CREATED_BY_KEYS,
+    &CREATED_BY_KEYS_FROM,
     &INSERT_INCOMING,
     &INCOMING_BY_ID,
     &COMPLETE,
     &DUE_EXPIRED,
     &MARK_EXPIRED,
 ];
+
+/// The `n` of a `SELECT COUNT(*) AS n`.
+async fn count(
+    db: &crate::db::Db,
+    stmt: &'static Stmt,
+    at: &[crate::db::Param],
+) -> StoreResult<u64> {
+    use crate::rows::Columns;
+    let n = match db.read_opt(stmt, at).await? {
+        Some(r) => r.int("n")?,
+        None => 0,
+    };
+    Ok(u64::try_from(n).unwrap_or(0))
+}
 
 #[async_trait]
 impl IncomingPaymentStore for SqlStore {
@@ -140,6 +169,7 @@ impl IncomingPaymentStore for SqlStore {
             p.expires_at,
             rows::metadata_to_text(&p.metadata),
             &p.client,
+            &p.client_network,
             p.created_at,
             p.updated_at,
         ];
@@ -191,16 +221,8 @@ impl IncomingPaymentStore for SqlStore {
         client: &str,
         since: Timestamp,
     ) -> StoreResult<u64> {
-        use crate::rows::Columns;
-        let row = self
-            .db
-            .read_opt(&CREATED_BY, params![wallet.to_string(), client, since])
-            .await?;
-        let n = match row {
-            Some(r) => r.int("n")?,
-            None => 0,
-        };
-        Ok(u64::try_from(n).unwrap_or(0))
+        let at = params![wallet.to_string(), client, since];
+        count(&self.db, &CREATED_BY, at).await
     }
 
     async fn key_only_incoming_payments_since(
@@ -208,16 +230,22 @@ impl IncomingPaymentStore for SqlStore {
         wallet: WalletAddressId,
         since: Timestamp,
     ) -> StoreResult<u64> {
-        use crate::rows::Columns;
-        let row = self
-            .db
-            .read_opt(&CREATED_BY_KEYS, params![wallet.to_string(), since])
-            .await?;
-        let n = match row {
-            Some(r) => r.int("n")?,
-            None => 0,
-        };
-        Ok(u64::try_from(n).unwrap_or(0))
+        count(
+            &self.db,
+            &CREATED_BY_KEYS,
+            params![wallet.to_string(), since],
+        )
+        .await
+    }
+
+    async fn key_only_incoming_payments_from(
+        &self,
+        wallet: WalletAddressId,
+        network: &str,
+        since: Timestamp,
+    ) -> StoreResult<u64> {
+        let at = params![wallet.to_string(), network, since];
+        count(&self.db, &CREATED_BY_KEYS_FROM, at).await
     }
 
     async fn due_expired_incoming_payments(

@@ -65,8 +65,14 @@ macro_rules! migrations_of {
             $crate::migrations::migration!(
                 $folder,
                 13,
+                "incoming by network",
+                "0013_incoming_by_network.sql"
+            ),
+            $crate::migrations::migration!(
+                $folder,
+                14,
                 "owner login budget",
-                "0013_owner_login_budget.sql"
+                "0014_owner_login_budget.sql"
             ),
         ]
     };

@@ -13,7 +13,10 @@
 //!   once they have no tokens left;
 //! - quotes expired and never paid (a paid quote stays with its payment);
 //! - webhook events delivered;
-//! - settled ILP holds.
+//! - settled ILP holds;
+//! - the client network kept with a key-only client's incoming payment
+//!   (the payment stays): it is counted for an hour, and is a client's
+//!   address.
 //!
 //! Each statement deletes at most a batch, so a large backlog is pruned a
 //! batch at a time without holding the writer for long.
@@ -35,11 +38,18 @@ pub struct Pruned {
     pub quotes: u64,
     pub webhook_events: u64,
     pub holds: u64,
+    /// Incoming payments whose client network was forgotten.
+    pub client_networks: u64,
 }
 
 impl Pruned {
     pub fn total(&self) -> u64 {
-        self.tokens + self.grants + self.quotes + self.webhook_events + self.holds
+        self.tokens
+            + self.grants
+            + self.quotes
+            + self.webhook_events
+            + self.holds
+            + self.client_networks
     }
 }
 
@@ -82,7 +92,15 @@ static PRUNE_HOLDS: Stmt = Stmt::new(&[
      WHERE state IN ('posted', 'voided') AND expires_at < ? AND updated_at < ? LIMIT ?)",
 ]);
 
+/// By `incoming_payments_network_kept` (created_at, where a network is
+/// kept).
+static FORGET_NETWORKS: Stmt = Stmt::new(&[
+    "UPDATE incoming_payments SET client_network = NULL WHERE id IN (SELECT id \
+     FROM incoming_payments WHERE client_network IS NOT NULL AND created_at < ? LIMIT ?)",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &FORGET_NETWORKS,
     &PRUNE_TOKENS,
     &PRUNE_GRANTS,
     &PRUNE_QUOTES,
@@ -109,12 +127,14 @@ impl RetentionStore for SqlStore {
             .db
             .write(&PRUNE_HOLDS, params![cutoff, cutoff, n])
             .await?;
+        let client_networks = self.db.write(&FORGET_NETWORKS, params![cutoff, n]).await?;
         Ok(Pruned {
             tokens,
             grants,
             quotes,
             webhook_events,
             holds,
+            client_networks,
         })
     }
 }

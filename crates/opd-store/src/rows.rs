@@ -69,6 +69,7 @@ pub(crate) fn incoming_from_row(row: &impl Columns) -> StoreResult<IncomingPayme
         expires_at: time(row, "expires_at")?,
         metadata: metadata_from_text(row.opt_text("metadata")?)?,
         client: row.opt_text("client")?,
+        client_network: row.opt_text("client_network")?,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
     })

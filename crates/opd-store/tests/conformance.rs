@@ -31,6 +31,7 @@ opd_testkit::conformance!(
     incoming_payments_round_trip_exact_amounts,
     incoming_payments_paginate_both_ways,
     incoming_payments_complete_once,
+    key_only_incoming_payments_are_counted_by_key_network_and_total,
     quotes_round_trip,
     fees_and_rates_are_stored_exactly,
     grants_update_optimistically_and_issue_tokens,
@@ -86,6 +87,7 @@ fn incoming(wallet: &WalletAddress, n: i64, client: Option<&str>) -> IncomingPay
                 .clone(),
         ),
         client: client.map(str::to_owned),
+        client_network: None,
         created_at: at,
         updated_at: at,
     }
@@ -221,6 +223,52 @@ async fn incoming_payments_round_trip_exact_amounts(s: &dyn Store) {
         s.create_incoming_payment(&orphan, &[]).await.is_err(),
         "foreign keys are enforced"
     );
+}
+
+/// The key-only quota's three counts: per key, per client network and in
+/// total on one wallet address, since a time; other clients' payments and
+/// other wallet addresses' are not counted.
+async fn key_only_incoming_payments_are_counted_by_key_network_and_total(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&alice).await.unwrap();
+    s.create_wallet_address(&bob).await.unwrap();
+    let made = [
+        (&alice, 1, Some("jwk:a"), Some("203.0.113.7")),
+        (&alice, 2, Some("jwk:a"), Some("203.0.113.7")),
+        (&alice, 3, Some("jwk:b"), Some("2001:db8:1:2::/64")),
+        (&alice, 4, Some("jwk:c"), Some("203.0.113.7")),
+        (&alice, 5, Some("https://wallet.example/app"), None),
+        (&bob, 6, Some("jwk:a"), Some("203.0.113.7")),
+    ];
+    for (w, n, client, network) in made {
+        let mut p = incoming(w, n, client);
+        p.client_network = network.map(str::to_owned);
+        s.create_incoming_payment(&p, &[]).await.unwrap();
+        assert_eq!(s.get_incoming_payment(p.id).await.unwrap(), Some(p));
+    }
+    let since = Timestamp::from_unix_millis(T0);
+    let from = |net: &'static str, since| s.key_only_incoming_payments_from(alice.id, net, since);
+    assert_eq!(from("203.0.113.7", since).await.unwrap(), 3);
+    assert_eq!(from("2001:db8:1:2::/64", since).await.unwrap(), 1);
+    assert_eq!(from("loopback", since).await.unwrap(), 0);
+    // Only those created since: payment n is created at T0 + n s.
+    let later = Timestamp::from_unix_millis(T0 + 2000);
+    assert_eq!(from("203.0.113.7", later).await.unwrap(), 2);
+    let total = s.key_only_incoming_payments_since(alice.id, since).await;
+    assert_eq!(total.unwrap(), 4);
+    let by_key = s
+        .incoming_payments_created_by(alice.id, "jwk:a", since)
+        .await;
+    assert_eq!(by_key.unwrap(), 2);
+    // The retention pass forgets the networks (of payments 1 to 3 here),
+    // not the payments.
+    let cutoff = Timestamp::from_unix_millis(T0 + 3500);
+    assert_eq!(s.prune_before(cutoff).await.unwrap().client_networks, 3);
+    assert_eq!(from("203.0.113.7", since).await.unwrap(), 1);
+    assert_eq!(from("2001:db8:1:2::/64", since).await.unwrap(), 0);
+    let total = s.key_only_incoming_payments_since(alice.id, since).await;
+    assert_eq!(total.unwrap(), 4);
 }
 
 async fn incoming_payments_paginate_both_ways(s: &dyn Store) {

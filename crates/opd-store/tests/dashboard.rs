@@ -46,6 +46,7 @@ fn incoming(wallet: &WalletAddress, n: i64) -> IncomingPayment {
         expires_at: t.plus_seconds(3600),
         metadata: None,
         client: None,
+        client_network: None,
         created_at: t,
         updated_at: t,
     }

@@ -15,6 +15,7 @@ use opd_api::resource_server::open_payments_router;
 use opd_api::AppState;
 use opd_core::{Asset, AssetCode, Clock, Fee, Random, Rate};
 use opd_ilp::IlpAddress;
+use opd_service::platform::network::{Ipv6PrefixLen, NetworkPolicy, TrustedProxies};
 use opd_service::{wallets, PublicUrl, ServiceConfig, Services};
 use opd_store::ConnectOptions;
 use secrecy::{ExposeSecret, SecretString};
@@ -239,6 +240,9 @@ fn service_config(
     config.max_pending_interactions = settings.serve.max_pending_interactions;
     config.key_only_incoming_per_hour = settings.serve.key_only_incoming_per_hour;
     config.key_only_incoming_per_hour_total = settings.serve.key_only_incoming_per_hour_total;
+    config.key_only_incoming_per_hour_per_network =
+        settings.serve.key_only_incoming_per_hour_per_network;
+    config.networks = network_policy(&settings.serve)?;
     // What the operator configured by URL is trusted to be reached, even
     // on an internal address; anything else needs --outbound-allow.
     config.outbound_allow = settings.serve.outbound_allow.clone();
@@ -332,6 +336,16 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<(TcpListener, Sock
         .with_context(|| format!("cannot listen on {addr} ({what})"))?;
     let local = listener.local_addr()?;
     Ok((listener, local))
+}
+
+/// `--ipv6-prefix-len` and `--trusted-proxies`.
+fn network_policy(serve: &crate::config::ServeArgs) -> anyhow::Result<NetworkPolicy> {
+    Ok(NetworkPolicy {
+        ipv6_prefix: Ipv6PrefixLen::new(serve.ipv6_prefix_len)
+            .map_err(|e| anyhow::anyhow!("--ipv6-prefix-len: {e}"))?,
+        trusted_proxies: TrustedProxies::parse(&serve.trusted_proxies)
+            .map_err(|e| anyhow::anyhow!("--trusted-proxies: {e}"))?,
+    })
 }
 
 /// The grant endpoint of `--auth-public-url`, or why it cannot be served.
@@ -488,6 +502,7 @@ pub async fn start(
         request_timeout: Duration::from_secs(settings.serve.request_timeout_secs.max(1)),
         max_connections: budget.per_listener,
         max_per_address: budget.per_address,
+        networks: Arc::new(services.config.networks.clone()),
     };
     // The admin listener keeps room of its own whatever the public ones
     // get, and the operator's way in within it (`crate::admin_listener`).
@@ -517,7 +532,11 @@ pub async fn start(
             ));
         } else {
             tasks.spawn(crate::listener::serve(
-                listener, router, public, acceptor, stop,
+                listener,
+                router,
+                public.clone(),
+                acceptor,
+                stop,
             ));
         }
     }

@@ -134,7 +134,7 @@ pub struct ServeArgs {
     /// Peers created by auto-peering that may exist at once, counted in the database (shared by every node).
     #[arg(long, env = "OPD_AUTO_PEERING_MAX_PEERS", default_value_t = 100)]
     pub auto_peering_max_peers: u64,
-    /// Auto-peering requests allowed per minute per requester address (also the burst), per node; 0: no limit.
+    /// Auto-peering requests allowed per minute per requester client network (also the burst), per node; 0: no limit.
     #[arg(
         long,
         env = "OPD_AUTO_PEERING_REQUESTS_PER_MINUTE",
@@ -195,20 +195,33 @@ pub struct ServeArgs {
     /// Incoming payments a client identified by a key alone (no wallet address) may create per hour on one wallet address.
     #[arg(long, env = "OPD_KEY_ONLY_INCOMING_PER_HOUR", default_value_t = 100)]
     pub key_only_incoming_per_hour: u32,
-    /// Incoming payments all clients identified by a key alone may create together per hour on one wallet address (counted in the database), and from one network address (per node).
+    /// Incoming payments all clients identified by a key alone may create together per hour on one wallet address (counted in the database), and from one client network across wallet addresses (per node).
     #[arg(
         long,
         env = "OPD_KEY_ONLY_INCOMING_PER_HOUR_TOTAL",
         default_value_t = 500
     )]
     pub key_only_incoming_per_hour_total: u32,
+    /// Incoming payments clients identified by a key alone may create per hour on one wallet address from one client network (counted in the database), so that one source cannot spend the wallet address's whole total.
+    #[arg(
+        long,
+        env = "OPD_KEY_ONLY_INCOMING_PER_HOUR_PER_NETWORK",
+        default_value_t = 100
+    )]
+    pub key_only_incoming_per_hour_per_network: u32,
+    /// Leading bits of an IPv6 address that make one client network for every per-address limit (32 to 128).
+    #[arg(long, env = "OPD_IPV6_PREFIX_LEN", value_parser = clap::value_parser!(u8).range(32..=128), default_value_t = 64)]
+    pub ipv6_prefix_len: u8,
+    /// Addresses or CIDR ranges of the reverse proxies in front of opd, comma-separated: their connections are not capped per address, and their requests' client is read from X-Forwarded-For.
+    #[arg(long, env = "OPD_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
     /// File holding the 32-byte key (64 hex digits) server secrets are sealed with in the database; every node of one database needs the same [default: <data-dir>/secrets-key, created on first start]. OPD_SECRETS_KEY (hex) takes precedence.
     #[arg(long, env = "OPD_SECRETS_KEY_FILE")]
     pub secrets_key_file: Option<PathBuf>,
     /// The previous secrets key file, during a rotation: secrets sealed with it are sealed again with the current key.
     #[arg(long, env = "OPD_SECRETS_KEY_PREVIOUS_FILE")]
     pub secrets_key_previous_file: Option<PathBuf>,
-    /// Grant requests allowed per minute per client and per client address (also the burst); 0: no limit.
+    /// Grant requests allowed per minute per client and per client network (also the burst); 0: no limit.
     #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE", default_value_t = 600)]
     pub grant_requests_per_minute: u32,
     /// Incoming payments, quotes and outgoing payments one client may create per minute (also the burst), per node; 0: no limit.
@@ -220,7 +233,7 @@ pub struct ServeArgs {
     /// Interactive grants one client may have waiting for a decision at once.
     #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS", default_value_t = 100)]
     pub max_pending_interactions: u32,
-    /// Days revoked or rotated-away tokens, expired tokens of grants given without consent, finished grants, unused expired quotes, delivered webhook events and settled ILP holds are kept; 0 keeps them forever.
+    /// Days revoked or rotated-away tokens, expired tokens of grants given without consent, finished grants, unused expired quotes, delivered webhook events and settled ILP holds are kept (and the client network stored with a key-only client's incoming payment); 0 keeps them forever.
     #[arg(long, env = "OPD_RETENTION_DAYS", default_value_t = 30)]
     pub retention_days: u64,
     /// Seconds a client has to send a request's head, on every listener; an idle keep-alive connection is closed after it too.
@@ -232,7 +245,7 @@ pub struct ServeArgs {
     /// Connections at once per public listener; refused at start if the public listeners' caps do not fit in the open-file limit beside what the database, outbound requests and the admin listener need [default: derived from the open-file limit, at most 4096].
     #[arg(long, env = "OPD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
-    /// Connections one client address may hold at once on one public listener; 0 lifts the cap (behind a proxy, where every client has the proxy's address) [default: half of --max-connections].
+    /// Connections one client network (an IPv4 address, an IPv6 /64, loopback, a private range) may hold at once on one public listener; --trusted-proxies are not counted; 0 lifts the cap [default: half of --max-connections].
     #[arg(long, env = "OPD_MAX_CONNECTIONS_PER_ADDRESS")]
     pub max_connections_per_address: Option<usize>,
     /// Hosts, addresses or ranges (CIDR) outbound requests may reach besides public addresses, comma-separated; the hosts of --rates-url, --webhook-url and --introspection-url are added.

@@ -10,9 +10,12 @@
 //!   flood on a public listener leaves the admin listener its own room
 //!   (`crate::descriptors` shares the open files out); further clients
 //!   wait in the kernel's backlog;
-//! - at most `max_per_address` of them from one client address, so one
-//!   client holding all it can leaves room for the others (a connection
-//!   past it is closed as soon as it is accepted);
+//! - at most `max_per_address` of them from one client network (an IPv4
+//!   address, an IPv6 /64, loopback: `opd_service::platform::network`), so
+//!   one client holding all it can leaves room for the others (a
+//!   connection past it is closed as soon as it is accepted); a trusted
+//!   proxy's connections are not counted so, since they carry everyone's
+//!   requests (the request-level limits count its clients instead);
 //! - an accept error (out of file descriptors) is logged and retried after
 //!   a pause instead of ending the listener or spinning.
 //!
@@ -20,7 +23,6 @@
 //! their current request.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,17 +33,20 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use opd_service::platform::network::{ClientNetwork, NetworkPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tower::ServiceExt as _;
 
 /// The limits of one listener.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     pub header_read_timeout: Duration,
     pub request_timeout: Duration,
     pub max_connections: usize,
     pub max_per_address: usize,
+    /// How connections are grouped for `max_per_address`.
+    pub networks: Arc<NetworkPolicy>,
 }
 
 impl Default for Limits {
@@ -51,23 +56,24 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(30),
             max_connections: 4096,
             max_per_address: 2048,
+            networks: Arc::default(),
         }
     }
 }
 
-/// Connections open now, by client address.
+/// Connections open now, by client network.
 #[derive(Debug, Default)]
-struct ByAddress(Mutex<HashMap<IpAddr, usize>>);
+struct ByAddress(Mutex<HashMap<ClientNetwork, usize>>);
 
-/// One connection counted against its address until dropped.
+/// One connection counted against its network until dropped.
 struct Counted {
     by_address: Arc<ByAddress>,
-    address: IpAddr,
+    address: ClientNetwork,
 }
 
 impl ByAddress {
     /// Counts a connection from `address`, unless it already has `max`.
-    fn take(self: &Arc<Self>, address: IpAddr, max: usize) -> Option<Counted> {
+    fn take(self: &Arc<Self>, address: ClientNetwork, max: usize) -> Option<Counted> {
         let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let n = open.entry(address).or_insert(0);
         if *n >= max {
@@ -180,12 +186,19 @@ pub async fn serve(
             },
             () = stopping(&mut stop) => return Ok(()),
         };
-        let Some(counted) = by_address.take(peer.ip(), limits.max_per_address.max(1)) else {
-            // Closed at once: the permit and the descriptor come back.
-            drop(stream);
-            continue;
+        let counted = if limits.networks.is_trusted_proxy(peer.ip()) {
+            None
+        } else {
+            let network = limits.networks.group(peer.ip());
+            let Some(counted) = by_address.take(network, limits.max_per_address.max(1)) else {
+                // Closed at once: the permit and the descriptor come back.
+                drop(stream);
+                continue;
+            };
+            Some(counted)
         };
-        // Handlers that limit by client address read it as `ConnectInfo`.
+        // Handlers that limit by client network resolve it from
+        // `ConnectInfo` (`opd_api::client_network`).
         let service = TowerToHyperService::new(router.clone().map_request(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
@@ -193,8 +206,7 @@ pub async fn serve(
                 request
             },
         ));
-        let stop = stop.clone();
-        let tls = tls.clone();
+        let (stop, tls, limits) = (stop.clone(), tls.clone(), limits.clone());
         tokio::spawn(async move {
             let (_permit, _counted) = (permit, counted);
             match tls {

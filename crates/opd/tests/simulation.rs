@@ -197,7 +197,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 expires_at,
                 metadata: None,
                 client: None,
-                client_address: None,
+                client_network: None,
             };
             let r = incoming::create(s, input).await;
             if let Ok((p, _)) = &r {

@@ -10,13 +10,14 @@
 //! the database (`grants::check_owner_password`).
 
 use askama::Template;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use opd_gnap::{AccessType, Action, ClientIdent};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
 
+use crate::client_network::ClientNet;
 use crate::extract::{PathParams2, RawBody};
 use crate::pages;
 use crate::{csrf, display, AppState};
@@ -228,7 +229,7 @@ fn parse_form(body: &[u8]) -> Form {
 /// after wrong ones), then the decision.
 pub(crate) async fn consent_decision(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    ClientNet(network): ClientNet,
     headers: HeaderMap,
     PathParams2(id, nonce): PathParams2,
     RawBody(body): RawBody,
@@ -260,7 +261,7 @@ pub(crate) async fn consent_decision(
         here,
         cookie: &cookie,
     };
-    if let Err(refused) = password_step(&shown, peer.ip(), &form.password).await {
+    if let Err(refused) = password_step(&shown, &network, &form.password).await {
         return refused;
     }
     let approve = match form.decision.as_str() {
@@ -306,11 +307,11 @@ impl Shown<'_> {
 /// Each attempt is counted before the password is checked.
 async fn password_step(
     shown: &Shown<'_>,
-    client: std::net::IpAddr,
+    network: &opd_service::platform::network::ClientNetwork,
     password: &str,
 ) -> Result<(), Response> {
     let (services, interaction) = (shown.services, shown.interaction);
-    let by_wallet = format!("wallet:{}@{}", interaction.wallet.id, client);
+    let by_wallet = format!("wallet:{}@{network}", interaction.wallet.id);
     let by_interaction = format!("interaction:{}", shown.here.0);
     let keys = [by_wallet.as_str(), by_interaction.as_str()];
     let lockout = &services.limits.password_lockout;

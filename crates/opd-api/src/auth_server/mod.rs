@@ -20,7 +20,7 @@
 mod consent;
 mod consent_words;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -33,6 +33,7 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
+use crate::client_network::ClientNet;
 use crate::error::ApiError;
 use crate::extract::{parse_json, PathParam, PathParams2, RawBody};
 use crate::pages;
@@ -159,12 +160,12 @@ fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
 
 async fn grant_request(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    ClientNet(network): ClientNet,
     AuthRequestMeta(meta): AuthRequestMeta,
     RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
-    throttled(services.limits.grants.take(&format!("ip:{}", peer.ip())))?;
+    throttled(services.limits.grants.take(&format!("ip:{network}")))?;
     let request: GrantRequest = parse_json(&body)?;
     let validated = ValidatedGrantRequest::parse(&request)?;
     verify(services, &meta, &body, &validated.client).await?;

@@ -15,10 +15,9 @@
 //! header, so its second call is refused and its first peering keeps
 //! working unchanged on both sides.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{FromRef, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -28,6 +27,7 @@ use opd_service::interledger::{accept_peering, PeeringRequest};
 use opd_service::platform::throttle::Throttle;
 use serde::{Deserialize, Serialize};
 
+use crate::client_network::ClientNet;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::AppState;
@@ -44,6 +44,12 @@ pub struct AutoPeering {
     pub limits: AutoPeeringLimits,
     /// Requests per requester address.
     pub throttle: Arc<Throttle>,
+}
+
+impl FromRef<AutoPeering> for AppState {
+    fn from_ref(state: &AutoPeering) -> Self {
+        state.app.clone()
+    }
 }
 
 /// The acceptor's routes.
@@ -115,22 +121,19 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
 
 async fn accept(
     State(state): State<AutoPeering>,
-    ConnectInfo(from): ConnectInfo<SocketAddr>,
+    ClientNet(from): ClientNet,
     headers: HeaderMap,
     JsonBody { value: req, .. }: JsonBody<Request>,
 ) -> ApiResult<(StatusCode, Json<Answer>)> {
-    state
-        .throttle
-        .take(&from.ip().to_string())
-        .map_err(|wait| {
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_requests",
-                "too many peering requests from this address; try again later",
-            );
-            e.retry_after = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
-            e
-        })?;
+    state.throttle.take(&from.to_string()).map_err(|wait| {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "too many peering requests from this network; try again later",
+        );
+        e.retry_after = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
+        e
+    })?;
     let asset = Asset::parse(&req.asset.code, req.asset.scale)
         .map_err(|e| ApiError::invalid_request(format!("asset: {e}")))?;
     let request = PeeringRequest {

@@ -24,6 +24,7 @@ use opd_service::payments::incoming::{self, NewIncomingPayment};
 use opd_service::payments::quotes::{self, NewQuote};
 use opd_service::wallets;
 
+use crate::client_network::ClientNet;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs};
 use crate::replays::Created;
@@ -175,7 +176,7 @@ fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
 
 async fn create_incoming_payment(
     State(state): State<AppState>,
-    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    ClientNet(network): ClientNet,
     auth: Authorized<kind::IncomingPayment, action::Create>,
 ) -> ApiResult<Response> {
     let services = &state.services;
@@ -206,7 +207,7 @@ async fn create_incoming_payment(
         expires_at,
         metadata: req.metadata,
         client: Some(caller.client),
-        client_address: Some(peer.ip()),
+        client_network: Some(network),
     };
     // Known before the payment is stored: recorded for replays with it.
     let mut created = Created::new();

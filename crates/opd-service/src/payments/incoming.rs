@@ -8,6 +8,7 @@ use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
 use crate::access::replays::StoredResponse;
+use crate::platform::network::ClientNetwork;
 use crate::views::IlpMethodWire;
 use crate::{wallets, ServiceError, Services};
 
@@ -23,8 +24,8 @@ pub struct NewIncomingPayment {
     pub metadata: Option<Metadata>,
     /// The client (its wallet address URL) making the request, when known.
     pub client: Option<String>,
-    /// The network address the request came from, when known.
-    pub client_address: Option<std::net::IpAddr>,
+    /// The client network the request came from, when known.
+    pub client_network: Option<ClientNetwork>,
 }
 
 /// Refuses metadata larger than `MAX_METADATA_BYTES` of JSON.
@@ -87,7 +88,7 @@ pub async fn create_answered(
         None => now.plus_millis(millis(services.config.incoming_payment_default_expiry)),
     };
     check_metadata(&input.metadata)?;
-    key_only_quota(services, &wallet, &input, now).await?;
+    let client_network = key_only_quota(services, &wallet, &input, now).await?;
     let payment = IncomingPayment {
         id: IncomingPaymentId::new(now, services.random.as_ref()),
         wallet_address_id: wallet.id,
@@ -98,6 +99,7 @@ pub async fn create_answered(
         expires_at,
         metadata: input.metadata,
         client: input.client,
+        client_network,
         created_at: now,
         updated_at: now,
     };
@@ -115,62 +117,72 @@ pub async fn create_answered(
 }
 
 /// Clients identified by a key alone have no wallet address to hold to
-/// account, and keys cost nothing to make, so their incoming payments are
-/// counted three ways (`ServiceConfig::key_only_incoming_per_hour` and
-/// `key_only_incoming_per_hour_total`): per key on one wallet address and
-/// by all such clients together on one wallet address (both counted in the
-/// database, so on every node), and per network address (on this node).
-/// Minting fresh keys gains nothing past the total.
+/// account, and keys cost nothing to make, so their incoming payments on
+/// one wallet address are counted per key, per client network and by all
+/// of them together (`ServiceConfig::key_only_incoming_per_hour`,
+/// `..._per_network` and `..._total`), in the database, so on every node.
+/// Minting fresh keys gains nothing past the network's share, and one
+/// network spends only its share: the wallet address stays open to
+/// others. Each network is also throttled across wallet addresses, per
+/// node. Returns the network to store with the payment (key-only clients
+/// only: nothing else counts by it).
 async fn key_only_quota(
     services: &Services,
     wallet: &WalletAddress,
     input: &NewIncomingPayment,
     now: Timestamp,
-) -> Result<(), ServiceError> {
+) -> Result<Option<String>, ServiceError> {
     let Some(client) = input.client.as_deref().filter(|c| c.starts_with("jwk:")) else {
-        return Ok(());
+        return Ok(None);
     };
-    let (per_key, total) = (
-        services.config.key_only_incoming_per_hour,
-        services.config.key_only_incoming_per_hour_total,
-    );
+    let config = &services.config;
     let refused = |message: String| ServiceError::RateLimited {
         message,
         retry_after_secs: 60,
     };
-    let since = now.plus_millis(-3_600_000);
-    let (by_key, by_all) = (
-        services
-            .store
-            .incoming_payments_created_by(wallet.id, client, since)
-            .await?,
-        services
-            .store
-            .key_only_incoming_payments_since(wallet.id, since)
-            .await?,
-    );
-    if by_key >= u64::from(per_key) {
+    let (store, since) = (&services.store, now.plus_millis(-3_600_000));
+    let per_key = config.key_only_incoming_per_hour;
+    if store
+        .incoming_payments_created_by(wallet.id, client, since)
+        .await?
+        >= u64::from(per_key)
+    {
         return Err(refused(format!(
             "a client identified by a key alone may create {per_key} incoming payments per hour on a wallet address"
         )));
     }
-    if by_all >= u64::from(total) {
+    let network = input.client_network.map(|n| n.to_string());
+    if let Some(network) = &network {
+        let per_network = config.key_only_incoming_per_hour_per_network;
+        let from = store.key_only_incoming_payments_from(wallet.id, network, since);
+        if from.await? >= u64::from(per_network) {
+            return Err(refused(format!(
+                "clients identified by a key alone may create {per_network} incoming payments per hour on a wallet address from one client network ({network})"
+            )));
+        }
+    }
+    let total = config.key_only_incoming_per_hour_total;
+    if store
+        .key_only_incoming_payments_since(wallet.id, since)
+        .await?
+        >= u64::from(total)
+    {
         return Err(refused(format!(
             "clients identified by a key alone may together create {total} incoming payments per hour on a wallet address"
         )));
     }
     // Taken last, so that what the database refused costs nothing here.
-    if let Some(address) = input.client_address {
-        if let Err(wait) = services.limits.key_only_incoming.take(&address.to_string()) {
+    if let Some(network) = &network {
+        if let Err(wait) = services.limits.key_only_incoming.take(network) {
             return Err(ServiceError::RateLimited {
                 message: format!(
-                    "clients identified by a key alone may create {total} incoming payments per hour from one network address"
+                    "clients identified by a key alone may create {total} incoming payments per hour from one client network ({network})"
                 ),
                 retry_after_secs: u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1),
             });
         }
     }
-    Ok(())
+    Ok(network)
 }
 
 fn millis(d: std::time::Duration) -> i64 {

@@ -1,8 +1,8 @@
 //! Limits on how fast one client or one address may ask for things:
 //! - [`Throttle`]: token buckets by key (grant requests per client and per
-//!   address), answered 429 with `Retry-After` when empty, on `governor`;
+//!   client network), answered 429 with `Retry-After` when empty, on `governor`;
 //! - [`Lockout`]: growing delays after password attempts, by key (the
-//!   consent page's: per wallet address and client address, and per
+//!   consent page's: per wallet address and client network, and per
 //!   interaction), counted before the password is checked and reset by a
 //!   success (no crate does this doubling lockout).
 //!

@@ -14,16 +14,26 @@ use crate::auth::{
     PASSWORD,
 };
 
-/// A browser at `127.0.0.n`.
+/// A browser at `203.0.113.n`, as the trusted proxy at 127.0.0.1 names
+/// it (every loopback address is one client network).
 fn browser_at(n: u8) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let address = IpAddr::V4(Ipv4Addr::new(203, 0, 113, n));
+    headers.insert("x-forwarded-for", address.to_string().parse().unwrap());
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, n)))
+        .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .default_headers(headers)
         .build()
         .unwrap()
 }
 
-/// Attackers at `127.0.0.n` for each `n` of `addresses`, each with a grant
+/// Clients are told apart by the address the proxy at 127.0.0.1 names.
+fn behind_a_proxy(s: &mut opd::config::Settings) {
+    s.serve.trusted_proxies = vec!["127.0.0.1".into()];
+}
+
+/// Attackers at `203.0.113.n` for each `n` of `addresses`, each with a grant
 /// of its own on alice's wallet address: the consent form of each, with its
 /// browser.
 async fn attackers(
@@ -72,7 +82,7 @@ fn count(statuses: &[StatusCode], status: StatusCode) -> usize {
 /// ends, and setting the password again lifts it at once.
 #[tokio::test]
 async fn guesses_from_forty_addresses_get_the_wallets_budget_of_checks() {
-    let w = world(Db::Sqlite).await;
+    let w = crate::auth::world_with(Db::Sqlite, behind_a_proxy).await;
     let forms = attackers(&w, 2..42).await;
     let statuses = guess_all(&forms, 3, |_, f| f.clone()).await;
     let budget = usize::try_from(FAILURE_BUDGET).unwrap();
@@ -142,6 +152,7 @@ async fn two_nodes_share_the_wallets_budget() {
         s.common.database_url = Some(url.clone().into());
         s.serve.migrate = true;
         s.serve.secrets_key_file = Some(key_file.clone());
+        behind_a_proxy(s);
     };
     let w = crate::auth::world_with(Db::Postgres, on_db).await;
     let other = TestApp::spawn_node(Db::Postgres, on_db).await;

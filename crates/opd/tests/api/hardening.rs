@@ -13,22 +13,36 @@ use crate::auth::{
     ask, consent_in_browser, location, open_consent, outgoing_grant, query, world, FINISH, PASSWORD,
 };
 
-/// A browser on another loopback address than the tests' 127.0.0.1: a
-/// stranger, as the server sees them.
+/// A browser at 203.0.113.66 as the trusted proxy 127.0.0.1 forwards it
+/// (see [`world_behind_a_proxy`]): a stranger in another network than the
+/// owner's browser (loopback, as the proxy's own requests are).
 fn stranger_browser() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-forwarded-for", "203.0.113.66".parse().unwrap());
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)))
+        .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .default_headers(headers)
         .build()
         .unwrap()
 }
 
+/// [`world`] behind a trusted proxy at 127.0.0.1: every loopback address
+/// is one client network, so strangers are told apart by the client the
+/// proxy names.
+async fn world_behind_a_proxy() -> crate::auth::World {
+    crate::auth::world_with(Db::Sqlite, |s| {
+        s.serve.trusted_proxies = vec!["127.0.0.1".into()];
+    })
+    .await
+}
+
 /// 200 wrong passwords sent at once by a stranger: only the free three are
-/// checked, and the owner, at another address, still approves another
-/// client's grant at once.
+/// checked, and the owner, in another client network, still approves
+/// another client's grant at once.
 #[tokio::test]
 async fn concurrent_password_guesses_get_three_checks_and_cannot_lock_out_the_owner() {
-    let w = world(Db::Sqlite).await;
+    let w = world_behind_a_proxy().await;
     let target = ask(&w, &outgoing_grant(&w, Some(FINISH), "n1")).await;
     let redirect = target["interact"]["redirect"].as_str().unwrap();
     let stranger = stranger_browser();
@@ -55,7 +69,7 @@ async fn concurrent_password_guesses_get_three_checks_and_cannot_lock_out_the_ow
     // The interaction guessed at waits for everyone, even its owner.
     let r = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
-    // Another grant of the same wallet address, from the owner's address:
+    // Another grant of the same wallet address, from the owner's network:
     // approved at once.
     let other = ask(&w, &outgoing_grant(&w, Some(FINISH), "n2")).await;
     let redirect = other["interact"]["redirect"].as_str().unwrap();
@@ -254,7 +268,7 @@ async fn fresh_keys_stop_at_the_key_only_total() {
             .all(|d| d.contains("together") && d.contains("wallet address")),
         "{refused:?}"
     );
-    // The network address they all came from spent its 10 meanwhile: carol,
+    // The client network they all came from spent its 10 meanwhile: carol,
     // who has none yet, gets none from it either.
     let (key, token) = &keys[4];
     let body = json!({ "walletAddress": carol });
@@ -271,7 +285,7 @@ async fn fresh_keys_stop_at_the_key_only_total() {
         r.body["error"]["description"]
             .as_str()
             .unwrap()
-            .contains("network address"),
+            .contains("from one client network (loopback)"),
         "{}",
         r.body
     );
@@ -287,6 +301,106 @@ async fn fresh_keys_stop_at_the_key_only_total() {
         .await
         .unwrap();
     assert_eq!(on_bob, 10);
+}
+
+/// A key-only client behind the trusted proxy 127.0.0.1, at `forwarded`,
+/// with a fresh key from `seed`, holding a token to create incoming
+/// payments.
+async fn key_only_client_at(
+    app: &opd_testkit::app::TestApp,
+    forwarded: &str,
+    seed: u8,
+) -> (opd_testkit::client::SigningClient, String) {
+    let mut key = app.client_for("", &format!("net-{seed}"), seed);
+    key.clock = Some(app.clock.clone());
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-forwarded-for", forwarded.parse().unwrap());
+    key.http = reqwest::Client::builder()
+        .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let grant = key
+        .send(
+            Method::POST,
+            &format!("{}/", app.auth),
+            None,
+            Some(&json!({
+                "access_token": { "access": [{ "type": "incoming-payment", "actions": ["create"] }] },
+                "client": { "jwk": serde_json::to_value(key.jwk()).unwrap() }
+            })),
+        )
+        .await;
+    assert_eq!(grant.status, StatusCode::OK, "{}", grant.body);
+    let token = grant.body["access_token"]["value"].as_str().unwrap();
+    (key, token.to_owned())
+}
+
+/// One source minting fresh keys spends only its network's share of a
+/// wallet address's key-only budget: the wallet address stays open to a
+/// key-only client from another network (the stranger closing a
+/// wallet to everyone).
+#[tokio::test]
+async fn one_network_cannot_spend_a_wallet_addresss_key_only_budget_for_others() {
+    let app = opd_testkit::app::TestApp::spawn_with(Db::Sqlite, |s| {
+        s.serve.key_only_incoming_per_hour = 3;
+        s.serve.key_only_incoming_per_hour_per_network = 4;
+        s.serve.key_only_incoming_per_hour_total = 10;
+        s.serve.trusted_proxies = vec!["127.0.0.1".into()];
+    })
+    .await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let body = json!({ "walletAddress": bob });
+    let create = |(key, token): &(opd_testkit::client::SigningClient, String)| {
+        let (url, body) = (app.url("incoming-payments"), body.clone());
+        let (key, token) = (key.clone(), token.clone());
+        async move {
+            key.send(Method::POST, &url, Some(&token), Some(&body))
+                .await
+        }
+    };
+    // The attacker, at 203.0.113.66, with a fresh key whenever one is spent.
+    let mut created = 0;
+    let mut refusals = Vec::new();
+    for seed in 0..4u8 {
+        let attacker = key_only_client_at(&app, "203.0.113.66", 150 + seed).await;
+        for _ in 0..3 {
+            let r = create(&attacker).await;
+            match r.status {
+                StatusCode::CREATED => created += 1,
+                StatusCode::TOO_MANY_REQUESTS => {
+                    assert_eq!(r.body["error"]["code"], "too_many_requests");
+                    refusals.push(r.body["error"]["description"].as_str().unwrap().to_owned());
+                }
+                other => panic!("{other}: {}", r.body),
+            }
+        }
+    }
+    assert_eq!(created, 4, "{refusals:?}");
+    assert!(
+        refusals
+            .iter()
+            .all(|d| d.contains("from one client network (203.0.113.66)")),
+        "{refusals:?}"
+    );
+    // Another client, from another network, is still served on bob.
+    let other = key_only_client_at(&app, "198.51.100.7", 170).await;
+    let r = create(&other).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // The network is kept with the payment, so every node counts it.
+    let services = app.services();
+    let bob_id = opd_service::wallets::by_url(services, &bob)
+        .await
+        .unwrap()
+        .id;
+    let since = opd_core::Timestamp::from_unix_millis(0);
+    let from = |n| {
+        services
+            .store
+            .key_only_incoming_payments_from(bob_id, n, since)
+    };
+    assert_eq!(from("203.0.113.66").await.unwrap(), 4);
+    assert_eq!(from("198.51.100.7").await.unwrap(), 1);
 }
 
 /// Metadata past its documented cap is refused with its own code.

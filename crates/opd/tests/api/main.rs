@@ -14,6 +14,7 @@ mod auth;
 mod auth_path;
 mod auto_peering;
 mod client;
+mod client_networks;
 mod connector;
 mod dashboard;
 mod descriptors;
