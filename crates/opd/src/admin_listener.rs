@@ -20,10 +20,11 @@
 //!   wait in the kernel's backlog (a flood arriving faster than that waits
 //!   there too, ahead of the operator, but its share of the listener turns
 //!   over every [`GRACE`]).
-//! - Unproven connections from one address that is not loopback (with
+//! - Unproven connections from one client network that is not loopback (with
 //!   `--allow-remote-admin`) are capped at a quarter of the listener; past
-//!   it, that address's own oldest is closed (or, while all are in their
-//!   grace, the new one), so one remote address cannot take it all.
+//!   it, that network's own oldest is closed (or, while all are in their
+//!   grace, the new one), so one remote network (an IPv6 /64) cannot take
+//!   it all.
 //! - Request heads must arrive within [`HEADER_TIMEOUT`] (or the public
 //!   header timeout when shorter): idle connections end sooner than on
 //!   the public listeners. Requests are bounded like theirs, and the
@@ -32,7 +33,7 @@
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,6 +44,7 @@ use axum::response::Response;
 use axum::Router;
 use hyper_util::service::TowerToHyperService;
 use opd_api::admin::Proof;
+use opd_service::platform::network::{ClientNetwork, Ipv6PrefixLen};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -68,21 +70,26 @@ pub struct AdminLimits {
     pub request_timeout: Duration,
     /// Connections (descriptors) at once.
     pub max_connections: usize,
+    /// How addresses are grouped for the per-network share (IPv6 by this
+    /// prefix), as on the public listeners.
+    pub ipv6_prefix: Ipv6PrefixLen,
 }
 
 impl AdminLimits {
     /// With the public listeners' timeouts (the header one cut to
-    /// [`HEADER_TIMEOUT`]) and `max_connections` descriptors.
+    /// [`HEADER_TIMEOUT`]) and grouping, and `max_connections` descriptors.
     #[must_use]
     pub fn new(
         header_timeout: Duration,
         request_timeout: Duration,
         max_connections: usize,
+        ipv6_prefix: Ipv6PrefixLen,
     ) -> Self {
         Self {
             header_read_timeout: header_timeout.min(HEADER_TIMEOUT),
             request_timeout,
             max_connections,
+            ipv6_prefix,
         }
     }
 }
@@ -113,7 +120,7 @@ impl Caps {
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     id: u64,
-    peer: IpAddr,
+    peer: ClientNetwork,
     accepted: Instant,
     proven: bool,
     busy: bool,
@@ -139,17 +146,22 @@ enum Admission {
     Refuse,
 }
 
-/// Whether the per-address cap applies to `peer`: not on loopback, where
+/// Whether the per-network cap applies to `peer`: not on loopback, where
 /// every local process shares the operator's address.
-fn shared_address(peer: IpAddr) -> bool {
-    !peer.to_canonical().is_loopback()
+fn shared_address(peer: ClientNetwork) -> bool {
+    !peer.is_loopback()
 }
 
 /// The unproven connection to close for room (only from `from` when
 /// given): one past its grace; idle before busy (a request in flight may
 /// be someone's), then from the address holding the most, then the oldest.
-fn victim(seen: &[Seen], now: Instant, grace: Duration, from: Option<IpAddr>) -> Option<u64> {
-    let mut held: HashMap<IpAddr, usize> = HashMap::new();
+fn victim(
+    seen: &[Seen],
+    now: Instant,
+    grace: Duration,
+    from: Option<ClientNetwork>,
+) -> Option<u64> {
+    let mut held: HashMap<ClientNetwork, usize> = HashMap::new();
     for s in seen.iter().filter(|s| !s.proven) {
         *held.entry(s.peer).or_default() += 1;
     }
@@ -173,7 +185,7 @@ fn room(seen: &[Seen], now: Instant, caps: Caps) -> Room {
 }
 
 /// What becomes of a connection from `peer` accepted at `now`.
-fn admission(seen: &[Seen], peer: IpAddr, now: Instant, caps: Caps) -> Admission {
+fn admission(seen: &[Seen], peer: ClientNetwork, now: Instant, caps: Caps) -> Admission {
     let or_refuse = |v: Option<u64>| v.map_or(Admission::Refuse, Admission::Evict);
     if shared_address(peer) {
         let held = seen.iter().filter(|s| !s.proven && s.peer == peer).count();
@@ -220,7 +232,7 @@ async fn track_busy(request: Request, next: Next) -> Response {
 /// An open connection in the pool.
 struct Entry {
     id: u64,
-    peer: IpAddr,
+    peer: ClientNetwork,
     accepted: Instant,
     proof: Proof,
     busy: Busy,
@@ -289,10 +301,9 @@ impl Pool {
     /// decision; `None` when it is refused.
     fn admit(
         self: &Arc<Self>,
-        peer: IpAddr,
+        peer: ClientNetwork,
         caps: Caps,
     ) -> Option<(Admitted, oneshot::Receiver<()>)> {
-        let peer = peer.to_canonical();
         let now = Instant::now();
         let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let (next, entries) = &mut *guard;
@@ -387,7 +398,9 @@ pub async fn serve(
             },
             () = stopping(&mut stop) => return Ok(()),
         };
-        let Some((admitted, closed)) = pool.admit(peer.ip(), caps) else {
+        let Some((admitted, closed)) =
+            pool.admit(ClientNetwork::of(peer.ip(), limits.ipv6_prefix), caps)
+        else {
             // Closed at once: the permit and the descriptor come back.
             continue;
         };
@@ -469,12 +482,20 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
     use super::*;
 
-    const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    fn network(ip: IpAddr) -> ClientNetwork {
+        ClientNetwork::of(ip, Ipv6PrefixLen::default())
+    }
 
-    fn remote(last: u8) -> IpAddr {
-        IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, last))
+    fn local() -> ClientNetwork {
+        network(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+    }
+
+    fn remote(last: u8) -> ClientNetwork {
+        network(IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, last)))
     }
 
     fn caps(live: usize, per_address: usize) -> Caps {
@@ -486,7 +507,7 @@ mod tests {
     }
 
     /// A connection accepted `ms` milliseconds before `now`.
-    fn conn(id: u64, peer: IpAddr, now: Instant, ms: u64) -> Seen {
+    fn conn(id: u64, peer: ClientNetwork, now: Instant, ms: u64) -> Seen {
         Seen {
             id,
             peer,
@@ -497,39 +518,60 @@ mod tests {
     }
 
     #[test]
+    fn one_ipv6_network_holds_one_share() {
+        let now = Instant::now();
+        let (a, b) = (
+            network("2001:db8:1:2::a".parse().unwrap()),
+            network("2001:db8:1:2:ffff::b".parse().unwrap()),
+        );
+        let seen = vec![conn(1, a, now, 900)];
+        // Another address of the same /64 is at the share: it loses the
+        // network's own oldest, as the first address would.
+        assert_eq!(admission(&seen, b, now, caps(8, 1)), Admission::Evict(1));
+        let elsewhere = network("2001:db8:1:3::a".parse().unwrap());
+        assert_eq!(
+            admission(&seen, elsewhere, now, caps(8, 1)),
+            Admission::Admit
+        );
+    }
+
+    #[test]
     fn loopback_shares_no_per_address_cap() {
         for local in ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"] {
-            assert!(!shared_address(local.parse().unwrap()), "{local}");
+            assert!(!shared_address(network(local.parse().unwrap())), "{local}");
         }
         for far in ["192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1"] {
-            assert!(shared_address(far.parse().unwrap()), "{far}");
+            assert!(shared_address(network(far.parse().unwrap())), "{far}");
         }
     }
 
     #[test]
     fn a_full_listener_closes_an_unproven_connection_past_its_grace() {
         let now = Instant::now();
-        let mut seen = vec![conn(1, LOCAL, now, 900), conn(2, LOCAL, now, 600)];
+        let mut seen = vec![conn(1, local(), now, 900), conn(2, local(), now, 600)];
         seen[0].proven = true;
         // Below the cap: admitted as it comes.
-        assert_eq!(admission(&seen, LOCAL, now, caps(3, 1)), Admission::Admit);
+        assert_eq!(admission(&seen, local(), now, caps(3, 1)), Admission::Admit);
         // Full: the unproven one goes, never the proven one.
         assert_eq!(
-            admission(&seen, LOCAL, now, caps(2, 1)),
+            admission(&seen, local(), now, caps(2, 1)),
             Admission::Evict(2)
         );
         seen[1].proven = true;
-        assert_eq!(admission(&seen, LOCAL, now, caps(2, 1)), Admission::Refuse);
+        assert_eq!(
+            admission(&seen, local(), now, caps(2, 1)),
+            Admission::Refuse
+        );
     }
 
     #[test]
     fn idle_connections_go_before_busy_ones_and_the_oldest_first() {
         let now = Instant::now();
         let mut seen = vec![
-            conn(1, LOCAL, now, 900),
-            conn(2, LOCAL, now, 800),
-            conn(3, LOCAL, now, 700),
-            conn(4, LOCAL, now, 10),
+            conn(1, local(), now, 900),
+            conn(2, local(), now, 800),
+            conn(3, local(), now, 700),
+            conn(4, local(), now, 10),
         ];
         seen[0].busy = true;
         assert_eq!(victim(&seen, now, GRACE, None), Some(2));
@@ -543,9 +585,12 @@ mod tests {
     #[test]
     fn a_new_connection_always_has_its_grace() {
         let now = Instant::now();
-        let seen = vec![conn(1, LOCAL, now, 200), conn(2, LOCAL, now, 100)];
+        let seen = vec![conn(1, local(), now, 200), conn(2, local(), now, 100)];
         assert_eq!(victim(&seen, now, GRACE, None), None);
-        assert_eq!(admission(&seen, LOCAL, now, caps(2, 1)), Admission::Refuse);
+        assert_eq!(
+            admission(&seen, local(), now, caps(2, 1)),
+            Admission::Refuse
+        );
         // So the listener waits to accept until the oldest one's grace ends.
         let ends = now - Duration::from_millis(200) + GRACE;
         assert_eq!(room(&seen, now, caps(2, 1)), Room::At(ends));

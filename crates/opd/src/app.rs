@@ -510,6 +510,7 @@ pub async fn start(
         public.header_read_timeout,
         public.request_timeout,
         budget.admin,
+        services.config.networks.ipv6_prefix,
     );
     for (i, (listener, name, router)) in listeners.into_iter().enumerate() {
         // Outermost, so every answer is measured with its final status.

@@ -157,6 +157,12 @@ impl ClientNetwork {
             }
         }
     }
+
+    /// Whether this is the loopback group (127/8 and ::1): every local
+    /// process, the operator's tools included.
+    pub fn is_loopback(self) -> bool {
+        self.0 == Group::Shared(SharedRange::Loopback)
+    }
 }
 
 impl fmt::Display for ClientNetwork {
