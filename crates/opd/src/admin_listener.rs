@@ -378,25 +378,13 @@ pub async fn serve(
         if !pool.wait_for_room(caps, &mut stop).await {
             return Ok(());
         }
-        // Held by each connection until its descriptor is closed, a closed
-        // one's included: the descriptors never exceed the budget.
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return Ok(()),
-            },
-            () = stopping(&mut stop) => return Ok(()),
-        };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot accept an admin connection; retrying shortly");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = stopping(&mut stop) => return Ok(()),
+        // The permit is held by each connection until its descriptor is
+        // closed, a closed one's included: the descriptors never exceed
+        // the budget.
+        let (permit, stream, peer) = match listener::accept(&listener, &permits, &mut stop).await {
+            listener::Accepted::Connection(permit, stream, peer) => (permit, stream, peer),
+            listener::Accepted::Retry => continue,
+            listener::Accepted::Stopping => return Ok(()),
         };
         let Some((admitted, closed)) =
             pool.admit(ClientNetwork::of(peer.ip(), limits.ipv6_prefix), caps)

@@ -23,6 +23,7 @@
 //! their current request.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,8 +35,8 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use opd_service::platform::network::{ClientNetwork, NetworkPolicy};
-use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt as _;
 
 /// The limits of one listener.
@@ -118,6 +119,45 @@ pub(crate) async fn stopping(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
+/// What one accept step of a listener gave.
+pub(crate) enum Accepted {
+    /// A connection, with the descriptor permit it holds until closed.
+    Connection(OwnedSemaphorePermit, TcpStream, SocketAddr),
+    /// The accept failed (out of descriptors): logged, after a pause.
+    Retry,
+    /// `stop` turned true (or the permits were closed).
+    Stopping,
+}
+
+/// Takes a descriptor permit, then the next connection; an accept error
+/// is logged and retried after a pause instead of ending the listener or
+/// spinning.
+pub(crate) async fn accept(
+    listener: &TcpListener,
+    permits: &Arc<Semaphore>,
+    stop: &mut watch::Receiver<bool>,
+) -> Accepted {
+    let permit = tokio::select! {
+        p = permits.clone().acquire_owned() => match p {
+            Ok(p) => p,
+            Err(_) => return Accepted::Stopping,
+        },
+        () = stopping(stop) => return Accepted::Stopping,
+    };
+    tokio::select! {
+        accepted = listener.accept() => match accepted {
+            Ok((stream, peer)) => Accepted::Connection(permit, stream, peer),
+            Err(e) => {
+                let local = listener.local_addr().ok();
+                tracing::warn!(error = %e, ?local, "cannot accept a connection; retrying shortly");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Accepted::Retry
+            }
+        },
+        () = stopping(stop) => Accepted::Stopping,
+    }
+}
+
 /// Serves HTTP/1.1 on one connection (plain or TLS) until it ends or
 /// `stop` turns true (then its current request finishes).
 pub(crate) async fn serve_connection<S, Svc>(
@@ -168,23 +208,10 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let by_address = Arc::new(ByAddress::default());
     loop {
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return Ok(()),
-            },
-            () = stopping(&mut stop) => return Ok(()),
-        };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot accept a connection; retrying shortly");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = stopping(&mut stop) => return Ok(()),
+        let (permit, stream, peer) = match accept(&listener, &permits, &mut stop).await {
+            Accepted::Connection(permit, stream, peer) => (permit, stream, peer),
+            Accepted::Retry => continue,
+            Accepted::Stopping => return Ok(()),
         };
         let counted = if limits.networks.is_trusted_proxy(peer.ip()) {
             None

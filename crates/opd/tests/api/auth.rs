@@ -183,6 +183,20 @@ pub(crate) async fn consent_in_browser(
         .await
 }
 
+/// A browser on 127.0.0.1 whose requests name `client` in
+/// `X-Forwarded-For`, as a reverse proxy at 127.0.0.1 (named in
+/// `--trusted-proxies`) forwards a client's.
+pub(crate) fn forwarded_browser(client: std::net::Ipv4Addr) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-forwarded-for", client.to_string().parse().unwrap());
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
 /// The consent form of an interaction, as a browser holds it: where it
 /// posts, its token and the cookie the token is bound to.
 #[derive(Clone)]

@@ -2,7 +2,7 @@
 //! whatever the source and whichever node answers
 //! (`opd_core::owner_login`), and the commonest passwords refused.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 
 use opd_core::owner_login::FAILURE_BUDGET;
 use opd_testkit::app::{Db, TestApp};
@@ -17,15 +17,7 @@ use crate::auth::{
 /// A browser at `203.0.113.n`, as the trusted proxy at 127.0.0.1 names
 /// it (every loopback address is one client network).
 fn browser_at(n: u8) -> reqwest::Client {
-    let mut headers = reqwest::header::HeaderMap::new();
-    let address = IpAddr::V4(Ipv4Addr::new(203, 0, 113, n));
-    headers.insert("x-forwarded-for", address.to_string().parse().unwrap());
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
-        .default_headers(headers)
-        .build()
-        .unwrap()
+    crate::auth::forwarded_browser(Ipv4Addr::new(203, 0, 113, n))
 }
 
 /// Clients are told apart by the address the proxy at 127.0.0.1 names.

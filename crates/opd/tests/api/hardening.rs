@@ -17,14 +17,7 @@ use crate::auth::{
 /// (see [`world_behind_a_proxy`]): a stranger in another network than the
 /// owner's browser (loopback, as the proxy's own requests are).
 fn stranger_browser() -> reqwest::Client {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert("x-forwarded-for", "203.0.113.66".parse().unwrap());
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
-        .default_headers(headers)
-        .build()
-        .unwrap()
+    crate::auth::forwarded_browser(Ipv4Addr::new(203, 0, 113, 66))
 }
 
 /// [`world`] behind a trusted proxy at 127.0.0.1: every loopback address
@@ -110,6 +103,19 @@ async fn wrong_admin_tokens_never_lock_out_the_right_one() {
     assert_eq!(right.status(), StatusCode::OK);
 }
 
+/// A whole interactive grant: asked, approved on the consent page,
+/// continued; its interaction URL and `interact_ref`.
+async fn whole_grant(w: &crate::auth::World) -> (String, String) {
+    let pending = ask(w, &outgoing_grant(w, Some(FINISH), "client-nonce")).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap().to_owned();
+    let done = consent_in_browser(w, &redirect, PASSWORD, "approve").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let interact_ref = query(&location(&done))["interact_ref"].clone();
+    let granted = crate::auth::continue_grant(w, &pending, &interact_ref).await;
+    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    (redirect, interact_ref)
+}
+
 /// A whole interactive grant with debug logging on: the requests are
 /// logged, but not the interaction's id, its nonce or the `interact_ref`.
 #[tokio::test]
@@ -117,13 +123,7 @@ async fn debug_logs_of_a_grant_carry_no_interaction_secrets() {
     let (captured, _logging) = crate::capture_logs(tracing::Level::DEBUG);
 
     let w = world(Db::Sqlite).await;
-    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce")).await;
-    let redirect = pending["interact"]["redirect"].as_str().unwrap();
-    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
-    assert_eq!(done.status(), StatusCode::SEE_OTHER);
-    let interact_ref = query(&location(&done))["interact_ref"].clone();
-    let granted = crate::auth::continue_grant(&w, &pending, &interact_ref).await;
-    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    let (redirect, interact_ref) = whole_grant(&w).await;
 
     let log = captured.text();
     let mut parts = redirect.rsplit('/');
@@ -155,13 +155,7 @@ async fn debug_logs_on_postgres_carry_no_parameters() {
     let (captured, _logging) = crate::capture_served_logs(tracing::Level::DEBUG);
 
     let w = world(Db::Postgres).await;
-    let pending = ask(&w, &outgoing_grant(&w, Some(FINISH), "client-nonce")).await;
-    let redirect = pending["interact"]["redirect"].as_str().unwrap();
-    let done = consent_in_browser(&w, redirect, PASSWORD, "approve").await;
-    assert_eq!(done.status(), StatusCode::SEE_OTHER);
-    let interact_ref = query(&location(&done))["interact_ref"].clone();
-    let granted = crate::auth::continue_grant(&w, &pending, &interact_ref).await;
-    assert_eq!(granted.status, StatusCode::OK, "{}", granted.body);
+    let (redirect, interact_ref) = whole_grant(&w).await;
     let (s, _) = w
         .app
         .admin(

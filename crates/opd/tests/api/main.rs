@@ -105,14 +105,42 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
     }
 }
 
-/// Captures this thread's log lines at `level` and above until the guards
-/// drop.
-pub fn capture_logs(
-    level: tracing::Level,
-) -> (
+/// The captured lines, and the guards that keep the capture on.
+pub type Capture = (
     Captured,
     (tracing::Dispatch, tracing::subscriber::DefaultGuard),
-) {
+);
+
+/// Captures this thread's log lines at `level` and above until the guards
+/// drop.
+pub fn capture_logs(level: tracing::Level) -> Capture {
+    capture_with(level, None::<tracing_subscriber::layer::Identity>)
+}
+
+/// [`capture_logs`] as `opd serve` filters them: the libraries' records
+/// (the `log` crate's included) capped by
+/// `opd::logging::dependencies_capped`.
+pub fn capture_served_logs(level: tracing::Level) -> Capture {
+    // The libraries that log through the `log` crate (tokio-postgres)
+    // reach tracing through this, as under `opd serve`; once a process.
+    let _ = tracing_log::LogTracer::init();
+    capture_with(level, Some(opd::logging::dependencies_capped()))
+}
+
+fn capture_with<L>(level: tracing::Level, filter: Option<L>) -> Capture
+where
+    L: tracing_subscriber::Layer<
+            tracing_subscriber::fmt::Subscriber<
+                tracing_subscriber::fmt::format::DefaultFields,
+                tracing_subscriber::fmt::format::Format,
+                tracing::level_filters::LevelFilter,
+                Captured,
+            >,
+        > + Send
+        + Sync
+        + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt as _;
     // tracing caches whether anyone listens to a log statement for the
     // whole process; with one subscriber alive it asks only the thread
     // that first runs the statement (another test's, listening to
@@ -123,32 +151,8 @@ pub fn capture_logs(
         .with_max_level(level)
         .with_ansi(false)
         .with_writer(captured.clone())
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    (captured, (second, guard))
-}
-
-/// [`capture_logs`] as `opd serve` filters them: the libraries' records
-/// (the `log` crate's included) capped by
-/// `opd::logging::dependencies_capped`.
-pub fn capture_served_logs(
-    level: tracing::Level,
-) -> (
-    Captured,
-    (tracing::Dispatch, tracing::subscriber::DefaultGuard),
-) {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    // The libraries that log through the `log` crate (tokio-postgres)
-    // reach tracing through this, as under `opd serve`; once a process.
-    let _ = tracing_log::LogTracer::init();
-    let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(false)
-        .with_writer(captured.clone())
         .finish()
-        .with(opd::logging::dependencies_capped());
+        .with(filter);
     let guard = tracing::subscriber::set_default(subscriber);
     (captured, (second, guard))
 }
