@@ -2,6 +2,7 @@
 //! milliseconds (`2026-11-21T05:55:49.123Z`), as Open Payments clients expect.
 
 use std::fmt;
+use std::time::Duration;
 
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -32,6 +33,17 @@ impl Timestamp {
 
     pub const fn unix_seconds(self) -> i64 {
         self.0.div_euclid(1000)
+    }
+
+    /// `d` later (saturating: a duration past `i64` milliseconds is
+    /// forever).
+    pub fn plus(self, d: Duration) -> Self {
+        self.plus_millis(millis(d))
+    }
+
+    /// `d` earlier (saturating).
+    pub fn minus(self, d: Duration) -> Self {
+        Self(self.0.saturating_sub(millis(d)))
     }
 
     pub fn plus_millis(self, ms: i64) -> Self {
@@ -70,6 +82,12 @@ impl Timestamp {
     }
 }
 
+/// `d` in milliseconds, as timestamps count them; a duration past `i64`
+/// milliseconds (about 292 million years) counts as the largest.
+pub fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_rfc3339())
@@ -94,6 +112,16 @@ mod tests {
             (1_577_836_800_000..7_258_118_400_000).contains(&now),
             "{now}"
         );
+    }
+
+    #[test]
+    fn durations_move_a_timestamp_and_saturate() {
+        let t = Timestamp::from_unix_millis(1_000);
+        assert_eq!(t.plus(Duration::from_millis(1_500)).unix_millis(), 2_500);
+        assert_eq!(t.minus(Duration::from_secs(2)).unix_millis(), -1_000);
+        assert_eq!(millis(Duration::MAX), i64::MAX);
+        assert_eq!(t.plus(Duration::MAX).unix_millis(), i64::MAX);
+        assert_eq!(t.minus(Duration::MAX).unix_millis(), 1_000 - i64::MAX);
     }
 
     #[test]

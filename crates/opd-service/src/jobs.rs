@@ -214,8 +214,7 @@ pub async fn retention_once(services: &Services) -> Result<opd_store::Pruned, Se
     if keep.is_zero() {
         return Ok(opd_store::Pruned::default());
     }
-    let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-    let cutoff = services.clock.now().plus_millis(-keep_ms);
+    let cutoff = services.clock.now().minus(keep);
     Ok(services.store.prune_before(cutoff).await?)
 }
 

@@ -152,7 +152,8 @@ pub fn gnap_token(header: Option<&str>) -> Result<&str, AccessError> {
     Ok(token)
 }
 
-fn unix_now(services: &Services) -> u64 {
+/// Now, in the seconds since the epoch that signatures' `created` counts.
+pub(crate) fn unix_now(services: &Services) -> u64 {
     u64::try_from(services.clock.now().unix_seconds()).unwrap_or(0)
 }
 

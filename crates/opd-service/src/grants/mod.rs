@@ -109,10 +109,6 @@ fn auth_url(services: &Services, path: &str) -> String {
     )
 }
 
-fn ttl_millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 /// Mints an access token for a grant: the value (returned once, to the
 /// client) and the record (with the digest) to store.
 fn mint_token(
@@ -128,7 +124,7 @@ fn mint_token(
         management_id: new_uuid_string(services),
         grant_id: grant,
         access: serde_json::to_string(&wire).unwrap_or_else(|_| "[]".into()),
-        expires_at: now.plus_millis(ttl_millis(services.config.access_token_ttl)),
+        expires_at: now.plus(services.config.access_token_ttl),
         revoked_at: None,
         created_at: now,
     };

@@ -11,7 +11,7 @@ use opd_store::GrantRecord;
 
 use super::{
     auth_url, constant_time_eq, continue_response, internal, local_wallet, mint_token,
-    new_uuid_string, set_state, store_error, token_response, ttl_millis, Grant,
+    new_uuid_string, set_state, store_error, token_response, Grant,
 };
 use crate::{ServiceError, Services};
 
@@ -80,8 +80,7 @@ pub async fn request_grant(
         interact_nonce: interactive.then(|| new_token(services.random.as_ref())),
         interact_ref: None,
         interaction_state: interactive.then(|| "pending".to_owned()),
-        interaction_expires_at: interactive
-            .then(|| now.plus_millis(ttl_millis(services.config.interaction_ttl))),
+        interaction_expires_at: interactive.then(|| now.plus(services.config.interaction_ttl)),
         finish_uri: finish.as_ref().map(|f| f.uri.clone()),
         client_nonce: finish.as_ref().map(|f| f.nonce.clone()),
         wallet_address_id: if interactive { owner } else { None },

@@ -143,8 +143,7 @@ pub async fn forward(
     }
     let now = services.clock.now();
     let expires_in = prepare.expires_at.unix_millis();
-    let max_hop_ms =
-        i64::try_from(services.config.ilp.forward_timeout.as_millis()).unwrap_or(i64::MAX);
+    let max_hop_ms = opd_core::time::millis(services.config.ilp.forward_timeout);
     let expires_out = expires_in
         .saturating_sub(HOP_MARGIN_MS)
         .min(now.unix_millis().saturating_add(max_hop_ms));

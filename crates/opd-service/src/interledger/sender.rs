@@ -198,7 +198,7 @@ pub async fn probe(
     let peer = next_peer(services, receiver.address.as_str()).await?;
     let key = path_key(peer.id, source, receiving, receiver);
     let now = services.clock.now();
-    let ttl_ms = i64::try_from(PATH_TTL.as_millis()).unwrap_or(i64::MAX);
+    let ttl_ms = opd_core::time::millis(PATH_TTL);
     if let Some(kept) = services.interledger.paths.get(&key) {
         let age = now.unix_millis().saturating_sub(kept.at.unix_millis());
         if (0..ttl_ms).contains(&age) {

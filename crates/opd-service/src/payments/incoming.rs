@@ -72,7 +72,7 @@ pub async fn create_answered(
             ));
         }
     }
-    let max = now.plus_millis(millis(services.config.incoming_payment_max_expiry));
+    let max = now.plus(services.config.incoming_payment_max_expiry);
     let expires_at = match input.expires_at {
         Some(t) if t <= now => {
             return Err(ServiceError::InvalidExpiry(
@@ -85,7 +85,7 @@ pub async fn create_answered(
             )))
         }
         Some(t) => t,
-        None => now.plus_millis(millis(services.config.incoming_payment_default_expiry)),
+        None => now.plus(services.config.incoming_payment_default_expiry),
     };
     check_metadata(&input.metadata)?;
     let client_network = key_only_quota(services, &wallet, &input, now).await?;
@@ -183,10 +183,6 @@ async fn key_only_quota(
         }
     }
     Ok(network)
-}
-
-fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// One incoming payment with its wallet address.

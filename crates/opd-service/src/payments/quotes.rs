@@ -115,8 +115,7 @@ pub async fn create_answered(
             other => ServiceError::InvalidAmount(other.to_string()),
         })?;
     let now = services.clock.now();
-    let lifespan = i64::try_from(services.config.quote_lifespan.as_millis()).unwrap_or(i64::MAX);
-    let mut expires_at: Timestamp = now.plus_millis(lifespan);
+    let mut expires_at: Timestamp = now.plus(services.config.quote_lifespan);
     if let Some(t) = receiver.expires_at() {
         expires_at = expires_at.min(t);
     }

@@ -48,7 +48,7 @@ use opd_httpsig::{parse_signature, ParsedSignature, RequestParts};
 use opd_store::claim::RequestClaim;
 use sha2::{Digest as _, Sha256};
 
-use crate::access::{client_identity, AccessError};
+use crate::access::{client_identity, unix_now, AccessError};
 use crate::{ServiceError, Services};
 
 /// The largest response body (plus kept headers) that is stored. A replay
@@ -313,10 +313,6 @@ impl Drop for ClaimGuard {
             });
         }
     }
-}
-
-fn unix_now(services: &Services) -> u64 {
-    u64::try_from(services.clock.now().unix_seconds()).unwrap_or(0)
 }
 
 /// Turns a finished earlier request into the answer for this one.

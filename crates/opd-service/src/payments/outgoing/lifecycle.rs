@@ -143,7 +143,7 @@ fn after_no_progress(
     bounds: StallBounds,
     why: &str,
 ) -> AfterStall {
-    let bound_ms = i64::try_from(bounds.time.as_millis()).unwrap_or(i64::MAX);
+    let bound_ms = opd_core::time::millis(bounds.time);
     let stalled_ms = now.unix_millis().saturating_sub(since.unix_millis());
     if attempts >= i64::from(bounds.attempts) || stalled_ms >= bound_ms {
         let secs = stalled_ms.max(0) / 1000;

@@ -244,7 +244,7 @@ impl Sending<'_> {
 
 /// How long a packet of this server's may take, in milliseconds.
 fn packet_ttl_ms(services: &Services) -> i64 {
-    i64::try_from(services.config.ilp.packet_timeout.as_millis()).unwrap_or(i64::MAX)
+    opd_core::time::millis(services.config.ilp.packet_timeout)
 }
 
 /// Sends rounds of packets until the receiver has what it expects, or the
