@@ -290,7 +290,6 @@ fn replayed(stored: &StoredResponse) -> Response {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

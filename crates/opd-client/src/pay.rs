@@ -289,7 +289,10 @@ async fn read_incoming(client: &Client, incoming: &Incoming) -> anyhow::Result<V
 /// server says (opd), or, from a server that does not say, once it sent
 /// the whole debit, or the receiver has the quoted amount and the sent
 /// total stopped moving between two reads. Fails after `timeout`.
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename them"
+)]
 async fn follow(
     client: &Client,
     sender: &WalletAddress,

@@ -1,7 +1,7 @@
 //! The examples of `auth-server.yaml` and `token-introspection.yaml`,
 //! copied as JSON, deserialize, validate and serialize back unchanged; and
 //! every grant-level validation rule.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::expect_used, reason = "tests fail loudly by design")]
 
 use opd_gnap::*;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Golden vectors: RFC 9421 §B.2.6 and the Open Payments examples produced
 //! by the official Node client (auth.md §1.3), plus sign→verify round trips
 //! and the Rust SDK's non-RFC format.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 mod common;
 

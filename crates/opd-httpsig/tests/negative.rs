@@ -1,5 +1,5 @@
 //! Rejections: each check in `parse_signature` / `verify`, and replays.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 mod common;
 

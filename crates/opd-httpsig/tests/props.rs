@@ -1,6 +1,5 @@
 //! Property tests: the parsers never panic on arbitrary header bytes, and
 //! signing then verifying always succeeds for arbitrary requests.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

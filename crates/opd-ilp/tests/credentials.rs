@@ -1,7 +1,7 @@
 //! End-to-end tests of the public STREAM credentials API: round trips,
 //! Rafiki's size assertion, error variants, and a known-answer vector that
 //! `@interledger/stream-receiver@0.2.2` reproduces byte for byte.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

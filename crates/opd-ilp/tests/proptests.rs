@@ -1,7 +1,7 @@
 //! Property tests for the ILP and STREAM codecs: no input makes a decoder
 //! panic, valid packets survive encode → decode unchanged, and what decodes
 //! is canonical.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_ilp::packet::{peek_destination, peek_type};
 use opd_ilp::{

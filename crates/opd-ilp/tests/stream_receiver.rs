@@ -2,7 +2,7 @@
 //! an incoming payment's credentials, and the receiver answers with the
 //! pure helpers of `opd_ilp::stream::receiver`. This is the sequence the
 //! I/O-side receiver follows.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_ilp::stream::receiver::{assess, reply, ReplyFacts, Verdict};
 use opd_ilp::{

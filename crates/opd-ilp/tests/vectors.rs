@@ -1,7 +1,7 @@
 //! Golden tests: ILP and STREAM packets published by the JavaScript and
 //! Rust reference implementations must decode to the expected values, and
 //! those values must encode back to the same bytes.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;

@@ -1,7 +1,7 @@
 //! Hand-made bodies, valid and invalid, for the checks opd relies on.
 
 // Test code: panicking on an unexpected outcome is the point.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_openapi::{Api, Specs, ValidationError, Violation, ViolationKind};
 use serde_json::{json, Value};

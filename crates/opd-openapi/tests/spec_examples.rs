@@ -3,7 +3,7 @@
 //! few) must be rejected for the pinned reason.
 
 // Test code: panicking on an unexpected outcome is the point.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_openapi::{Api, Specs, ValidationError};
 use serde_json::Value;

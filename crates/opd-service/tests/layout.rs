@@ -4,7 +4,7 @@
 //! modules (two files that each need the other are one concept cut in
 //! two). See ARCHITECTURE.md.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::expect_used, reason = "tests fail loudly by design")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -189,7 +189,6 @@ pub(crate) fn current() -> Option<RequestClaim> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -70,7 +70,6 @@ pub(crate) enum SentAdd {
 
 /// Sends the reservation: on PostgreSQL its one statement waits for the
 /// transaction's next round trip; SQLite runs it now.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn send_add(
     tx: &mut Tx<'_>,
     grant: &str,

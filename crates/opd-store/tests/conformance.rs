@@ -1,7 +1,7 @@
 //! The store conformance suite: every case is written once and runs against
 //! both SQLite and PostgreSQL.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::ledger::{AccountKind, LedgerOutcome, Receipts, TransferKind};

@@ -1,8 +1,6 @@
 //! Startup errors: an unknown scheme or a mistyped SQLite path is refused,
 //! never silently turned into a new empty database.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
-
 use opd_store::{connect, ConnectOptions, StoreError};
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! The dashboard's store queries, in the conformance style: every case runs
 //! against both SQLite and PostgreSQL.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::wallet_address::{WalletAddress, WalletAddressPath};

@@ -2,7 +2,7 @@
 //! backends: readiness (ready, then a migration missing), the webhook
 //! backlog (counted up to a cap) and the pools' connections.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::Timestamp;

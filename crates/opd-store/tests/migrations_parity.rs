@@ -1,8 +1,6 @@
 //! Both migration sets must yield the same tables and columns, so the two
 //! backends can never drift apart.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
-
 #[tokio::test]
 async fn sqlite_and_postgres_schemas_have_the_same_tables_and_columns() {
     let (lite, _dir) = opd_testkit::stores::sqlite().await;

@@ -2,8 +2,6 @@
 //! declared once, and a statement that one dialect rejects fails here
 //! instead of on the first request that reaches it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
-
 #[tokio::test]
 async fn every_statement_prepares_on_both_backends() {
     let (lite, _dir) = opd_testkit::stores::sqlite().await;

@@ -1,5 +1,9 @@
 #![doc = include_str!("../README.md")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test support: failing loudly is the point
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: failing loudly is the point"
+)]
 
 pub mod app;
 pub mod client;

@@ -394,7 +394,6 @@ pub enum PeerCommand {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
 

@@ -3,8 +3,6 @@
 //! it drops its own lines and keeps serving, instead of panicking on the
 //! first `println!`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

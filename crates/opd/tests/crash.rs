@@ -25,7 +25,11 @@
 //!   node that is up, and any panic in a load task fail the test;
 //! * `opd check` finds both servers' ledgers balanced.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::process::{Child, Command, Stdio};

@@ -9,7 +9,11 @@
 //!   (each refused one, retried with its key, is new), and the ledger
 //!   balances.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

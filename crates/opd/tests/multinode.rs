@@ -21,7 +21,11 @@
 //!   deposit and payment is there exactly once afterwards, and every
 //!   payment's webhooks go out once.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 #[path = "support/node.rs"]
 mod node;

@@ -26,7 +26,7 @@
 //! and the steps, and replays exactly with `OPD_SIM_FIRST_SEED=<seed>
 //! OPD_SIM_SEEDS=1`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(clippy::unwrap_used, reason = "tests fail loudly by design")]
 
 use std::collections::HashMap;
 use std::sync::Arc;

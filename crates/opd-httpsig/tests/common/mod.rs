@@ -1,4 +1,6 @@
 //! Shared helpers for the integration tests.
+// `allow`, not `expect`: this module is shared by several test binaries,
+// and what is dead (or unwrapped) differs from one to the next.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};

@@ -317,7 +317,6 @@ async fn probe_now(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

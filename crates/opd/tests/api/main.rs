@@ -4,7 +4,11 @@
 //! documents (successes always, errors for shape and, where the spec
 //! documents their status, against the spec: see `opd_testkit::spec`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 mod access;
 mod admin;

@@ -4,7 +4,11 @@
 //! currency). [`person`] reads the commands from the README and plays the
 //! person.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 mod peering;
 mod person;

@@ -343,7 +343,6 @@ fn decode(status: u16, bytes: &[u8]) -> Option<StoredResponse> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -444,7 +444,6 @@ pub async fn prune_once(services: &Services) -> Result<u64, ServiceError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::access::replays::memory::MemoryReplayLog;
