@@ -127,8 +127,8 @@ impl Job {
         match self {
             Job::Payments => Ok(match send_payment(services).await? {
                 Step::Idle => Progress::Idle,
-                // Due again at once.
-                Step::Retry(_) => Progress::Busy,
+                // This payment or another may be due at once: look again.
+                Step::Again(_) | Step::Waiting(_) => Progress::Busy,
                 Step::Completed(_) | Step::Failed(..) => Progress::Done,
             }),
             Job::Housekeeping => Ok(housekeeping(services).await),

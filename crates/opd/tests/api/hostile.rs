@@ -228,7 +228,7 @@ async fn a_reply_that_does_not_decrypt_proves_only_the_minimum() {
     // (ceil(1112 × 0.891) = 991), sends a little more, which B, complete,
     // refuses with a close: A pauses, reads the receiver, completes.
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     h.w.a.clock.advance_millis(1_000);
     let step = h.w.step().await;
     assert!(matches!(step, Step::Completed(_)), "{step:?}");
@@ -473,13 +473,13 @@ async fn a_per_minute_packet_budget_pauses_a_payment() {
     let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packets_per_minute = 2).await;
     h.hop.script(money(Behaviour::TooLargeNoData));
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     assert_eq!(h.seen() - 13, 2, "two packets a minute");
     // Due again after the backoff, the minute is not over: nothing sent.
     h.w.a.clock.advance_millis(1_000);
     let seen = h.seen();
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     assert_eq!(h.seen(), seen, "nothing, not even probes");
 }
 
@@ -488,7 +488,7 @@ async fn a_silent_next_hop_pauses_the_payment_and_moves_nothing() {
     let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packet_timeout_ms = 2_000).await;
     h.hop.script(money(Behaviour::Silent));
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     let books = h.books().await;
     assert_eq!((books.sent, books.failed, books.received), (0, false, 0));
     // Honest again: the payment goes through.
@@ -506,7 +506,7 @@ async fn a_fulfill_after_the_packets_expiry_is_not_paid_for() {
     let clock = h.w.a.clock.clone();
     h.hop.script(money(Behaviour::Late(clock, 20_000)));
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     // B credited bob from A's liquidity there; A owes nothing for a
     // packet fulfilled after its expiry: the late hop bears it.
     let books = h.books().await;
@@ -559,7 +559,7 @@ async fn probes_that_lie_low_fail_the_payment_and_lying_high_only_slows_it() {
         steps += 1;
         match h.w.step().await {
             Step::Completed(_) | Step::Failed(..) => break,
-            Step::Retry(_) if steps < 10 => h.w.a.clock.advance_millis(31_000),
+            Step::Waiting(_) if steps < 10 => h.w.a.clock.advance_millis(31_000),
             other => panic!("{other:?}"),
         }
     }
@@ -590,7 +590,7 @@ async fn an_answer_that_is_no_ilp_packet_moves_no_money() {
     let h = hostile().await;
     h.hop.script(money(Behaviour::Garbage));
     let step = h.w.step().await;
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     let books = h.books().await;
     assert_eq!((books.sent, books.received), (0, 0));
 }

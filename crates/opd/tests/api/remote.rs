@@ -426,7 +426,7 @@ async fn a_peer_out_of_liquidity_pauses_the_payment_until_it_is_funded() {
     // B takes packets of at most 300 from A, and holds 500 of A's money.
     let w = paying(pair_with(500, Some(300)).await).await;
     // Packets of 300 go until B answers T04: the payment pauses, part sent.
-    assert!(matches!(w.step().await, Step::Retry(_)));
+    assert!(matches!(w.step().await, Step::Waiting(_)));
     assert_eq!(w.read().await["failed"], false);
     let sent = w.sent().await;
     assert!(
@@ -512,7 +512,7 @@ async fn an_unreachable_peer_pauses_then_fails_at_the_quotes_expiry_with_the_mon
         json!({ "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "a-to-b" } } }),
     )
     .await;
-    assert!(matches!(w.step().await, Step::Retry(_)));
+    assert!(matches!(w.step().await, Step::Waiting(_)));
     assert_eq!(w.read().await["failed"], false);
     // Past the quote's expiry (5 minutes), it fails; nothing was sent.
     w.a.clock.advance_millis(301_000);
@@ -531,7 +531,7 @@ async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
     let route = |endpoint: &str| json!({ "http": { "outgoing": { "endpoint": endpoint, "authToken": "a-to-b" } } });
     let path = format!("/peers/{b_at_a}");
     admin_ok(&w.a, Method::PATCH, &path, route("http://127.0.0.1:9/ilp")).await;
-    assert!(matches!(w.step().await, Step::Retry(_)));
+    assert!(matches!(w.step().await, Step::Waiting(_)));
     admin_ok(&w.a, Method::PATCH, &path, route(&w.b.ilp)).await;
 
     // A crash right after a packet of 300 USD cents was fulfilled: B has

@@ -227,7 +227,7 @@ async fn a_payment_failing_after_a_partial_send_takes_no_fee_and_pays_only_what_
     assert_eq!(q["debitAmount"], amount("1145", "USD", 2), "{q}");
     assert!(matches!(
         w.a.run_workers().await.as_slice(),
-        [Step::Retry(_)]
+        [Step::Waiting(_)]
     ));
     let sent = p.sent().await;
     assert!(
@@ -326,7 +326,7 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
     // One step only (the worker would go on: a step that delivered is
     // due again at once).
     let one_step = || opd_service::jobs::send_payment(w.a.services());
-    assert!(matches!(one_step().await.unwrap(), Step::Retry(_)));
+    assert!(matches!(one_step().await.unwrap(), Step::Again(_)));
     let before = packets(&w.a, &w.id).await;
     let delivered_before: u64 = before.iter().map(delivered_by).sum();
     assert!(
@@ -401,7 +401,7 @@ async fn a_crash_after_deliveries_settles_its_leftovers_from_what_the_receiver_g
         .count();
     assert_eq!(leftovers_posted, 2);
     assert!(
-        matches!(settled, Step::Retry(_) | Step::Completed(_)),
+        matches!(settled, Step::Waiting(_) | Step::Completed(_)),
         "{settled:?}"
     );
 
@@ -451,7 +451,7 @@ async fn a_packet_still_in_flight_is_left_alone_until_it_expires() {
     // Its answer may still come: the step neither settles it nor sends.
     let one_step = || opd_service::jobs::send_payment(w.a.services());
     let step = one_step().await.unwrap();
-    assert!(matches!(step, Step::Retry(_)), "{step:?}");
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
     let state = |all: &[PacketRecord]| all.iter().find(|r| r.packet.id == packet.id).unwrap().state;
     assert_eq!(state(&packets(&w.a, &w.id).await), PacketState::Pending);
     assert_eq!(w.sent().await, 0);

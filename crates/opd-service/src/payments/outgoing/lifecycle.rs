@@ -33,9 +33,12 @@ pub enum Step {
     Completed(opd_core::OutgoingPaymentId),
     /// A payment failed (and was refunded).
     Failed(opd_core::OutgoingPaymentId, String),
-    /// A payment could not be settled now (the receiver changed meanwhile);
-    /// it is due again at once and is planned anew.
-    Retry(opd_core::OutgoingPaymentId),
+    /// A payment is due again at once, planned anew: its step moved money
+    /// and others get their turn, or the receiver changed meanwhile.
+    Again(opd_core::OutgoingPaymentId),
+    /// A payment was put back until a later attempt: it made no progress
+    /// (within its stall bounds), or it waits on this server's own work.
+    Waiting(opd_core::OutgoingPaymentId),
 }
 
 /// Ends a payment as failed or cancelled, with its money back and its
@@ -172,7 +175,7 @@ pub(crate) async fn pause(
         AfterStall::RetryAt(at) => {
             tracing::info!(payment = %p.id, attempts = now_p.attempts, why, "no progress; backing off");
             services.store.release_outgoing_payment(p.id, at).await?;
-            Ok(Step::Retry(p.id))
+            Ok(Step::Waiting(p.id))
         }
         AfterStall::GiveUp(reason) => fail(services, &now_p, reason).await,
     }
@@ -184,7 +187,7 @@ pub(crate) async fn pause(
 pub(crate) async fn wait(services: &Services, p: &OutgoingPayment) -> Result<Step, ServiceError> {
     let at = services.clock.now().plus_millis(backoff_ms(p.attempts));
     services.store.release_outgoing_payment(p.id, at).await?;
-    Ok(Step::Retry(p.id))
+    Ok(Step::Waiting(p.id))
 }
 
 /// `p` as it stands now.

@@ -162,7 +162,7 @@ async fn deliver(
                 .store
                 .release_outgoing_payment(p.id, services.clock.now())
                 .await?;
-            Ok(Step::Retry(p.id))
+            Ok(Step::Again(p.id))
         }
         // The ledger's refusal, as an ILP credit meets it: the payment
         // fails with its money back, not retried for ever.

@@ -368,5 +368,5 @@ pub(super) async fn send(
         .store
         .release_outgoing_payment(p.id, services.clock.now())
         .await?;
-    Ok(Step::Retry(p.id))
+    Ok(Step::Again(p.id))
 }
