@@ -18,9 +18,8 @@
 //!
 //! Recording is cheap enough for every request: a histogram sample is a
 //! hash of its labels and an atomic push, and the in-flight gauge is
-//! registered once per listener; together about 0.35 µs a request on
-//! the development machine (release build), against the 62 µs of server
-//! CPU a signed read costs (BENCHMARKS.md): about half a percent.
+//! registered once per listener (what that costs beside a signed read is
+//! measured in BENCHMARKS.md).
 //!
 //! Histogram samples wait in the recorder until they are folded into
 //! buckets, at each scrape and by a background thread every few seconds,

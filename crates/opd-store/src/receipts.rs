@@ -1,8 +1,9 @@
 //! Money received by incoming payments after the credit itself (which is
 //! `transitions::deliver_tx` and `peers::ilp_receive`): in balance mode the
 //! credit goes straight to the wallet address, and [`ReceiptStore::settle_received`]
-//! moves what older releases left on incoming payments' accounts to their
-//! wallet addresses; in external mode the money waits on the incoming
+//! moves money still held on incoming payments' accounts (as a database
+//! first run in external mode, or written before balance mode, holds it)
+//! to their wallet addresses; in external mode the money waits on the incoming
 //! payment's account until the operator withdraws it
 //! ([`ReceiptStore::withdraw_received`]).
 

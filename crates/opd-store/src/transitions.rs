@@ -338,9 +338,6 @@ async fn send_delivery(
     Ok(sent)
 }
 
-/// Gives back what an ended payment still holds: to the wallet address,
-/// or to the outside world for payments the operator funded from
-/// elsewhere.
 /// Takes `debit` and `receive` off what the payment's grant counts as
 /// spent in its interval (money the payment gave back).
 pub(crate) async fn release_spending(
@@ -369,6 +366,9 @@ pub(crate) async fn payment_in(tx: &mut Tx<'_>, id: &str) -> StoreResult<Option<
         .transpose()
 }
 
+/// Gives back what an ended payment still holds: to the wallet address,
+/// or to the outside world for payments the operator funded from
+/// elsewhere.
 pub(crate) async fn refund(tx: &mut Tx<'_>, p: &OutgoingPayment, at: Timestamp) -> StoreResult<()> {
     let payment = p.id.to_string();
     let asset = &p.debit.asset;

@@ -1,4 +1,4 @@
-//! The pure part of a STREAM sender (issue 13): the exact arithmetic of
+//! The pure part of a STREAM sender: the exact arithmetic of
 //! quoting and sending, and the reading of a receiver's answers. The I/O
 //! side (sending Prepares through a peer, persisting progress) lives in
 //! `opd-service`.

@@ -128,10 +128,10 @@ pub enum AccessError {
     Unavailable,
 }
 
-/// The client identity string of a grant's client.
 /// How long a token introspection may take.
 const INTROSPECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The client identity string of a grant's client.
 pub fn client_identity(client: &ClientIdent) -> String {
     match client {
         ClientIdent::WalletAddress(w) => w.clone(),

@@ -1,19 +1,17 @@
 //! Group commit of ILP credits: packets for one incoming payment from one
 //! peer that arrive together are credited in one transaction.
 //!
-//! Every such packet used to wait for the one before it (the payment's row
-//! and the peer's and receiver's ledger rows are locked from its move to
-//! its commit), so they ran one transaction each, in line. Now the first
+//! A credit locks the payment's row and the peer's and receiver's ledger
+//! rows from its move to its commit, so credits of one (payment, peer)
+//! cannot run side by side; instead they share transactions. The first
 //! packet of a (payment, peer) leads: it credits itself at once. Packets
 //! arriving while a credit is under way wait in a queue; when the leader's
 //! transaction ends, the first of them leads the next transaction, with
 //! every packet queued by then (up to [`MAX_GROUP`]). A leader first
 //! yields once to the scheduler, so that packets already being handled
 //! join its group. So a packet alone waits for nobody (no timer), and under
-//! load one transaction carries many: on SQLite, where a credit commits in
-//! microseconds, the groups under `opd-bench ilp-receive` grew from about 4
-//! packets to about 15 with that yield, and the server's CPU per packet
-//! fell by a quarter (`BENCHMARKS.md`).
+//! load one transaction carries many (the measured group sizes are in
+//! `BENCHMARKS.md`).
 //!
 //! Each packet is fulfilled only after the transaction carrying it
 //! committed: its caller gets its own result from that transaction. A

@@ -72,7 +72,7 @@ fn what(kind: TransferKind, incoming: bool) -> &'static str {
         (TransferKind::Deposit, _) => "deposit",
         (TransferKind::Withdrawal, _) => "withdrawal",
         // Money an incoming payment received lands here (balance mode);
-        // `settle` moved what older releases left on incoming payments.
+        // `settle` moved money that was held on an incoming payment.
         (TransferKind::Deliver | TransferKind::Receive | TransferKind::Settle, true) => "received",
         (TransferKind::Refund, _) => "refund",
         (_, false) => "payment",

@@ -3,11 +3,10 @@
 //! Every state-changing request passes through it, and almost none is ever
 //! replayed, so it is built for the write path: a claim is one map insert
 //! and one queue push, a finish copies the response into a preallocated
-//! byte ring, and nothing is freed one by one later. An earlier version
-//! kept each response as its own allocation, indexed by two ordered sets
-//! and with a channel per entry; those long-lived allocations, made and
-//! freed at the request rate, cost about a fifth of the server's CPU on a
-//! create (glibc's consolidation of freed chunks), see `BENCHMARKS.md`.
+//! byte ring, and nothing is freed one by one later: long-lived
+//! allocations made and freed at the request rate are what glibc's
+//! consolidation of freed chunks makes expensive (measured in
+//! `BENCHMARKS.md`).
 //!
 //! - Entries expire in the order they were claimed: the queue is popped
 //!   from the front while its head has expired. Expiry times follow the

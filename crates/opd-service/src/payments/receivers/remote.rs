@@ -35,7 +35,7 @@ use super::client;
 use crate::interledger::sender::IlpDestination;
 use crate::{ServiceError, Services};
 
-/// How long each request to the other server may take.
+/// A receiver on another server, as its incoming payment describes it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RemoteReceiver {
     /// The receiver URL.
