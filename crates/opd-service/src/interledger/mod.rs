@@ -30,11 +30,10 @@
 //!
 //! Lives here: this packet path (`receive`, `reply`, `connector`), the
 //! sending side's probes and prepares (`sender`), peers (`peers`,
-//! `peering`, `asking`) and the webhooks of money moved by packets (`events`). May
+//! `peering`: asking and accepting) and the webhooks of money moved by packets (`events`). May
 //! call `pricing`, `webhooks`, `wallets`, `ledger`, the store and
 //! `platform`; the payments area calls in (to send), never the other way.
 
-mod asking;
 pub mod connector;
 mod credits;
 mod events;
@@ -44,8 +43,7 @@ mod receive;
 pub(crate) mod reply;
 pub mod sender;
 
-pub use asking::{ask_peering, AskPeering, Asked};
-pub use peering::{accept_peering, PeeringRequest};
+pub use peering::{accept_peering, ask_peering, AskPeering, Asked, PeeringRequest};
 pub use receive::ReceiverFacts;
 
 use opd_core::peer::Peer;

@@ -4,13 +4,13 @@
 //! the same [`ServiceError::PeeringRefused`], so a refusal tells nothing of
 //! what exists. What a peering's address and routes may not touch
 //! ([`conflict`]) is one check for both sides: the requesting side
-//! (`super::asking`) makes it of the acceptor's answer.
+//! (`super::ask`) makes it of the acceptor's answer.
 
 use opd_core::peer::{is_under, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::Asset;
 use opd_store::{AutoPeerOutcome, StoreError};
 
-use super::peers::{list, new_peer, sealed, update, AutoPeeringLimits, PeerInput};
+use crate::interledger::peers::{list, new_peer, sealed, update, AutoPeeringLimits, PeerInput};
 use crate::platform::changes::Change;
 use crate::{ServiceError, Services};
 
@@ -47,7 +47,7 @@ fn refused(reason: impl Into<String>) -> ServiceError {
 ///
 /// Both sides of auto-peering ask it: the acceptor of a requester's
 /// address ([`accept_peering`]), the requester of the acceptor's answer
-/// (`super::asking`).
+/// (`super::ask`).
 pub(super) fn conflict<'a>(
     address: &str,
     routes: &[String],

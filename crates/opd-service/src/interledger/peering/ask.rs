@@ -23,8 +23,8 @@ use opd_core::peer::{Peer, PeerOutgoing};
 use opd_core::{Asset, PeerId};
 use serde::Deserialize;
 
-use super::peering::conflict;
-use super::peers::{self, PeerInput};
+use super::accept::conflict;
+use crate::interledger::peers::{self, PeerInput};
 use crate::platform::secrets;
 use crate::{ServiceError, Services};
 
