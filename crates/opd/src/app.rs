@@ -668,11 +668,13 @@ mod tests {
         }
     }
 
-    /// The service's defaults are written twice: as the flags'
-    /// `default_value_t`s (`config.rs`, which the README's table is checked
-    /// against), which `opd serve` runs with, and in `ServiceConfig::new`,
-    /// `IlpLimits::default` and `VerifyPolicy::default`, which the service's
-    /// own tests and embedders run with. This keeps the two equal. The
+    /// `opd serve` runs with the flags' defaults (`config.rs`, which the
+    /// README's table is checked against), the service's own tests and
+    /// embedders with `ServiceConfig::new`, `IlpLimits::default` and
+    /// `VerifyPolicy::default`. Both read the same constants
+    /// (`opd_service::defaults`, `VerifyPolicy::DEFAULT_*`); this checks
+    /// what the constants cannot: a setting given its default by a literal
+    /// on one side, and `service_config`'s unit conversions and clamps. The
     /// destructuring has no `..`: a new field does not compile until it is
     /// compared here.
     #[test]
