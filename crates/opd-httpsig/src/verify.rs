@@ -37,12 +37,23 @@ pub struct VerifyPolicy {
     pub accept_sdk_compat_format: bool,
 }
 
+// The defaults, in the units of `opd serve`'s flags, which take their
+// defaults from here: each is written once.
+impl VerifyPolicy {
+    /// [`VerifyPolicy::max_age`]'s default, in seconds.
+    pub const DEFAULT_MAX_AGE_SECS: u64 = 300;
+    /// [`VerifyPolicy::max_future_skew`]'s default, in seconds.
+    pub const DEFAULT_MAX_FUTURE_SKEW_SECS: u64 = 60;
+    /// [`VerifyPolicy::accept_sdk_compat_format`]'s default.
+    pub const DEFAULT_ACCEPT_SDK_COMPAT_FORMAT: bool = true;
+}
+
 impl Default for VerifyPolicy {
     fn default() -> Self {
         VerifyPolicy {
-            max_age: Duration::from_secs(300),
-            max_future_skew: Duration::from_secs(60),
-            accept_sdk_compat_format: true,
+            max_age: Duration::from_secs(Self::DEFAULT_MAX_AGE_SECS),
+            max_future_skew: Duration::from_secs(Self::DEFAULT_MAX_FUTURE_SKEW_SECS),
+            accept_sdk_compat_format: Self::DEFAULT_ACCEPT_SDK_COMPAT_FORMAT,
         }
     }
 }

@@ -31,6 +31,35 @@ use platform::{cache, outbound, secrets, throttle};
 pub use error::ServiceError;
 pub use platform::urls::PublicUrl;
 
+/// The defaults of the settings `opd serve` has flags for, in the flags'
+/// units: written once, here, and used both by the flags'
+/// `default_value_t`s (`crates/opd/src/config.rs`) and by
+/// [`ServiceConfig::new`] and [`IlpLimits::default`], so that the service
+/// tests and embedders run has the defaults `opd serve` has. Each is
+/// named after its flag, whose `--help` says what it means.
+pub mod defaults {
+    pub const QUOTE_LIFESPAN_SECS: u64 = 300;
+    pub const INCOMING_PAYMENT_EXPIRY_SECS: u64 = 30 * 24 * 3600;
+    pub const INCOMING_PAYMENT_MAX_EXPIRY_SECS: u64 = 365 * 24 * 3600;
+    pub const SLIPPAGE_BASIS_POINTS: u16 = 100;
+    pub const RATES_CACHE_SECS: u64 = 15;
+    pub const RETENTION_DAYS: u64 = 30;
+    pub const GRANT_REQUESTS_PER_MINUTE: u32 = 600;
+    pub const CREATE_REQUESTS_PER_MINUTE: u32 = 6000;
+    pub const MAX_PENDING_INTERACTIONS: u32 = 100;
+    pub const KEY_ONLY_INCOMING_PER_HOUR: u32 = 100;
+    pub const KEY_ONLY_INCOMING_PER_HOUR_TOTAL: u32 = 500;
+    pub const KEY_ONLY_INCOMING_PER_HOUR_PER_NETWORK: u32 = 100;
+    pub const ACCESS_TOKEN_TTL_SECS: u64 = 600;
+    pub const CACHE_TTL_MS: u64 = 2000;
+    pub const ILP_PACKET_TIMEOUT_MS: u64 = 10_000;
+    pub const ILP_FORWARD_TIMEOUT_MS: u64 = 20_000;
+    pub const ILP_PACKETS_PER_STEP: u32 = 200;
+    pub const ILP_PACKETS_PER_MINUTE: u32 = 2000;
+    pub const PAYMENT_STALL_ATTEMPTS: u32 = 8;
+    pub const PAYMENT_STALL_SECS: u64 = 60;
+}
+
 /// The configuration the use cases need (a subset of the binary's). Its
 /// secrets are `SecretString`s, so that its `Debug` never shows them.
 #[derive(Debug, Clone)]
@@ -213,13 +242,13 @@ pub struct StallBounds {
 impl Default for IlpLimits {
     fn default() -> Self {
         Self {
-            packet_timeout: Duration::from_secs(10),
-            forward_timeout: Duration::from_secs(20),
-            packets_per_step: 200,
-            packets_per_minute: 2_000,
+            packet_timeout: Duration::from_millis(defaults::ILP_PACKET_TIMEOUT_MS),
+            forward_timeout: Duration::from_millis(defaults::ILP_FORWARD_TIMEOUT_MS),
+            packets_per_step: defaults::ILP_PACKETS_PER_STEP,
+            packets_per_minute: defaults::ILP_PACKETS_PER_MINUTE,
             stall: StallBounds {
-                attempts: 8,
-                time: Duration::from_secs(60),
+                attempts: defaults::PAYMENT_STALL_ATTEMPTS,
+                time: Duration::from_secs(defaults::PAYMENT_STALL_SECS),
             },
         }
     }
@@ -232,36 +261,41 @@ impl ServiceConfig {
             public_url,
             auth_server_url,
             ilp_address,
-            quote_lifespan: Duration::from_secs(300),
-            incoming_payment_default_expiry: Duration::from_secs(30 * 24 * 3600),
-            incoming_payment_max_expiry: Duration::from_secs(365 * 24 * 3600),
+            quote_lifespan: Duration::from_secs(defaults::QUOTE_LIFESPAN_SECS),
+            incoming_payment_default_expiry: Duration::from_secs(
+                defaults::INCOMING_PAYMENT_EXPIRY_SECS,
+            ),
+            incoming_payment_max_expiry: Duration::from_secs(
+                defaults::INCOMING_PAYMENT_MAX_EXPIRY_SECS,
+            ),
             fees: HashMap::new(),
             rates: HashMap::new(),
-            slippage_basis_points: 100,
+            slippage_basis_points: defaults::SLIPPAGE_BASIS_POINTS,
             rates_url: None,
-            rates_cache_ttl: Duration::from_secs(15),
+            rates_cache_ttl: Duration::from_secs(defaults::RATES_CACHE_SECS),
             rates_timeout: Duration::from_secs(5),
             outbound_allow: Vec::new(),
-            retention: Duration::from_secs(30 * 24 * 3600),
+            retention: Duration::from_secs(defaults::RETENTION_DAYS * 24 * 3600),
             // A fixed key for tests and embedding; `opd serve` always sets
             // its own (see `crates/opd/src/app.rs`).
             secrets_key: secrets::SecretsKey {
                 current: [0; 32],
                 previous: None,
             },
-            grant_requests_per_minute: 600,
-            create_requests_per_minute: 6000,
-            max_pending_interactions: 100,
-            key_only_incoming_per_hour: 100,
-            key_only_incoming_per_hour_total: 500,
-            key_only_incoming_per_hour_per_network: 100,
+            grant_requests_per_minute: defaults::GRANT_REQUESTS_PER_MINUTE,
+            create_requests_per_minute: defaults::CREATE_REQUESTS_PER_MINUTE,
+            max_pending_interactions: defaults::MAX_PENDING_INTERACTIONS,
+            key_only_incoming_per_hour: defaults::KEY_ONLY_INCOMING_PER_HOUR,
+            key_only_incoming_per_hour_total: defaults::KEY_ONLY_INCOMING_PER_HOUR_TOTAL,
+            key_only_incoming_per_hour_per_network:
+                defaults::KEY_ONLY_INCOMING_PER_HOUR_PER_NETWORK,
             networks: platform::network::NetworkPolicy::default(),
             outbound_max_concurrent: 256,
             outbound_ca_pem: None,
             ilp_public_url: "http://127.0.0.1:8083/ilp".into(),
             pricing_cache_ttl: Duration::from_secs(2),
             client_keys_ttl: Duration::from_secs(10),
-            access_token_ttl: Duration::from_secs(600),
+            access_token_ttl: Duration::from_secs(defaults::ACCESS_TOKEN_TTL_SECS),
             interaction_ttl: Duration::from_secs(600),
             continue_wait_secs: 5,
             idp_secret: None,
@@ -275,7 +309,7 @@ impl ServiceConfig {
             webhook_url: None,
             webhook_secret: None,
             external_funding: false,
-            cache_ttl: Duration::from_secs(2),
+            cache_ttl: Duration::from_millis(defaults::CACHE_TTL_MS),
             ilp: IlpLimits::default(),
         }
     }

@@ -667,4 +667,150 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} shows in {shown}");
         }
     }
+
+    /// `opd serve` runs with the flags' defaults (`config.rs`, which the
+    /// README's table is checked against), the service's own tests and
+    /// embedders with `ServiceConfig::new`, `IlpLimits::default` and
+    /// `VerifyPolicy::default`. Both read the same constants
+    /// (`opd_service::defaults`, `VerifyPolicy::DEFAULT_*`); this checks
+    /// what the constants cannot: a setting given its default by a literal
+    /// on one side, and `service_config`'s unit conversions and clamps. The
+    /// destructuring has no `..`: a new field does not compile until it is
+    /// compared here.
+    #[test]
+    fn the_flags_defaults_are_the_service_defaults() {
+        let settings = Settings::for_data_dir(Path::new("/data"));
+        let public_url =
+            PublicUrl::parse("http://127.0.0.1:8080").unwrap_or_else(|e| panic!("{e}"));
+        let auth_url = "http://127.0.0.1:8081/".to_owned();
+        let served = service_config(&settings, public_url.clone(), auth_url.clone())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        // The ILP address's default is the flag's alone (`new` takes it).
+        let ilp_address =
+            IlpAddress::new(settings.serve.ilp_address.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let ServiceConfig {
+            public_url,
+            auth_server_url,
+            ilp_address,
+            quote_lifespan,
+            incoming_payment_default_expiry,
+            incoming_payment_max_expiry,
+            fees,
+            rates,
+            slippage_basis_points,
+            rates_url,
+            rates_cache_ttl,
+            rates_timeout,
+            outbound_allow,
+            // Not a default: `start` sets the key it loads or creates.
+            secrets_key: _,
+            grant_requests_per_minute,
+            create_requests_per_minute,
+            max_pending_interactions,
+            key_only_incoming_per_hour,
+            key_only_incoming_per_hour_total,
+            key_only_incoming_per_hour_per_network,
+            networks,
+            outbound_max_concurrent,
+            outbound_ca_pem,
+            ilp_public_url,
+            retention,
+            pricing_cache_ttl,
+            client_keys_ttl,
+            access_token_ttl,
+            interaction_ttl,
+            continue_wait_secs,
+            idp_secret,
+            idp_consent_url,
+            introspection_url,
+            introspection_token,
+            signature_policy,
+            replay_wait,
+            replay_capacity,
+            replay_max_bytes,
+            webhook_url,
+            webhook_secret,
+            external_funding,
+            cache_ttl,
+            ilp:
+                opd_service::IlpLimits {
+                    packet_timeout,
+                    forward_timeout,
+                    packets_per_step,
+                    packets_per_minute,
+                    stall,
+                },
+        } = ServiceConfig::new(public_url, auth_url, ilp_address);
+        macro_rules! same {
+            (ilp: $($field:ident),* $(,)?) => {
+                $(assert_eq!(served.ilp.$field, $field, "ilp.{}", stringify!($field));)*
+            };
+            ($($field:ident),* $(,)?) => {
+                $(assert_eq!(served.$field, $field, "{}", stringify!($field));)*
+            };
+        }
+        // Every setting with a flag.
+        same!(
+            quote_lifespan,
+            incoming_payment_default_expiry,
+            incoming_payment_max_expiry,
+            fees,
+            rates,
+            slippage_basis_points,
+            rates_url,
+            rates_cache_ttl,
+            outbound_allow,
+            grant_requests_per_minute,
+            create_requests_per_minute,
+            max_pending_interactions,
+            key_only_incoming_per_hour,
+            key_only_incoming_per_hour_total,
+            key_only_incoming_per_hour_per_network,
+            networks,
+            outbound_ca_pem,
+            retention,
+            access_token_ttl,
+            idp_consent_url,
+            introspection_url,
+            signature_policy,
+            webhook_url,
+            external_funding,
+            cache_ttl,
+        );
+        same!(ilp: packet_timeout, forward_timeout, packets_per_step, packets_per_minute, stall);
+        // Secrets have no `PartialEq`; none has a default.
+        for (name, served, new) in [
+            ("idp_secret", &served.idp_secret, &idp_secret),
+            (
+                "introspection_token",
+                &served.introspection_token,
+                &introspection_token,
+            ),
+            ("webhook_secret", &served.webhook_secret, &webhook_secret),
+        ] {
+            assert!(served.is_none() && new.is_none(), "{name}");
+        }
+        // `start` derives the ILP public URL from --ilp-listen.
+        assert_eq!(
+            format!("http://{}/ilp", settings.serve.ilp_listen),
+            ilp_public_url,
+            "ilp_public_url"
+        );
+        // Not settings: the arguments, and what has no flag (so comes from
+        // `new` on both sides, or is set by `start`: the connection budget).
+        same!(
+            public_url,
+            auth_server_url,
+            ilp_address,
+            rates_timeout,
+            outbound_max_concurrent,
+            pricing_cache_ttl,
+            client_keys_ttl,
+            interaction_ttl,
+            continue_wait_secs,
+            replay_wait,
+            replay_capacity,
+            replay_max_bytes,
+        );
+    }
 }

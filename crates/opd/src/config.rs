@@ -34,6 +34,9 @@ use clap::{Arg, ArgAction, Args, Command, CommandFactory, FromArgMatches};
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use opd_service::defaults;
+use opd_service::platform::network::Ipv6PrefixLen;
+
 use crate::cli::Cli;
 use crate::logging::LogFormat;
 
@@ -142,22 +145,22 @@ pub struct ServeArgs {
     )]
     pub auto_peering_requests_per_minute: u32,
     /// Quote lifetime in seconds.
-    #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS", default_value_t = 300)]
+    #[arg(long, env = "OPD_QUOTE_LIFESPAN_SECS", default_value_t = defaults::QUOTE_LIFESPAN_SECS)]
     pub quote_lifespan_secs: u64,
     /// Default incoming payment lifetime in seconds (30 days).
-    #[arg(long, env = "OPD_INCOMING_PAYMENT_EXPIRY_SECS", default_value_t = 30 * 24 * 3600)]
+    #[arg(long, env = "OPD_INCOMING_PAYMENT_EXPIRY_SECS", default_value_t = defaults::INCOMING_PAYMENT_EXPIRY_SECS)]
     pub incoming_payment_expiry_secs: u64,
     /// Longest incoming payment lifetime a client may ask for, in seconds (365 days).
-    #[arg(long, env = "OPD_INCOMING_PAYMENT_MAX_EXPIRY_SECS", default_value_t = 365 * 24 * 3600)]
+    #[arg(long, env = "OPD_INCOMING_PAYMENT_MAX_EXPIRY_SECS", default_value_t = defaults::INCOMING_PAYMENT_MAX_EXPIRY_SECS)]
     pub incoming_payment_max_expiry_secs: u64,
     /// Exchange rates URL, called as GET <url>?base=USD.
     #[arg(long, env = "OPD_RATES_URL")]
     pub rates_url: Option<String>,
     /// How long fetched rates are reused, in seconds.
-    #[arg(long, env = "OPD_RATES_CACHE_SECS", default_value_t = 15)]
+    #[arg(long, env = "OPD_RATES_CACHE_SECS", default_value_t = defaults::RATES_CACHE_SECS)]
     pub rates_cache_secs: u64,
     /// Access token lifetime in seconds.
-    #[arg(long, env = "OPD_ACCESS_TOKEN_TTL_SECS", default_value_t = 600)]
+    #[arg(long, env = "OPD_ACCESS_TOKEN_TTL_SECS", default_value_t = defaults::ACCESS_TOKEN_TTL_SECS)]
     pub access_token_ttl_secs: u64,
     /// Shared secret of the operator's consent app (identity-provider API, header x-idp-secret); without it that API is off.
     #[arg(long, env = "OPD_IDP_SECRET", hide_env_values = true)]
@@ -172,13 +175,13 @@ pub struct ServeArgs {
     #[arg(long, env = "OPD_INTROSPECTION_TOKEN", hide_env_values = true)]
     pub introspection_token: Option<SecretString>,
     /// Oldest accepted signature `created`, in seconds before now.
-    #[arg(long, env = "OPD_SIGNATURE_MAX_AGE_SECS", default_value_t = 300)]
+    #[arg(long, env = "OPD_SIGNATURE_MAX_AGE_SECS", default_value_t = opd_httpsig::VerifyPolicy::DEFAULT_MAX_AGE_SECS)]
     pub signature_max_age_secs: u64,
     /// Latest accepted signature `created`, in seconds after now.
-    #[arg(long, env = "OPD_SIGNATURE_MAX_FUTURE_SECS", default_value_t = 60)]
+    #[arg(long, env = "OPD_SIGNATURE_MAX_FUTURE_SECS", default_value_t = opd_httpsig::VerifyPolicy::DEFAULT_MAX_FUTURE_SKEW_SECS)]
     pub signature_max_future_secs: u64,
     /// Accept the open-payments Rust SDK's non-RFC signature format.
-    #[arg(long, env = "OPD_ACCEPT_SDK_SIGNATURES", action = ArgAction::Set, default_value_t = true)]
+    #[arg(long, env = "OPD_ACCEPT_SDK_SIGNATURES", action = ArgAction::Set, default_value_t = opd_httpsig::VerifyPolicy::DEFAULT_ACCEPT_SDK_COMPAT_FORMAT)]
     pub accept_sdk_signatures: bool,
     /// Where webhook events are POSTed; without it they are kept in the outbox.
     #[arg(long, env = "OPD_WEBHOOK_URL")]
@@ -190,27 +193,27 @@ pub struct ServeArgs {
     #[arg(long, env = "OPD_WORKERS", action = ArgAction::Set, default_value_t = true)]
     pub workers: bool,
     /// How long access tokens and wallet addresses are cached in memory, in ms; other nodes see revocations within this time.
-    #[arg(long, env = "OPD_CACHE_TTL_MS", default_value_t = 2000)]
+    #[arg(long, env = "OPD_CACHE_TTL_MS", default_value_t = defaults::CACHE_TTL_MS)]
     pub cache_ttl_ms: u64,
     /// Incoming payments a client identified by a key alone (no wallet address) may create per hour on one wallet address.
-    #[arg(long, env = "OPD_KEY_ONLY_INCOMING_PER_HOUR", default_value_t = 100)]
+    #[arg(long, env = "OPD_KEY_ONLY_INCOMING_PER_HOUR", default_value_t = defaults::KEY_ONLY_INCOMING_PER_HOUR)]
     pub key_only_incoming_per_hour: u32,
     /// Incoming payments all clients identified by a key alone may create together per hour on one wallet address (counted in the database), and from one client network across wallet addresses (per node).
     #[arg(
         long,
         env = "OPD_KEY_ONLY_INCOMING_PER_HOUR_TOTAL",
-        default_value_t = 500
+        default_value_t = defaults::KEY_ONLY_INCOMING_PER_HOUR_TOTAL
     )]
     pub key_only_incoming_per_hour_total: u32,
     /// Incoming payments clients identified by a key alone may create per hour on one wallet address from one client network (counted in the database), so that one source cannot spend the wallet address's whole total.
     #[arg(
         long,
         env = "OPD_KEY_ONLY_INCOMING_PER_HOUR_PER_NETWORK",
-        default_value_t = 100
+        default_value_t = defaults::KEY_ONLY_INCOMING_PER_HOUR_PER_NETWORK
     )]
     pub key_only_incoming_per_hour_per_network: u32,
     /// Leading bits of an IPv6 address that make one client network for every per-address limit (32 to 128).
-    #[arg(long, env = "OPD_IPV6_PREFIX_LEN", value_parser = clap::value_parser!(u8).range(32..=128), default_value_t = 64)]
+    #[arg(long, env = "OPD_IPV6_PREFIX_LEN", value_parser = clap::value_parser!(u8).range(32..=128), default_value_t = Ipv6PrefixLen::DEFAULT.bits())]
     pub ipv6_prefix_len: u8,
     /// Addresses or CIDR ranges of the reverse proxies in front of opd, comma-separated: their connections are not capped per address, and their requests' client is read from X-Forwarded-For.
     #[arg(long, env = "OPD_TRUSTED_PROXIES", value_delimiter = ',')]
@@ -222,19 +225,19 @@ pub struct ServeArgs {
     #[arg(long, env = "OPD_SECRETS_KEY_PREVIOUS_FILE")]
     pub secrets_key_previous_file: Option<PathBuf>,
     /// Grant requests allowed per minute per client and per client network (also the burst); 0: no limit.
-    #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE", default_value_t = 600)]
+    #[arg(long, env = "OPD_GRANT_REQUESTS_PER_MINUTE", default_value_t = defaults::GRANT_REQUESTS_PER_MINUTE)]
     pub grant_requests_per_minute: u32,
     /// Incoming payments, quotes and outgoing payments one client may create per minute (also the burst), per node; 0: no limit.
-    #[arg(long, env = "OPD_CREATE_REQUESTS_PER_MINUTE", default_value_t = 6000)]
+    #[arg(long, env = "OPD_CREATE_REQUESTS_PER_MINUTE", default_value_t = defaults::CREATE_REQUESTS_PER_MINUTE)]
     pub create_requests_per_minute: u32,
     /// How far, in basis points, the exchange rate of an Interledger path to another server may fall below the configured rate for a quote (100 is 1 %).
-    #[arg(long, env = "OPD_SLIPPAGE_BASIS_POINTS", value_parser = clap::value_parser!(u16).range(0..10000), default_value_t = 100)]
+    #[arg(long, env = "OPD_SLIPPAGE_BASIS_POINTS", value_parser = clap::value_parser!(u16).range(0..10000), default_value_t = defaults::SLIPPAGE_BASIS_POINTS)]
     pub slippage_basis_points: u16,
     /// Interactive grants one client may have waiting for a decision at once.
-    #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS", default_value_t = 100)]
+    #[arg(long, env = "OPD_MAX_PENDING_INTERACTIONS", default_value_t = defaults::MAX_PENDING_INTERACTIONS)]
     pub max_pending_interactions: u32,
     /// Days revoked or rotated-away tokens, expired tokens of grants given without consent, finished grants, unused expired quotes, delivered webhook events and settled ILP holds are kept (and the client network stored with a key-only client's incoming payment); 0 keeps them forever.
-    #[arg(long, env = "OPD_RETENTION_DAYS", default_value_t = 30)]
+    #[arg(long, env = "OPD_RETENTION_DAYS", default_value_t = defaults::RETENTION_DAYS)]
     pub retention_days: u64,
     /// Seconds a client has to send a request's head, on every listener; an idle keep-alive connection is closed after it too.
     #[arg(long, env = "OPD_HEADER_TIMEOUT_SECS", default_value_t = 10)]
@@ -264,22 +267,22 @@ pub struct ServeArgs {
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
     pub external_funding: bool,
     /// Milliseconds an Interledger packet this server sends may take (its expiry, and how long its answer is awaited).
-    #[arg(long, env = "OPD_ILP_PACKET_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "OPD_ILP_PACKET_TIMEOUT_MS", default_value_t = defaults::ILP_PACKET_TIMEOUT_MS)]
     pub ilp_packet_timeout_ms: u64,
     /// Milliseconds a forwarded Interledger packet may take downstream; kept at least a second below --request-timeout-secs so a peer always gets an ILP reply.
-    #[arg(long, env = "OPD_ILP_FORWARD_TIMEOUT_MS", default_value_t = 20_000)]
+    #[arg(long, env = "OPD_ILP_FORWARD_TIMEOUT_MS", default_value_t = defaults::ILP_FORWARD_TIMEOUT_MS)]
     pub ilp_forward_timeout_ms: u64,
     /// Most Interledger packets one outgoing payment sends in one worker step.
-    #[arg(long, env = "OPD_ILP_PACKETS_PER_STEP", default_value_t = 200)]
+    #[arg(long, env = "OPD_ILP_PACKETS_PER_STEP", default_value_t = defaults::ILP_PACKETS_PER_STEP)]
     pub ilp_packets_per_step: u32,
     /// Most Interledger packets one outgoing payment sends in any minute, across nodes.
-    #[arg(long, env = "OPD_ILP_PACKETS_PER_MINUTE", default_value_t = 2000)]
+    #[arg(long, env = "OPD_ILP_PACKETS_PER_MINUTE", default_value_t = defaults::ILP_PACKETS_PER_MINUTE)]
     pub ilp_packets_per_minute: u32,
     /// Attempts in a row without progress after which a sending outgoing payment fails with its money back.
-    #[arg(long, env = "OPD_PAYMENT_STALL_ATTEMPTS", default_value_t = 8)]
+    #[arg(long, env = "OPD_PAYMENT_STALL_ATTEMPTS", default_value_t = defaults::PAYMENT_STALL_ATTEMPTS)]
     pub payment_stall_attempts: u32,
     /// Seconds without progress after which a sending outgoing payment fails with its money back.
-    #[arg(long, env = "OPD_PAYMENT_STALL_SECS", default_value_t = 60)]
+    #[arg(long, env = "OPD_PAYMENT_STALL_SECS", default_value_t = defaults::PAYMENT_STALL_SECS)]
     pub payment_stall_secs: u64,
 }
 

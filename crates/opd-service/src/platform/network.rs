@@ -48,7 +48,9 @@ impl Ipv6PrefixLen {
         }
     }
 
-    pub fn bits(self) -> u8 {
+    // `const`, so that `--ipv6-prefix-len` can take its default from
+    // `Self::DEFAULT`.
+    pub const fn bits(self) -> u8 {
         self.0
     }
 }
