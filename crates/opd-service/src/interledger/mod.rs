@@ -29,7 +29,7 @@
 //! the peer and the operator settle on the ledger's record.
 //!
 //! Lives here: this packet path (`receive`, `reply`, `connector`), the
-//! sending side's probes and prepares (`sender`), peers (`peers`,
+//! sending side's paths, probes and prepares (`paths`), peers (`peers`,
 //! `peering`: asking and accepting) and the webhooks of money moved by packets (`events`). May
 //! call `pricing`, `webhooks`, `wallets`, `ledger`, the store and
 //! `platform`; the payments area calls in (to send), never the other way.
@@ -37,11 +37,11 @@
 pub mod connector;
 mod credits;
 mod events;
+pub mod paths;
 mod peering;
 pub mod peers;
 mod receive;
 pub(crate) mod reply;
-pub mod sender;
 
 pub use peering::{accept_peering, ask_peering, AskPeering, Asked, PeeringRequest};
 pub use receive::ReceiverFacts;
@@ -71,9 +71,9 @@ pub struct IlpState {
     /// fixed once it exists, so never stale on any node.
     pub receivers: TtlCache<opd_core::IncomingPaymentId, ReceiverFacts>,
     /// What probing found per path, used for a few seconds of the
-    /// server's clock (`sender::PATH_TTL`; the cache's own TTL only
+    /// server's clock (`paths::PATH_TTL`; the cache's own TTL only
     /// bounds how long an entry takes memory).
-    pub paths: TtlCache<sender::PathKey, sender::KeptPath>,
+    pub paths: TtlCache<paths::PathKey, paths::KeptPath>,
     /// Packets waiting to be credited with others (group commit).
     pub(crate) credits: credits::CreditQueue,
 }

@@ -11,7 +11,7 @@ use opd_ilp::stream::sender::{check_rate, Ratio};
 
 use crate::access::replays::StoredResponse;
 use crate::payments::receivers::{self, remote::RemoteReceiver, Receiver};
-use crate::{interledger::sender, wallets, ServiceError, Services};
+use crate::{interledger::paths, wallets, ServiceError, Services};
 
 /// A validated create request.
 #[derive(Debug, Clone)]
@@ -43,10 +43,10 @@ async fn path_rate(
         .as_fraction(source.scale, remote.asset.scale)
         .ok_or(ServiceError::AmountOverflow)?;
     let minimum_ratio = Ratio::new(num, den).ok_or(ServiceError::AmountOverflow)?;
-    let probe = sender::probe(services, source, &remote.asset, destination).await?;
+    let probe = paths::probe(services, source, &remote.asset, destination).await?;
     if judge(&probe, remote, minimum_ratio).is_err() {
         // What was kept of the path may be older than its rate now.
-        let probe = sender::probe_again(services, source, &remote.asset, destination).await?;
+        let probe = paths::probe_again(services, source, &remote.asset, destination).await?;
         judge(&probe, remote, minimum_ratio)?;
     }
     Ok(minimum)
@@ -54,7 +54,7 @@ async fn path_rate(
 
 /// Whether `probe` shows the receiver's asset and at least `minimum`.
 fn judge(
-    probe: &sender::PathProbe,
+    probe: &paths::PathProbe,
     remote: &RemoteReceiver,
     minimum: Ratio,
 ) -> Result<(), ServiceError> {

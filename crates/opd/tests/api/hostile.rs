@@ -8,7 +8,7 @@
 use opd_core::{Clock as _, OutgoingPaymentId};
 use opd_ilp::packet::{Packet, Prepare};
 use opd_ilp::{condition_of, ErrorCode, IlpAddress};
-use opd_service::interledger::sender::PATH_TTL;
+use opd_service::interledger::paths::PATH_TTL;
 use opd_service::payments::outgoing::lifecycle::Step;
 use opd_testkit::app::{Db, TestApp};
 use opd_testkit::hostile::{Behaviour, HostileHop, Seen};

@@ -10,7 +10,7 @@
 //! The rest of a payment's life lives beside this file: `lifecycle` (every
 //! way it ends or waits), `local` (delivery here), `remote` and `packets`
 //! (delivery over STREAM). May call `quotes`, `receivers`, `incoming`,
-//! `interledger::sender`, `webhooks`, `ledger`, the store and `platform`.
+//! `interledger::paths`, `webhooks`, `ledger`, the store and `platform`.
 
 pub mod lifecycle;
 mod local;

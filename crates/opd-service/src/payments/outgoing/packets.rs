@@ -9,8 +9,8 @@ use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
 use opd_store::PaymentPacket;
 
 use super::lifecycle::{self, Step};
-use crate::interledger::sender::IlpDestination;
-use crate::interledger::sender::{self as ilp_sender, PathProbe};
+use crate::interledger::paths::IlpDestination;
+use crate::interledger::paths::{self, PathProbe};
 use crate::{ServiceError, Services};
 
 /// Packets of one payment in flight at once.
@@ -99,7 +99,7 @@ impl Sending<'_> {
                 .unwrap_or(u64::MAX)
                 .min(left);
             let Some(peer_amount) =
-                ilp_sender::to_peer_units(self.services, &self.p.debit.asset, &self.peer, amount)
+                paths::to_peer_units(self.services, &self.p.debit.asset, &self.peer, amount)
                     .await?
             else {
                 break;
@@ -107,7 +107,7 @@ impl Sending<'_> {
             self.sequence += 1;
             let request = sender::money_request(self.sequence, min_delivery);
             let ttl_ms = packet_ttl_ms(self.services);
-            let prepare = ilp_sender::stream_prepare(
+            let prepare = paths::stream_prepare(
                 self.services,
                 self.receiver,
                 peer_amount,
@@ -168,7 +168,7 @@ impl Sending<'_> {
     /// probes it again.
     fn path_changed(&self) {
         let (source, receiving) = (&self.p.debit.asset, &self.p.receive.asset);
-        ilp_sender::forget_path(self.services, &self.peer, source, receiving, self.receiver);
+        paths::forget_path(self.services, &self.peer, source, receiving, self.receiver);
     }
 
     /// Whether the largest packet the path carries can deliver anything.
@@ -260,7 +260,7 @@ pub(super) async fn send(
         services,
         p,
         receiver,
-        peer: ilp_sender::next_peer(services, receiver.address.as_str()).await?,
+        peer: paths::next_peer(services, receiver.address.as_str()).await?,
         probe: plan.probe,
         rate: plan.rate,
         left: plan.left,
@@ -294,7 +294,7 @@ pub(super) async fn send(
         // Each answer with the time it arrived: one that comes after its
         // packet expired proves nothing the sender must pay for.
         let answers = futures_util::future::join_all(round.iter().map(|planned| async {
-            let answer = ilp_sender::send(services, &s.peer, &planned.prepare, wait).await;
+            let answer = paths::send(services, &s.peer, &planned.prepare, wait).await;
             (answer, services.clock.now())
         }))
         .await;

@@ -7,7 +7,7 @@
 //!   the step knows what it still expects: what was already delivered is
 //!   never sent again, and a receiver completed meanwhile ends the payment;
 //! - the path's rate and largest packet come from a probe of the last few
-//!   seconds (`ilp_sender::PATH_TTL`) or a new one; a rate below the
+//!   seconds (`paths::PATH_TTL`) or a new one; a rate below the
 //!   quote's (`receiveAmount` / `debitAmount` less fees), confirmed by a
 //!   new probe, fails the payment, since the quote's promise can no longer
 //!   be kept;
@@ -55,7 +55,7 @@ use opd_ilp::stream::sender::Ratio;
 
 use super::lifecycle::{self, Step};
 use super::packets::{self, Plan};
-use crate::interledger::sender as ilp_sender;
+use crate::interledger::paths;
 use crate::payments::receivers::{self, remote::RemoteReceiver};
 use crate::{ServiceError, Services};
 
@@ -190,10 +190,10 @@ pub async fn step(
         .await;
     };
     let (source, receiving) = (&p.debit.asset, &p.receive.asset);
-    let mut probed = ilp_sender::probe(services, source, receiving, destination).await;
+    let mut probed = paths::probe(services, source, receiving, destination).await;
     if probed.as_ref().is_ok_and(|probe| probe.rate.low < rate) {
         // What was kept of the path may be older than its rate now.
-        probed = ilp_sender::probe_again(services, source, receiving, destination).await;
+        probed = paths::probe_again(services, source, receiving, destination).await;
     }
     let probe = match probed {
         Ok(probe) => probe,

@@ -32,7 +32,7 @@ use opd_ilp::IlpAddress;
 use serde::Deserialize;
 
 use super::client;
-use crate::interledger::sender::IlpDestination;
+use crate::interledger::paths::IlpDestination;
 use crate::{ServiceError, Services};
 
 /// A receiver on another server, as its incoming payment describes it.
