@@ -224,6 +224,18 @@ impl Drop for InFlight {
 }
 
 /// Counts the request as in flight on its connection while it is answered.
+/// `Keep-Alive: timeout=N`: idle connections here close after the short
+/// header timeout, sooner than clients keep theirs by default (Node's
+/// fetch keeps them 4 s), and a client that sends on a connection the
+/// server is closing gets a failed request. Clients that read this hint
+/// (Node's among them) stop reusing a connection before then; the others
+/// retry a request on a reused connection that was closed.
+fn keep_alive_hint(idle: Duration) -> axum::http::HeaderValue {
+    let secs = idle.as_secs().max(1);
+    axum::http::HeaderValue::from_str(&format!("timeout={secs}"))
+        .unwrap_or_else(|_| axum::http::HeaderValue::from_static("timeout=1"))
+}
+
 async fn track_busy(request: Request, next: Next) -> Response {
     let _in_flight = request.extensions().get::<Busy>().cloned().map(Busy::enter);
     next.run(request).await
@@ -366,10 +378,18 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let timeout = limits.request_timeout;
+    let idle = keep_alive_hint(limits.header_read_timeout);
     let router = router
         .layer(middleware::from_fn(track_busy))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             listener::within(timeout, req, next)
+        }))
+        .layer(middleware::map_response(move |mut response: Response| {
+            let headers = response.headers_mut();
+            if !headers.contains_key(axum::http::header::CONNECTION) {
+                headers.insert("keep-alive", idle.clone());
+            }
+            std::future::ready(response)
         }));
     let caps = Caps::of(limits.max_connections);
     let permits = Arc::new(Semaphore::new(caps.live + 1));

@@ -229,3 +229,22 @@ async fn connections_proven_by_the_token_or_a_session_are_never_closed_for_room(
     let again = tokio::time::timeout(GIVE_UP, exchange(&mut browser, &page)).await;
     assert_eq!(again.expect("the browser's connection answers"), 200);
 }
+
+/// Idle admin connections close after the short header timeout, sooner
+/// than Node's fetch keeps them by default: every answer says so
+/// (`Keep-Alive: timeout=3`), so that such clients stop reusing a
+/// connection before the server closes it (without it, the dashboard's
+/// Node test failed now and then with "fetch failed").
+#[tokio::test]
+async fn admin_answers_say_how_long_an_idle_connection_is_kept() {
+    let app = TestApp::spawn().await;
+    let answer = app
+        .http
+        .get(format!("{}/wallet-addresses", app.admin))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(answer.headers()["keep-alive"], "timeout=3");
+}
