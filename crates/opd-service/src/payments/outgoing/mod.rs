@@ -5,7 +5,8 @@
 //! are reserved against the grant's limits for the interval containing its
 //! creation time, and its `debitAmount` moves from the wallet address's
 //! balance into the payment's ledger account. Any refusal leaves nothing
-//! behind.
+//! behind. Creating reads the quote and the wallet address, decides in
+//! `plan` (pure: every refusal, and the payment itself), then stores.
 //!
 //! The rest of a payment's life lives beside this file: `lifecycle` (every
 //! way it ends or waits), `local` (delivery here), `remote` and `packets`
@@ -15,14 +16,13 @@
 pub mod lifecycle;
 mod local;
 mod packets;
+mod plan;
 pub mod remote;
 
 use opd_core::incoming_payment::Metadata;
-use opd_core::outgoing_payment::{
-    CreateOutgoing, GrantReservation, GrantSpent, OutgoingPayment, OutgoingPaymentState,
-};
+use opd_core::outgoing_payment::{GrantSpent, OutgoingPayment, OutgoingPaymentState};
 use opd_core::pagination::{Page, PageRequest};
-use opd_core::quote::QuoteTarget;
+use opd_core::quote::{Quote, QuoteTarget};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, OutgoingPaymentId, Timestamp};
@@ -64,70 +64,6 @@ pub struct NewOutgoingPayment {
     pub grant: Option<GrantContext>,
 }
 
-fn refused(code: &'static str, message: String) -> ServiceError {
-    ServiceError::Forbidden { code, message }
-}
-
-/// The reservation a payment makes against its grant, or why the grant
-/// does not allow it at all.
-fn reservation(
-    grant: &GrantContext,
-    receiver: &str,
-    debit: &Amount,
-    receive: &Amount,
-    at: Timestamp,
-) -> Result<GrantReservation, ServiceError> {
-    let mut r = GrantReservation {
-        grant_id: grant.grant_id.clone(),
-        interval_start: Timestamp::from_unix_millis(0),
-        interval_end: None,
-        debit_limit: None,
-        receive_limit: None,
-    };
-    let Some(limits) = &grant.limits else {
-        return Ok(r);
-    };
-    if limits
-        .receiver
-        .as_deref()
-        .is_some_and(|allowed| allowed != receiver)
-    {
-        return Err(refused(
-            "insufficient_grant",
-            "the grant only allows payments to another receiver".into(),
-        ));
-    }
-    if let Some(limit) = &limits.debit_amount {
-        if limit.asset != debit.asset {
-            return Err(refused(
-                "insufficient_grant",
-                format!("the grant's debit limit is in {}", limit.asset),
-            ));
-        }
-        r.debit_limit = Some(limit.value);
-    }
-    if let Some(limit) = &limits.receive_amount {
-        if limit.asset != receive.asset {
-            return Err(refused(
-                "insufficient_grant",
-                format!("the grant's receive limit is in {}", limit.asset),
-            ));
-        }
-        r.receive_limit = Some(limit.value);
-    }
-    if let Some(interval) = &limits.interval {
-        let (start, end) = interval.interval_at(at).ok_or_else(|| {
-            refused(
-                "insufficient_grant",
-                "the grant's interval does not cover this time".into(),
-            )
-        })?;
-        r.interval_start = start;
-        r.interval_end = Some(end);
-    }
-    Ok(r)
-}
-
 /// Creates an outgoing payment. Returns it with its wallet address and
 /// what the grant had spent before it.
 pub async fn create(
@@ -135,36 +71,27 @@ pub async fn create(
     input: NewOutgoingPayment,
 ) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
-    let invalid_quote = |m: &str| ServiceError::InvalidQuote(m.to_owned());
-    let quote = match &input.source {
-        PaymentSource::Quote(url) => {
-            let id = services
-                .config
-                .public_url
-                .quote_id(url)
-                .ok_or_else(|| invalid_quote("unknown quote"))?;
-            let quote = services
-                .quote_by_id(id)
-                .await?
-                .ok_or_else(|| invalid_quote("unknown quote"))?;
-            if quote.wallet_address_id != wallet.id {
-                return Err(invalid_quote("the quote is for another wallet address"));
-            }
-            if quote.is_expired(services.clock.now()) {
-                return Err(invalid_quote("the quote has expired"));
-            }
-            // A receiver here must still be payable. One on another server
-            // is read again by the worker before anything is sent (reading
-            // it here would cost every payment a round trip there).
-            if services.config.public_url.is_ours(&quote.receiver) {
-                if let Err(why) = receivers::local(services, &quote.receiver).await? {
-                    return Err(ServiceError::InvalidQuote(format!(
-                        "the quote's receiver: {why}"
-                    )));
-                }
-            }
-            quote
-        }
+    let quote = quote_for(services, &input, &wallet).await?;
+    let planned = plan::plan(
+        input,
+        &quote,
+        wallet.id,
+        services.config.external_funding,
+        services.clock.now(),
+    )?;
+    let spent_before = store(services, &planned, &wallet).await?;
+    Ok((planned.payment, wallet, spent_before))
+}
+
+/// The quote a payment is made on: the one the client named, if it can
+/// be paid from `wallet`, or a fixed-send quote made now.
+async fn quote_for(
+    services: &Services,
+    input: &NewOutgoingPayment,
+    wallet: &WalletAddress,
+) -> Result<Quote, ServiceError> {
+    let url = match &input.source {
+        PaymentSource::Quote(url) => url,
         PaymentSource::IncomingPayment {
             receiver,
             debit_amount,
@@ -175,90 +102,62 @@ pub async fn create(
                 target: QuoteTarget::FixedSend(debit_amount.clone()),
                 client: input.client.clone(),
             };
-            quotes::create(services, new_quote).await?.0
+            return Ok(quotes::create(services, new_quote).await?.0);
         }
     };
-    crate::payments::incoming::check_metadata(&input.metadata)?;
-    let now = services.clock.now();
-    let grant = input
-        .grant
-        .as_ref()
-        .map(|g| {
-            reservation(
-                g,
-                &quote.receiver,
-                &quote.debit_amount,
-                &quote.receive_amount,
-                now,
-            )
-        })
-        .transpose()?;
-    let record = OutgoingPayment {
-        // One quote, one payment: the payment takes the quote's id.
-        id: OutgoingPaymentId::from_uuid(*quote.id.as_uuid()),
-        wallet_address_id: wallet.id,
-        quote_id: quote.id,
-        receiver: quote.receiver.clone(),
-        debit: quote.debit_amount.clone(),
-        receive: quote.receive_amount.clone(),
-        sent: 0,
-        delivered: 0,
-        receiver_baseline: None,
-        state: if services.config.external_funding {
-            OutgoingPaymentState::Funding
-        } else {
-            OutgoingPaymentState::Sending
-        },
-        error: None,
-        metadata: input.metadata,
-        client: input.client,
-        grant_id: grant.as_ref().map(|g| g.grant_id.clone()),
-        grant_interval_start: grant.as_ref().map(|g| g.interval_start),
-        attempts: 0,
-        next_attempt_at: now,
-        created_at: now,
-        updated_at: now,
+    let unknown = || ServiceError::InvalidQuote("unknown quote".to_owned());
+    let id = services
+        .config
+        .public_url
+        .quote_id(url)
+        .ok_or_else(unknown)?;
+    let quote = services.quote_by_id(id).await?.ok_or_else(unknown)?;
+    // A receiver here must still be payable. One on another server is read
+    // again by the worker before anything is sent (reading it here would
+    // cost every payment a round trip there).
+    let receiver = if services.config.public_url.is_ours(&quote.receiver) {
+        receivers::local(services, &quote.receiver).await?.map(drop)
+    } else {
+        Ok(())
     };
+    plan::usable_quote(&quote, wallet.id, receiver, services.clock.now())?;
+    Ok(quote)
+}
+
+/// Stores a planned payment with its creation event, its reservation and
+/// its funding, in one transaction; then counts it and wakes the sender.
+/// Returns what the grant had spent before it.
+async fn store(
+    services: &Services,
+    planned: &plan::Planned,
+    wallet: &WalletAddress,
+) -> Result<GrantSpent, ServiceError> {
+    let record = &planned.payment;
     let created_event = event(
         services,
         EventKind::OutgoingPaymentCreated,
-        payment_event_data(services, &record, &wallet),
+        payment_event_data(services, record, wallet),
     );
-    match services
+    let outcome = services
         .store
-        .create_outgoing_payment(&record, grant.as_ref(), &[created_event])
-        .await?
-    {
-        CreateOutgoing::Created { spent_before } => {
-            crate::platform::metrics::payment_created(&record.debit);
-            tracing::info!(
-                payment = %record.id,
-                wallet_address = %wallet.path,
-                debit = record.debit.value,
-                receive = record.receive.value,
-                asset = record.debit.asset.code.as_str(),
-                receiver = %record.receiver,
-                state = record.state.as_str(),
-                "outgoing payment created"
-            );
-            if record.state == OutgoingPaymentState::Sending {
-                services.payments.due.announce();
-            }
-            Ok((record, wallet, spent_before))
-        }
-        CreateOutgoing::QuoteUsed => Err(invalid_quote("the quote was already used for a payment")),
-        CreateOutgoing::InsufficientBalance { available } => {
-            Err(ServiceError::InsufficientBalance {
-                available: Amount::new(available, record.debit.asset.clone()),
-                required: record.debit.clone(),
-            })
-        }
-        CreateOutgoing::Overflow => Err(ServiceError::AmountOverflow),
-        CreateOutgoing::LimitExceeded { .. } => Err(refused(
-            "insufficient_grant",
-            "the payment would exceed the grant's limits".into(),
-        )),
+        .create_outgoing_payment(record, planned.reservation.as_ref(), &[created_event])
+        .await?;
+    let spent_before = plan::stored(outcome, record)?;
+    crate::platform::metrics::payment_created(&record.debit);
+    tracing::info!(
+        payment = %record.id,
+        wallet_address = %wallet.path,
+        debit = record.debit.value,
+        receive = record.receive.value,
+        asset = record.debit.asset.code.as_str(),
+        receiver = %record.receiver,
+        state = record.state.as_str(),
+        "outgoing payment created"
+    );
+    if record.state == OutgoingPaymentState::Sending {
+        services.payments.due.announce();
     }
+    Ok(spent_before)
 }
 
 /// One outgoing payment with its wallet address.
