@@ -55,7 +55,7 @@ use opd_ilp::stream::sender::Ratio;
 
 use super::lifecycle::{self, Step};
 use super::packets::{self, Plan};
-use crate::interledger::paths;
+use crate::interledger::paths::{self, IlpDestination, PathProbe};
 use crate::payments::receivers::{self, remote::RemoteReceiver};
 use crate::{ServiceError, Services};
 
@@ -107,7 +107,112 @@ fn quoted_rate(quote: &Quote) -> Option<Ratio> {
     )
 }
 
-/// One step of sending `p` (see the module documentation).
+/// What a step knows before deciding whether to send: the payment's
+/// progress, the quote, the receiver as read now, and its packets lately.
+#[derive(Debug, Clone)]
+struct Facts {
+    /// What the quote promised the receiver.
+    target: u64,
+    delivered: u64,
+    /// What the receiver still expects, if it says.
+    remaining: Option<u64>,
+    quote_expired: bool,
+    receiver_active: bool,
+    /// The quote's rate (`None`: it has none).
+    rate: Option<Ratio>,
+    /// Packets sent in the last minute.
+    recent_packets: u64,
+    packets_per_minute: u32,
+    packets_per_step: u32,
+}
+
+/// How a step ends without sending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stop {
+    /// The receiver has what the payment owes it.
+    Complete,
+    Fail(String),
+    Pause(String),
+}
+
+/// What a step may send: the amount still to deliver, at no less than
+/// the quote's rate, in at most `allowance` packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sendable {
+    left: u64,
+    rate: Ratio,
+    allowance: usize,
+}
+
+/// Whether a step sends, and what, or how it ends.
+fn decide(f: &Facts) -> Result<Sendable, Stop> {
+    let mut left = f.target.saturating_sub(f.delivered);
+    if let Some(remaining) = f.remaining {
+        left = left.min(remaining);
+    }
+    if left == 0 {
+        return Err(Stop::Complete);
+    }
+    let fail = |reason: &str| Err(Stop::Fail(reason.to_owned()));
+    if f.quote_expired {
+        return fail("the quote expired before the payment was sent");
+    }
+    if !f.receiver_active {
+        return fail("the receiver no longer accepts payments");
+    }
+    let Some(rate) = f.rate else {
+        return fail("the quote has no rate");
+    };
+    let allowance = u64::from(f.packets_per_minute)
+        .saturating_sub(f.recent_packets)
+        .min(u64::from(f.packets_per_step));
+    if allowance == 0 {
+        return Err(Stop::Pause("its packets per minute are used up".into()));
+    }
+    Ok(Sendable {
+        left,
+        rate,
+        allowance: usize::try_from(allowance).unwrap_or(usize::MAX),
+    })
+}
+
+/// How a step ends when the receiver could not be read: a pause, unless
+/// the quote expired with no packet pending, which fails the payment.
+fn receiver_unread(reason: &str, expired_with_nothing_pending: bool) -> Stop {
+    if expired_with_nothing_pending {
+        return Stop::Fail("the quote expired before the payment was sent".into());
+    }
+    Stop::Pause(format!("the receiver could not be read: {reason}"))
+}
+
+/// Whether the probed path carries the payment: its rate (as probed, or
+/// why probing failed) must be no lower than the quote's.
+fn path_holds(probed: Result<PathProbe, String>, rate: Ratio) -> Result<PathProbe, Stop> {
+    match probed {
+        Err(reason) => Err(Stop::Pause(format!("probing the path failed: {reason}"))),
+        Ok(probe) if probe.rate.low < rate => Err(Stop::Fail(
+            "the exchange rate to the receiver fell below the quoted rate".into(),
+        )),
+        Ok(probe) => Ok(probe),
+    }
+}
+
+/// Ends the step as `stop` says.
+async fn end(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    stop: Stop,
+) -> Result<Step, ServiceError> {
+    match stop {
+        Stop::Complete => lifecycle::complete_as_sent(services, p, quote).await,
+        Stop::Fail(reason) => lifecycle::fail_as_sent(services, p, reason).await,
+        Stop::Pause(why) => lifecycle::pause(services, p, &why).await,
+    }
+}
+
+/// One step of sending `p` (see the module documentation): read the
+/// receiver, settle what a crash left, decide, probe, send.
 pub async fn step(
     services: &Services,
     p: &OutgoingPayment,
@@ -117,21 +222,47 @@ pub async fn step(
         Ok(r) => r,
         Err(ServiceError::InvalidReceiver(reason)) => {
             tracing::info!(payment = %p.id, reason, "the receiver could not be read; retrying");
-            if quote.is_expired(services.clock.now())
-                && services.store.pending_packets(p.id).await?.is_empty()
-            {
-                let reason = "the quote expired before the payment was sent";
-                return lifecycle::fail_as_sent(services, p, reason.into()).await;
-            }
-            let why = format!("the receiver could not be read: {reason}");
-            return lifecycle::pause(services, p, &why).await;
+            let expired_with_nothing_pending = quote.is_expired(services.clock.now())
+                && services.store.pending_packets(p.id).await?.is_empty();
+            let stop = receiver_unread(&reason, expired_with_nothing_pending);
+            return end(services, p, quote, stop).await;
         }
         Err(e) => return Err(e),
     };
     if !settle_leftovers(services, p, &receiver).await? {
         return lifecycle::wait(services, p).await;
     }
-    // Leftovers may have changed the totals.
+    let p = reread(services, p, &receiver).await?;
+    let facts = facts(services, &p, quote, &receiver).await?;
+    let sendable = match decide(&facts) {
+        Ok(sendable) => sendable,
+        Err(stop) => return end(services, &p, quote, stop).await,
+    };
+    let Some(destination) = receiver.ilp.as_ref() else {
+        let reason = "the receiver offers no ilp payment method";
+        return lifecycle::fail_as_sent(services, &p, reason.into()).await;
+    };
+    let probed = probe(services, &p, destination, sendable.rate).await?;
+    let probe = match path_holds(probed, sendable.rate) {
+        Ok(probe) => probe,
+        Err(stop) => return end(services, &p, quote, stop).await,
+    };
+    let plan = Plan {
+        probe,
+        rate: sendable.rate,
+        left: sendable.left,
+        allowance: sendable.allowance,
+    };
+    packets::send(services, &p, quote, destination, plan).await
+}
+
+/// The payment as stored now (settling leftovers may have changed its
+/// totals), with the receiver's total before its first packet recorded.
+async fn reread(
+    services: &Services,
+    p: &OutgoingPayment,
+    receiver: &RemoteReceiver,
+) -> Result<OutgoingPayment, ServiceError> {
     let p = services
         .store
         .get_outgoing_payment(p.id)
@@ -143,79 +274,207 @@ pub async fn step(
             .set_receiver_baseline(p.id, receiver.received_amount)
             .await?;
     }
-    let target = quote.receive_amount.value;
-    let mut left = target.saturating_sub(p.delivered);
-    if let Some(remaining) = receiver.remaining() {
-        left = left.min(remaining);
-    }
-    if left == 0 {
-        return lifecycle::complete_as_sent(services, &p, quote).await;
-    }
-    if quote.is_expired(services.clock.now()) {
-        let reason = "the quote expired before the payment was sent";
-        return lifecycle::fail_as_sent(services, &p, reason.into()).await;
-    }
-    if !receiver.is_active(services.clock.now()) {
-        return lifecycle::fail_as_sent(
-            services,
-            &p,
-            "the receiver no longer accepts payments".into(),
-        )
-        .await;
-    }
-    let Some(rate) = quoted_rate(quote) else {
-        return lifecycle::fail_as_sent(services, &p, "the quote has no rate".into()).await;
-    };
+    Ok(p)
+}
+
+/// What a step decides on, read now.
+async fn facts(
+    services: &Services,
+    p: &OutgoingPayment,
+    quote: &Quote,
+    receiver: &RemoteReceiver,
+) -> Result<Facts, ServiceError> {
+    let now = services.clock.now();
     let limits = &services.config.ilp;
-    let minute_ago = services.clock.now().plus_millis(-60_000);
     // The baseline is recorded before a payment's first packet: without
     // one, nothing was ever sent, and there is nothing to count.
-    let recent = match p.receiver_baseline {
+    let recent_packets = match p.receiver_baseline {
         None => 0,
-        Some(_) => services.store.packets_since(p.id, minute_ago).await?,
+        Some(_) => {
+            let minute_ago = now.plus_millis(-60_000);
+            services.store.packets_since(p.id, minute_ago).await?
+        }
     };
-    let allowance = u64::from(limits.packets_per_minute)
-        .saturating_sub(recent)
-        .min(u64::from(limits.packets_per_step));
-    if allowance == 0 {
-        let why = "its packets per minute are used up";
-        return lifecycle::pause(services, &p, why).await;
-    }
-    let Some(destination) = receiver.ilp.as_ref() else {
-        return lifecycle::fail_as_sent(
-            services,
-            &p,
-            "the receiver offers no ilp payment method".into(),
-        )
-        .await;
-    };
+    Ok(Facts {
+        target: quote.receive_amount.value,
+        delivered: p.delivered,
+        remaining: receiver.remaining(),
+        quote_expired: quote.is_expired(now),
+        receiver_active: receiver.is_active(now),
+        rate: quoted_rate(quote),
+        recent_packets,
+        packets_per_minute: limits.packets_per_minute,
+        packets_per_step: limits.packets_per_step,
+    })
+}
+
+/// The path to `destination` as probed (kept or new), or why probing
+/// failed. A kept rate below the quote's is probed again: it may be older
+/// than the rate now.
+async fn probe(
+    services: &Services,
+    p: &OutgoingPayment,
+    destination: &IlpDestination,
+    rate: Ratio,
+) -> Result<Result<PathProbe, String>, ServiceError> {
     let (source, receiving) = (&p.debit.asset, &p.receive.asset);
     let mut probed = paths::probe(services, source, receiving, destination).await;
     if probed.as_ref().is_ok_and(|probe| probe.rate.low < rate) {
-        // What was kept of the path may be older than its rate now.
         probed = paths::probe_again(services, source, receiving, destination).await;
     }
-    let probe = match probed {
-        Ok(probe) => probe,
-        Err(ServiceError::InvalidReceiver(reason)) => {
-            let why = format!("probing the path failed: {reason}");
-            return lifecycle::pause(services, &p, &why).await;
-        }
-        Err(e) => return Err(e),
-    };
-    if probe.rate.low < rate {
-        return lifecycle::fail_as_sent(
-            services,
-            &p,
-            "the exchange rate to the receiver fell below the quoted rate".into(),
-        )
-        .await;
+    match probed {
+        Ok(probe) => Ok(Ok(probe)),
+        Err(ServiceError::InvalidReceiver(reason)) => Ok(Err(reason)),
+        Err(e) => Err(e),
     }
-    let plan = Plan {
-        probe,
-        rate,
-        left,
-        allowance: usize::try_from(allowance).unwrap_or(usize::MAX),
-    };
-    packets::send(services, &p, quote, destination, plan).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opd_ilp::stream::sender::{MaxPacket, RateBounds};
+
+    fn ratio(num: u128, den: u128) -> Ratio {
+        Ratio::new(num, den).unwrap()
+    }
+
+    /// A payment of 1000 half-delivered, to a receiver expecting more,
+    /// with packets to spare.
+    fn facts() -> Facts {
+        Facts {
+            target: 1_000,
+            delivered: 500,
+            remaining: None,
+            quote_expired: false,
+            receiver_active: true,
+            rate: Some(ratio(1, 1)),
+            recent_packets: 0,
+            packets_per_minute: 600,
+            packets_per_step: 40,
+        }
+    }
+
+    fn fail(reason: &str) -> Result<Sendable, Stop> {
+        Err(Stop::Fail(reason.to_owned()))
+    }
+
+    #[test]
+    fn a_step_sends_what_is_left_within_its_packet_allowance() {
+        let sendable = Sendable {
+            left: 500,
+            rate: ratio(1, 1),
+            allowance: 40,
+        };
+        assert_eq!(decide(&facts()), Ok(sendable));
+        // The receiver expecting less than the quote's rest bounds it.
+        let less = Facts {
+            remaining: Some(7),
+            ..facts()
+        };
+        assert_eq!(decide(&less).map(|s| s.left), Ok(7));
+        // The minute's allowance, when smaller than a step's.
+        let busy = Facts {
+            recent_packets: 590,
+            ..facts()
+        };
+        assert_eq!(decide(&busy).map(|s| s.allowance), Ok(10));
+        let one_left = Facts {
+            delivered: 999,
+            ..facts()
+        };
+        assert_eq!(decide(&one_left).map(|s| s.left), Ok(1));
+    }
+
+    #[test]
+    fn a_step_completes_when_nothing_is_left_whatever_else_holds() {
+        let done = Facts {
+            delivered: 1_000,
+            quote_expired: true,
+            receiver_active: false,
+            rate: None,
+            ..facts()
+        };
+        assert_eq!(decide(&done), Err(Stop::Complete));
+        // Delivered past the target (never expected): still complete.
+        let over = Facts {
+            delivered: u64::MAX,
+            ..facts()
+        };
+        assert_eq!(decide(&over), Err(Stop::Complete));
+        let receiver_full = Facts {
+            remaining: Some(0),
+            ..facts()
+        };
+        assert_eq!(decide(&receiver_full), Err(Stop::Complete));
+    }
+
+    #[test]
+    fn a_step_fails_or_pauses_in_order() {
+        let expired = Facts {
+            quote_expired: true,
+            receiver_active: false,
+            ..facts()
+        };
+        assert_eq!(
+            decide(&expired),
+            fail("the quote expired before the payment was sent")
+        );
+        let inactive = Facts {
+            receiver_active: false,
+            rate: None,
+            ..facts()
+        };
+        assert_eq!(
+            decide(&inactive),
+            fail("the receiver no longer accepts payments")
+        );
+        let no_rate = Facts {
+            rate: None,
+            recent_packets: 600,
+            ..facts()
+        };
+        assert_eq!(decide(&no_rate), fail("the quote has no rate"));
+        let used_up = Facts {
+            recent_packets: 601,
+            ..facts()
+        };
+        assert_eq!(
+            decide(&used_up),
+            Err(Stop::Pause("its packets per minute are used up".into()))
+        );
+    }
+
+    #[test]
+    fn an_unread_receiver_pauses_the_payment_unless_its_quote_ran_out() {
+        assert_eq!(
+            receiver_unread("timed out", false),
+            Stop::Pause("the receiver could not be read: timed out".into())
+        );
+        assert_eq!(
+            receiver_unread("timed out", true),
+            Stop::Fail("the quote expired before the payment was sent".into())
+        );
+    }
+
+    #[test]
+    fn the_path_must_carry_the_quoted_rate() {
+        let probe = |received| PathProbe {
+            rate: RateBounds::from_probe(1_000, received).unwrap(),
+            max_packet: MaxPacket::Unknown,
+            receiver_asset: None,
+        };
+        let quoted = ratio(1, 2);
+        // Exactly the quoted rate carries it; a unit less does not.
+        assert_eq!(path_holds(Ok(probe(500)), quoted), Ok(probe(500)));
+        assert_eq!(
+            path_holds(Ok(probe(499)), quoted),
+            Err(Stop::Fail(
+                "the exchange rate to the receiver fell below the quoted rate".into()
+            ))
+        );
+        assert_eq!(
+            path_holds(Err("F02".into()), quoted),
+            Err(Stop::Pause("probing the path failed: F02".into()))
+        );
+    }
 }
