@@ -18,6 +18,7 @@ mod local;
 mod packets;
 mod plan;
 pub mod remote;
+mod sizing;
 
 use opd_core::incoming_payment::Metadata;
 use opd_core::outgoing_payment::{GrantSpent, OutgoingPayment, OutgoingPaymentState};

@@ -1,23 +1,22 @@
 //! One round of STREAM packets for a remote payment: sized from the probed
 //! path and the quote's rate, recorded before they go, sent up to four at
 //! once, and each settled once by its answer, which is trusted only as far
-//! as it proves (see `super::remote` for the rules).
+//! as it proves (see `super::remote` for the rules). What the sizes are and
+//! what each answer means is decided in `super::sizing`; this file reads
+//! rates, records, sends and settles.
 
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::quote::Quote;
-use opd_ilp::stream::sender::{self, Answer, Delivery, Ratio};
+use opd_core::Timestamp;
+use opd_ilp::packet::{Fulfill, Prepare, Reject};
+use opd_ilp::stream::sender::{self, Answer, Ratio};
 use opd_store::PaymentPacket;
 
 use super::lifecycle::{self, Step};
+use super::sizing::{end_after, End, Outcome, Size, Sizing, UNDELIVERABLE};
 use crate::interledger::paths::IlpDestination;
 use crate::interledger::paths::{self, PathProbe};
 use crate::{ServiceError, Services};
-
-/// Packets of one payment in flight at once.
-const PACKETS_IN_FLIGHT: usize = 4;
-/// Most times one step makes packets smaller (F08, or the receiver
-/// refusing more than it still takes).
-const MAX_SHRINKS: u32 = 8;
 
 /// What a step starts from: the path as probed, the quote's rate, what the
 /// receiver still expects and how many packets the step may send.
@@ -28,84 +27,43 @@ pub(super) struct Plan {
     pub(super) allowance: usize,
 }
 
-/// What one packet's answer means for the step.
-enum Outcome {
-    /// `delivered` arrived.
-    Delivered(u64),
-    /// The packet was fulfilled, but the receiver claims less than the
-    /// request's minimum: `delivered` (its clamped claim) is counted and
-    /// the payment stops.
-    Short(u64),
-    /// Try a smaller packet.
-    Smaller,
-    /// Pause the payment (within its stall bounds), for this reason.
-    Pause(String),
-    /// Fail it, for this reason.
-    Fail(String),
-}
-
-/// How a round ends the step, once all its packets are settled: a failure
-/// wins over a pause.
-enum End {
-    Pause(String),
-    Fail(String),
-}
-
-/// One packet of a round: its record, its Prepare and its STREAM sequence.
+/// One packet of a round: its size, its record, its Prepare and its
+/// STREAM sequence.
 struct Planned {
+    size: Size,
     packet: PaymentPacket,
-    prepare: opd_ilp::packet::Prepare,
+    prepare: Prepare,
     sequence: u64,
 }
 
-/// The sending state of one step.
+/// A packet's answer (or its failure to arrive), and when it came.
+type Arrived = (Result<Result<Fulfill, Reject>, ServiceError>, Timestamp);
+
+/// The sending state of one step: what it sends through, and its
+/// [`Sizing`].
 struct Sending<'a> {
     services: &'a Services,
     p: &'a OutgoingPayment,
     receiver: &'a IlpDestination,
     peer: opd_core::peer::Peer,
-    probe: PathProbe,
-    rate: Ratio,
-    /// What the receiver still expects, and what may still be sent.
-    left: u64,
-    budget: u64,
-    /// The largest packet the receiver took lately (after it refused more
-    /// than it still expects).
-    cap: u64,
-    shrinks: u32,
+    sizing: Sizing,
     sequence: u64,
 }
 
 impl Sending<'_> {
-    /// The packets of the next round: up to [`PACKETS_IN_FLIGHT`], each
-    /// within the path's largest packet, together expected (at the probed
-    /// rate's low bound) to deliver what is left and no more.
-    async fn plan(&mut self) -> Result<Vec<Planned>, ServiceError> {
-        let (mut left, mut budget) = (self.left, self.budget);
+    /// The packets of `sizes`, in the peer's units, each with its record
+    /// and Prepare; fewer when an amount has no value in the peer's asset.
+    async fn prepare(&mut self, sizes: Vec<Size>) -> Result<Vec<Planned>, ServiceError> {
         let mut round = Vec::new();
-        while left > 0 && round.len() < PACKETS_IN_FLIGHT {
-            let finishing = self.probe.rate.low.ceil_div(left).unwrap_or(u64::MAX);
-            let amount = finishing
-                .min(self.probe.max_packet.limit())
-                .min(budget)
-                .min(self.cap);
-            // The packet that finishes goes alone: sized by the rate's low
-            // bound, it may deliver a unit more than planned, which the
-            // receiver may refuse; full packets beside it cannot overshoot.
-            if amount == 0 || (amount == finishing && !round.is_empty()) {
-                break;
-            }
-            let min_delivery = sender::min_delivery(amount, self.rate)
-                .unwrap_or(u64::MAX)
-                .min(left);
+        for size in sizes {
+            let (asset, amount) = (&self.p.debit.asset, size.amount);
             let Some(peer_amount) =
-                paths::to_peer_units(self.services, &self.p.debit.asset, &self.peer, amount)
-                    .await?
+                paths::to_peer_units(self.services, asset, &self.peer, amount).await?
             else {
                 break;
             };
             self.sequence += 1;
-            let request = sender::money_request(self.sequence, min_delivery);
+            let request = sender::money_request(self.sequence, size.min_delivery);
             let ttl_ms = packet_ttl_ms(self.services);
             let prepare = paths::stream_prepare(
                 self.services,
@@ -124,14 +82,12 @@ impl Sending<'_> {
                 source_amount: amount,
                 peer_asset: self.peer.asset.clone(),
                 peer_amount,
-                min_delivery,
+                min_delivery: size.min_delivery,
                 expires_at: now.plus_millis(ttl_ms),
                 created_at: now,
             };
-            let expected = self.probe.rate.low.floor_mul(amount).unwrap_or(left);
-            left = left.saturating_sub(expected.max(1));
-            budget -= amount;
             round.push(Planned {
+                size,
                 packet,
                 prepare,
                 sequence: self.sequence,
@@ -140,106 +96,84 @@ impl Sending<'_> {
         Ok(round)
     }
 
-    /// The most a packet of `amount` source units can have delivered: its
-    /// amount at the probed rate's high bound, and no more than the payment
-    /// still expects.
-    fn most(&self, amount: u64) -> u64 {
-        let at_rate = self.probe.rate.high.ceil_mul(amount).unwrap_or(u64::MAX);
-        at_rate.min(self.left)
-    }
-
-    /// Posts a fulfilled packet that counts `delivered`.
-    async fn fulfilled(
-        &mut self,
-        planned: &Planned,
-        delivered: u64,
-        at: opd_core::Timestamp,
-    ) -> Result<(), ServiceError> {
-        self.services
-            .store
-            .packet_fulfilled(&planned.packet, delivered, at)
-            .await?;
-        self.left = self.left.saturating_sub(delivered);
-        self.budget = self.budget.saturating_sub(planned.packet.source_amount);
-        Ok(())
-    }
-
-    /// What was kept of the path no longer holds: the next quote or step
-    /// probes it again.
-    fn path_changed(&self) {
-        let (source, receiving) = (&self.p.debit.asset, &self.p.receive.asset);
-        paths::forget_path(self.services, &self.peer, source, receiving, self.receiver);
-    }
-
-    /// Whether the largest packet the path carries can deliver anything.
-    fn path_too_narrow(&self) -> bool {
-        let limit = self.probe.max_packet.limit();
-        limit == 0 || self.probe.rate.low.floor_mul(limit) == Some(0)
-    }
-
-    /// What one answer means.
-    fn outcome(&mut self, planned: &Planned, answer: Answer) -> Outcome {
-        let amount = planned.packet.source_amount;
-        match answer {
-            Answer::Fulfilled { claimed, .. } => {
-                let minimum = planned.packet.min_delivery;
-                match sender::delivery(claimed, minimum, self.most(amount)) {
-                    Delivery::Counted(delivered) => Outcome::Delivered(delivered),
-                    Delivery::Short(delivered) => Outcome::Short(delivered),
-                }
-            }
-            Answer::Forged => Outcome::Fail(
-                "the next hop answered with a fulfillment that does not match the condition".into(),
-            ),
-            Answer::Refused { frames, .. }
-                if frames
-                    .iter()
-                    .any(|f| matches!(f, opd_ilp::Frame::ConnectionClose { .. })) =>
-            {
-                // The receiver closed the connection (completed, expired):
-                // the next step reads it again and ends the payment.
-                Outcome::Pause("the receiver closed the connection".into())
-            }
-            Answer::Refused { received, .. } if received >= planned.packet.min_delivery => {
-                // Enough arrived, yet the receiver refused: more than it
-                // still takes. Smaller packets, a few times.
-                self.cap = self.cap.min(amount.saturating_sub(1));
-                self.shrinks += 1;
-                if self.shrinks > MAX_SHRINKS {
-                    Outcome::Fail("the receiver refuses what is left to deliver".into())
-                } else {
-                    Outcome::Smaller
-                }
-            }
-            Answer::Refused { .. } => {
-                self.path_changed();
-                Outcome::Fail("the exchange rate to the receiver fell below the quoted rate".into())
-            }
-            Answer::TooLarge(data) => {
-                self.path_changed();
-                self.probe.max_packet = self.probe.max_packet.learn(amount, data.as_ref());
-                self.shrinks += 1;
-                if self.path_too_narrow() {
-                    Outcome::Fail(
-                        "the path's largest packet (F08) is too small to deliver anything".into(),
-                    )
-                } else if self.shrinks > MAX_SHRINKS {
-                    // Packets made smaller each time, and the path still
-                    // refuses them: no later step would do better.
-                    Outcome::Fail("the path rejects every packet as too large".into())
-                } else {
-                    Outcome::Smaller
-                }
-            }
-            Answer::Temporary(code) => Outcome::Pause(format!(
-                "packets were rejected with {} (temporary)",
-                code.as_str()
-            )),
-            Answer::Failed(code) => {
-                Outcome::Fail(format!("the packet was rejected with {}", code.as_str()))
+    /// Records the round's packets before they go; `false` when the
+    /// payment ended meanwhile (cancelled by the operator: what was
+    /// recorded is settled as its answers come).
+    async fn record(&self, round: &[Planned]) -> Result<bool, ServiceError> {
+        for planned in round {
+            if !self.services.store.packet_sending(&planned.packet).await? {
+                return Ok(false);
             }
         }
+        Ok(true)
     }
+
+    /// Sends the round's packets at once; each answer with the time it
+    /// arrived: one that comes after its packet expired proves nothing the
+    /// sender must pay for.
+    async fn send(&self, round: &[Planned]) -> Vec<Arrived> {
+        let wait = self.services.config.ilp.packet_timeout;
+        futures_util::future::join_all(round.iter().map(|planned| async {
+            let answer = paths::send(self.services, &self.peer, &planned.prepare, wait).await;
+            (answer, self.services.clock.now())
+        }))
+        .await
+    }
+
+    /// Settles every packet of the round by its answer, before the step
+    /// decides; how the round ends the step, and whether it moved money.
+    async fn settle(
+        &mut self,
+        round: &[Planned],
+        answers: Vec<Arrived>,
+    ) -> Result<(Option<End>, bool), ServiceError> {
+        let (mut end, mut progress) = (None, false);
+        for (planned, (answer, arrived)) in round.iter().zip(answers) {
+            let read = read_in_time(self.receiver, planned, &answer?, arrived);
+            let at = self.services.clock.now();
+            let outcome = self.sizing.outcome(planned.size, read);
+            if std::mem::take(&mut self.sizing.path_changed) {
+                let (source, receiving) = (&self.p.debit.asset, &self.p.receive.asset);
+                paths::forget_path(self.services, &self.peer, source, receiving, self.receiver);
+            }
+            match outcome {
+                Outcome::Delivered(delivered) | Outcome::Short(delivered) => {
+                    self.services
+                        .store
+                        .packet_fulfilled(&planned.packet, delivered, at)
+                        .await?;
+                    self.sizing.count(planned.size.amount, delivered);
+                }
+                Outcome::Smaller | Outcome::Pause(_) | Outcome::Fail(_) => {
+                    let id = &planned.packet.id;
+                    self.services.store.packet_rejected(id, at).await?;
+                }
+            }
+            progress |= matches!(outcome, Outcome::Delivered(d) if d > 0);
+            end = end_after(end, outcome);
+        }
+        Ok((end, progress))
+    }
+}
+
+/// What an answer proves: a fulfillment that came after its packet
+/// expired is read as a timeout, since the sender owes nothing for it
+/// (ILP's rule; the hop that answered late bears it).
+fn read_in_time(
+    receiver: &IlpDestination,
+    planned: &Planned,
+    answer: &Result<Fulfill, Reject>,
+    arrived: Timestamp,
+) -> Answer {
+    if arrived >= planned.packet.expires_at && answer.is_ok() {
+        return Answer::Temporary(opd_ilp::ErrorCode::R00_TRANSFER_TIMED_OUT);
+    }
+    sender::read_answer(
+        &receiver.shared_secret,
+        planned.sequence,
+        &planned.prepare.execution_condition,
+        answer.as_ref(),
+    )
 }
 
 /// How long a packet of this server's may take, in milliseconds.
@@ -256,106 +190,39 @@ pub(super) async fn send(
     receiver: &IlpDestination,
     plan: Plan,
 ) -> Result<Step, ServiceError> {
+    let budget = quote.debit_minus_fees.saturating_sub(p.sent);
     let mut s = Sending {
         services,
         p,
         receiver,
         peer: paths::next_peer(services, receiver.address.as_str()).await?,
-        probe: plan.probe,
-        rate: plan.rate,
-        left: plan.left,
-        budget: quote.debit_minus_fees.saturating_sub(p.sent),
-        cap: u64::MAX,
-        shrinks: 0,
+        sizing: Sizing::new(plan.probe, plan.rate, plan.left, budget),
         sequence: 100,
     };
-    let mut sent = 0;
-    let mut progress = false;
-    while s.left > 0 && sent < plan.allowance {
-        if s.path_too_narrow() {
-            let reason = "the path's largest packet is too small to deliver anything";
-            return lifecycle::fail_as_sent(services, p, reason.into()).await;
-        }
-        let mut round = s.plan().await?;
-        round.truncate(plan.allowance - sent);
+    let (mut sent, mut progress) = (0, false);
+    while s.sizing.left > 0 && sent < plan.allowance {
+        let sizes = match s.sizing.round(plan.allowance - sent) {
+            Ok(sizes) => sizes,
+            Err(reason) => return lifecycle::fail_as_sent(services, p, reason.into()).await,
+        };
+        let round = s.prepare(sizes).await?;
         if round.is_empty() {
-            let reason = "the quoted amount cannot be delivered within the quoted debit";
-            return lifecycle::fail_as_sent(services, p, reason.into()).await;
+            return lifecycle::fail_as_sent(services, p, UNDELIVERABLE.into()).await;
         }
-        for planned in &round {
-            if !services.store.packet_sending(&planned.packet).await? {
-                // Ended meanwhile (cancelled by the operator); what was
-                // recorded is settled as its answers come.
-                return Ok(Step::Idle);
-            }
+        if !s.record(&round).await? {
+            return Ok(Step::Idle);
         }
         sent += round.len();
-        let wait = services.config.ilp.packet_timeout;
-        // Each answer with the time it arrived: one that comes after its
-        // packet expired proves nothing the sender must pay for.
-        let answers = futures_util::future::join_all(round.iter().map(|planned| async {
-            let answer = paths::send(services, &s.peer, &planned.prepare, wait).await;
-            (answer, services.clock.now())
-        }))
-        .await;
-        // Every packet of the round is settled before the step decides.
-        let mut end = None;
-        for (planned, (answer, arrived)) in round.iter().zip(answers) {
-            let answer = answer?;
-            let at = services.clock.now();
-            let read = if arrived >= planned.packet.expires_at && answer.is_ok() {
-                // Fulfilled too late: the packet had expired, so the
-                // sender owes nothing for it (ILP's rule; the hop that
-                // answered late bears it).
-                Answer::Temporary(opd_ilp::ErrorCode::R00_TRANSFER_TIMED_OUT)
-            } else {
-                sender::read_answer(
-                    &receiver.shared_secret,
-                    planned.sequence,
-                    &planned.prepare.execution_condition,
-                    answer.as_ref(),
-                )
-            };
-            match s.outcome(planned, read) {
-                Outcome::Delivered(delivered) => {
-                    s.fulfilled(planned, delivered, at).await?;
-                    progress |= delivered > 0;
-                }
-                Outcome::Short(delivered) => {
-                    s.fulfilled(planned, delivered, at).await?;
-                    let reason = "the receiver accepted a packet while reporting less than its \
-                                  minimum delivery";
-                    end = Some(End::Fail(reason.into()));
-                }
-                Outcome::Smaller => {
-                    services
-                        .store
-                        .packet_rejected(&planned.packet.id, at)
-                        .await?;
-                }
-                Outcome::Pause(why) => {
-                    services
-                        .store
-                        .packet_rejected(&planned.packet.id, at)
-                        .await?;
-                    end.get_or_insert(End::Pause(why));
-                }
-                Outcome::Fail(reason) => {
-                    services
-                        .store
-                        .packet_rejected(&planned.packet.id, at)
-                        .await?;
-                    end = Some(End::Fail(reason));
-                }
-            }
-        }
+        let answers = s.send(&round).await;
+        let (end, moved) = s.settle(&round, answers).await?;
+        progress |= moved;
         match end {
             Some(End::Fail(reason)) => return lifecycle::fail_as_sent(services, p, reason).await,
             Some(End::Pause(why)) => return lifecycle::pause(services, p, &why).await,
             None => {}
         }
     }
-    if s.left == 0 {
+    if s.sizing.left == 0 {
         return lifecycle::complete_as_sent(services, p, quote).await;
     }
     if !progress {
@@ -369,4 +236,78 @@ pub(super) async fn send(
         .release_outgoing_payment(p.id, services.clock.now())
         .await?;
     Ok(Step::Again(p.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opd_core::{Asset, OutgoingPaymentId, PeerId, SeededRandom};
+    use opd_ilp::{ErrorCode, IlpAddress};
+
+    const EXPIRES: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+    /// A packet expiring at [`EXPIRES`] whose condition `[7; 32]` fulfils.
+    fn planned() -> Planned {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let random = SeededRandom::new(1);
+        let packet = PaymentPacket {
+            id: "p1".into(),
+            payment: OutgoingPaymentId::new(EXPIRES, &random),
+            peer: PeerId::new(EXPIRES, &random),
+            source_asset: usd.clone(),
+            source_amount: 10,
+            peer_asset: usd,
+            peer_amount: 10,
+            min_delivery: 10,
+            expires_at: EXPIRES,
+            created_at: EXPIRES.plus_millis(-30_000),
+        };
+        let prepare = Prepare {
+            amount: 10,
+            expires_at: opd_ilp::Timestamp::from_unix_millis(EXPIRES.unix_millis()).unwrap(),
+            execution_condition: opd_ilp::condition_of(&[7; 32]),
+            destination: IlpAddress::new("test.b.x").unwrap(),
+            data: Vec::new(),
+        };
+        let size = Size {
+            amount: 10,
+            min_delivery: 10,
+        };
+        Planned {
+            size,
+            packet,
+            prepare,
+            sequence: 101,
+        }
+    }
+
+    #[test]
+    fn a_fulfillment_after_the_packets_expiry_proves_nothing() {
+        let receiver = IlpDestination {
+            address: IlpAddress::new("test.b.x").unwrap(),
+            shared_secret: [1; 32],
+        };
+        let p = planned();
+        let fulfill = Ok(Fulfill {
+            fulfillment: [7; 32],
+            data: Vec::new(),
+        });
+        let just_in_time = read_in_time(&receiver, &p, &fulfill, EXPIRES.plus_millis(-1));
+        let counted = Answer::Fulfilled {
+            claimed: None,
+            frames: Vec::new(),
+        };
+        assert_eq!(just_in_time, counted);
+        let late = read_in_time(&receiver, &p, &fulfill, EXPIRES);
+        assert_eq!(late, Answer::Temporary(ErrorCode::R00_TRANSFER_TIMED_OUT));
+        // A reject is read as it is, late or not.
+        let reject = Err(Reject {
+            code: ErrorCode::F02_UNREACHABLE,
+            triggered_by: None,
+            message: String::new(),
+            data: Vec::new(),
+        });
+        let late = read_in_time(&receiver, &p, &reject, EXPIRES.plus_millis(5));
+        assert_eq!(late, Answer::Failed(ErrorCode::F02_UNREACHABLE));
+    }
 }
