@@ -286,18 +286,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "TEMPORARY: being split (issue 37)",
     ),
     (
-        "opd_service::payments::outgoing::packets::send",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_service::payments::outgoing::remote::step",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_service::payments::outgoing::create",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
         "opd_service::interledger::paths::probe_now",
         "TEMPORARY: being split (issue 37)",
     ),
