@@ -286,14 +286,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "TEMPORARY: being split (issue 37)",
     ),
     (
-        "opd_service::interledger::paths::probe_now",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_service::interledger::connector::forward",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
         "opd_api::admin::dashboard::payments::list",
         "TEMPORARY: being split (issue 37)",
     ),

@@ -96,7 +96,130 @@ fn largest_below(rate: &opd_core::Rate, max: u64, from: &Asset, to: &Asset) -> u
     lo
 }
 
+/// What the connector knows of the next hop when deciding: its asset, the
+/// largest packet it takes, and the rate to its asset (`None`: none is
+/// configured).
+struct NextHop<'a> {
+    asset: &'a Asset,
+    max_packet: Option<u64>,
+    rate: Option<&'a opd_core::Rate>,
+}
+
+/// The Prepare to send on: its amount in the next hop's units and its
+/// expiry (in milliseconds, and on the wire).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Onward {
+    amount: u64,
+    expires_ms: i64,
+    expires_at: opd_ilp::Timestamp,
+}
+
+/// A Reject this server answers with, decided before anything is held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    code: ErrorCode,
+    message: &'static str,
+    data: Vec<u8>,
+}
+
+impl Refusal {
+    fn new(code: ErrorCode, message: &'static str) -> Self {
+        Self {
+            code,
+            message,
+            data: Vec::new(),
+        }
+    }
+}
+
+/// Whether a Prepare of `prepare_amount` from a peer in `from`, expiring
+/// at `expires_in_ms`, goes on to `next` (as routed), and as what: F02
+/// without a rate, F08 past what the amount or the next hop
+/// takes (with the largest amount in the incoming units), R02 when less
+/// than a hop's margin is left before its expiry.
+fn onward(
+    prepare_amount: u64,
+    expires_in_ms: i64,
+    from: &Asset,
+    next: &NextHop<'_>,
+    now_ms: i64,
+    max_hop_ms: i64,
+) -> Result<Onward, Refusal> {
+    let rate = next
+        .rate
+        .ok_or(Refusal::new(ErrorCode::F02_UNREACHABLE, "no exchange rate"))?;
+    let amount = rate
+        .convert_floor(prepare_amount, from.scale, next.asset.scale)
+        .map_err(|_| Refusal::new(ErrorCode::F08_AMOUNT_TOO_LARGE, "amount too large"))?;
+    if let Some(max) = next.max_packet.filter(|max| amount > *max) {
+        let data = AmountTooLarge {
+            received_amount: prepare_amount,
+            maximum_amount: largest_below(rate, max, from, next.asset),
+        };
+        return Err(Refusal {
+            code: ErrorCode::F08_AMOUNT_TOO_LARGE,
+            message: "packet amount exceeds the next hop's maximum",
+            data: data.encode().to_vec(),
+        });
+    }
+    let expires_ms = expires_in_ms
+        .saturating_sub(HOP_MARGIN_MS)
+        .min(now_ms.saturating_add(max_hop_ms));
+    if expires_ms <= now_ms {
+        let code = ErrorCode::R02_INSUFFICIENT_TIMEOUT;
+        return Err(Refusal::new(code, "too little time left to forward"));
+    }
+    let expires_at = opd_ilp::Timestamp::from_unix_millis(expires_ms)
+        .ok_or(Refusal::new(ErrorCode::T00_INTERNAL_ERROR, "bad expiry"))?;
+    Ok(Onward {
+        amount,
+        expires_ms,
+        expires_at,
+    })
+}
+
+/// What becomes of the hold once the next hop answered (or did not), and
+/// what goes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    /// A Fulfill matching the condition: the hold is posted and the
+    /// Fulfill goes back.
+    Post,
+    /// A Reject: the hold is voided and the Reject goes back.
+    VoidAndPass,
+    /// The hold is voided and this server rejects.
+    VoidAndReject(ErrorCode, &'static str),
+}
+
+/// How the next hop's answer settles the hold: only a Fulfill whose
+/// fulfillment matches `condition` moves money; no answer is T01, or R00
+/// once the forwarded Prepare `expired`.
+fn settle_on(answer: Result<&[u8], &str>, condition: &[u8; 32], expired: bool) -> Settle {
+    match answer.map(Packet::decode) {
+        Ok(Ok(Packet::Fulfill(f))) if condition_of(&f.fulfillment) == *condition => Settle::Post,
+        Ok(Ok(Packet::Fulfill(_))) => Settle::VoidAndReject(
+            ErrorCode::F05_WRONG_CONDITION,
+            "the next hop's fulfillment is wrong",
+        ),
+        Ok(Ok(Packet::Reject(_))) => Settle::VoidAndPass,
+        Ok(_) => Settle::VoidAndReject(
+            ErrorCode::T01_PEER_UNREACHABLE,
+            "the next hop answered no ILP reply",
+        ),
+        Err(_) if expired => Settle::VoidAndReject(
+            ErrorCode::R00_TRANSFER_TIMED_OUT,
+            "the next hop is unreachable",
+        ),
+        Err(_) => Settle::VoidAndReject(
+            ErrorCode::T01_PEER_UNREACHABLE,
+            "the next hop is unreachable",
+        ),
+    }
+}
+
 /// Forwards `prepare` from `from`; the bytes of the answer to send back.
+/// Reads the route and the rate, decides ([`onward`]), holds the amount,
+/// sends, and settles the hold as the answer says ([`settle_on`]).
 pub async fn forward(
     services: &Services,
     from: &Peer,
@@ -105,52 +228,26 @@ pub async fn forward(
     let Some(next) = route(services, prepare.destination.as_str(), from).await? else {
         return Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no route"));
     };
-    let rate = match services
-        .pricing
-        .rate(services.store.as_ref(), &from.asset, &next.asset)
-        .await
-    {
-        Ok(r) => r,
-        Err(ServiceError::NoExchangeRate { .. }) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F02_UNREACHABLE,
-                "no exchange rate",
-            ))
-        }
-        Err(e) => return Err(e),
+    let rate = rate(services, &from.asset, &next.asset).await?;
+    let hop = NextHop {
+        asset: &next.asset,
+        max_packet: next.max_packet_amount,
+        rate: rate.as_ref(),
     };
-    let amount_out = match rate.convert_floor(prepare.amount, from.asset.scale, next.asset.scale) {
-        Ok(v) => v,
-        Err(_) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F08_AMOUNT_TOO_LARGE,
-                "amount too large",
-            ))
-        }
-    };
-    if let Some(max) = next.max_packet_amount {
-        if amount_out > max {
-            let data = AmountTooLarge {
-                received_amount: prepare.amount,
-                maximum_amount: largest_below(&rate, max, &from.asset, &next.asset),
-            };
-            let message = "packet amount exceeds the next hop's maximum";
-            let code = ErrorCode::F08_AMOUNT_TOO_LARGE;
-            return Ok(reject_with(services, code, message, data.encode().to_vec()));
-        }
-    }
     let now = services.clock.now();
-    let expires_in = prepare.expires_at.unix_millis();
     let max_hop_ms = opd_core::time::millis(services.config.ilp.forward_timeout);
-    let expires_out = expires_in
-        .saturating_sub(HOP_MARGIN_MS)
-        .min(now.unix_millis().saturating_add(max_hop_ms));
-    if expires_out <= now.unix_millis() {
-        let code = ErrorCode::R02_INSUFFICIENT_TIMEOUT;
-        return Ok(reject(services, code, "too little time left to forward"));
-    }
+    let expires_in = prepare.expires_at.unix_millis();
+    let out = match onward(
+        prepare.amount,
+        expires_in,
+        &from.asset,
+        &hop,
+        now.unix_millis(),
+        max_hop_ms,
+    ) {
+        Ok(out) => out,
+        Err(no) => return Ok(reject_with(services, no.code, no.message, no.data)),
+    };
     let hold = Hold {
         id: opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string(),
         incoming_peer: from.id,
@@ -158,8 +255,8 @@ pub async fn forward(
         outgoing_peer: next.id,
         outgoing_asset: next.asset.clone(),
         amount_in: prepare.amount,
-        amount_out,
-        expires_at: opd_core::Timestamp::from_unix_millis(expires_out),
+        amount_out: out.amount,
+        expires_at: opd_core::Timestamp::from_unix_millis(out.expires_ms),
         created_at: now,
     };
     match services.store.ilp_hold(&hold).await? {
@@ -169,22 +266,71 @@ pub async fn forward(
             return Ok(reject(services, code, "insufficient liquidity"));
         }
     }
-    let Some(expires_at) = opd_ilp::Timestamp::from_unix_millis(expires_out) else {
-        return settle_rejected(services, &hold, ErrorCode::T00_INTERNAL_ERROR, "bad expiry").await;
-    };
+    let answer = send_on(services, &next, prepare, &out, now).await;
+    let expired = services.clock.now().unix_millis() >= out.expires_ms;
+    let settle = settle_on(
+        answer.as_deref().map_err(String::as_str),
+        &prepare.execution_condition,
+        expired,
+    );
+    if let Err(message) = &answer {
+        tracing::warn!(peer = %next.name, error = %message, "could not forward an ILP packet");
+    }
+    settle_hold(services, &hold, settle, answer).await
+}
+
+/// The rate from `from` to `to`; `None` when none is configured.
+async fn rate(
+    services: &Services,
+    from: &Asset,
+    to: &Asset,
+) -> Result<Option<opd_core::Rate>, ServiceError> {
+    match services
+        .pricing
+        .rate(services.store.as_ref(), from, to)
+        .await
+    {
+        Ok(r) => Ok(Some(r)),
+        Err(ServiceError::NoExchangeRate { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends the Prepare on to `next` as `out` says, awaiting the answer until
+/// the onward expiry.
+async fn send_on(
+    services: &Services,
+    next: &Peer,
+    prepare: &Prepare,
+    out: &Onward,
+    now: opd_core::Timestamp,
+) -> Result<Vec<u8>, String> {
     let onward = Prepare {
-        amount: amount_out,
-        expires_at,
+        amount: out.amount,
+        expires_at: out.expires_at,
         execution_condition: prepare.execution_condition,
         destination: prepare.destination.clone(),
         data: prepare.data.clone(),
     };
-    let wait = Duration::from_millis(u64::try_from(expires_out - now.unix_millis()).unwrap_or(0));
-    let answer = send(services, &next, onward.encode(), wait).await;
-    match answer.as_deref().map(Packet::decode) {
-        Ok(Ok(Packet::Fulfill(f)))
-            if condition_of(&f.fulfillment) == prepare.execution_condition =>
-        {
+    let wait_ms = u64::try_from(out.expires_ms - now.unix_millis()).unwrap_or(0);
+    send(
+        services,
+        next,
+        onward.encode(),
+        Duration::from_millis(wait_ms),
+    )
+    .await
+}
+
+/// Posts or voids the hold as `settle` says; the bytes to send back.
+async fn settle_hold(
+    services: &Services,
+    hold: &Hold,
+    settle: Settle,
+    answer: Result<Vec<u8>, String>,
+) -> Result<Vec<u8>, ServiceError> {
+    match settle {
+        Settle::Post => {
             let at = services.clock.now();
             if services.store.ilp_settle(&hold.id, true, at).await? {
                 return Ok(answer.unwrap_or_default());
@@ -193,30 +339,15 @@ pub async fn forward(
             let code = ErrorCode::R00_TRANSFER_TIMED_OUT;
             Ok(reject(services, code, "the packet expired"))
         }
-        Ok(Ok(Packet::Fulfill(_))) => {
-            let code = ErrorCode::F05_WRONG_CONDITION;
-            settle_rejected(services, &hold, code, "the next hop's fulfillment is wrong").await
-        }
-        Ok(Ok(Packet::Reject(_))) => {
+        Settle::VoidAndPass => {
             services
                 .store
                 .ilp_settle(&hold.id, false, services.clock.now())
                 .await?;
             Ok(answer.unwrap_or_default())
         }
-        Ok(_) => {
-            let code = ErrorCode::T01_PEER_UNREACHABLE;
-            settle_rejected(services, &hold, code, "the next hop answered no ILP reply").await
-        }
-        Err(message) => {
-            let expired = services.clock.now().unix_millis() >= expires_out;
-            let code = if expired {
-                ErrorCode::R00_TRANSFER_TIMED_OUT
-            } else {
-                ErrorCode::T01_PEER_UNREACHABLE
-            };
-            tracing::warn!(peer = %next.name, error = %message, "could not forward an ILP packet");
-            settle_rejected(services, &hold, code, "the next hop is unreachable").await
+        Settle::VoidAndReject(code, message) => {
+            settle_rejected(services, hold, code, message).await
         }
     }
 }
@@ -286,4 +417,145 @@ pub async fn void_expired_once(services: &Services) -> Result<usize, ServiceErro
         }
     }
     Ok(voided)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opd_core::Rate;
+    use opd_ilp::packet::{Fulfill, Reject};
+
+    const NOW: i64 = 1_700_000_000_000;
+    /// A forward timeout of 5 s.
+    const HOP: i64 = 5_000;
+
+    fn asset(code: &str) -> Asset {
+        Asset::parse(code, 2).unwrap()
+    }
+
+    /// A Prepare of `amount` USD expiring in `ms`, to a EUR hop at 0.9
+    /// taking packets of up to `max`.
+    fn decide(amount: u64, ms: i64, max: Option<u64>) -> Result<Onward, Refusal> {
+        let (usd, eur, rate) = (asset("USD"), asset("EUR"), Rate::parse("0.9").unwrap());
+        let next = NextHop {
+            asset: &eur,
+            max_packet: max,
+            rate: Some(&rate),
+        };
+        onward(amount, NOW + ms, &usd, &next, NOW, HOP)
+    }
+
+    fn code(decided: Result<Onward, Refusal>) -> (String, &'static str) {
+        let refusal = decided.unwrap_err();
+        (refusal.code.as_str().to_owned(), refusal.message)
+    }
+
+    #[test]
+    fn a_prepare_goes_on_converted_rounded_down_with_a_shorter_expiry() {
+        let out = decide(1_000, 30_000, None).unwrap();
+        assert_eq!(out.amount, 900);
+        // The forward timeout bounds a distant expiry...
+        assert_eq!(out.expires_ms, NOW + HOP);
+        // ...and a near one keeps a hop's margin.
+        assert_eq!(decide(1_000, 3_000, None).unwrap().expires_ms, NOW + 2_000);
+        // 1 USD cent at 0.9 is 0.9 EUR cents: nothing, rounded down.
+        assert_eq!(decide(1, 30_000, None).unwrap().amount, 0);
+        let expires = decide(1_000, 1_001, None).unwrap();
+        assert_eq!(expires.expires_ms, NOW + 1);
+        assert_eq!(expires.expires_at.unix_millis(), NOW + 1);
+    }
+
+    #[test]
+    fn too_little_time_is_r02() {
+        let r02 = ("R02".to_owned(), "too little time left to forward");
+        assert_eq!(code(decide(1_000, 1_000, None)), r02);
+        assert_eq!(code(decide(1_000, -5, None)), r02);
+    }
+
+    #[test]
+    fn no_rate_is_f02_and_an_amount_past_u64_is_f08() {
+        let (usd, eur) = (asset("USD"), asset("EUR"));
+        let next = NextHop {
+            asset: &eur,
+            max_packet: None,
+            rate: None,
+        };
+        let no_rate = onward(1, NOW + 30_000, &usd, &next, NOW, HOP);
+        assert_eq!(code(no_rate), ("F02".to_owned(), "no exchange rate"));
+        let double = Rate::parse("2").unwrap();
+        let next = NextHop {
+            rate: Some(&double),
+            ..next
+        };
+        let past = onward(u64::MAX, NOW + 30_000, &usd, &next, NOW, HOP);
+        assert_eq!(code(past), ("F08".to_owned(), "amount too large"));
+    }
+
+    #[test]
+    fn past_the_next_hops_largest_packet_is_f08_with_the_largest_in_incoming_units() {
+        // 112 USD cents are 100.8 → 100 EUR cents: the most that fits.
+        assert_eq!(decide(112, 30_000, Some(100)).unwrap().amount, 100);
+        let refusal = decide(113, 30_000, Some(100)).unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::F08_AMOUNT_TOO_LARGE);
+        let data = AmountTooLarge {
+            received_amount: 113,
+            maximum_amount: 112,
+        };
+        assert_eq!(refusal.data, data.encode().to_vec());
+        // A hop taking nothing: the largest is what converts to zero.
+        let refusal = decide(113, 30_000, Some(0)).unwrap_err();
+        let data = AmountTooLarge {
+            received_amount: 113,
+            maximum_amount: 1,
+        };
+        assert_eq!(refusal.data, data.encode().to_vec());
+    }
+
+    #[test]
+    fn only_a_matching_fulfillment_posts_the_hold() {
+        let condition = condition_of(&[7; 32]);
+        let fulfill = |fulfillment| {
+            Fulfill {
+                fulfillment,
+                data: Vec::new(),
+            }
+            .encode()
+        };
+        let settle = |answer: &[u8], expired| settle_on(Ok(answer), &condition, expired);
+        // Even after the expiry: the store decides whether the hold is
+        // still there to post.
+        assert_eq!(settle(&fulfill([7; 32]), true), Settle::Post);
+        let wrong = settle(&fulfill([8; 32]), false);
+        let f05 = "the next hop's fulfillment is wrong";
+        assert_eq!(
+            wrong,
+            Settle::VoidAndReject(ErrorCode::F05_WRONG_CONDITION, f05)
+        );
+        let reject = Reject {
+            code: ErrorCode::F99_APPLICATION_ERROR,
+            triggered_by: None,
+            message: String::new(),
+            data: Vec::new(),
+        };
+        assert_eq!(settle(&reject.encode(), false), Settle::VoidAndPass);
+        let t01 = Settle::VoidAndReject(
+            ErrorCode::T01_PEER_UNREACHABLE,
+            "the next hop answered no ILP reply",
+        );
+        assert_eq!(settle(b"<html>", false), t01);
+    }
+
+    #[test]
+    fn no_answer_is_t01_or_r00_once_expired() {
+        let condition = [0; 32];
+        let message = "the next hop is unreachable";
+        assert_eq!(
+            settle_on(Err("refused"), &condition, false),
+            Settle::VoidAndReject(ErrorCode::T01_PEER_UNREACHABLE, message)
+        );
+        assert_eq!(
+            settle_on(Err("timed out"), &condition, true),
+            Settle::VoidAndReject(ErrorCode::R00_TRANSFER_TIMED_OUT, message)
+        );
+    }
 }

@@ -227,24 +227,15 @@ pub async fn probe_again(
     probe(services, source, receiving, receiver).await
 }
 
-/// Probes the path through `peer` now.
+/// Probes the path through `peer` now: sends the probes at once, reads
+/// each answer, and learns from them all ([`learned`]).
 async fn probe_now(
     services: &Services,
     peer: &Peer,
     source: &Asset,
     receiver: &IlpDestination,
 ) -> Result<PathProbe, ServiceError> {
-    let amounts: Vec<u64> = sender::probe_amounts(MaxPacket::Unknown).collect();
-    let mut probes = Vec::new();
-    for (i, amount) in amounts.iter().enumerate() {
-        let sequence = i as u64 + 1;
-        let Some(units) = to_peer_units(services, source, peer, *amount).await? else {
-            continue;
-        };
-        let request = sender::probe_request(sequence);
-        let prepare = stream_prepare(services, receiver, units, &request, false, PROBE_TTL_MS)?;
-        probes.push((sequence, *amount, prepare));
-    }
+    let probes = probe_packets(services, peer, source, receiver).await?;
     let wait = Duration::from_millis(PROBE_TTL_MS as u64);
     let answers = futures_util::future::join_all(
         probes
@@ -252,24 +243,58 @@ async fn probe_now(
             .map(|(_, _, prepare)| send(services, peer, prepare, wait)),
     )
     .await;
+    let mut read = Vec::with_capacity(probes.len());
+    for ((sequence, amount, prepare), answer) in probes.iter().zip(answers) {
+        let answer = answer?;
+        let condition = &prepare.execution_condition;
+        let secret = &receiver.shared_secret;
+        let answer = sender::read_answer(secret, *sequence, condition, answer.as_ref());
+        read.push((*amount, answer));
+    }
+    learned(read)
+}
+
+/// The probes: each amount of [`sender::probe_amounts`] that has a value
+/// in the peer's asset, with its STREAM sequence and its (unfulfillable)
+/// Prepare.
+async fn probe_packets(
+    services: &Services,
+    peer: &Peer,
+    source: &Asset,
+    receiver: &IlpDestination,
+) -> Result<Vec<(u64, u64, Prepare)>, ServiceError> {
+    let mut probes = Vec::new();
+    for (i, amount) in sender::probe_amounts(MaxPacket::Unknown).enumerate() {
+        let sequence = i as u64 + 1;
+        let Some(units) = to_peer_units(services, source, peer, amount).await? else {
+            continue;
+        };
+        let request = sender::probe_request(sequence);
+        let prepare = stream_prepare(services, receiver, units, &request, false, PROBE_TTL_MS)?;
+        probes.push((sequence, amount, prepare));
+    }
+    Ok(probes)
+}
+
+/// What the answers to probes (each with its amount in source units) say
+/// of the path: the rate from every refusal that came from the receiver,
+/// the largest packet from every F08, the receiver's asset if it stated
+/// it. Without any answer from the receiver, it cannot be reached (the
+/// first error code says why).
+fn learned(answers: Vec<(u64, Answer)>) -> Result<PathProbe, ServiceError> {
+    let bounds = |amount, received| {
+        RateBounds::from_probe(amount, received)
+            .ok_or_else(|| ServiceError::Internal("bounds".into()))
+    };
     let mut found = PathProbe {
-        rate: RateBounds::from_probe(1, 0)
-            .ok_or_else(|| ServiceError::Internal("bounds".into()))?,
+        rate: bounds(1, 0)?,
         max_packet: MaxPacket::Unknown,
         receiver_asset: None,
     };
     let mut answered = false;
     let mut failure = None;
-    for ((sequence, amount, prepare), answer) in probes.iter().zip(answers) {
-        let answer = answer?;
-        let condition = &prepare.execution_condition;
-        let read = sender::read_answer(
-            &receiver.shared_secret,
-            *sequence,
-            condition,
-            answer.as_ref(),
-        );
-        match read {
+    for (amount, answer) in answers {
+        match answer {
             // Probes are unfulfillable: only a reply that decrypts tells
             // anything, and it comes from the receiver, whose word about
             // what reached it is all a probe can learn.
@@ -279,10 +304,9 @@ async fn probe_now(
                 // Only the largest packets tell the rate precisely; the
                 // bounds of every answer are combined.
                 found.rate = if answered {
-                    found.rate.narrow(*amount, received)
+                    found.rate.narrow(amount, received)
                 } else {
-                    RateBounds::from_probe(*amount, received)
-                        .ok_or_else(|| ServiceError::Internal("bounds".into()))?
+                    bounds(amount, received)?
                 };
                 answered = true;
                 for f in frames {
@@ -296,7 +320,7 @@ async fn probe_now(
                 }
             }
             Answer::TooLarge(data) => {
-                found.max_packet = found.max_packet.learn(*amount, data.as_ref())
+                found.max_packet = found.max_packet.learn(amount, data.as_ref())
             }
             Answer::Temporary(code) | Answer::Failed(code) => {
                 failure.get_or_insert(code);
@@ -344,5 +368,75 @@ mod tests {
             key(peer, &eur, "test.b.abc"),
             key(other_peer, &eur, "test.b.abc")
         );
+    }
+
+    fn refused(received: u64, frames: Vec<Frame>) -> Answer {
+        Answer::Refused {
+            code: opd_ilp::ErrorCode::F99_APPLICATION_ERROR,
+            received,
+            frames,
+        }
+    }
+
+    fn unreachable(answers: Vec<(u64, Answer)>) -> String {
+        match learned(answers) {
+            Err(ServiceError::InvalidReceiver(why)) => why,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn probes_give_the_rate_the_largest_packet_and_the_receivers_asset() {
+        let details = Frame::ConnectionAssetDetails {
+            source_asset_code: "EUR".into(),
+            source_asset_scale: 2,
+        };
+        let too_large = opd_ilp::AmountTooLarge {
+            received_amount: 1_000_000,
+            maximum_amount: 1_000,
+        };
+        let found = learned(vec![
+            (1_000_000_000, Answer::TooLarge(Some(too_large))),
+            (1_000, refused(900, vec![details])),
+            (100, refused(90, Vec::new())),
+            (
+                10,
+                Answer::Temporary(opd_ilp::ErrorCode::T04_INSUFFICIENT_LIQUIDITY),
+            ),
+        ])
+        .unwrap();
+        // 900 of 1000 and 90 of 100: at least 0.9, below 0.901.
+        let bounds = RateBounds::from_probe(1_000, 900).unwrap();
+        assert_eq!(found.rate, bounds);
+        assert_eq!(found.max_packet, MaxPacket::Precise(1_000_000));
+        assert_eq!(found.receiver_asset, Some(("EUR".to_owned(), 2)));
+    }
+
+    #[test]
+    fn one_refusal_is_enough_even_of_nothing() {
+        let found = learned(vec![(1, refused(0, Vec::new()))]).unwrap();
+        assert_eq!(found.rate, RateBounds::from_probe(1, 0).unwrap());
+        assert_eq!(found.max_packet, MaxPacket::Unknown);
+        assert_eq!(found.receiver_asset, None);
+    }
+
+    #[test]
+    fn without_the_receivers_word_the_path_is_unreachable() {
+        assert_eq!(
+            unreachable(Vec::new()),
+            "the receiver could not be reached over Interledger ()"
+        );
+        // The first error says why; a fulfilled probe is no answer (F05).
+        let answers = vec![
+            (1_000, Answer::Forged),
+            (100, Answer::Failed(opd_ilp::ErrorCode::F02_UNREACHABLE)),
+            (10, Answer::TooLarge(None)),
+        ];
+        assert_eq!(
+            unreachable(answers),
+            "the receiver could not be reached over Interledger (F05)"
+        );
+        let answers = vec![(1, Answer::Failed(opd_ilp::ErrorCode::F02_UNREACHABLE))];
+        assert!(unreachable(answers).ends_with("(F02)"));
     }
 }
