@@ -274,14 +274,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "being split with the credit path (issue 37 item 1)",
     ),
     (
-        "opd_service::grants::request::request_grant",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_service::grants::request::continue_grant",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
         "opd_service::platform::metrics::describe",
         "TEMPORARY: being split (issue 37)",
     ),

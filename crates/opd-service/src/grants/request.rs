@@ -1,94 +1,43 @@
 //! Grant requests (`POST /`), continuation (`POST /continue/{id}`),
-//! cancellation, and the operator's revocation of a grant.
+//! cancellation, and the operator's revocation of a grant. Each reads what
+//! it decides on, decides by the rules in `rules` (plain values), then
+//! stores and answers.
 
-use opd_core::{GrantId, WalletAddressId};
+use opd_core::{GrantId, Timestamp, WalletAddressId};
 use opd_gnap::{
     new_token, token_digest, AccessItem, AccessItemWire, ApprovedGrantResponse, ClientIdent,
     ContinueDecision, ContinueGrantResponse, ContinueResponse, ContinueToken, GnapError,
     GrantResponse, GrantState, InteractResponse, PendingGrantResponse, ValidatedGrantRequest,
 };
-use opd_store::GrantRecord;
+use opd_store::{AccessTokenRecord, GrantRecord};
 
 use super::{
     auth_url, constant_time_eq, continue_response, internal, local_wallet, mint_token,
     new_uuid_string, set_state, store_error, token_response, Grant,
 };
 use crate::{ServiceError, Services};
+use rules::{admit, continuation, token_used, Asked};
 
-/// `POST /`: a validated grant request from an authenticated client.
+mod rules;
+
+/// `POST /`: a validated grant request from an authenticated client. Reads
+/// what it asks for, decides ([`admit`]), and stores the grant: waiting
+/// for a person, or issued at once.
 pub async fn request_grant(
     services: &Services,
     request: ValidatedGrantRequest,
 ) -> Result<GrantResponse, GnapError> {
-    // Every identifier must be a wallet address served here: this server
-    // grants access to nothing else.
-    let mut owner: Option<WalletAddressId> = None;
-    for item in &request.access {
-        if let Some(identifier) = &item.identifier {
-            let wallet = local_wallet(services, identifier).await?.ok_or_else(|| {
-                GnapError::invalid_request(format!(
-                    "identifier {identifier} is not a wallet address on this server"
-                ))
-            })?;
-            match owner {
-                Some(o) if o != wallet.id && request.requires_interaction() => {
-                    return Err(GnapError::invalid_request(
-                        "an interactive grant can only ask for access to one wallet address",
-                    ))
-                }
-                _ => owner = Some(wallet.id),
-            }
-        }
-    }
     let now = services.clock.now();
-    let continue_token = new_token(services.random.as_ref());
-    let id = GrantId::new(now, services.random.as_ref());
-    let wire: Vec<AccessItemWire> = request.access.iter().map(AccessItem::to_wire).collect();
-    let (client_wallet_address, client_jwk) = match &request.client {
-        ClientIdent::WalletAddress(w) => (Some(w.clone()), None),
-        ClientIdent::Jwk(j) => (
-            None,
-            Some(serde_json::to_string(j).map_err(|_| internal("client jwk"))?),
-        ),
-    };
+    let asked = read_asked(services, &request, now).await?;
     let interactive = request.requires_interaction();
-    if let (true, ClientIdent::WalletAddress(client)) = (interactive, &request.client) {
-        // Each waits for a person: a client cannot pile them up.
-        let waiting = services
-            .store
-            .pending_interactions(client, now)
-            .await
-            .map_err(store_error)?;
-        if waiting >= u64::from(services.config.max_pending_interactions) {
-            return Err(GnapError::new(
-                opd_gnap::GnapErrorCode::TooManyAttempts,
-                format!("this client already has {waiting} grants waiting for a decision"),
-            ));
-        }
-    }
-    let finish = request.finish().cloned();
-    let mut record = GrantRecord {
-        id,
-        state: String::new(),
-        finalization: None,
-        client_wallet_address,
-        client_jwk,
-        access: serde_json::to_string(&wire).map_err(|_| internal("access"))?,
-        continue_id: new_uuid_string(services),
-        continue_token_digest: token_digest(&continue_token),
-        interact_id: interactive.then(|| new_uuid_string(services)),
-        interact_nonce: interactive.then(|| new_token(services.random.as_ref())),
-        interact_ref: None,
-        interaction_state: interactive.then(|| "pending".to_owned()),
-        interaction_expires_at: interactive.then(|| now.plus(services.config.interaction_ttl)),
-        finish_uri: finish.as_ref().map(|f| f.uri.clone()),
-        client_nonce: finish.as_ref().map(|f| f.nonce.clone()),
-        wallet_address_id: if interactive { owner } else { None },
-        last_continued_at: now,
-        version: 0,
-        created_at: now,
-        updated_at: now,
-    };
+    let owner = admit(
+        &asked,
+        interactive,
+        services.config.max_pending_interactions,
+    )?;
+    let continue_token = new_token(services.random.as_ref());
+    let mut record = new_record(services, &request, owner, now)?;
+    record.continue_token_digest = token_digest(&continue_token);
     if interactive {
         set_state(&mut record, GrantState::Pending);
         services
@@ -112,7 +61,7 @@ pub async fn request_grant(
         &mut record,
         GrantState::Finalized(opd_gnap::FinalizationReason::Issued),
     );
-    let (value, token) = mint_token(services, id, &request.access);
+    let (value, token) = mint_token(services, record.id, &request.access);
     services
         .store
         .create_grant(&record, Some(&token))
@@ -122,6 +71,76 @@ pub async fn request_grant(
         access_token: token_response(services, value, &token, &request.access),
         continue_: continue_response(services, &record, &continue_token, false),
     }))
+}
+
+/// What `request` asks of this server (see [`Asked`]), read now.
+async fn read_asked(
+    services: &Services,
+    request: &ValidatedGrantRequest,
+    now: Timestamp,
+) -> Result<Asked, GnapError> {
+    let mut identifiers = Vec::new();
+    for identifier in request.access.iter().filter_map(|i| i.identifier.as_ref()) {
+        let wallet = local_wallet(services, identifier).await?;
+        identifiers.push((identifier.clone(), wallet.map(|w| w.id)));
+    }
+    let waiting = match (&request.client, request.requires_interaction()) {
+        (ClientIdent::WalletAddress(client), true) => Some(
+            services
+                .store
+                .pending_interactions(client, now)
+                .await
+                .map_err(store_error)?,
+        ),
+        _ => None,
+    };
+    Ok(Asked {
+        identifiers,
+        waiting,
+    })
+}
+
+/// A new grant's record for `request` (its state and continuation token
+/// digest set by the caller), with fresh identifiers, and for an
+/// interactive request, its interaction and `owner`.
+fn new_record(
+    services: &Services,
+    request: &ValidatedGrantRequest,
+    owner: Option<WalletAddressId>,
+    now: Timestamp,
+) -> Result<GrantRecord, GnapError> {
+    let wire: Vec<AccessItemWire> = request.access.iter().map(AccessItem::to_wire).collect();
+    let (client_wallet_address, client_jwk) = match &request.client {
+        ClientIdent::WalletAddress(w) => (Some(w.clone()), None),
+        ClientIdent::Jwk(j) => (
+            None,
+            Some(serde_json::to_string(j).map_err(|_| internal("client jwk"))?),
+        ),
+    };
+    let interactive = request.requires_interaction();
+    let finish = request.finish();
+    Ok(GrantRecord {
+        id: GrantId::new(now, services.random.as_ref()),
+        state: String::new(),
+        finalization: None,
+        client_wallet_address,
+        client_jwk,
+        access: serde_json::to_string(&wire).map_err(|_| internal("access"))?,
+        continue_id: new_uuid_string(services),
+        continue_token_digest: String::new(),
+        interact_id: interactive.then(|| new_uuid_string(services)),
+        interact_nonce: interactive.then(|| new_token(services.random.as_ref())),
+        interact_ref: None,
+        interaction_state: interactive.then(|| "pending".to_owned()),
+        interaction_expires_at: interactive.then(|| now.plus(services.config.interaction_ttl)),
+        finish_uri: finish.map(|f| f.uri.clone()),
+        client_nonce: finish.map(|f| f.nonce.clone()),
+        wallet_address_id: owner,
+        last_continued_at: now,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    })
 }
 
 /// The grant a continuation request names, checked against the presented
@@ -154,7 +173,8 @@ pub async fn grant_for_continuation(
 }
 
 /// `POST /continue/{id}`: with an `interact_ref` after the finish redirect,
-/// or without one to poll.
+/// or without one to poll. Decides ([`continuation`]), then stores the
+/// grant as continued (and its token, when issued) and answers.
 pub async fn continue_grant(
     services: &Services,
     grant: Grant,
@@ -162,93 +182,62 @@ pub async fn continue_grant(
 ) -> Result<ContinueGrantResponse, GnapError> {
     let now = services.clock.now();
     let wait = services.config.continue_wait_secs;
+    let decision = continuation(&grant, interact_ref, wait, now)?;
     let record = &grant.record;
-    let used =
-        || GnapError::invalid_continuation("the grant's token was already issued").with_status(401);
-    if grant.state == GrantState::Finalized(opd_gnap::FinalizationReason::Issued) {
-        return Err(used());
-    }
-    let decision = match interact_ref {
-        Some(r) => {
-            let matches = record
-                .interact_ref
-                .as_deref()
-                .is_some_and(|mine| constant_time_eq(mine.as_bytes(), r.as_bytes()));
-            if !matches {
-                return Err(
-                    GnapError::invalid_continuation("unknown interaction reference")
-                        .with_status(404),
-                );
-            }
-            opd_gnap::continue_with_ref_decision(grant.state, record.last_continued_at, 0, now)?
-        }
-        None => opd_gnap::poll_decision(
-            grant.state,
-            record.last_continued_at,
-            wait,
-            now,
-            record.finish_uri.is_some(),
-        )?,
-    };
     let mut updated = record.clone();
     updated.last_continued_at = now;
     updated.updated_at = now;
     // Every continuation answer carries a fresh continuation token (only
     // digests are stored, so the old value cannot be repeated); the old one
     // stops working.
-    let continue_token_value = new_token(services.random.as_ref());
-    updated.continue_token_digest = token_digest(&continue_token_value);
-    match decision {
+    let continue_token = new_token(services.random.as_ref());
+    updated.continue_token_digest = token_digest(&continue_token);
+    let access_token = match decision {
         ContinueDecision::StillPending => {
-            if !services
-                .store
-                .update_grant(&updated, None)
-                .await
-                .map_err(store_error)?
-            {
+            if !update_grant(services, &updated, None).await? {
                 return Err(GnapError::too_fast(
                     "another continuation request is in progress",
                 ));
             }
-            Ok(ContinueGrantResponse {
-                access_token: None,
-                subject: None,
-                continue_: ContinueResponse {
-                    access_token: ContinueToken {
-                        value: continue_token_value,
-                    },
-                    uri: auth_url(services, &format!("continue/{}", record.continue_id)),
-                    wait: Some(wait),
-                },
-            })
+            None
         }
         ContinueDecision::IssueToken => {
-            let issued = grant.state.issue().map_err(|_| used())?;
+            let issued = grant.state.issue().map_err(|_| token_used())?;
             set_state(&mut updated, issued);
             let (value, token) = mint_token(services, record.id, &grant.access);
-            if !services
-                .store
-                .update_grant(&updated, Some(&token))
-                .await
-                .map_err(store_error)?
-            {
-                return Err(used());
+            if !update_grant(services, &updated, Some(&token)).await? {
+                return Err(token_used());
             }
-            Ok(ContinueGrantResponse {
-                access_token: Some(token_response(services, value, &token, &grant.access)),
-                subject: None,
-                continue_: ContinueResponse {
-                    access_token: ContinueToken {
-                        value: continue_token_value,
-                    },
-                    uri: auth_url(services, &format!("continue/{}", record.continue_id)),
-                    wait: None,
-                },
-            })
+            Some(token_response(services, value, &token, &grant.access))
         }
-    }
+    };
+    let wait = access_token.is_none().then_some(wait);
+    Ok(ContinueGrantResponse {
+        access_token,
+        subject: None,
+        continue_: ContinueResponse {
+            access_token: ContinueToken {
+                value: continue_token,
+            },
+            uri: auth_url(services, &format!("continue/{}", record.continue_id)),
+            wait,
+        },
+    })
 }
 
+/// Stores a continued grant (with its new token, if issued); `false` when
+/// another request changed it first.
+async fn update_grant(
+    services: &Services,
+    grant: &GrantRecord,
+    token: Option<&AccessTokenRecord>,
+) -> Result<bool, GnapError> {
+    services
+        .store
+        .update_grant(grant, token)
+        .await
+        .map_err(store_error)
+}
 /// `DELETE /continue/{id}`: the grant and all its tokens are revoked.
 pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), GnapError> {
     services
