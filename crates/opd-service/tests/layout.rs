@@ -274,10 +274,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "being split with the credit path (issue 37 item 1)",
     ),
     (
-        "opd_service::platform::metrics::describe",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
         "opd_api::admin::dashboard::payments::list",
         "TEMPORARY: being split (issue 37)",
     ),

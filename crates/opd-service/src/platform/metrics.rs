@@ -171,93 +171,54 @@ async fn sample_sending(store: &dyn Store, now: Timestamp) {
     }
 }
 
-/// Registers the help text of every metric (shown as `# HELP` lines).
+/// What a metric is, for its description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+    /// A histogram of durations in seconds.
+    Seconds,
+}
+
+/// Every metric's kind and help text (shown as `# HELP` lines).
+const HELP: &[(&str, Kind, &str)] = &[
+    (HTTP_REQUEST_DURATION, Kind::Seconds, "Duration of HTTP server requests, by listener, method, route template and status."),
+    (HTTP_ACTIVE_REQUESTS, Kind::Gauge, "HTTP server requests being served, by listener."),
+    (PAYMENTS_CREATED, Kind::Counter, "Outgoing payments created, by debit asset."),
+    (PAYMENTS_CREATED_AMOUNT, Kind::Counter, "Sum of created outgoing payments' debitAmount, in minor units of the asset (divide by 10^asset_scale)."),
+    (PAYMENTS_COMPLETED, Kind::Counter, "Outgoing payments completed, by debit asset."),
+    (PAYMENTS_SENT_AMOUNT, Kind::Counter, "Sum of completed outgoing payments' sentAmount (fees excluded), in minor units of the asset."),
+    (PAYMENTS_FAILED, Kind::Counter, "Outgoing payments that failed or were cancelled (state), by debit asset."),
+    (PAYMENTS_FAILED_AMOUNT, Kind::Counter, "Sum of failed or cancelled outgoing payments' debitAmount, in minor units of the asset."),
+    (PAYMENT_DURATION, Kind::Seconds, "Time from an outgoing payment's creation to its completion, by debit asset."),
+    (INCOMING_RECEIVED_AMOUNT, Kind::Counter, "Sum credited to incoming payments, in minor units of the receiving asset, by way in (local: from a wallet address of this server; interledger: ILP packets)."),
+    (INCOMING_COMPLETED, Kind::Counter, "Incoming payments completed (fully paid, or completed by their client), by asset."),
+    (WEBHOOK_DELIVERIES, Kind::Counter, "Webhook delivery attempts, by event type and result (delivered, failed)."),
+    (WEBHOOK_BACKLOG, Kind::Gauge, "Webhook events not delivered yet (sampled at each scrape, at most 100000)."),
+    (PAYMENTS_SENDING, Kind::Gauge, "Outgoing payments in sending, by age since creation (under_1m, 1m_to_5m, 5m_to_1h, over_1h; sampled at each scrape)."),
+    (ILP_PACKETS, Kind::Counter, "ILP Prepares answered (direction incoming) or sent to peers (outgoing), by outcome (fulfill, reject, unreachable) and reject code."),
+    (ILP_PACKET_DURATION, Kind::Seconds, "Time a peer took to answer a Prepare this server sent."),
+    (SIGNATURE_FAILURES, Kind::Counter, "HTTP message signatures refused (Open Payments and authorization listeners), by reason."),
+    (DB_CONNECTIONS, Kind::Gauge, "Database connections, by pool and state (idle, used)."),
+    (DB_CONNECTIONS_MAX, Kind::Gauge, "The most connections a database pool opens."),
+    (DB_PENDING_REQUESTS, Kind::Gauge, "Callers waiting for a database connection (SQLite: for the single writer)."),
+    (BUILD_INFO, Kind::Gauge, "Always 1; the version is a label."),
+];
+
+/// Registers the help text of every metric.
 pub fn describe() {
-    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-    describe_histogram!(
-        HTTP_REQUEST_DURATION,
-        Unit::Seconds,
-        "Duration of HTTP server requests, by listener, method, route template and status."
-    );
-    describe_gauge!(
-        HTTP_ACTIVE_REQUESTS,
-        "HTTP server requests being served, by listener."
-    );
-    describe_counter!(
-        PAYMENTS_CREATED,
-        "Outgoing payments created, by debit asset."
-    );
-    describe_counter!(
-        PAYMENTS_CREATED_AMOUNT,
-        "Sum of created outgoing payments' debitAmount, in minor units of the asset (divide by 10^asset_scale)."
-    );
-    describe_counter!(
-        PAYMENTS_COMPLETED,
-        "Outgoing payments completed, by debit asset."
-    );
-    describe_counter!(
-        PAYMENTS_SENT_AMOUNT,
-        "Sum of completed outgoing payments' sentAmount (fees excluded), in minor units of the asset."
-    );
-    describe_counter!(
-        PAYMENTS_FAILED,
-        "Outgoing payments that failed or were cancelled (state), by debit asset."
-    );
-    describe_counter!(
-        PAYMENTS_FAILED_AMOUNT,
-        "Sum of failed or cancelled outgoing payments' debitAmount, in minor units of the asset."
-    );
-    describe_histogram!(
-        PAYMENT_DURATION,
-        Unit::Seconds,
-        "Time from an outgoing payment's creation to its completion, by debit asset."
-    );
-    describe_counter!(
-        INCOMING_RECEIVED_AMOUNT,
-        "Sum credited to incoming payments, in minor units of the receiving asset, by way in (local: from a wallet address of this server; interledger: ILP packets)."
-    );
-    describe_counter!(
-        INCOMING_COMPLETED,
-        "Incoming payments completed (fully paid, or completed by their client), by asset."
-    );
-    describe_counter!(
-        WEBHOOK_DELIVERIES,
-        "Webhook delivery attempts, by event type and result (delivered, failed)."
-    );
-    describe_gauge!(
-        WEBHOOK_BACKLOG,
-        "Webhook events not delivered yet (sampled at each scrape, at most 100000)."
-    );
-    describe_gauge!(
-        PAYMENTS_SENDING,
-        "Outgoing payments in sending, by age since creation (under_1m, 1m_to_5m, 5m_to_1h, over_1h; sampled at each scrape)."
-    );
-    describe_counter!(
-        ILP_PACKETS,
-        "ILP Prepares answered (direction incoming) or sent to peers (outgoing), by outcome (fulfill, reject, unreachable) and reject code."
-    );
-    describe_histogram!(
-        ILP_PACKET_DURATION,
-        Unit::Seconds,
-        "Time a peer took to answer a Prepare this server sent."
-    );
-    describe_counter!(
-        SIGNATURE_FAILURES,
-        "HTTP message signatures refused (Open Payments and authorization listeners), by reason."
-    );
-    describe_gauge!(
-        DB_CONNECTIONS,
-        "Database connections, by pool and state (idle, used)."
-    );
-    describe_gauge!(
-        DB_CONNECTIONS_MAX,
-        "The most connections a database pool opens."
-    );
-    describe_gauge!(
-        DB_PENDING_REQUESTS,
-        "Callers waiting for a database connection (SQLite: for the single writer)."
-    );
-    describe_gauge!(BUILD_INFO, "Always 1; the version is a label.");
+    metrics::with_recorder(|recorder| {
+        for (name, kind, help) in HELP {
+            let (name, help) = ((*name).into(), (*help).into());
+            match kind {
+                Kind::Counter => recorder.describe_counter(name, None, help),
+                Kind::Gauge => recorder.describe_gauge(name, None, help),
+                Kind::Seconds => {
+                    recorder.describe_histogram(name, Some(metrics::Unit::Seconds), help)
+                }
+            }
+        }
+    });
 }
 
 /// The labels of an asset.
@@ -426,6 +387,16 @@ pub fn signature_reason(e: &SigError) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_metric_is_described_once() {
+        let described: Vec<&str> = HELP.iter().map(|(name, _, _)| *name).collect();
+        assert_eq!(described, ALL);
+        for (name, kind, _) in HELP {
+            let seconds = name.ends_with("_seconds");
+            assert_eq!(seconds, *kind == Kind::Seconds, "{name}");
+        }
+    }
 
     #[test]
     fn only_rfc_27_reject_codes_become_labels() {
