@@ -90,17 +90,7 @@ impl From<ServiceError> for ApiError {
                 "invalid receiver",
             )
             .with_detail("reason", Value::String(reason)),
-            S::NonPositiveReceiveAmount { min_send_amount } => {
-                let e = ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "non_positive_receive_amount",
-                    "non-positive receive amount",
-                );
-                match min_send_amount {
-                    Some(a) => e.with_detail("minSendAmount", json!(AmountWire::from(&a))),
-                    None => e,
-                }
-            }
+            S::NonPositiveReceiveAmount { min_send_amount } => non_positive(min_send_amount),
             S::NoExchangeRate { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, "no_exchange_rate", e.to_string())
             }
@@ -111,13 +101,7 @@ impl From<ServiceError> for ApiError {
             ),
             S::RatesUnavailable(_) => {
                 tracing::warn!(error = %e, "exchange rates unavailable");
-                let mut e = ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "rates_unavailable",
-                    "exchange rates are unavailable; try again later",
-                );
-                e.retry_after = Some(1);
-                e
+                rates_unavailable()
             }
             S::AmountOverflow => {
                 ApiError::new(StatusCode::BAD_REQUEST, "amount_overflow", e.to_string())
@@ -143,26 +127,13 @@ impl From<ServiceError> for ApiError {
             S::InsufficientBalance {
                 available,
                 required,
-            } => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "insufficient_balance",
-                "unauthorized",
-            )
-            .with_detail(
-                "reason",
-                Value::String("the wallet address's balance is too low".into()),
-            )
-            .with_detail("available", json!(AmountWire::from(&available)))
-            .with_detail("required", json!(AmountWire::from(&required))),
+            } => insufficient_balance(&available, &required),
             S::Conflict { code, message } => ApiError::new(StatusCode::CONFLICT, code, message),
             // One answer for every refusal, whatever the reason (logged).
             S::PeeringRefused(reason) => {
                 tracing::info!(%reason, "auto-peering request refused");
-                ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "peering_refused",
-                    "the peering request was refused",
-                )
+                let refused = "the peering request was refused";
+                ApiError::new(StatusCode::FORBIDDEN, "peering_refused", refused)
             }
             S::PeeringFailed(m) => ApiError::new(StatusCode::BAD_GATEWAY, "peering_failed", m),
             S::PeeringQuotaReached => ApiError::new(
@@ -173,23 +144,14 @@ impl From<ServiceError> for ApiError {
             S::RateLimited {
                 message,
                 retry_after_secs,
-            } => {
-                let mut e =
-                    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message);
-                e.retry_after = Some(retry_after_secs.max(1));
-                e
-            }
+            } => rate_limited(message, retry_after_secs),
             S::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
                 ApiError::unavailable()
             }
             S::StorageFull(m) => {
                 tracing::error!(error = %m, "the database's disk is full; writes are refused");
-                ApiError::new(
-                    StatusCode::INSUFFICIENT_STORAGE,
-                    "insufficient_storage",
-                    "the server's storage is full; nothing of this request was saved",
-                )
+                storage_full()
             }
             S::Internal(m) => {
                 tracing::error!(error = %m, "internal failure");
@@ -197,6 +159,64 @@ impl From<ServiceError> for ApiError {
             }
         }
     }
+}
+
+/// 400 `non_positive_receive_amount`, with the least amount that would
+/// deliver something when there is one.
+fn non_positive(min_send_amount: Option<opd_core::Amount>) -> ApiError {
+    let e = ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "non_positive_receive_amount",
+        "non-positive receive amount",
+    );
+    match min_send_amount {
+        Some(a) => e.with_detail("minSendAmount", json!(AmountWire::from(&a))),
+        None => e,
+    }
+}
+
+/// 503 `rates_unavailable`: the rates service cannot be reached; clients
+/// come back in a second.
+fn rates_unavailable() -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "rates_unavailable",
+        "exchange rates are unavailable; try again later",
+    );
+    e.retry_after = Some(1);
+    e
+}
+
+/// 403 `insufficient_balance`. Deployed clients read exactly
+/// "unauthorized"; the reason and both amounts go in the details.
+fn insufficient_balance(available: &opd_core::Amount, required: &opd_core::Amount) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "insufficient_balance",
+        "unauthorized",
+    )
+    .with_detail(
+        "reason",
+        Value::String("the wallet address's balance is too low".into()),
+    )
+    .with_detail("available", json!(AmountWire::from(available)))
+    .with_detail("required", json!(AmountWire::from(required)))
+}
+
+/// 429 `too_many_requests`, retried after at least a second.
+fn rate_limited(message: String, retry_after_secs: u32) -> ApiError {
+    let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message);
+    e.retry_after = Some(retry_after_secs.max(1));
+    e
+}
+
+/// 507 `insufficient_storage`: the database's disk is full.
+fn storage_full() -> ApiError {
+    ApiError::new(
+        StatusCode::INSUFFICIENT_STORAGE,
+        "insufficient_storage",
+        "the server's storage is full; nothing of this request was saved",
+    )
 }
 
 impl IntoResponse for ApiError {

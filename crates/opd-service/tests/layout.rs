@@ -293,7 +293,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "opd_api::admin::dashboard::wallet::page",
         "TEMPORARY: being split (issue 37)",
     ),
-    ("opd_api::error::from", "TEMPORARY: being split (issue 37)"),
     (
         "opd::app::service_config",
         "TEMPORARY: being split (issue 37)",
