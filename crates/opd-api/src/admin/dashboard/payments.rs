@@ -79,6 +79,74 @@ fn pairs(values: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The list's filters, as the query gives them; anything unknown is no
+/// filter.
+struct Filters<'q> {
+    outgoing: bool,
+    wallet: Option<WalletAddressId>,
+    /// One of the kind's states.
+    state: Option<&'q str>,
+    /// The id the page starts below (a cursor).
+    before: Option<&'q str>,
+}
+
+impl<'q> Filters<'q> {
+    fn parse(query: &'q [(String, String)]) -> Self {
+        let outgoing = param(query, "kind") != Some("incoming");
+        let states = if outgoing {
+            OUTGOING_STATES
+        } else {
+            INCOMING_STATES
+        };
+        Self {
+            outgoing,
+            wallet: param(query, "wallet").and_then(WalletAddressId::parse),
+            state: param(query, "state").filter(|s| states.contains(s)),
+            // Cursors are ids (UUIDs): anything else is no cursor, never a
+            // query the database would refuse.
+            before: param(query, "before").filter(|b| OutgoingPaymentId::parse(b).is_some()),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        if self.outgoing {
+            "outgoing"
+        } else {
+            "incoming"
+        }
+    }
+
+    fn states(&self) -> &'static [&'static str] {
+        if self.outgoing {
+            OUTGOING_STATES
+        } else {
+            INCOMING_STATES
+        }
+    }
+
+    /// The link to the page of payments older than `last`.
+    fn older_than(&self, last: &str) -> String {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        q.append_pair("kind", self.kind());
+        if let Some(w) = self.wallet {
+            q.append_pair("wallet", &w.to_string());
+        }
+        if let Some(s) = self.state {
+            q.append_pair("state", s);
+        }
+        q.append_pair("before", last);
+        format!("/dashboard/payments?{}", q.finish())
+    }
+}
+
+/// The wallet addresses' paths, by id.
+type Paths = HashMap<WalletAddressId, String>;
+
+/// A wallet address's path (its id, should it be gone).
+fn path_of(paths: &Paths, id: &WalletAddressId) -> String {
+    paths.get(id).cloned().unwrap_or_else(|| id.to_string())
+}
+
 pub(crate) async fn list(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
@@ -86,96 +154,27 @@ pub(crate) async fn list(
 ) -> Response {
     let services = &state.app.services;
     let query = query_pairs(&uri);
-    let outgoing = param(&query, "kind") != Some("incoming");
-    let wallet_id = param(&query, "wallet").and_then(WalletAddressId::parse);
-    let states = if outgoing {
-        OUTGOING_STATES
-    } else {
-        INCOMING_STATES
-    };
-    let state_filter = param(&query, "state").filter(|s| states.contains(s));
-    // Cursors are ids (UUIDs): anything else is no cursor, never a query
-    // the database would refuse.
-    let before = param(&query, "before").filter(|b| OutgoingPaymentId::parse(b).is_some());
+    let filters = Filters::parse(&query);
     let wallets = match wallets::list(services).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
-    let paths: HashMap<WalletAddressId, String> =
-        wallets.iter().map(|w| (w.id, w.path.to_string())).collect();
-    let path_of = |id: &WalletAddressId| paths.get(id).cloned().unwrap_or_else(|| id.to_string());
-    let mut rows = Vec::new();
-    if outgoing {
-        let filter = OutgoingFilter {
-            wallet: wallet_id,
-            state: state_filter.and_then(OutgoingPaymentState::parse),
-        };
-        let found = operator::outgoing_payments(services, filter, before, PAGE + 1).await;
-        let found = match found {
-            Ok(f) => f,
-            Err(e) => return failed(e),
-        };
-        for p in found {
-            let asset = &p.debit.asset;
-            rows.push(Row {
-                id: p.id.to_string(),
-                wallet: path_of(&p.wallet_address_id),
-                state: p.state.as_str().to_owned(),
-                amount: display::amount(p.debit.value, asset.code.as_str(), asset.scale),
-                done: display::amount(p.sent, asset.code.as_str(), asset.scale),
-                counterpart: p.receiver,
-                created: display::datetime(p.created_at),
-            });
-        }
+    let paths: Paths = wallets.iter().map(|w| (w.id, w.path.to_string())).collect();
+    let found = if filters.outgoing {
+        outgoing_rows(services, &filters, &paths).await
     } else {
-        let filter = IncomingFilter {
-            wallet: wallet_id,
-            completed: state_filter.map(|s| s == "completed"),
-        };
-        let found = operator::incoming_payments(services, filter, before, PAGE + 1).await;
-        let found = match found {
-            Ok(f) => f,
-            Err(e) => return failed(e),
-        };
-        let now = services.clock.now();
-        for p in found {
-            let amount = |v: u64| display::amount(v, p.asset.code.as_str(), p.asset.scale);
-            let state = if p.completed {
-                "completed"
-            } else if p.is_expired(now) {
-                "expired"
-            } else {
-                "open"
-            };
-            rows.push(Row {
-                id: p.id.to_string(),
-                wallet: path_of(&p.wallet_address_id),
-                state: state.to_owned(),
-                amount: p.incoming_amount.map_or_else(|| "any".to_owned(), amount),
-                done: amount(p.received_amount),
-                counterpart: p.client.clone().unwrap_or_default(),
-                created: display::datetime(p.created_at),
-            });
-        }
-    }
+        incoming_rows(services, &filters, &paths).await
+    };
+    let mut rows = match found {
+        Ok(rows) => rows,
+        Err(e) => return failed(e),
+    };
     let older = if rows.len() > PAGE as usize {
         rows.truncate(PAGE as usize);
-        rows.last().map(|last| {
-            let mut q = url::form_urlencoded::Serializer::new(String::new());
-            q.append_pair("kind", if outgoing { "outgoing" } else { "incoming" });
-            if let Some(w) = wallet_id {
-                q.append_pair("wallet", &w.to_string());
-            }
-            if let Some(s) = state_filter {
-                q.append_pair("state", s);
-            }
-            q.append_pair("before", &last.id);
-            format!("/dashboard/payments?{}", q.finish())
-        })
+        rows.last().map(|last| filters.older_than(&last.id))
     } else {
         None
     };
-    let kind = if outgoing { "outgoing" } else { "incoming" };
     let kinds = [("outgoing", "Outgoing"), ("incoming", "Incoming")]
         .map(|(v, l)| (v.to_owned(), l.to_owned()));
     let mut wallet_choices = vec![(String::new(), "All wallet addresses".to_owned())];
@@ -185,8 +184,8 @@ pub(crate) async fn list(
             .map(|w| (w.id.to_string(), w.path.to_string())),
     );
     let mut state_choices = vec![(String::new(), "Any state".to_owned())];
-    state_choices.extend(pairs(states));
-    let wallet_param = wallet_id.map(|w| w.to_string());
+    state_choices.extend(pairs(filters.states()));
+    let wallet_param = filters.wallet.map(|w| w.to_string());
     pages::render(
         StatusCode::OK,
         &PaymentsPage {
@@ -194,15 +193,76 @@ pub(crate) async fn list(
             css_href: CSS,
             nav: Nav::new("/dashboard/payments", &session),
             notice: None,
-            outgoing,
-            kinds: choices(&kinds, Some(kind)),
+            outgoing: filters.outgoing,
+            kinds: choices(&kinds, Some(filters.kind())),
             wallets: choices(&wallet_choices, Some(wallet_param.as_deref().unwrap_or(""))),
-            states: choices(&state_choices, Some(state_filter.unwrap_or(""))),
+            states: choices(&state_choices, Some(filters.state.unwrap_or(""))),
             rows,
             older,
-            filtered: before.is_some(),
+            filtered: filters.before.is_some(),
         },
     )
+}
+
+/// A page of outgoing payments (and one more, to tell whether there is an
+/// older page) as rows.
+async fn outgoing_rows(
+    services: &opd_service::Services,
+    filters: &Filters<'_>,
+    paths: &Paths,
+) -> Result<Vec<Row>, opd_service::ServiceError> {
+    let filter = OutgoingFilter {
+        wallet: filters.wallet,
+        state: filters.state.and_then(OutgoingPaymentState::parse),
+    };
+    let found = operator::outgoing_payments(services, filter, filters.before, PAGE + 1).await?;
+    let row = |p: opd_core::outgoing_payment::OutgoingPayment| {
+        let asset = &p.debit.asset;
+        Row {
+            id: p.id.to_string(),
+            wallet: path_of(paths, &p.wallet_address_id),
+            state: p.state.as_str().to_owned(),
+            amount: display::amount(p.debit.value, asset.code.as_str(), asset.scale),
+            done: display::amount(p.sent, asset.code.as_str(), asset.scale),
+            counterpart: p.receiver,
+            created: display::datetime(p.created_at),
+        }
+    };
+    Ok(found.into_iter().map(row).collect())
+}
+
+/// A page of incoming payments (and one more) as rows.
+async fn incoming_rows(
+    services: &opd_service::Services,
+    filters: &Filters<'_>,
+    paths: &Paths,
+) -> Result<Vec<Row>, opd_service::ServiceError> {
+    let filter = IncomingFilter {
+        wallet: filters.wallet,
+        completed: filters.state.map(|s| s == "completed"),
+    };
+    let found = operator::incoming_payments(services, filter, filters.before, PAGE + 1).await?;
+    let now = services.clock.now();
+    let row = |p: opd_core::incoming_payment::IncomingPayment| {
+        let amount = |v: u64| display::amount(v, p.asset.code.as_str(), p.asset.scale);
+        let state = if p.completed {
+            "completed"
+        } else if p.is_expired(now) {
+            "expired"
+        } else {
+            "open"
+        };
+        Row {
+            id: p.id.to_string(),
+            wallet: path_of(paths, &p.wallet_address_id),
+            state: state.to_owned(),
+            amount: p.incoming_amount.map_or_else(|| "any".to_owned(), amount),
+            done: amount(p.received_amount),
+            counterpart: p.client.clone().unwrap_or_default(),
+            created: display::datetime(p.created_at),
+        }
+    };
+    Ok(found.into_iter().map(row).collect())
 }
 
 /// A transfer as the detail page shows it.
@@ -243,6 +303,18 @@ fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
         .collect()
 }
 
+/// What the detail page shows of a payment: its facts (label, value), the
+/// ledger account whose transfers are listed, and where a cancel posts.
+struct Detail {
+    facts: Vec<(String, String)>,
+    account: String,
+    cancel: Option<String>,
+}
+
+fn amount(v: u64, a: &Asset) -> String {
+    display::amount(v, a.code.as_str(), a.scale)
+}
+
 pub(crate) async fn detail(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
@@ -250,94 +322,16 @@ pub(crate) async fn detail(
     uri: Uri,
 ) -> Response {
     let services = &state.app.services;
-    let mut cancel = None;
-    let amount = |v: u64, a: &Asset| display::amount(v, a.code.as_str(), a.scale);
-    let (facts, account) = match kind.as_str() {
-        "outgoing" => {
-            let Some(id) = OutgoingPaymentId::parse(&id) else {
-                return not_found("outgoing payment");
-            };
-            let p = match operator::outgoing_payment(services, id).await {
-                Ok(Some(p)) => p,
-                Ok(None) => return not_found("outgoing payment"),
-                Err(e) => return failed(e),
-            };
-            let facts = vec![
-                ("Id".to_owned(), p.id.to_string()),
-                ("State".to_owned(), p.state.as_str().to_owned()),
-                ("Receiver".to_owned(), p.receiver.clone()),
-                ("Debit".to_owned(), amount(p.debit.value, &p.debit.asset)),
-                (
-                    "Receive".to_owned(),
-                    amount(p.receive.value, &p.receive.asset),
-                ),
-                ("Sent".to_owned(), amount(p.sent, &p.debit.asset)),
-                (
-                    "Delivered".to_owned(),
-                    amount(p.delivered, &p.receive.asset),
-                ),
-                ("Error".to_owned(), p.error.clone().unwrap_or_default()),
-                ("Client".to_owned(), p.client.clone().unwrap_or_default()),
-                (
-                    "Attempts since money last moved".to_owned(),
-                    p.attempts.to_string(),
-                ),
-                ("Created".to_owned(), display::datetime(p.created_at)),
-                ("Updated".to_owned(), display::datetime(p.updated_at)),
-            ];
-            let account = AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset);
-            if matches!(
-                p.state,
-                OutgoingPaymentState::Funding | OutgoingPaymentState::Sending
-            ) {
-                cancel = Some(format!("/dashboard/payments/outgoing/{}/cancel", p.id));
-            }
-            (facts, account)
-        }
-        "incoming" => {
-            let Some(id) = IncomingPaymentId::parse(&id) else {
-                return not_found("incoming payment");
-            };
-            let p = match operator::incoming_payment(services, id).await {
-                Ok(Some(p)) => p,
-                Ok(None) => return not_found("incoming payment"),
-                Err(e) => return failed(e),
-            };
-            // Where what it received went: the wallet address's balance
-            // (balance mode), or its own account until withdrawn.
-            let received_to = match services.config.receipts() {
-                Receipts::ToWallet => (
-                    "Received money".to_owned(),
-                    "on the wallet address's balance".to_owned(),
-                ),
-                Receipts::Held => match operator::unwithdrawn(services, p.id).await {
-                    Ok(v) => ("Waiting for withdrawal".to_owned(), amount(v, &p.asset)),
-                    Err(e) => return failed(e),
-                },
-            };
-            let facts = vec![
-                ("Id".to_owned(), p.id.to_string()),
-                (
-                    "Completed".to_owned(),
-                    if p.completed { "yes" } else { "no" }.to_owned(),
-                ),
-                (
-                    "Incoming amount".to_owned(),
-                    p.incoming_amount
-                        .map_or_else(|| "any".to_owned(), |v| amount(v, &p.asset)),
-                ),
-                ("Received".to_owned(), amount(p.received_amount, &p.asset)),
-                received_to,
-                ("Client".to_owned(), p.client.clone().unwrap_or_default()),
-                ("Expires".to_owned(), display::datetime(p.expires_at)),
-                ("Created".to_owned(), display::datetime(p.created_at)),
-            ];
-            let account = AccountKind::Incoming.account_id(&p.id.to_string(), &p.asset);
-            (facts, account)
-        }
+    let found = match kind.as_str() {
+        "outgoing" => outgoing_detail(services, &id).await,
+        "incoming" => incoming_detail(services, &id).await,
         _ => return not_found("payment"),
     };
-    let transfers = match operator::transfers_of(services, &account, 200).await {
+    let detail = match found {
+        Ok(d) => d,
+        Err(response) => return response,
+    };
+    let transfers = match operator::transfers_of(services, &detail.account, 200).await {
         Ok(t) => t,
         Err(e) => return failed(e),
     };
@@ -345,6 +339,7 @@ pub(crate) async fn detail(
         Ok(n) => n,
         Err(e) => return failed(e),
     };
+    let facts = detail.facts.into_iter().filter(|(_, v)| !v.is_empty());
     pages::render(
         StatusCode::OK,
         &PaymentPage {
@@ -356,11 +351,85 @@ pub(crate) async fn detail(
             css_href: CSS,
             nav: Nav::new("/dashboard/payments", &session),
             notice: done_message(&query_pairs(&uri)),
-            facts: facts.into_iter().filter(|(_, v)| !v.is_empty()).collect(),
+            facts: facts.collect(),
             transfers: transfer_rows(&transfers, &names),
-            cancel,
+            cancel: detail.cancel,
         },
     )
+}
+
+/// An outgoing payment's detail; the page to answer when there is none.
+async fn outgoing_detail(services: &opd_service::Services, id: &str) -> Result<Detail, Response> {
+    let Some(id) = OutgoingPaymentId::parse(id) else {
+        return Err(not_found("outgoing payment"));
+    };
+    let p = match operator::outgoing_payment(services, id).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return Err(not_found("outgoing payment")),
+        Err(e) => return Err(failed(e)),
+    };
+    let fact = |label: &str, value: String| (label.to_owned(), value);
+    let facts = vec![
+        fact("Id", p.id.to_string()),
+        fact("State", p.state.as_str().to_owned()),
+        fact("Receiver", p.receiver.clone()),
+        fact("Debit", amount(p.debit.value, &p.debit.asset)),
+        fact("Receive", amount(p.receive.value, &p.receive.asset)),
+        fact("Sent", amount(p.sent, &p.debit.asset)),
+        fact("Delivered", amount(p.delivered, &p.receive.asset)),
+        fact("Error", p.error.clone().unwrap_or_default()),
+        fact("Client", p.client.clone().unwrap_or_default()),
+        fact("Attempts since money last moved", p.attempts.to_string()),
+        fact("Created", display::datetime(p.created_at)),
+        fact("Updated", display::datetime(p.updated_at)),
+    ];
+    let unfinished = matches!(
+        p.state,
+        OutgoingPaymentState::Funding | OutgoingPaymentState::Sending
+    );
+    Ok(Detail {
+        facts,
+        account: AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset),
+        cancel: unfinished.then(|| format!("/dashboard/payments/outgoing/{}/cancel", p.id)),
+    })
+}
+
+/// An incoming payment's detail; the page to answer when there is none.
+async fn incoming_detail(services: &opd_service::Services, id: &str) -> Result<Detail, Response> {
+    let Some(id) = IncomingPaymentId::parse(id) else {
+        return Err(not_found("incoming payment"));
+    };
+    let p = match operator::incoming_payment(services, id).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return Err(not_found("incoming payment")),
+        Err(e) => return Err(failed(e)),
+    };
+    let fact = |label: &str, value: String| (label.to_owned(), value);
+    // Where what it received went: the wallet address's balance (balance
+    // mode), or its own account until withdrawn.
+    let received_to = match services.config.receipts() {
+        Receipts::ToWallet => fact("Received money", "on the wallet address's balance".into()),
+        Receipts::Held => match operator::unwithdrawn(services, p.id).await {
+            Ok(v) => fact("Waiting for withdrawal", amount(v, &p.asset)),
+            Err(e) => return Err(failed(e)),
+        },
+    };
+    let incoming = p.incoming_amount.map(|v| amount(v, &p.asset));
+    let facts = vec![
+        fact("Id", p.id.to_string()),
+        fact("Completed", if p.completed { "yes" } else { "no" }.into()),
+        fact("Incoming amount", incoming.unwrap_or_else(|| "any".into())),
+        fact("Received", amount(p.received_amount, &p.asset)),
+        received_to,
+        fact("Client", p.client.clone().unwrap_or_default()),
+        fact("Expires", display::datetime(p.expires_at)),
+        fact("Created", display::datetime(p.created_at)),
+    ];
+    Ok(Detail {
+        facts,
+        account: AccountKind::Incoming.account_id(&p.id.to_string(), &p.asset),
+        cancel: None,
+    })
 }
 
 /// `POST /dashboard/payments/outgoing/{id}/cancel`: cancels a payment not
