@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_service::operator;
+use opd_service::{operator, ServiceConfig};
 use secrecy::ExposeSecret;
 
 use opd_core::ledger::AccountKind;
@@ -226,24 +226,14 @@ fn secs(d: Duration) -> String {
     display::seconds(d.as_secs())
 }
 
+/// A setting: its label and its value as the page shows it.
+type Setting = (&'static str, String);
+
 pub(crate) async fn settings(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
 ) -> Response {
     let c = &state.app.services.config;
-    let mut fees: Vec<String> = c
-        .fees
-        .iter()
-        .map(|(a, f)| {
-            format!(
-                "{}: {} + {} bp",
-                a.code,
-                display::amount(f.fixed, a.code.as_str(), a.scale),
-                f.basis_points
-            )
-        })
-        .collect();
-    fees.sort();
     let mut settings = vec![
         ("Version", format!("opd {}", env!("CARGO_PKG_VERSION"))),
         (
@@ -258,68 +248,9 @@ pub(crate) async fn settings(
             .iter()
             .map(|(what, addr)| (*what, format!("listens on {addr}"))),
     );
-    settings.extend([
-        ("Public URL", c.public_url.to_string()),
-        ("Authorization server URL", c.auth_server_url.clone()),
-        ("ILP address", c.ilp_address.to_string()),
-        ("Admin token", "set (hidden)".to_owned()),
-        ("Secrets key", "set (hidden)".to_owned()),
-        (
-            "Identity-provider secret",
-            masked(c.idp_secret.as_ref().map(ExposeSecret::expose_secret)),
-        ),
-        ("Consent page", or_none(c.idp_consent_url.as_deref())),
-        ("Webhook URL", or_none(c.webhook_url.as_deref())),
-        (
-            "Webhook secret",
-            masked(c.webhook_secret.as_ref().map(ExposeSecret::expose_secret)),
-        ),
-        ("Introspection URL", or_none(c.introspection_url.as_deref())),
-        (
-            "Introspection token",
-            masked(
-                c.introspection_token
-                    .as_ref()
-                    .map(ExposeSecret::expose_secret),
-            ),
-        ),
-        ("Rates URL", or_none(c.rates_url.as_deref())),
-        ("Fees from the configuration", fees.join("; ")),
-        ("Slippage", format!("{} bp", c.slippage_basis_points)),
-        ("Quote lifespan", secs(c.quote_lifespan)),
-        (
-            "Incoming payment expiry (default)",
-            secs(c.incoming_payment_default_expiry),
-        ),
-        (
-            "Incoming payment expiry (max)",
-            secs(c.incoming_payment_max_expiry),
-        ),
-        ("Access token lifetime", secs(c.access_token_ttl)),
-        ("Interaction lifetime", secs(c.interaction_ttl)),
-        (
-            "Grant requests per minute",
-            c.grant_requests_per_minute.to_string(),
-        ),
-        (
-            "Creates per minute",
-            c.create_requests_per_minute.to_string(),
-        ),
-        (
-            "Pending interactions per client",
-            c.max_pending_interactions.to_string(),
-        ),
-        (
-            "Retention",
-            if c.retention.is_zero() {
-                "forever".into()
-            } else {
-                secs(c.retention)
-            },
-        ),
-        ("Outbound allow list", c.outbound_allow.join(", ")),
-        ("External funding", c.external_funding.to_string()),
-    ]);
+    settings.extend(addresses_and_secrets(c));
+    settings.extend(money_and_lifetimes(c));
+    settings.extend(limits_and_retention(c));
     pages::render(
         StatusCode::OK,
         &SettingsPage {
@@ -333,4 +264,86 @@ pub(crate) async fn settings(
                 .collect(),
         },
     )
+}
+
+/// Where this server is and whom it talks to, secrets masked.
+fn addresses_and_secrets(c: &ServiceConfig) -> Vec<Setting> {
+    let secret = |s: Option<&secrecy::SecretString>| masked(s.map(ExposeSecret::expose_secret));
+    vec![
+        ("Public URL", c.public_url.to_string()),
+        ("Authorization server URL", c.auth_server_url.clone()),
+        ("ILP address", c.ilp_address.to_string()),
+        ("Admin token", "set (hidden)".to_owned()),
+        ("Secrets key", "set (hidden)".to_owned()),
+        ("Identity-provider secret", secret(c.idp_secret.as_ref())),
+        ("Consent page", or_none(c.idp_consent_url.as_deref())),
+        ("Webhook URL", or_none(c.webhook_url.as_deref())),
+        ("Webhook secret", secret(c.webhook_secret.as_ref())),
+        ("Introspection URL", or_none(c.introspection_url.as_deref())),
+        (
+            "Introspection token",
+            secret(c.introspection_token.as_ref()),
+        ),
+        ("Rates URL", or_none(c.rates_url.as_deref())),
+    ]
+}
+
+/// Fees, slippage and how long quotes, payments, tokens and interactions
+/// last.
+fn money_and_lifetimes(c: &ServiceConfig) -> Vec<Setting> {
+    let mut fees: Vec<String> = c
+        .fees
+        .iter()
+        .map(|(a, f)| {
+            format!(
+                "{}: {} + {} bp",
+                a.code,
+                display::amount(f.fixed, a.code.as_str(), a.scale),
+                f.basis_points
+            )
+        })
+        .collect();
+    fees.sort();
+    vec![
+        ("Fees from the configuration", fees.join("; ")),
+        ("Slippage", format!("{} bp", c.slippage_basis_points)),
+        ("Quote lifespan", secs(c.quote_lifespan)),
+        (
+            "Incoming payment expiry (default)",
+            secs(c.incoming_payment_default_expiry),
+        ),
+        (
+            "Incoming payment expiry (max)",
+            secs(c.incoming_payment_max_expiry),
+        ),
+        ("Access token lifetime", secs(c.access_token_ttl)),
+        ("Interaction lifetime", secs(c.interaction_ttl)),
+    ]
+}
+
+/// Request limits, retention, the outbound allow list and the funding
+/// mode.
+fn limits_and_retention(c: &ServiceConfig) -> Vec<Setting> {
+    let retention = if c.retention.is_zero() {
+        "forever".into()
+    } else {
+        secs(c.retention)
+    };
+    vec![
+        (
+            "Grant requests per minute",
+            c.grant_requests_per_minute.to_string(),
+        ),
+        (
+            "Creates per minute",
+            c.create_requests_per_minute.to_string(),
+        ),
+        (
+            "Pending interactions per client",
+            c.max_pending_interactions.to_string(),
+        ),
+        ("Retention", retention),
+        ("Outbound allow list", c.outbound_allow.join(", ")),
+        ("External funding", c.external_funding.to_string()),
+    ]
 }
