@@ -10,9 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::{AccountKind, TransferKind};
-use opd_core::wallet_address::WalletAddress;
-use opd_core::WalletAddressId;
+use opd_core::ledger::{AccountKind, Transfer, TransferKind};
+use opd_core::wallet_address::{WalletAddress, WalletAddressKey};
+use opd_core::{Amount, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::{wallets, ServiceError, Services};
 
@@ -141,6 +141,57 @@ fn names_wallet(access: &str, url: &str) -> bool {
         .any(|item| item["identifier"] == url)
 }
 
+/// Its balance history: every transfer in or out, signed.
+fn history(wallet: &WalletAddress, transfers: &[Transfer]) -> Vec<HistoryRow> {
+    let account = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
+    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
+    transfers
+        .iter()
+        .map(|t| {
+            let incoming = t.credit_account == account;
+            let sign = if incoming { "+" } else { "−" };
+            HistoryRow {
+                what: what(t.kind, incoming),
+                kind: t.kind.as_str().to_owned(),
+                reference: t.reference.clone().unwrap_or_default(),
+                amount: format!("{sign}{}", display::amount(t.amount, code, scale)),
+                created: display::datetime(t.created_at),
+            }
+        })
+        .collect()
+}
+
+/// What the page says of the wallet address itself.
+fn facts(wallet: &WalletAddress, url: &str, balance: &Amount) -> Vec<(String, String)> {
+    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
+    let mut facts = vec![
+        ("Wallet address".to_owned(), url.to_owned()),
+        ("Id".to_owned(), wallet.id.to_string()),
+        ("Asset".to_owned(), wallet.asset.to_string()),
+        (
+            "Balance".to_owned(),
+            display::amount(balance.value, code, scale),
+        ),
+        ("Created".to_owned(), display::datetime(wallet.created_at)),
+    ];
+    if let Some(name) = &wallet.public_name {
+        facts.insert(1, ("Public name".to_owned(), name.clone()));
+    }
+    if let Some(at) = wallet.deactivated_at {
+        facts.push(("Deactivated".to_owned(), display::datetime(at)));
+    }
+    facts
+}
+
+/// A key: its id, and when it was added or revoked.
+fn key_row(k: &WalletAddressKey) -> (String, String) {
+    let status = match k.revoked_at {
+        Some(at) => format!("revoked {}", display::datetime(at)),
+        None => format!("added {}", display::datetime(k.created_at)),
+    };
+    (k.key.kid.clone(), status)
+}
+
 pub(crate) async fn page(
     State(state): State<AdminState>,
     Extension(session): Extension<Session>,
@@ -165,48 +216,9 @@ pub(crate) async fn page(
         Ok(l) => l,
         Err(e) => return failed(e),
     };
-    let account = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
-    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
-    let rows = transfers
-        .iter()
-        .map(|t| {
-            let incoming = t.credit_account == account;
-            let sign = if incoming { "+" } else { "−" };
-            HistoryRow {
-                what: what(t.kind, incoming),
-                kind: t.kind.as_str().to_owned(),
-                reference: t.reference.clone().unwrap_or_default(),
-                amount: format!("{sign}{}", display::amount(t.amount, code, scale)),
-                created: display::datetime(t.created_at),
-            }
-        })
-        .collect();
-    let mut facts = vec![
-        ("Wallet address".to_owned(), url.clone()),
-        ("Id".to_owned(), wallet.id.to_string()),
-        ("Asset".to_owned(), wallet.asset.to_string()),
-        (
-            "Balance".to_owned(),
-            display::amount(balance.value, code, scale),
-        ),
-        ("Created".to_owned(), display::datetime(wallet.created_at)),
-    ];
-    if let Some(name) = &wallet.public_name {
-        facts.insert(1, ("Public name".to_owned(), name.clone()));
-    }
-    if let Some(at) = wallet.deactivated_at {
-        facts.push(("Deactivated".to_owned(), display::datetime(at)));
-    }
-    let keys = keys
-        .iter()
-        .map(|k| {
-            let status = match k.revoked_at {
-                Some(at) => format!("revoked {}", display::datetime(at)),
-                None => format!("added {}", display::datetime(k.created_at)),
-            };
-            (k.key.kid.clone(), status)
-        })
-        .collect();
+    let rows = history(&wallet, &transfers);
+    let facts = facts(&wallet, &url, &balance);
+    let keys = keys.iter().map(key_row).collect();
     let grants = grants
         .iter()
         .filter(|g| names_wallet(&g.access, &url))
