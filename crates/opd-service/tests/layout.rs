@@ -274,26 +274,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
         "being split with the credit path (issue 37 item 1)",
     ),
     (
-        "opd_api::admin::dashboard::payments::list",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_api::admin::dashboard::payments::detail",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_api::admin::dashboard::pricing::render",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_api::admin::dashboard::operations::settings",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
-        "opd_api::admin::dashboard::wallet::page",
-        "TEMPORARY: being split (issue 37)",
-    ),
-    (
         "opd::app::service_config",
         "TEMPORARY: being split (issue 37)",
     ),

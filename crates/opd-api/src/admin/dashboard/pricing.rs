@@ -4,12 +4,15 @@
 //! `POST /dashboard/fees` (set or remove one asset's fee) and
 //! `POST /dashboard/rates` (one rate of a base, the base's others kept).
 
+use std::collections::HashMap;
+
 use askama::Template;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
 use opd_core::{Asset, AssetCode, Fee, Rate};
+use opd_service::operator::{FeeRow as StoredFee, RateRow as StoredRate};
 use opd_service::{operator, pricing, ServiceError};
 
 use super::{done, done_message, failed, query_pairs, refusal, CheckedForm, Nav, Session, CSS};
@@ -55,6 +58,61 @@ fn percent(basis_points: u16) -> String {
     format!("{text} %")
 }
 
+/// The fees set here, and those of the configuration file for the other
+/// assets, by asset.
+fn fee_rows(set: &[StoredFee], configured: &HashMap<Asset, Fee>) -> Vec<FeeRow> {
+    let fee_row = |asset: &Asset, fee: &Fee, from| FeeRow {
+        asset: format!("{} (scale {})", asset.code, asset.scale),
+        code: asset.code.to_string(),
+        scale: asset.scale,
+        fixed: display::amount(fee.fixed, asset.code.as_str(), asset.scale),
+        share: percent(fee.basis_points),
+        from,
+    };
+    let mut fees: Vec<FeeRow> = set
+        .iter()
+        .map(|f| fee_row(&f.asset, &f.fee, "set here"))
+        .collect();
+    for (asset, fee) in configured {
+        if !set.iter().any(|f| &f.asset == asset) {
+            fees.push(fee_row(asset, fee, "configuration file"));
+        }
+    }
+    fees.sort_by(|a, b| (&a.code, a.scale).cmp(&(&b.code, b.scale)));
+    fees
+}
+
+/// The rates set here, and those of the configuration file for the other
+/// pairs, by pair.
+fn rate_rows(
+    set: &[StoredRate],
+    configured: &HashMap<AssetCode, HashMap<AssetCode, Rate>>,
+) -> Vec<RateRow> {
+    let mut rates: Vec<RateRow> = set
+        .iter()
+        .map(|r| RateRow {
+            base: r.base.to_string(),
+            counter: r.counter.to_string(),
+            rate: r.rate.to_string(),
+            from: "set here",
+        })
+        .collect();
+    for (base, counters) in configured {
+        for (counter, rate) in counters {
+            if !set.iter().any(|r| &r.base == base && &r.counter == counter) {
+                rates.push(RateRow {
+                    base: base.to_string(),
+                    counter: counter.to_string(),
+                    rate: rate.to_string(),
+                    from: "configuration file",
+                });
+            }
+        }
+    }
+    rates.sort_by(|a, b| (&a.base, &a.counter).cmp(&(&b.base, &b.counter)));
+    rates
+}
+
 async fn render(
     state: &AdminState,
     session: &Session,
@@ -73,50 +131,9 @@ async fn render(
         Ok(l) => l,
         Err(e) => return failed(e),
     };
-    let fee_row = |asset: &Asset, fee: &Fee, from| FeeRow {
-        asset: format!("{} (scale {})", asset.code, asset.scale),
-        code: asset.code.to_string(),
-        scale: asset.scale,
-        fixed: display::amount(fee.fixed, asset.code.as_str(), asset.scale),
-        share: percent(fee.basis_points),
-        from,
-    };
-    let mut fees: Vec<FeeRow> = set_fees
-        .iter()
-        .map(|f| fee_row(&f.asset, &f.fee, "set here"))
-        .collect();
     let config = &services.config;
-    for (asset, fee) in &config.fees {
-        if !set_fees.iter().any(|f| &f.asset == asset) {
-            fees.push(fee_row(asset, fee, "configuration file"));
-        }
-    }
-    fees.sort_by(|a, b| (&a.code, a.scale).cmp(&(&b.code, b.scale)));
-    let mut rates: Vec<RateRow> = set_rates
-        .iter()
-        .map(|r| RateRow {
-            base: r.base.to_string(),
-            counter: r.counter.to_string(),
-            rate: r.rate.to_string(),
-            from: "set here",
-        })
-        .collect();
-    for (base, counters) in &config.rates {
-        for (counter, rate) in counters {
-            if !set_rates
-                .iter()
-                .any(|r| &r.base == base && &r.counter == counter)
-            {
-                rates.push(RateRow {
-                    base: base.to_string(),
-                    counter: counter.to_string(),
-                    rate: rate.to_string(),
-                    from: "configuration file",
-                });
-            }
-        }
-    }
-    rates.sort_by(|a, b| (&a.base, &a.counter).cmp(&(&b.base, &b.counter)));
+    let fees = fee_rows(&set_fees, &config.fees);
+    let rates = rate_rows(&set_rates, &config.rates);
     let status = if error.is_some() {
         StatusCode::BAD_REQUEST
     } else {
