@@ -76,48 +76,33 @@ impl ApiError {
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         use ServiceError as S;
+        let bad =
+            |code, description: String| ApiError::new(StatusCode::BAD_REQUEST, code, description);
         match e {
             S::InvalidRequest(m) => ApiError::invalid_request(m),
-            e @ S::MetadataTooLarge { .. } => {
-                ApiError::new(StatusCode::BAD_REQUEST, "metadata_too_large", e.to_string())
-            }
-            S::InvalidAmount(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_amount", m),
-            S::InvalidExpiry(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_expiry", m),
+            e @ S::MetadataTooLarge { .. } => bad("metadata_too_large", e.to_string()),
+            S::InvalidAmount(m) => bad("invalid_amount", m),
+            S::InvalidExpiry(m) => bad("invalid_expiry", m),
             // Deployed clients match this description exactly.
-            S::InvalidReceiver(reason) => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_receiver",
-                "invalid receiver",
-            )
-            .with_detail("reason", Value::String(reason)),
+            S::InvalidReceiver(reason) => bad("invalid_receiver", "invalid receiver".into())
+                .with_detail("reason", Value::String(reason)),
             S::NonPositiveReceiveAmount { min_send_amount } => non_positive(min_send_amount),
-            S::NoExchangeRate { .. } => {
-                ApiError::new(StatusCode::BAD_REQUEST, "no_exchange_rate", e.to_string())
-            }
-            S::InsufficientExchangeRate => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "insufficient_exchange_rate",
-                e.to_string(),
-            ),
+            S::NoExchangeRate { .. } => bad("no_exchange_rate", e.to_string()),
+            S::InsufficientExchangeRate => bad("insufficient_exchange_rate", e.to_string()),
             S::RatesUnavailable(_) => {
                 tracing::warn!(error = %e, "exchange rates unavailable");
                 rates_unavailable()
             }
-            S::AmountOverflow => {
-                ApiError::new(StatusCode::BAD_REQUEST, "amount_overflow", e.to_string())
+            S::AmountOverflow => bad("amount_overflow", e.to_string()),
+            S::UnknownWalletAddress => {
+                let unknown = "unknown wallet address";
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_wallet_address", unknown)
             }
-            S::UnknownWalletAddress => ApiError::new(
-                StatusCode::NOT_FOUND,
-                "unknown_wallet_address",
-                "unknown wallet address",
-            ),
-            S::InactiveWalletAddress => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "inactive_wallet_address",
-                "inactive wallet address",
-            ),
+            S::InactiveWalletAddress => {
+                bad("inactive_wallet_address", "inactive wallet address".into())
+            }
             S::NotFound(what) => ApiError::not_found(what),
-            S::InvalidQuote(m) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_quote", m),
+            S::InvalidQuote(m) => bad("invalid_quote", m),
             // Deployed clients read exactly "unauthorized" as "this grant is
             // used up / out of funds"; the reason goes in the details.
             S::Forbidden { code, message } => {
@@ -136,11 +121,10 @@ impl From<ServiceError> for ApiError {
                 ApiError::new(StatusCode::FORBIDDEN, "peering_refused", refused)
             }
             S::PeeringFailed(m) => ApiError::new(StatusCode::BAD_GATEWAY, "peering_failed", m),
-            S::PeeringQuotaReached => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "peering_quota_reached",
-                "this server accepts no more peering requests",
-            ),
+            S::PeeringQuotaReached => {
+                let full = "this server accepts no more peering requests";
+                ApiError::new(StatusCode::FORBIDDEN, "peering_quota_reached", full)
+            }
             S::RateLimited {
                 message,
                 retry_after_secs,
