@@ -20,40 +20,8 @@ async fn main() -> anyhow::Result<()> {
     let node = opd::logging::init(settings.common.log_format);
     match cli.command {
         Command::Serve(_) => run_serve(settings, node).await,
-        Command::Migrate => {
-            opd_store::migrate(settings.common.database_url().expose_secret())
-                .await
-                .context("migration failed")?;
-            println!("database is up to date");
-            Ok(())
-        }
-        Command::Check { external_funding } => {
-            let store = opd_store::connect(&opd_store::ConnectOptions::new(
-                settings.common.database_url().expose_secret().to_owned(),
-            ))
-            .await
-            .context("cannot open the database")?;
-            // Its own flag, else the file's `external_funding`.
-            let external_funding = external_funding.unwrap_or(settings.serve.external_funding);
-            let receipts = opd_core::ledger::Receipts::for_external_funding(external_funding);
-            let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
-            for w in &report.awaiting_withdrawal {
-                println!(
-                    "incoming payments await the withdrawal of {} (minor units of {})",
-                    w.value, w.asset
-                );
-            }
-            let problems = report.problems;
-            if problems.is_empty() {
-                println!("ledger balanced");
-                Ok(())
-            } else {
-                for p in &problems {
-                    println!("{p}");
-                }
-                anyhow::bail!("the ledger is not balanced ({} problems)", problems.len())
-            }
-        }
+        Command::Migrate => migrate(&settings).await,
+        Command::Check { external_funding } => check(&settings, external_funding).await,
         Command::WalletAddress(cmd) => {
             one_line(async {
                 AdminClient::new(&settings.common)?
@@ -92,6 +60,43 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `opd migrate`: brings the database's schema up to date.
+async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    opd_store::migrate(settings.common.database_url().expose_secret())
+        .await
+        .context("migration failed")?;
+    println!("database is up to date");
+    Ok(())
+}
+
+/// `opd check`: checks that the ledger balances, in the funding mode of
+/// `external_funding` (its own flag, else the file's).
+async fn check(settings: &Settings, external_funding: Option<bool>) -> anyhow::Result<()> {
+    let store = opd_store::connect(&opd_store::ConnectOptions::new(
+        settings.common.database_url().expose_secret().to_owned(),
+    ))
+    .await
+    .context("cannot open the database")?;
+    let external_funding = external_funding.unwrap_or(settings.serve.external_funding);
+    let receipts = opd_core::ledger::Receipts::for_external_funding(external_funding);
+    let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
+    for w in &report.awaiting_withdrawal {
+        println!(
+            "incoming payments await the withdrawal of {} (minor units of {})",
+            w.value, w.asset
+        );
+    }
+    let problems = report.problems;
+    if problems.is_empty() {
+        println!("ledger balanced");
+        return Ok(());
+    }
+    for p in &problems {
+        println!("{p}");
+    }
+    anyhow::bail!("the ledger is not balanced ({} problems)", problems.len())
 }
 
 /// Prints a line on standard output. A server outlives whoever reads its
