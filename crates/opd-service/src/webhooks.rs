@@ -7,13 +7,20 @@
 //! `Opd-Signature: t=<unix milliseconds>, v1=<hex HMAC-SHA256>` computed with
 //! the webhook secret over `<t>.<body bytes>`. Receivers should recompute
 //! it, compare in constant time and reject stale `t`.
+//!
+//! The events of a money transaction's facts (`opd_store::Fact`: an
+//! incoming payment completed by a credit, a peer's liquidity crossing a
+//! threshold) are rendered here, through the Open Payments views, while
+//! the transaction waits to commit them (`opd_store::Uncommitted`).
 
 use hmac::{Hmac, Mac};
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::outgoing_payment::OutgoingPayment;
+use opd_core::peer::{LiquidityZone, Peer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{AmountWire, Backoff, Timestamp};
+use opd_store::Fact;
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
@@ -86,6 +93,58 @@ pub(crate) fn payment_event_data(
         data["error"] = serde_json::Value::String(error.clone());
     }
     data
+}
+
+/// The events of `facts`. `receiver` is the wallet address of the
+/// incoming payment a credit's facts are about (read before its
+/// transaction); `None` for movements that credit no incoming payment.
+pub(crate) fn of_facts(
+    services: &Services,
+    facts: &[Fact],
+    receiver: Option<&WalletAddress>,
+) -> Result<Vec<WebhookEvent>, ServiceError> {
+    facts
+        .iter()
+        .map(|fact| match fact {
+            Fact::IncomingCompleted {
+                payment,
+                to_withdraw,
+            } => {
+                let wallet = receiver.filter(|w| w.id == payment.wallet_address_id);
+                let wallet = wallet.ok_or_else(|| {
+                    ServiceError::Internal("a credit's facts without its wallet address".into())
+                })?;
+                let mut data = incoming_event_data(services, payment, wallet);
+                add_withdrawal(&mut data, payment, *to_withdraw);
+                Ok(event(services, EventKind::IncomingPaymentCompleted, data))
+            }
+            Fact::LiquidityCrossed {
+                peer,
+                zone,
+                balance,
+            } => Ok(liquidity_event(services, peer, *zone, *balance)),
+        })
+        .collect()
+}
+
+fn liquidity_event(
+    services: &Services,
+    peer: &Peer,
+    zone: LiquidityZone,
+    balance: u64,
+) -> WebhookEvent {
+    let (kind, threshold) = match zone {
+        LiquidityZone::Low => (EventKind::PeerLiquidityLow, peer.liquidity_low),
+        LiquidityZone::High => (EventKind::PeerLiquidityHigh, peer.liquidity_high),
+    };
+    let data = serde_json::json!({
+        "id": peer.id.to_string(),
+        "name": peer.name,
+        "asset": {"code": peer.asset.code.as_str(), "scale": peer.asset.scale},
+        "liquidityThreshold": threshold.map(|t| t.to_string()),
+        "balance": balance.to_string(),
+    });
+    event(services, kind, data)
 }
 
 /// The `Opd-Signature` value of a body at a time.

@@ -31,8 +31,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use opd_core::peer::Peer;
+use opd_core::wallet_address::WalletAddress;
 use opd_core::{IncomingPaymentId, PeerId};
-use opd_store::{IlpCredit, IlpReceive, ReceiveEvents};
+use opd_store::{CreditRounds, IlpCredit, IlpReceive};
 use tokio::sync::oneshot;
 
 use crate::{ServiceError, Services};
@@ -73,14 +74,15 @@ impl CreditQueue {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Credits `receive` from `peer`, alone or with the packets that
-    /// arrive meanwhile; returns its own result once its transaction ended.
+    /// Credits `receive` from `peer` to an incoming payment of `wallet`,
+    /// alone or with the packets that arrive meanwhile; returns its own
+    /// result once its transaction ended.
     pub async fn credit(
         &self,
         services: &Services,
         peer: &Peer,
         receive: IlpReceive,
-        events: &dyn ReceiveEvents,
+        wallet: &WalletAddress,
     ) -> Result<IlpCredit, ServiceError> {
         let key = (receive.incoming, peer.id);
         let deadline = receive.deadline;
@@ -121,12 +123,7 @@ impl CreditQueue {
         let mut receives = Vec::with_capacity(1 + others.len());
         receives.push(own);
         receives.extend(others.iter().map(|w| w.receive.clone()));
-        let clock = services.clock.as_ref();
-        match services
-            .store
-            .ilp_receive(peer, &receives, events, clock)
-            .await
-        {
+        match credit_group(services, peer, &receives, wallet).await {
             Ok(credits) if credits.len() == receives.len() => {
                 let mut credits = credits.into_iter();
                 let mine = credits.next();
@@ -142,7 +139,6 @@ impl CreditQueue {
                 Err(ServiceError::Internal(why.into()))
             }
             Err(e) => {
-                let e = ServiceError::from(e);
                 fail(others, &e.to_string());
                 Err(e)
             }
@@ -192,6 +188,26 @@ impl CreditQueue {
             group.extend(queue.drain(..take));
         }
     }
+}
+
+/// Credits a group of packets to one incoming payment of `wallet` in as
+/// many transactions as [`CreditRounds`] plans, each committed with the
+/// webhook events of its facts; one answer per packet.
+async fn credit_group(
+    services: &Services,
+    peer: &Peer,
+    receives: &[IlpReceive],
+    wallet: &WalletAddress,
+) -> Result<Vec<IlpCredit>, ServiceError> {
+    let clock = services.clock.as_ref();
+    let mut rounds = CreditRounds::new(receives, clock.now());
+    while let Some(round) = rounds.next() {
+        let packets = CreditRounds::packets(receives, &round);
+        let credited = services.store.credit_round(peer, &packets, clock).await?;
+        let events = crate::webhooks::of_facts(services, credited.facts(), Some(wallet))?;
+        rounds.settle(&round, credited.end(packets.len(), &events).await?);
+    }
+    Ok(rounds.answers())
 }
 
 fn fail(others: Vec<Waiter>, why: &str) {

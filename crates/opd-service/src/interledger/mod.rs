@@ -36,7 +36,6 @@
 
 pub mod connector;
 mod credits;
-mod events;
 pub mod paths;
 mod peering;
 pub mod peers;

@@ -13,7 +13,6 @@ use opd_ilp::stream::receiver::{self, ReplyFacts, Verdict};
 use opd_ilp::{condition_of, decode_destination, fulfillment_for, ErrorCode, StreamPacket};
 use opd_store::{IlpCredit, IlpReceive};
 
-use super::events::ReceiveWithWallet;
 use super::reply::{fulfill, reject, stream_reject};
 use crate::{ServiceError, Services};
 
@@ -105,11 +104,10 @@ pub(super) async fn receive(
         at: services.clock.now(),
         deadline: super::deadline(&prepare.expires_at),
     };
-    let events = ReceiveWithWallet { services, wallet };
     let credited = services
         .interledger
         .credits
-        .credit(services, peer, credit, &events);
+        .credit(services, peer, credit, &wallet);
     match credited.await? {
         IlpCredit::Credited(credited) => {
             // A completed payment refuses credit, so one that reads
