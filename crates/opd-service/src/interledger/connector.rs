@@ -105,11 +105,7 @@ pub async fn forward(
     let Some(next) = route(services, prepare.destination.as_str(), from).await? else {
         return Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no route"));
     };
-    let rate = match services
-        .pricing
-        .rate(services.store.as_ref(), &from.asset, &next.asset)
-        .await
-    {
+    let rate = match services.pricing.rate(&from.asset, &next.asset).await {
         Ok(r) => r,
         Err(ServiceError::NoExchangeRate { .. }) => {
             return Ok(reject(

@@ -20,6 +20,7 @@ use opd_ilp::IlpAddress;
 use opd_store::{Store, StoreError};
 
 use crate::platform::changes::Change;
+use crate::webhooks::Stamp;
 
 use crate::platform::secrets::{self, SecretsKey};
 use crate::{ServiceError, Services};
@@ -378,7 +379,7 @@ pub async fn move_liquidity(
         .store
         .peer_liquidity_move(peer, amount, deposit, &key, &digest, at)
         .await?;
-    let events = crate::webhooks::of_facts(services, moved.facts(), None)?;
+    let events = crate::webhooks::of_facts(Stamp::of(services), moved.facts(), None)?;
     let outcome = moved.commit(&events).await?;
     crate::ledger::transfer_of(outcome, &peer.asset, amount)
 }

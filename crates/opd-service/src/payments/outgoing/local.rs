@@ -17,7 +17,7 @@ use opd_store::Delivered;
 
 use super::lifecycle::{fail, Step};
 use crate::payments::receivers::{self, Unpayable};
-use crate::webhooks::{event, payment_event_data};
+use crate::webhooks::{event, payment_event_data, Stamp};
 use crate::{ServiceError, Services};
 
 /// Sends `p` (claimed, its quote read) to the incoming payment it names:
@@ -117,7 +117,8 @@ async fn deliver(
         events: completed_event(services, p, quote).await?,
     };
     let delivered = services.store.deliver_locally(&delivery).await?;
-    let events = crate::webhooks::of_facts(services, delivered.facts(), Some(receiver_wallet))?;
+    let stamp = Stamp::of(services);
+    let events = crate::webhooks::of_facts(stamp, delivered.facts(), Some(receiver_wallet))?;
     match delivered.commit(&events).await? {
         Delivered::Done { completes } => {
             super::lifecycle::completed(p, quote.debit_minus_fees, quote.fee, "local", delivery.at);
