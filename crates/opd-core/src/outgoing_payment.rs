@@ -184,14 +184,12 @@ pub enum CreateOutgoing {
 
 /// Delivery of an outgoing payment to an incoming payment on this server,
 /// applied atomically: the payment completes, the receiver's account and
-/// `receivedAmount` rise, the fee goes to the fee account.
+/// `receivedAmount` rise (if the receiver, locked, still takes `deliver`
+/// by its rule), the fee goes to the fee account.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalDelivery {
     pub payment: OutgoingPaymentId,
     pub incoming: IncomingPaymentId,
-    /// The incoming payment's wallet address, credited with `deliver` in
-    /// balance mode.
-    pub receiver_wallet: WalletAddressId,
     /// Where the delivered amount goes.
     pub receipts: crate::ledger::Receipts,
     pub sender_asset: Asset,
@@ -200,10 +198,6 @@ pub struct LocalDelivery {
     pub send: u64,
     pub fee: u64,
     pub deliver: u64,
-    /// The receiver's `receivedAmount` the plan was made against.
-    pub expected_received: u64,
-    /// Whether the receiver reaches its `incomingAmount` with this delivery.
-    pub completes_incoming: bool,
     pub at: Timestamp,
     pub events: Vec<WebhookEvent>,
 }

@@ -34,11 +34,20 @@ struct AdminSnapshot {
 }
 
 /// Counter asset code -> rate, of one base, as the rates URL gave them.
+impl std::fmt::Debug for Pricing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pricing")
+            .field("snapshot_ttl", &self.snapshot_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
 type FetchedRates = Arc<HashMap<String, Rate>>;
 
 /// Fee and rate lookups with their caches.
-#[derive(Debug)]
 pub struct Pricing {
+    /// Where the operator's fees, rates and rates URL are.
+    store: Arc<dyn Store>,
     config_fees: HashMap<Asset, Fee>,
     config_rates: HashMap<AssetCode, HashMap<AssetCode, Rate>>,
     config_rates_url: Option<String>,
@@ -62,9 +71,11 @@ struct RatesResponse<'a> {
 impl Pricing {
     pub fn new(
         config: &ServiceConfig,
+        store: Arc<dyn Store>,
         outbound: crate::platform::outbound::Outbound,
     ) -> Result<Self, ServiceError> {
         Ok(Self {
+            store,
             config_fees: config.fees.clone(),
             config_rates: config.rates.clone(),
             config_rates_url: config.rates_url.clone(),
@@ -86,10 +97,8 @@ impl Pricing {
         self.fetched.clear();
     }
 
-    async fn admin(
-        &self,
-        store: &dyn Store,
-    ) -> Result<std::sync::Arc<AdminSnapshot>, ServiceError> {
+    async fn admin(&self) -> Result<std::sync::Arc<AdminSnapshot>, ServiceError> {
+        let store = self.store.as_ref();
         if let Ok(guard) = self.snapshot.read() {
             if let Some((at, snap)) = guard.as_ref() {
                 if at.elapsed() < self.snapshot_ttl {
@@ -125,8 +134,8 @@ impl Pricing {
     }
 
     /// The sending fee of an asset.
-    pub async fn fee(&self, store: &dyn Store, asset: &Asset) -> Result<Fee, ServiceError> {
-        let admin = self.admin(store).await?;
+    pub async fn fee(&self, asset: &Asset) -> Result<Fee, ServiceError> {
+        let admin = self.admin().await?;
         Ok(admin
             .fees
             .get(asset)
@@ -137,16 +146,11 @@ impl Pricing {
 
     /// The rate from one asset to another (see the module docs for the
     /// order of sources).
-    pub async fn rate(
-        &self,
-        store: &dyn Store,
-        from: &Asset,
-        to: &Asset,
-    ) -> Result<Rate, ServiceError> {
+    pub async fn rate(&self, from: &Asset, to: &Asset) -> Result<Rate, ServiceError> {
         if from.code == to.code {
             return Ok(Rate::ONE);
         }
-        let admin = self.admin(store).await?;
+        let admin = self.admin().await?;
         if let Some(rate) = admin.rates.get(&(from.code.clone(), to.code.clone())) {
             return Ok(*rate);
         }

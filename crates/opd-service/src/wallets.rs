@@ -285,3 +285,20 @@ pub async fn ensure_server_identity(
     }
     Ok((wallet, seed))
 }
+
+impl crate::Services {
+    /// A wallet address by id, from the cache when fresh.
+    pub async fn wallet_by_id(
+        &self,
+        id: opd_core::WalletAddressId,
+    ) -> Result<Option<opd_core::wallet_address::WalletAddress>, ServiceError> {
+        if let Some(w) = self.wallets.by_id.get(&id) {
+            return Ok(Some(w));
+        }
+        let found = self.store.get_wallet_address(id).await?;
+        if let Some(w) = &found {
+            self.wallets.by_id.insert(id, w.clone());
+        }
+        Ok(found)
+    }
+}

@@ -7,18 +7,25 @@
 //! `Opd-Signature: t=<unix milliseconds>, v1=<hex HMAC-SHA256>` computed with
 //! the webhook secret over `<t>.<body bytes>`. Receivers should recompute
 //! it, compare in constant time and reject stale `t`.
+//!
+//! The events of a money transaction's facts (`opd_store::Fact`: an
+//! incoming payment completed by a credit, a peer's liquidity crossing a
+//! threshold) are rendered here, through the Open Payments views, while
+//! the transaction waits to commit them (`opd_store::Uncommitted`).
 
 use hmac::{Hmac, Mac};
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::outgoing_payment::OutgoingPayment;
+use opd_core::peer::{LiquidityZone, Peer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::{AmountWire, Backoff, Timestamp};
+use opd_core::{AmountWire, Backoff, Random, Timestamp};
+use opd_store::Fact;
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
 use crate::views::{IncomingPaymentWire, OutgoingPaymentWire};
-use crate::{ServiceError, Services};
+use crate::{PublicUrl, ServiceError, Services};
 
 /// How long one delivery attempt may take.
 const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -28,8 +35,17 @@ pub const SIGNATURE_HEADER: &str = "Opd-Signature";
 
 /// A new outbox event, due now.
 pub fn event(services: &Services, kind: EventKind, data: serde_json::Value) -> WebhookEvent {
-    let now = services.clock.now();
-    let id = opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string();
+    event_at(services.clock.now(), services.random.as_ref(), kind, data)
+}
+
+/// A new outbox event made at `now`, due then, its id from `random`.
+pub fn event_at(
+    now: Timestamp,
+    random: &dyn Random,
+    kind: EventKind,
+    data: serde_json::Value,
+) -> WebhookEvent {
+    let id = opd_core::ids::new_uuid_v7(now, random).to_string();
     let body = serde_json::json!({
         "id": id,
         "type": kind.as_str(),
@@ -86,6 +102,80 @@ pub(crate) fn payment_event_data(
         data["error"] = serde_json::Value::String(error.clone());
     }
     data
+}
+
+/// What rendering an event needs besides its facts: when it is made, a
+/// random source for its id, and the base URL of the views it carries.
+#[derive(Clone, Copy)]
+pub struct Stamp<'a> {
+    pub now: Timestamp,
+    pub random: &'a dyn Random,
+    pub public_url: &'a PublicUrl,
+}
+
+impl<'a> Stamp<'a> {
+    /// The stamp of an event made now by `services`.
+    pub fn of(services: &'a Services) -> Self {
+        Self {
+            now: services.clock.now(),
+            random: services.random.as_ref(),
+            public_url: &services.config.public_url,
+        }
+    }
+}
+
+/// The events of `facts`. `receiver` is the wallet address of the
+/// incoming payment a credit's facts are about (read before its
+/// transaction); `None` for movements that credit no incoming payment.
+pub(crate) fn of_facts(
+    stamp: Stamp<'_>,
+    facts: &[Fact],
+    receiver: Option<&WalletAddress>,
+) -> Result<Vec<WebhookEvent>, ServiceError> {
+    facts
+        .iter()
+        .map(|fact| match fact {
+            Fact::IncomingCompleted {
+                payment,
+                to_withdraw,
+            } => {
+                let wallet = receiver.filter(|w| w.id == payment.wallet_address_id);
+                let wallet = wallet.ok_or_else(|| {
+                    ServiceError::Internal("a credit's facts without its wallet address".into())
+                })?;
+                let view = IncomingPaymentWire::new(payment, wallet, stamp.public_url, None);
+                let mut data = serde_json::to_value(view).unwrap_or_default();
+                add_withdrawal(&mut data, payment, *to_withdraw);
+                let kind = EventKind::IncomingPaymentCompleted;
+                Ok(event_at(stamp.now, stamp.random, kind, data))
+            }
+            Fact::LiquidityCrossed {
+                peer,
+                zone,
+                balance,
+            } => Ok(liquidity_event(stamp, peer, *zone, *balance)),
+        })
+        .collect()
+}
+
+fn liquidity_event(
+    stamp: Stamp<'_>,
+    peer: &Peer,
+    zone: LiquidityZone,
+    balance: u64,
+) -> WebhookEvent {
+    let (kind, threshold) = match zone {
+        LiquidityZone::Low => (EventKind::PeerLiquidityLow, peer.liquidity_low),
+        LiquidityZone::High => (EventKind::PeerLiquidityHigh, peer.liquidity_high),
+    };
+    let data = serde_json::json!({
+        "id": peer.id.to_string(),
+        "name": peer.name,
+        "asset": {"code": peer.asset.code.as_str(), "scale": peer.asset.scale},
+        "liquidityThreshold": threshold.map(|t| t.to_string()),
+        "balance": balance.to_string(),
+    });
+    event_at(stamp.now, stamp.random, kind, data)
 }
 
 /// The `Opd-Signature` value of a body at a time.

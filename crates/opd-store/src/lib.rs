@@ -6,6 +6,7 @@ mod credits;
 mod dashboard;
 mod db;
 mod error;
+mod facts;
 mod faults;
 mod grants;
 mod holds;
@@ -23,6 +24,7 @@ mod read_cache;
 mod receipts;
 mod replays;
 mod retention;
+mod rounds;
 mod rows;
 mod settings;
 mod spending;
@@ -35,8 +37,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use changes::{ChangeFeed, Heard};
+pub use credits::{CreditStore, IlpCredit, IlpReceive, IlpRound};
 pub use dashboard::{DashboardStore, OutboxEntry, PaymentFilter};
 pub use error::StoreError;
+pub use facts::{Fact, Uncommitted};
 pub use faults::Faults;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
 pub use holds::{HoldOutcome, HoldStore};
@@ -45,14 +49,12 @@ pub use ledger::LedgerStore;
 pub use outbox::OutboxStore;
 pub use outgoing::{Delivered, OutgoingPaymentStore};
 pub use packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
-pub use peers::{
-    AutoPeerOutcome, AutoPeeringLimits, IlpCredit, IlpReceive, LiquidityEvents, PeerStore,
-    ReceiveEvents,
-};
+pub use peers::{AutoPeerOutcome, AutoPeeringLimits, PeerStore};
 pub use quotes::QuoteStore;
 pub use receipts::ReceiptStore;
 pub use replays::{FinishedRequest, ReplayStore, StoredRequest};
 pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};
+pub use rounds::{CreditRounds, RoundEnd};
 pub use settings::{FeeRow, RateRow, SettingsStore};
 pub use wallets::WalletStore;
 
@@ -71,6 +73,7 @@ pub trait Store:
     + LedgerStore
     + ReceiptStore
     + OutgoingPaymentStore
+    + CreditStore
     + OutboxStore
     + ReplayStore
     + PeerStore

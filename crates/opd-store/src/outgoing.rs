@@ -5,8 +5,8 @@
 
 use async_trait::async_trait;
 use opd_core::outgoing_payment::{
-    CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery, OutgoingPayment,
-    OutgoingPaymentState, PaymentFailure,
+    CreateOutgoing, GrantReservation, GrantSpent, OutgoingPayment, OutgoingPaymentState,
+    PaymentFailure,
 };
 use opd_core::pagination::{Page, PageRequest};
 use opd_core::webhook::WebhookEvent;
@@ -55,8 +55,6 @@ pub trait OutgoingPaymentStore: Send + Sync {
         id: OutgoingPaymentId,
         at: Timestamp,
     ) -> StoreResult<()>;
-    /// Applies a local delivery (see [`Delivered`]).
-    async fn deliver_locally(&self, delivery: &LocalDelivery) -> StoreResult<Delivered>;
     /// Fails or cancels a payment still funding or sending, refunds what it
     /// holds and releases its grant reservation; `false` when it is not.
     async fn fail_outgoing_payment(&self, failure: &PaymentFailure) -> StoreResult<bool>;
@@ -93,8 +91,9 @@ pub trait OutgoingPaymentStore: Send + Sync {
 /// What became of a local delivery. Only `Done` changed anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivered {
-    /// The payment completed, the receiver was credited, the fee taken.
-    Done,
+    /// The payment completed, the receiver was credited, the fee taken;
+    /// `completes`: this delivery completed the receiver.
+    Done { completes: bool },
     /// The payment is no longer sending, or the receiver changed since the
     /// plan.
     Changed,
@@ -281,13 +280,6 @@ impl OutgoingPaymentStore for SqlStore {
         let released = self.db.write(&RELEASE, params![at, id.to_string()]).await;
         self.payments_cache.invalidate(id);
         released.map(|_| ())
-    }
-
-    async fn deliver_locally(&self, d: &LocalDelivery) -> StoreResult<Delivered> {
-        self.payments_cache.invalidate(d.payment);
-        let done = self.deliver_tx(d).await;
-        self.payments_cache.invalidate(d.payment);
-        done
     }
 
     async fn fail_outgoing_payment(&self, f: &PaymentFailure) -> StoreResult<bool> {

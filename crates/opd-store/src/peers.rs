@@ -1,26 +1,18 @@
-//! Interledger peers, the digests of the bearer tokens they present, their
-//! liquidity (ledger accounts of kind `peer`), and the transaction that
-//! credits an incoming payment for an ILP packet a peer sent.
+//! Interledger peers, the digests of the bearer tokens they present, and
+//! their liquidity (ledger accounts of kind `peer`). Crediting an incoming
+//! payment for a peer's packets is `crate::credits`.
 
 use async_trait::async_trait;
 use opd_core::ledger::{AccountKind, LedgerOutcome};
-use opd_core::peer::{liquidity_crossing, overlaps, LiquidityZone, Peer, PeerOrigin, PeerOutgoing};
-use opd_core::webhook::WebhookEvent;
+use opd_core::peer::{overlaps, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::{PeerId, Timestamp};
 
+use crate::credits::liquidity_fact;
 use crate::db::{num, params, Stmt, Tx};
+use crate::facts::Uncommitted;
 use crate::ledger::{self, AccountRef};
-use crate::outbox::insert_events;
 use crate::rows::{self, corrupt, Columns};
 use crate::{SqlStore, StoreResult};
-
-pub use crate::credits::{IlpCredit, IlpReceive, ReceiveEvents};
-
-/// Builds `peer.liquidity_low` / `peer.liquidity_high` from the balance
-/// only the transaction knows.
-pub trait LiquidityEvents: Send + Sync {
-    fn liquidity(&self, peer: &Peer, zone: LiquidityZone, balance: u64) -> WebhookEvent;
-}
 
 /// What the auto-peering listener may still grant, as the operator set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,38 +80,20 @@ pub trait PeerStore: Send + Sync {
     /// The peer presenting the token with this digest.
     async fn peer_by_token(&self, digest: &str) -> StoreResult<Option<Peer>>;
     /// Moves liquidity in (`deposit`) or out of the peer's account, once
-    /// per idempotency key (as `LedgerStore::ledger_move`).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the arguments are the operation's separate inputs; a struct would only rename them"
-    )]
-    async fn peer_liquidity_move(
-        &self,
+    /// per idempotency key (as `LedgerStore::ledger_move`). A new move
+    /// waits for the events of its facts (the balance crossing a
+    /// threshold) to commit.
+    async fn peer_liquidity_move<'s>(
+        &'s self,
         peer: &Peer,
         amount: u64,
         deposit: bool,
         idempotency_key: &str,
         request_digest: &str,
         at: Timestamp,
-        events: &dyn LiquidityEvents,
-    ) -> StoreResult<LedgerOutcome>;
+    ) -> StoreResult<Uncommitted<'s, LedgerOutcome>>;
     /// The peer's liquidity balance.
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64>;
-    /// Credits one incoming payment for packets from `peer` that arrived
-    /// together (all naming `receives[0].incoming`), in one transaction:
-    /// the payment's received amount and the ledger moves together, or
-    /// nothing. One result per packet, in order: each packet is taken or
-    /// refused by the payment's rule as if the packets came one after the
-    /// other. A packet whose `deadline` has passed by `clock` once the
-    /// transaction holds its locks is refused as `Expired` and moves
-    /// nothing.
-    async fn ilp_receive(
-        &self,
-        peer: &Peer,
-        receives: &[IlpReceive],
-        events: &dyn ReceiveEvents,
-        clock: &dyn opd_core::Clock,
-    ) -> StoreResult<Vec<IlpCredit>>;
 }
 
 const PEER_COLUMNS: &str = "CAST(id AS TEXT) AS id, name, static_ilp_address, asset_code, \
@@ -289,21 +263,6 @@ pub(crate) async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u6
     u64::try_from(b.max(0)).map_err(|_| corrupt("peer balance"))
 }
 
-/// The `peer.liquidity_*` event when the balance crossed a threshold
-/// (read only when the peer has thresholds: it costs a statement).
-pub(crate) async fn liquidity_event(
-    tx: &mut Tx<'_>,
-    peer: &Peer,
-    before: Option<u64>,
-    events: &dyn LiquidityEvents,
-) -> StoreResult<Option<WebhookEvent>> {
-    let Some(before) = before else {
-        return Ok(None);
-    };
-    let after = balance_in(tx, &liquidity_account(peer)).await?;
-    Ok(liquidity_crossing(peer, before, after).map(|zone| events.liquidity(peer, zone, after)))
-}
-
 pub(crate) fn has_thresholds(peer: &Peer) -> bool {
     peer.liquidity_low.is_some() || peer.liquidity_high.is_some()
 }
@@ -437,21 +396,20 @@ impl PeerStore for SqlStore {
         row.as_ref().map(peer_from_row).transpose()
     }
 
-    async fn peer_liquidity_move(
-        &self,
+    async fn peer_liquidity_move<'s>(
+        &'s self,
         peer: &Peer,
         amount: u64,
         deposit: bool,
         key: &str,
         request_digest: &str,
         at: Timestamp,
-        events: &dyn LiquidityEvents,
-    ) -> StoreResult<LedgerOutcome> {
+    ) -> StoreResult<Uncommitted<'s, LedgerOutcome>> {
         let owner = peer.id.to_string();
         let account = AccountRef::new(AccountKind::Peer, &owner, &peer.asset);
         let mut tx = self.db.begin().await?;
         if let Some(repeat) = ledger::repeated(&mut tx, key, request_digest).await? {
-            return Ok(repeat);
+            return Ok(Uncommitted::settled(repeat));
         }
         let before = match has_thresholds(peer) {
             true => Some(balance_in(&mut tx, &account.id()).await?),
@@ -460,23 +418,11 @@ impl PeerStore for SqlStore {
         let outcome =
             ledger::move_with_key(&mut tx, account, amount, deposit, key, request_digest, at)
                 .await?;
-        if matches!(outcome, LedgerOutcome::Posted(_)) {
-            if let Some(e) = liquidity_event(&mut tx, peer, before, events).await? {
-                insert_events(&mut tx, &[e]);
-            }
-            tx.commit().await?;
+        if !matches!(outcome, LedgerOutcome::Posted(_)) {
+            return Ok(Uncommitted::settled(outcome));
         }
-        Ok(outcome)
-    }
-
-    async fn ilp_receive(
-        &self,
-        peer: &Peer,
-        receives: &[IlpReceive],
-        events: &dyn ReceiveEvents,
-        clock: &dyn opd_core::Clock,
-    ) -> StoreResult<Vec<IlpCredit>> {
-        crate::credits::credit(self, peer, receives, events, clock).await
+        let facts = liquidity_fact(&mut tx, peer, before).await?;
+        Ok(Uncommitted::open(tx, outcome, facts.into_iter().collect()))
     }
 
     async fn peer_liquidity(&self, peer: &Peer) -> StoreResult<u64> {

@@ -1,5 +1,5 @@
 //! Money received by incoming payments after the credit itself (which is
-//! `transitions::deliver_tx` and `peers::ilp_receive`): in balance mode the
+//! `crate::credits`): in balance mode the
 //! credit goes straight to the wallet address, and [`ReceiptStore::settle_received`]
 //! moves money still held on incoming payments' accounts (as a database
 //! first run in external mode, or written before balance mode, holds it)

@@ -1,13 +1,13 @@
 //! The transactions that move an outgoing payment through its life:
 //! creation (the payment stored, funded from the wallet address and
-//! counted against its grant, all or nothing), local delivery, failure with
-//! refund, and funding from outside. Each is one transaction; a refusal
+//! counted against its grant, all or nothing), failure with refund, and
+//! funding from outside (local delivery is a credit: `crate::credits`). Each is one transaction; a refusal
 //! returns without committing, which undoes everything it did.
 
-use opd_core::ledger::{AccountKind, PostError, Receipts, TransferKind};
+use opd_core::ledger::{AccountKind, PostError, TransferKind};
 use opd_core::outgoing_payment::{
-    CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery, OutgoingPayment,
-    OutgoingPaymentState, PaymentFailure,
+    CreateOutgoing, GrantReservation, GrantSpent, OutgoingPayment, OutgoingPaymentState,
+    PaymentFailure,
 };
 use opd_core::webhook::WebhookEvent;
 use opd_core::{OutgoingPaymentId, Timestamp};
@@ -15,7 +15,7 @@ use opd_core::{OutgoingPaymentId, Timestamp};
 use crate::db::{num, params, Stmt, Ticket, Tx, Want};
 use crate::ledger::{self, post, send_post, AccountRef, Posting, SentPost};
 use crate::outbox::insert_events;
-use crate::outgoing::{payment_from_row, Delivered, PAYMENT_COLUMNS};
+use crate::outgoing::{payment_from_row, PAYMENT_COLUMNS};
 use crate::rows::{self, corrupt};
 use crate::{spending, SqlStore, StoreError, StoreResult};
 
@@ -25,17 +25,6 @@ static INSERT_PAYMENT: Stmt = Stmt::new(&[
      sent_value, state, error, metadata, client, grant_id, grant_interval_start, attempts, \
      next_attempt_at, created_at, updated_at) VALUES (?::uuid, ?::uuid, ?::uuid, ?, ?::numeric, \
      ?, ?, ?::numeric, ?, ?, ?::numeric, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-]);
-/// A local delivery delivers everything at once: `delivered_value` too,
-/// which the dashboard shows (it grows packet by packet for payments to
-/// other servers).
-static COMPLETE: Stmt = Stmt::new(&[
-    "UPDATE outgoing_payments SET state = 'completed', sent_value = ?::numeric, \
-     delivered_value = ?::numeric, updated_at = ? WHERE id = ?::uuid AND state = 'sending'",
-]);
-static CREDIT_RECEIVER: Stmt = Stmt::new(&[
-    "UPDATE incoming_payments SET received_amount = ?::numeric, completed = ?, updated_at = ? \
-     WHERE id = ?::uuid AND received_amount = ?::numeric AND completed = ?",
 ]);
 static PAYMENT_IN: Stmt = Stmt::new(&[
     "SELECT ",
@@ -53,14 +42,8 @@ static START_SENDING: Stmt = Stmt::new(&[
     PAYMENT_COLUMNS,
 ]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[
-    &INSERT_PAYMENT,
-    &COMPLETE,
-    &CREDIT_RECEIVER,
-    &END_PAYMENT,
-    &START_SENDING,
-    &PAYMENT_IN,
-];
+pub(crate) static STATEMENTS: &[&Stmt] =
+    &[&INSERT_PAYMENT, &END_PAYMENT, &START_SENDING, &PAYMENT_IN];
 
 /// Checks a new payment's reservation against its grant's limits in the
 /// interval; returns what was spent before it, or the refusal (the caller
@@ -188,58 +171,6 @@ impl SqlStore {
         Ok(CreateOutgoing::Created { spent_before })
     }
 
-    pub(crate) async fn deliver_tx(&self, d: &LocalDelivery) -> StoreResult<Delivered> {
-        let payment = d.payment.to_string();
-        let received = d
-            .expected_received
-            .checked_add(d.deliver)
-            .ok_or_else(|| corrupt("received amount"))?;
-        // On PostgreSQL every statement travels in one round trip, and the
-        // `COMMIT` in a second once the checks below passed.
-        let mut tx = self.db.begin().await?;
-        let completed = tx.send(
-            &COMPLETE,
-            params![num(d.send), num(d.deliver), d.at, &payment],
-            Want::Changed,
-        );
-        let credit = params![
-            num(received),
-            d.completes_incoming,
-            d.at,
-            d.incoming.to_string(),
-            num(d.expected_received),
-            false,
-        ];
-        let credited = tx.send(&CREDIT_RECEIVER, credit, Want::Changed);
-        let posted = send_delivery(&mut tx, d, &payment).await?;
-        insert_events(&mut tx, &d.events);
-        if tx.take(completed).await?.changed() == 0 {
-            // Not sending any more (completed or failed meanwhile).
-            return Ok(Delivered::Changed);
-        }
-        if tx.take(credited).await?.changed() == 0 {
-            // The receiver changed since the plan was made: nothing
-            // happened; the worker plans again.
-            return Ok(Delivered::Changed);
-        }
-        for (kind, sent) in posted {
-            match sent.read(&mut tx).await? {
-                Ok(_) => {}
-                // A credit that would pass u64::MAX: refused, not corrupt.
-                // Dropped without a commit, nothing of it stays.
-                Err(PostError::Overflow) => return Ok(Delivered::Overflow),
-                // The payment holds its debit: it cannot be short.
-                Err(e) => {
-                    return Err(StoreError::Corrupt(format!(
-                        "outgoing payment {payment} cannot post its {kind} transfer: {e:?}"
-                    )))
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(Delivered::Done)
-    }
-
     pub(crate) async fn fail_tx(&self, f: &PaymentFailure) -> StoreResult<bool> {
         let mut tx = self.db.begin().await?;
         let ended = params![f.state.as_str(), &f.reason, f.at, f.payment.to_string()];
@@ -300,42 +231,6 @@ impl SqlStore {
         tx.commit().await?;
         Ok(true)
     }
-}
-
-/// Sends the transfers of a local delivery: the delivered amount to the
-/// receiver (through the settlement accounts when the assets differ) and
-/// the fee to the fee account. The receiver is the receiving wallet
-/// address's account in balance mode (the incoming payment's total is its
-/// row's `received_amount`), so the money is spendable at once without a
-/// second transfer; the incoming payment's account in external mode.
-async fn send_delivery(
-    tx: &mut Tx<'_>,
-    d: &LocalDelivery,
-    payment: &str,
-) -> StoreResult<Vec<(TransferKind, SentPost)>> {
-    let held = AccountRef::new(AccountKind::Outgoing, payment, &d.sender_asset);
-    let (kind, owner) = match d.receipts {
-        Receipts::ToWallet => (AccountKind::Wallet, d.receiver_wallet.to_string()),
-        Receipts::Held => (AccountKind::Incoming, d.incoming.to_string()),
-    };
-    let incoming = AccountRef::new(kind, &owner, &d.receiver_asset);
-    let fees = AccountRef::new(AccountKind::Fees, "fees", &d.sender_asset);
-    let mut moves = ledger::across(held, incoming, d.send, d.deliver, TransferKind::Deliver);
-    moves.push((held, fees, d.fee, TransferKind::Fee));
-    let mut sent = Vec::with_capacity(moves.len());
-    for (debit, credit, amount, kind) in moves {
-        let posting = Posting {
-            debit,
-            credit,
-            amount,
-            kind,
-            reference: Some(payment),
-            key: None,
-            at: d.at,
-        };
-        sent.push((kind, send_post(tx, posting).await?));
-    }
-    Ok(sent)
 }
 
 /// Takes `debit` and `receive` off what the payment's grant counts as

@@ -20,8 +20,8 @@ use opd_core::{
 };
 use opd_core::{GrantId, PeerId};
 use opd_store::{
-    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Delivered, GrantRecord, Store,
-    StoreError,
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, CreditRounds, Delivered, Fact,
+    GrantRecord, Store, StoreError,
 };
 
 opd_testkit::conformance!(
@@ -880,24 +880,24 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     let delivery = LocalDelivery {
         payment: claimed.id,
         incoming: receiver.id,
-        receiver_wallet: bob.id,
         receipts: Receipts::ToWallet,
         sender_asset: usd(),
         receiver_asset: usd(),
         send: 290,
         fee: 10,
         deliver: 290,
-        expected_received: 0,
-        completes_incoming: false,
         at,
         events: vec![],
     };
     // Read before each write too: a store that caches reads must drop them.
     let sending = s.get_outgoing_payment(claimed.id).await.unwrap().unwrap();
     assert_eq!((sending.state.as_str(), sending.sent), ("sending", 0));
-    assert_eq!(s.deliver_locally(&delivery).await.unwrap(), Delivered::Done);
     assert_eq!(
-        s.deliver_locally(&delivery).await.unwrap(),
+        deliver_now(s, &delivery).await,
+        Delivered::Done { completes: false }
+    );
+    assert_eq!(
+        deliver_now(s, &delivery).await,
         Delivered::Changed,
         "delivered once"
     );
@@ -911,7 +911,8 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
             .received_amount,
         290
     );
-    // A stale plan (received changed) changes nothing.
+    // A delivery the receiver no longer takes (290 more would pass its
+    // 500) changes nothing.
     let other = s
         .claim_due_outgoing_payment(at, 30_000)
         .await
@@ -921,7 +922,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         payment: other.id,
         ..delivery.clone()
     };
-    assert_eq!(s.deliver_locally(&stale).await.unwrap(), Delivered::Changed);
+    assert_eq!(deliver_now(s, &stale).await, Delivered::Changed);
     assert_eq!(
         s.get_outgoing_payment(other.id)
             .await
@@ -941,6 +942,18 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     assert!(!s.fail_outgoing_payment(&failure).await.unwrap());
     let failed = s.get_outgoing_payment(other.id).await.unwrap().unwrap();
     assert_eq!(failed.state, OutgoingPaymentState::Failed);
+    // A payment no longer sending delivers nothing, even to a receiver
+    // that would take it.
+    let mut open = incoming(&bob, 9, None);
+    open.incoming_amount = None;
+    s.create_incoming_payment(&open, &[]).await.unwrap();
+    let late = LocalDelivery {
+        incoming: open.id,
+        ..stale.clone()
+    };
+    assert_eq!(deliver_now(s, &late).await, Delivered::Changed);
+    let untouched = s.get_incoming_payment(open.id).await.unwrap().unwrap();
+    assert_eq!(untouched.received_amount, 0);
     let spent = s
         .grant_spent("grant-1", Timestamp::from_unix_millis(0))
         .await
@@ -1041,19 +1054,25 @@ async fn deliver(
     let d = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
-        receiver_wallet: receiver.wallet_address_id,
         receipts,
         sender_asset: usd(),
         receiver_asset: usd(),
         send: amount,
         fee: 0,
         deliver: amount,
-        expected_received: before,
-        completes_incoming: false,
         at,
         events: vec![],
     };
-    assert_eq!(s.deliver_locally(&d).await.unwrap(), Delivered::Done);
+    assert!(matches!(deliver_now(s, &d).await, Delivered::Done { .. }));
+    let after = s.get_incoming_payment(receiver.id).await.unwrap().unwrap();
+    assert_eq!(after.received_amount, before + amount);
+}
+
+/// Delivers locally and commits with the events of the facts.
+async fn deliver_now(s: &dyn Store, d: &LocalDelivery) -> Delivered {
+    let delivered = s.deliver_locally(d).await.unwrap();
+    let events = render(delivered.facts());
+    delivered.commit(&events).await.unwrap()
 }
 
 /// Money held on incoming payments (external mode, or left there by a
@@ -1480,33 +1499,56 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
     assert_ledger_balanced(s).await;
 }
 
-/// Webhook events of ILP credits, recorded by kind.
-struct CountingEvents;
-
-impl opd_store::LiquidityEvents for CountingEvents {
-    fn liquidity(
-        &self,
-        peer: &Peer,
-        _zone: opd_core::peer::LiquidityZone,
-        balance: u64,
-    ) -> WebhookEvent {
-        event_of(
-            EventKind::PeerLiquidityLow,
-            &format!("{}:{balance}", peer.id),
-        )
-    }
+/// The webhook events of a transaction's facts, as the tests record them
+/// (the service renders them through the Open Payments views).
+fn render(facts: &[Fact]) -> Vec<WebhookEvent> {
+    facts
+        .iter()
+        .map(|fact| match fact {
+            Fact::IncomingCompleted { payment, .. } => event_of(
+                EventKind::IncomingPaymentCompleted,
+                &format!("{}:{}", payment.id, payment.received_amount),
+            ),
+            Fact::LiquidityCrossed { peer, balance, .. } => event_of(
+                EventKind::PeerLiquidityLow,
+                &format!("{}:{balance}", peer.id),
+            ),
+        })
+        .collect()
 }
 
-impl opd_store::ReceiveEvents for CountingEvents {
-    fn completed(&self, payment: &IncomingPayment, _to_withdraw: u64) -> WebhookEvent {
-        event_of(
-            EventKind::IncomingPaymentCompleted,
-            &format!("{}:{}", payment.id, payment.received_amount),
-        )
+/// Credits a group of ILP packets round by round, as the service does.
+async fn credit_all(
+    s: &dyn Store,
+    peer: &Peer,
+    receives: &[opd_store::IlpReceive],
+    clock: &dyn opd_core::Clock,
+) -> Vec<opd_store::IlpCredit> {
+    let mut rounds = CreditRounds::new(receives, clock.now());
+    while let Some(round) = rounds.next() {
+        let packets = CreditRounds::packets(receives, &round);
+        let credited = s.credit_round(peer, &packets, clock).await.unwrap();
+        let events = render(credited.facts());
+        rounds.settle(&round, credited.end(packets.len(), &events).await.unwrap());
     }
-    fn as_liquidity(&self) -> &dyn opd_store::LiquidityEvents {
-        self
-    }
+    rounds.answers()
+}
+
+/// Moves a peer's liquidity and commits with the events of its facts.
+async fn move_liquidity(
+    s: &dyn Store,
+    peer: &Peer,
+    amount: u64,
+    deposit: bool,
+    key: &str,
+    at: Timestamp,
+) -> opd_core::ledger::LedgerOutcome {
+    let moved = s
+        .peer_liquidity_move(peer, amount, deposit, key, "d", at)
+        .await
+        .unwrap();
+    let events = render(moved.facts());
+    moved.commit(&events).await.unwrap()
 }
 
 fn event_of(kind: EventKind, data: &str) -> WebhookEvent {
@@ -1532,9 +1574,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     let bank = peer("test.bank", 1, PeerOrigin::Operator);
     s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 20);
-    s.peer_liquidity_move(&bank, 1_000, true, "fund-bank", "d", at, &CountingEvents)
-        .await
-        .unwrap();
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
     let packet = |amount: u64| IlpReceive {
         incoming: target.id,
         amount,
@@ -1546,10 +1586,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     // 40 + 50 fit; 30 would pass 100 and is refused; 10 fits after it and
     // completes the payment; 5 arrives after completion.
     let group = [packet(40), packet(50), packet(30), packet(10), packet(5)];
-    let credits = s
-        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
-        .await
-        .unwrap();
+    let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
     let received: Vec<Option<(u64, bool)>> = credits
         .iter()
         .map(|c| match c {
@@ -1601,10 +1638,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
         incoming: open.id,
         ..packet(amount)
     });
-    let credits = s
-        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
-        .await
-        .unwrap();
+    let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
     assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 500));
     assert!(matches!(credits[1], IlpCredit::Credited(ref p) if p.received_amount == 800));
     assert_eq!(
@@ -1630,10 +1664,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
             ..packet(2)
         },
     ];
-    let credits = s
-        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
-        .await
-        .unwrap();
+    let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
     assert_eq!(credits, [IlpCredit::Unknown, IlpCredit::Unknown]);
     assert_ledger_balanced(s).await;
 }
@@ -1676,9 +1707,7 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     let bank = peer("test.bank", 1, PeerOrigin::Operator);
     s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 20);
-    s.peer_liquidity_move(&bank, 1_000, true, "fund-bank", "d", at, &CountingEvents)
-        .await
-        .unwrap();
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
     let packet = |amount: u64, deadline_ms: i64| IlpReceive {
         incoming: target.id,
         amount,
@@ -1689,10 +1718,7 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     };
     // Past its deadline on arrival: refused, the others credited.
     let group = [packet(10, 1_000), packet(20, 0), packet(30, 1_000)];
-    let credits = s
-        .ilp_receive(&bank, &group, &CountingEvents, &clock_at(at))
-        .await
-        .unwrap();
+    let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
     assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 10));
     assert_eq!(credits[1], IlpCredit::Expired);
     assert!(matches!(credits[2], IlpCredit::Credited(ref p) if p.received_amount == 40));
@@ -1701,19 +1727,14 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     // refused at the commit, and the rest are credited without it.
     let clock = SteppingClock::from(at, 200);
     let group = [packet(1, 10_000), packet(2, 150), packet(4, 10_000)];
-    let credits = s
-        .ilp_receive(&bank, &group, &CountingEvents, &clock)
-        .await
-        .unwrap();
+    let credits = credit_all(s, &bank, &group, &clock).await;
     assert!(matches!(credits[0], IlpCredit::Credited(ref p) if p.received_amount == 41));
     assert_eq!(credits[1], IlpCredit::Expired);
     assert!(matches!(credits[2], IlpCredit::Credited(ref p) if p.received_amount == 45));
     // Alone and late: nothing moves.
     let clock = SteppingClock::from(at, 200);
-    let credits = s
-        .ilp_receive(&bank, &[packet(100, 150)], &CountingEvents, &clock)
-        .await;
-    assert_eq!(credits.unwrap(), [IlpCredit::Expired]);
+    let credits = credit_all(s, &bank, &[packet(100, 150)], &clock).await;
+    assert_eq!(credits, [IlpCredit::Expired]);
     // Exactly what was credited moved, to the unit.
     let stored = s.get_incoming_payment(target.id).await.unwrap().unwrap();
     assert_eq!(stored.received_amount, 45);
@@ -1733,9 +1754,7 @@ async fn ended_holds_are_pruned_after_the_retention_and_pending_ones_never(s: &d
     s.create_peer(&from, &["d-from".into()]).await.unwrap();
     s.create_peer(&to, &["d-to".into()]).await.unwrap();
     let at = |ms: i64| Timestamp::from_unix_millis(T0 + ms);
-    s.peer_liquidity_move(&from, 1_000, true, "fund-from", "d", at(0), &CountingEvents)
-        .await
-        .unwrap();
+    move_liquidity(s, &from, 1_000, true, "fund-from", at(0)).await;
     let hold = |n: i64, expires: i64| Hold {
         id: format!("hold-{n}"),
         incoming_peer: from.id,

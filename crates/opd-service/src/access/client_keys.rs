@@ -6,13 +6,16 @@
 //! clear the cache at once.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use opd_core::wallet_address::WalletAddressPath;
+use opd_core::Clock;
 use opd_httpsig::{Jwk, VerifyingKey};
+use opd_store::Store;
 
-use crate::platform::outbound::OutboundError;
-use crate::{ServiceError, Services};
+use crate::platform::outbound::{Outbound, OutboundError};
+use crate::{PublicUrl, ServiceError};
 
 /// Why a client key could not be found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,9 +38,15 @@ struct Cached {
     keys: KeySet,
 }
 
-/// The cache of client key sets.
-#[derive(Debug)]
+/// The cache of client key sets, and where they come from.
 pub struct ClientKeys {
+    /// Where this server's own wallet addresses' keys are.
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// Tells this server's wallet addresses from others'.
+    public_url: PublicUrl,
+    /// Fetches other servers' key sets.
+    outbound: Outbound,
     ttl: Duration,
     /// The least time between two fetches of one key set caused by unknown
     /// key ids (so garbage key ids cannot make us hammer a client).
@@ -47,9 +56,31 @@ pub struct ClientKeys {
     timeout: Duration,
 }
 
+impl std::fmt::Debug for ClientKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientKeys")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where [`ClientKeys`] finds key sets.
+pub struct KeySources {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub public_url: PublicUrl,
+    pub outbound: Outbound,
+}
+
 impl ClientKeys {
-    pub fn new(ttl: Duration, timeout: Duration) -> Self {
+    /// Key sets from `sources`, cached for `ttl`; a fetch from another
+    /// server may take `timeout`.
+    pub fn new(sources: KeySources, ttl: Duration, timeout: Duration) -> Self {
         Self {
+            store: sources.store,
+            clock: sources.clock,
+            public_url: sources.public_url,
+            outbound: sources.outbound,
             ttl,
             refetch_floor: Duration::from_secs(1),
             cache: Mutex::new(HashMap::new()),
@@ -85,12 +116,7 @@ impl ClientKeys {
     }
 
     /// The key `kid` of the client wallet address `wallet`.
-    pub async fn key(
-        &self,
-        services: &Services,
-        wallet: &str,
-        kid: &str,
-    ) -> Result<VerifyingKey, KeyLookupError> {
+    pub async fn key(&self, wallet: &str, kid: &str) -> Result<VerifyingKey, KeyLookupError> {
         let find = |keys: &KeySet| keys.iter().find(|k| k.0 == kid).map(|k| k.1);
         let mut age = None;
         if let Some((a, keys)) = self.cached(wallet) {
@@ -105,7 +131,7 @@ impl ClientKeys {
             return Err(KeyLookupError::UnknownKey(kid.to_owned()));
         }
         let keys: KeySet = self
-            .load(services, wallet)
+            .load(wallet)
             .await?
             .into_iter()
             .filter_map(|j| j.verifying_key().ok().map(|k| (j.kid, k)))
@@ -115,39 +141,59 @@ impl ClientKeys {
         found.ok_or_else(|| KeyLookupError::UnknownKey(kid.to_owned()))
     }
 
-    async fn load(&self, services: &Services, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
-        if services.config.public_url.is_ours(wallet) {
-            let path = services
-                .config
+    async fn load(&self, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
+        if self.public_url.is_ours(wallet) {
+            let path = self
                 .public_url
                 .wallet_address_path(wallet)
                 .ok_or(KeyLookupError::UnknownClient)?;
-            return match crate::wallets::jwks(services, path.as_str()).await {
-                Ok(keys) => Ok(keys
-                    .iter()
-                    .map(|k| Jwk {
-                        kid: k.kid.clone(),
-                        alg: Some("EdDSA".into()),
-                        use_: Some("sig".into()),
-                        kty: "OKP".into(),
-                        crv: "Ed25519".into(),
-                        x: k.x.clone(),
-                    })
-                    .collect()),
-                Err(ServiceError::UnknownWalletAddress) => Err(KeyLookupError::UnknownClient),
-                Err(e) => Err(KeyLookupError::Unreachable(e.to_string())),
-            };
+            return self.load_ours(&path).await;
         }
+        self.fetch(wallet).await
+    }
+
+    /// The unrevoked keys of this server's active wallet address at `path`.
+    async fn load_ours(&self, path: &WalletAddressPath) -> Result<Vec<Jwk>, KeyLookupError> {
+        let unreachable = |e: opd_store::StoreError| {
+            KeyLookupError::Unreachable(ServiceError::from(e).to_string())
+        };
+        let wallet = self
+            .store
+            .get_wallet_address_by_path(path)
+            .await
+            .map_err(unreachable)?
+            .filter(|w| w.is_active(self.clock.now()))
+            .ok_or(KeyLookupError::UnknownClient)?;
+        let keys = self
+            .store
+            .list_keys(wallet.id, false)
+            .await
+            .map_err(unreachable)?;
+        Ok(keys
+            .into_iter()
+            .map(|k| Jwk {
+                kid: k.key.kid,
+                alg: Some("EdDSA".into()),
+                use_: Some("sig".into()),
+                kty: "OKP".into(),
+                crv: "Ed25519".into(),
+                x: k.key.x,
+            })
+            .collect())
+    }
+
+    /// Another server's key set, from `<wallet>/jwks.json`.
+    async fn fetch(&self, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
         #[derive(serde::Deserialize)]
         struct JwksDoc {
             keys: Vec<serde_json::Value>,
         }
         let url = format!("{}/jwks.json", wallet.trim_end_matches('/'));
-        let request = services
+        let request = self
             .outbound
             .request(reqwest::Method::GET, &url)
             .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
-        let body = match services
+        let body = match self
             .outbound
             .send(
                 request,

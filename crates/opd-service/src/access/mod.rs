@@ -186,7 +186,7 @@ pub async fn verify_signature(
             let key = services
                 .access
                 .client_keys
-                .key(services, wallet, parsed.keyid())
+                .key(wallet, parsed.keyid())
                 .await
                 .map_err(|e| unknown_key(e.to_string()))?;
             parsed.verify(&key).map_err(sig_err)?;

@@ -157,11 +157,7 @@ async fn rate(
     from: &Asset,
     to: &Asset,
 ) -> Result<Option<opd_core::Rate>, ServiceError> {
-    match services
-        .pricing
-        .rate(services.store.as_ref(), from, to)
-        .await
-    {
+    match services.pricing.rate(from, to).await {
         Ok(r) => Ok(Some(r)),
         Err(ServiceError::NoExchangeRate { .. }) => Ok(None),
         Err(e) => Err(e),

@@ -27,15 +27,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use opd_core::peer::Peer;
-use opd_core::{IncomingPaymentId, PeerId};
-use opd_store::{IlpCredit, IlpReceive, ReceiveEvents};
+use opd_core::wallet_address::WalletAddress;
+use opd_core::{Clock, IncomingPaymentId, PeerId, Random};
+use opd_store::{CreditRounds, IlpCredit, IlpReceive, Store};
 use tokio::sync::oneshot;
 
-use crate::{ServiceError, Services};
+use crate::webhooks::{of_facts, Stamp};
+use crate::{PublicUrl, ServiceError};
 
 /// The most packets one transaction credits.
 pub const MAX_GROUP: usize = 64;
@@ -44,8 +46,13 @@ type Key = (IncomingPaymentId, PeerId);
 
 /// The packets waiting for their turn, by (incoming payment, peer). A key
 /// is present while a transaction for it is under way.
-#[derive(Debug, Default)]
 pub struct CreditQueue {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// For the ids of the events a credit commits.
+    random: Arc<dyn Random>,
+    /// The base of the views those events carry.
+    public_url: PublicUrl,
     waiting: Mutex<HashMap<Key, Vec<Waiter>>>,
     /// Tells waiters apart, so that one leaving at its deadline takes
     /// itself out of the queue and no other.
@@ -67,20 +74,46 @@ enum Turn {
     Lead(IlpReceive, Vec<Waiter>),
 }
 
+impl std::fmt::Debug for CreditQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreditQueue")
+            .field("waiting", &self.waiting())
+            .finish_non_exhaustive()
+    }
+}
+
 impl CreditQueue {
+    /// Credits through `store`, deadlines by `clock`; the events a credit
+    /// commits take their ids from `random` and link under `public_url`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        random: Arc<dyn Random>,
+        public_url: PublicUrl,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            random,
+            public_url,
+            waiting: Mutex::default(),
+            tickets: AtomicU64::default(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<Key, Vec<Waiter>>> {
         // Plain data: a panic elsewhere cannot leave it half-written.
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Credits `receive` from `peer`, alone or with the packets that
-    /// arrive meanwhile; returns its own result once its transaction ended.
+    /// Credits `receive` from `peer` to an incoming payment of `wallet`,
+    /// alone or with the packets that arrive meanwhile; returns its own
+    /// result once its transaction ended.
     pub async fn credit(
         &self,
-        services: &Services,
         peer: &Peer,
         receive: IlpReceive,
-        events: &dyn ReceiveEvents,
+        wallet: &WalletAddress,
     ) -> Result<IlpCredit, ServiceError> {
         let key = (receive.incoming, peer.id);
         let deadline = receive.deadline;
@@ -105,7 +138,7 @@ impl CreditQueue {
         };
         let (own, mut others) = match queued {
             Ok(receive) => (receive, Vec::new()),
-            Err(wait) => match self.turn(services, key, ticket, deadline, wait).await {
+            Err(wait) => match self.turn(key, ticket, deadline, wait).await {
                 Ok(Turn::Done(result)) => return result.map_err(ServiceError::Unavailable),
                 Ok(Turn::Lead(own, others)) => (own, others),
                 Err(_) => return Err(ServiceError::Unavailable("a credit was dropped".into())),
@@ -121,12 +154,7 @@ impl CreditQueue {
         let mut receives = Vec::with_capacity(1 + others.len());
         receives.push(own);
         receives.extend(others.iter().map(|w| w.receive.clone()));
-        let clock = services.clock.as_ref();
-        match services
-            .store
-            .ilp_receive(peer, &receives, events, clock)
-            .await
-        {
+        match self.credit_group(peer, &receives, wallet).await {
             Ok(credits) if credits.len() == receives.len() => {
                 let mut credits = credits.into_iter();
                 let mine = credits.next();
@@ -142,7 +170,6 @@ impl CreditQueue {
                 Err(ServiceError::Internal(why.into()))
             }
             Err(e) => {
-                let e = ServiceError::from(e);
                 fail(others, &e.to_string());
                 Err(e)
             }
@@ -159,13 +186,12 @@ impl CreditQueue {
     /// group's transaction then answers it).
     async fn turn(
         &self,
-        services: &Services,
         key: Key,
         ticket: u64,
         deadline: opd_core::Timestamp,
         mut wait: oneshot::Receiver<Turn>,
     ) -> Result<Turn, oneshot::error::RecvError> {
-        let left = deadline.unix_millis() - services.clock.now().unix_millis();
+        let left = deadline.unix_millis() - self.clock.now().unix_millis();
         let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
         if let Ok(turn) = tokio::time::timeout(left, &mut wait).await {
             return turn;
@@ -180,6 +206,31 @@ impl CreditQueue {
             }
         }
         wait.await
+    }
+
+    /// Credits a group of packets to one incoming payment of `wallet` in
+    /// as many transactions as [`CreditRounds`] plans, each committed with
+    /// the webhook events of its facts; one answer per packet.
+    async fn credit_group(
+        &self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        wallet: &WalletAddress,
+    ) -> Result<Vec<IlpCredit>, ServiceError> {
+        let clock = self.clock.as_ref();
+        let mut rounds = CreditRounds::new(receives, clock.now());
+        while let Some(round) = rounds.next() {
+            let packets = CreditRounds::packets(receives, &round);
+            let credited = self.store.credit_round(peer, &packets, clock).await?;
+            let stamp = Stamp {
+                now: clock.now(),
+                random: self.random.as_ref(),
+                public_url: &self.public_url,
+            };
+            let events = of_facts(stamp, credited.facts(), Some(wallet))?;
+            rounds.settle(&round, credited.end(packets.len(), &events).await?);
+        }
+        Ok(rounds.answers())
     }
 
     /// Moves the packets queued for `key` since the lead was given into

@@ -35,8 +35,7 @@
 //! `platform`; the payments area calls in (to send), never the other way.
 
 pub mod connector;
-mod credits;
-mod events;
+pub(crate) mod credits;
 pub mod paths;
 mod peering;
 pub mod peers;
@@ -79,14 +78,19 @@ pub struct IlpState {
 }
 
 impl IlpState {
-    pub fn new(stream_secret: StreamSecret, ttl: std::time::Duration) -> Self {
+    /// The Interledger area's state; its credits go through `credits`.
+    pub fn new(
+        stream_secret: StreamSecret,
+        ttl: std::time::Duration,
+        credits: credits::CreditQueue,
+    ) -> Self {
         Self {
             stream_secret,
             peers: TtlCache::new(ttl, 10_000),
             routes: TtlCache::new(ttl, 1),
             receivers: TtlCache::new(std::time::Duration::from_secs(600), 10_000),
             paths: TtlCache::new(std::time::Duration::from_secs(60), 10_000),
-            credits: credits::CreditQueue::default(),
+            credits,
         }
     }
 

@@ -115,10 +115,7 @@ pub(crate) async fn to_peer_units(
     if *from == peer.asset {
         return Ok(Some(amount));
     }
-    let rate = services
-        .pricing
-        .rate(services.store.as_ref(), from, &peer.asset)
-        .await?;
+    let rate = services.pricing.rate(from, &peer.asset).await?;
     Ok(rate
         .convert_floor(amount, from.scale, peer.asset.scale)
         .ok())

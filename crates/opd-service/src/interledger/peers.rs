@@ -20,8 +20,8 @@ use opd_ilp::IlpAddress;
 use opd_store::{Store, StoreError};
 
 use crate::platform::changes::Change;
+use crate::webhooks::Stamp;
 
-use super::events::Events;
 use crate::platform::secrets::{self, SecretsKey};
 use crate::{ServiceError, Services};
 /// The operator's limits on auto-peering, as the store enforces them.
@@ -374,12 +374,13 @@ pub async fn move_liquidity(
     // Keys share one namespace with wallet movements: prefixed apart.
     let key = format!("peer-{kind}:{}:{idempotency_key}", peer.id);
     let digest = token_digest(&format!("peer|{kind}|{}|{}|{amount}", peer.id, peer.asset));
-    let events = Events { services };
     let at = services.clock.now();
-    let outcome = services
+    let moved = services
         .store
-        .peer_liquidity_move(peer, amount, deposit, &key, &digest, at, &events)
+        .peer_liquidity_move(peer, amount, deposit, &key, &digest, at)
         .await?;
+    let events = crate::webhooks::of_facts(Stamp::of(services), moved.facts(), None)?;
+    let outcome = moved.commit(&events).await?;
     crate::ledger::transfer_of(outcome, &peer.asset, amount)
 }
 

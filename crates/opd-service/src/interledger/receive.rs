@@ -13,16 +13,64 @@ use opd_ilp::stream::receiver::{self, ReplyFacts, Verdict};
 use opd_ilp::{condition_of, decode_destination, fulfillment_for, ErrorCode, StreamPacket};
 use opd_store::{IlpCredit, IlpReceive};
 
-use super::events::ReceiveWithWallet;
 use super::reply::{fulfill, reject, stream_reject};
 use crate::{ServiceError, Services};
 
-/// The STREAM receiver for Prepares addressed to our incoming payments.
+/// The STREAM receiver for Prepares addressed to our incoming payments:
+/// reads the connection ([`open`]), decides what the packet's request
+/// gets ([`reply_for_verdict`]), credits money ([`credit`]) and answers by
+/// what the credit did ([`reply_for_credit`]).
 pub(super) async fn receive(
     services: &Services,
     peer: &Peer,
     prepare: &Prepare,
 ) -> Result<Vec<u8>, ServiceError> {
+    let conn = match open(services, peer, prepare).await? {
+        Ok(conn) => conn,
+        Err(reply) => return Ok(answer(services, None, reply)),
+    };
+    let reply = match reply_for_verdict(receiver::assess(
+        &conn.request,
+        conn.arriving,
+        conn.fulfillable,
+    )) {
+        Some(reply) => reply,
+        None => reply_for_credit(&credit(services, peer, prepare, &conn).await?),
+    };
+    Ok(answer(services, Some(&conn), reply))
+}
+
+/// A Prepare's STREAM connection, as read before any money moves.
+struct Connection {
+    secret: [u8; 32],
+    request: StreamPacket,
+    payment: ReceiverFacts,
+    /// What arrives, in the payment's asset.
+    arriving: u64,
+    fulfillment: [u8; 32],
+    fulfillable: bool,
+}
+
+/// What opd answers a Prepare addressed to an incoming payment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// Fulfill, with the STREAM reply.
+    Fulfill,
+    /// Reject with the STREAM reply (F99 unless `code` says otherwise);
+    /// `close` ends the connection.
+    Stream { code: ErrorCode, close: bool },
+    /// Reject without STREAM data.
+    Plain(ErrorCode, &'static str),
+}
+
+/// Reads what the Prepare names: the connection behind its destination,
+/// its STREAM request, the incoming payment and the amount arriving in the
+/// payment's asset; or the reply when one of them is not there.
+async fn open(
+    services: &Services,
+    peer: &Peer,
+    prepare: &Prepare,
+) -> Result<Result<Connection, Reply>, ServiceError> {
     let token = match decode_destination(
         &services.interledger.stream_secret,
         &services.config.ilp_address,
@@ -31,135 +79,157 @@ pub(super) async fn receive(
         Ok(t) => t,
         Err(e) => {
             let code = e.reject_code().unwrap_or(ErrorCode::F02_UNREACHABLE);
-            return Ok(reject(services, code, "no such receiver"));
+            return Ok(Err(Reply::Plain(code, "no such receiver")));
         }
     };
     let secret = token.shared_secret;
     let Ok(request) = StreamPacket::decrypt_and_decode(&secret, &prepare.data) else {
-        return Ok(reject(services, ErrorCode::F06_UNEXPECTED_PAYMENT, ""));
+        return Ok(Err(Reply::Plain(ErrorCode::F06_UNEXPECTED_PAYMENT, "")));
     };
     let Some(payment) = lookup(services, &token.payment_tag).await? else {
-        return Ok(reject(
-            services,
+        return Ok(Err(Reply::Plain(
             ErrorCode::F02_UNREACHABLE,
             "no such receiver",
-        ));
+        )));
     };
     let arriving = match convert(services, prepare.amount, &peer.asset, &payment.asset).await {
         Ok(v) => v,
-        Err(ServiceError::NoExchangeRate { .. }) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F02_UNREACHABLE,
-                "no exchange rate",
-            ))
-        }
-        Err(ServiceError::AmountOverflow) => {
-            return Ok(reject(
-                services,
-                ErrorCode::F08_AMOUNT_TOO_LARGE,
-                "amount too large",
-            ))
-        }
-        Err(e) => return Err(e),
+        Err(e) => return reply_for_conversion(e).map(Err),
     };
     let fulfillment = fulfillment_for(&secret, &prepare.data);
-    let fulfillable = condition_of(&fulfillment) == prepare.execution_condition;
-    let asset = (payment.asset.code.as_str(), payment.asset.scale);
-    let facts = |fulfill: bool, close: bool| ReplyFacts {
-        fulfill,
-        received_amount: arriving,
-        asset: Some(asset),
-        close_connection: close,
-        max_money: None,
-    };
-    match receiver::assess(&request, arriving, fulfillable) {
-        Verdict::NotAPrepare => return Ok(reject(services, ErrorCode::F00_BAD_REQUEST, "")),
-        Verdict::ZeroAmount => {
-            let reply = receiver::reply(&request, &facts(true, false));
-            return Ok(fulfill(services, &secret, fulfillment, &reply));
+    Ok(Ok(Connection {
+        fulfillable: condition_of(&fulfillment) == prepare.execution_condition,
+        secret,
+        request,
+        payment,
+        arriving,
+        fulfillment,
+    }))
+}
+
+/// The reply when the amount cannot be converted into the payment's asset;
+/// other errors are the server's.
+fn reply_for_conversion(e: ServiceError) -> Result<Reply, ServiceError> {
+    match e {
+        ServiceError::NoExchangeRate { .. } => {
+            Ok(Reply::Plain(ErrorCode::F02_UNREACHABLE, "no exchange rate"))
         }
-        Verdict::Money => {}
-        // A probe, too little arriving, or the sender closing: F99 with
-        // the reply (echoing the close).
-        refused => {
-            let close = refused == Verdict::ClosedBySender;
-            let reply = receiver::reply(&request, &facts(false, close));
-            let code = refused
-                .reject_code()
-                .unwrap_or(ErrorCode::F99_APPLICATION_ERROR);
-            return Ok(stream_reject(services, code, &secret, &reply));
-        }
+        ServiceError::AmountOverflow => Ok(Reply::Plain(
+            ErrorCode::F08_AMOUNT_TOO_LARGE,
+            "amount too large",
+        )),
+        e => Err(e),
     }
+}
+
+/// The reply the request's verdict alone decides; `None` for money, which
+/// the credit decides.
+fn reply_for_verdict(verdict: Verdict) -> Option<Reply> {
+    match verdict {
+        Verdict::NotAPrepare => Some(Reply::Plain(ErrorCode::F00_BAD_REQUEST, "")),
+        Verdict::ZeroAmount => Some(Reply::Fulfill),
+        Verdict::Money => None,
+        // A probe, too little arriving, or the sender closing: the reply
+        // (echoing the close) in a reject.
+        refused => Some(Reply::Stream {
+            code: refused
+                .reject_code()
+                .unwrap_or(ErrorCode::F99_APPLICATION_ERROR),
+            close: refused == Verdict::ClosedBySender,
+        }),
+    }
+}
+
+/// Credits the packet's money, from the peer's liquidity to the incoming
+/// payment (grouped with others arriving together, see `super::credits`).
+async fn credit(
+    services: &Services,
+    peer: &Peer,
+    prepare: &Prepare,
+    conn: &Connection,
+) -> Result<IlpCredit, ServiceError> {
     let wallet = services
-        .wallet_by_id(payment.wallet_address_id)
+        .wallet_by_id(conn.payment.wallet_address_id)
         .await?
         .ok_or_else(|| {
             ServiceError::Internal("an incoming payment without wallet address".into())
         })?;
     let credit = IlpReceive {
-        incoming: payment.id,
+        incoming: conn.payment.id,
         amount: prepare.amount,
-        deliver: arriving,
+        deliver: conn.arriving,
         receipts: services.config.receipts(),
         at: services.clock.now(),
         deadline: super::deadline(&prepare.expires_at),
     };
-    let events = ReceiveWithWallet { services, wallet };
-    let credited = services
-        .interledger
-        .credits
-        .credit(services, peer, credit, &events);
-    match credited.await? {
-        IlpCredit::Credited(credited) => {
-            // A completed payment refuses credit, so one that reads
-            // completed now was completed by this packet.
-            crate::platform::metrics::incoming_received(
-                &credited.asset,
-                arriving,
-                crate::platform::metrics::Via::Interledger,
-                credited.completed,
-            );
-            let reply = receiver::reply(&request, &facts(true, false));
-            Ok(fulfill(services, &secret, fulfillment, &reply))
-        }
-        IlpCredit::Unknown => Ok(reject(
-            services,
-            ErrorCode::F02_UNREACHABLE,
-            "no such receiver",
-        )),
-        IlpCredit::Refused(Receivable::Closed) => {
-            // Completed or expired: tell the sender the connection is over.
-            let reply = receiver::reply(&request, &facts(false, true));
-            Ok(stream_reject(
-                services,
-                ErrorCode::F99_APPLICATION_ERROR,
-                &secret,
-                &reply,
-            ))
-        }
-        IlpCredit::Refused(_) | IlpCredit::Overflow => {
-            // More than the payment can take: refused, the connection
-            // stays open for a smaller amount.
-            let reply = receiver::reply(&request, &facts(false, false));
-            Ok(stream_reject(
-                services,
-                ErrorCode::F99_APPLICATION_ERROR,
-                &secret,
-                &reply,
-            ))
-        }
-        IlpCredit::InsufficientLiquidity { .. } => Ok(reject(
-            services,
+    let credited = services.interledger.credits.credit(peer, credit, &wallet);
+    let credited = credited.await?;
+    if let IlpCredit::Credited(payment) = &credited {
+        // A completed payment refuses credit, so one that reads completed
+        // now was completed by this packet.
+        crate::platform::metrics::incoming_received(
+            &payment.asset,
+            conn.arriving,
+            crate::platform::metrics::Via::Interledger,
+            payment.completed,
+        );
+    }
+    Ok(credited)
+}
+
+/// The reply to a packet by what its credit did.
+fn reply_for_credit(credit: &IlpCredit) -> Reply {
+    let f99 = ErrorCode::F99_APPLICATION_ERROR;
+    match credit {
+        IlpCredit::Credited(_) => Reply::Fulfill,
+        IlpCredit::Unknown => Reply::Plain(ErrorCode::F02_UNREACHABLE, "no such receiver"),
+        // Completed or expired: tell the sender the connection is over.
+        IlpCredit::Refused(Receivable::Closed) => Reply::Stream {
+            code: f99,
+            close: true,
+        },
+        // More than the payment can take: refused, the connection stays
+        // open for a smaller amount.
+        IlpCredit::Refused(_) | IlpCredit::Overflow => Reply::Stream {
+            code: f99,
+            close: false,
+        },
+        IlpCredit::InsufficientLiquidity { .. } => Reply::Plain(
             ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
             "insufficient liquidity",
-        )),
+        ),
         // Its credit could not commit before its deadline: nothing moved.
-        IlpCredit::Expired => Ok(reject(
-            services,
-            ErrorCode::R00_TRANSFER_TIMED_OUT,
-            "packet expired",
-        )),
+        IlpCredit::Expired => Reply::Plain(ErrorCode::R00_TRANSFER_TIMED_OUT, "packet expired"),
+    }
+}
+
+/// The packet `reply` says, with the STREAM reply encrypted for `conn`.
+fn answer(services: &Services, conn: Option<&Connection>, reply: Reply) -> Vec<u8> {
+    let Some(conn) = conn.filter(|_| !matches!(reply, Reply::Plain(..))) else {
+        return match reply {
+            Reply::Plain(code, message) => reject(services, code, message),
+            // A STREAM reply needs the connection that `open` read.
+            _ => reject(services, ErrorCode::F99_APPLICATION_ERROR, ""),
+        };
+    };
+    let asset = (conn.payment.asset.code.as_str(), conn.payment.asset.scale);
+    let facts = |fulfill: bool, close: bool| ReplyFacts {
+        fulfill,
+        received_amount: conn.arriving,
+        asset: Some(asset),
+        close_connection: close,
+        max_money: None,
+    };
+    match reply {
+        Reply::Fulfill => {
+            let stream = receiver::reply(&conn.request, &facts(true, false));
+            fulfill(services, &conn.secret, conn.fulfillment, &stream)
+        }
+        Reply::Stream { code, close } => {
+            let stream = receiver::reply(&conn.request, &facts(false, close));
+            stream_reject(services, code, &conn.secret, &stream)
+        }
+        Reply::Plain(code, message) => reject(services, code, message),
     }
 }
 
@@ -202,10 +272,102 @@ async fn convert(
     if from == to {
         return Ok(amount);
     }
-    let rate = services
-        .pricing
-        .rate(services.store.as_ref(), from, to)
-        .await?;
+    let rate = services.pricing.rate(from, to).await?;
     rate.convert_floor(amount, from.scale, to.scale)
         .map_err(|_| ServiceError::AmountOverflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_is_left_to_the_credit_and_the_rest_answered_at_once() {
+        assert_eq!(reply_for_verdict(Verdict::Money), None);
+        assert_eq!(reply_for_verdict(Verdict::ZeroAmount), Some(Reply::Fulfill));
+        assert_eq!(
+            reply_for_verdict(Verdict::NotAPrepare),
+            Some(Reply::Plain(ErrorCode::F00_BAD_REQUEST, ""))
+        );
+        let f99 = ErrorCode::F99_APPLICATION_ERROR;
+        for (verdict, close) in [
+            (Verdict::Unfulfillable, false),
+            (Verdict::BelowMinimum, false),
+            (Verdict::ClosedBySender, true),
+        ] {
+            let reply = reply_for_verdict(verdict);
+            assert_eq!(
+                reply,
+                Some(Reply::Stream { code: f99, close }),
+                "{verdict:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_credit_gets_its_answer() {
+        let f99 = ErrorCode::F99_APPLICATION_ERROR;
+        let cases = [
+            (
+                IlpCredit::Unknown,
+                Reply::Plain(ErrorCode::F02_UNREACHABLE, "no such receiver"),
+            ),
+            (
+                IlpCredit::Refused(Receivable::Closed),
+                Reply::Stream {
+                    code: f99,
+                    close: true,
+                },
+            ),
+            (
+                IlpCredit::Refused(Receivable::TooMuch { room: 3 }),
+                Reply::Stream {
+                    code: f99,
+                    close: false,
+                },
+            ),
+            (
+                IlpCredit::Overflow,
+                Reply::Stream {
+                    code: f99,
+                    close: false,
+                },
+            ),
+            (
+                IlpCredit::InsufficientLiquidity { available: 1 },
+                Reply::Plain(
+                    ErrorCode::T04_INSUFFICIENT_LIQUIDITY,
+                    "insufficient liquidity",
+                ),
+            ),
+            // Never fulfilled once its deadline passed.
+            (
+                IlpCredit::Expired,
+                Reply::Plain(ErrorCode::R00_TRANSFER_TIMED_OUT, "packet expired"),
+            ),
+        ];
+        for (credit, reply) in cases {
+            assert_eq!(reply_for_credit(&credit), reply, "{credit:?}");
+        }
+    }
+
+    #[test]
+    fn an_amount_that_cannot_be_converted_is_rejected_final() {
+        let no_rate = ServiceError::NoExchangeRate {
+            from: "USD".into(),
+            to: "EUR".into(),
+        };
+        assert_eq!(
+            reply_for_conversion(no_rate).ok(),
+            Some(Reply::Plain(ErrorCode::F02_UNREACHABLE, "no exchange rate"))
+        );
+        assert_eq!(
+            reply_for_conversion(ServiceError::AmountOverflow).ok(),
+            Some(Reply::Plain(
+                ErrorCode::F08_AMOUNT_TOO_LARGE,
+                "amount too large"
+            ))
+        );
+        assert!(reply_for_conversion(ServiceError::Internal("db".into())).is_err());
+    }
 }

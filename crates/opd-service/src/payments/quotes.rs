@@ -85,17 +85,16 @@ pub async fn create_answered(
 ) -> Result<(Quote, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let receiver = receivers::resolve(services, &input.receiver).await?;
-    let store = services.store.as_ref();
     let configured = services
         .pricing
-        .rate(store, &wallet.asset, receiver.asset())
+        .rate(&wallet.asset, receiver.asset())
         .await?;
     let rate = match &receiver {
         Receiver::Local(_) => configured,
         Receiver::Remote(remote) => path_rate(services, &wallet.asset, remote, configured).await?,
     };
     let pricing = Pricing {
-        fee: services.pricing.fee(store, &wallet.asset).await?,
+        fee: services.pricing.fee(&wallet.asset).await?,
         rate,
     };
     let terms = ReceiverTerms {
@@ -162,4 +161,21 @@ pub async fn latest_to(
         .store
         .latest_quote_to(wallet.id, receiver, now)
         .await?)
+}
+
+impl crate::Services {
+    /// A quote by id, from the cache when this node stored or read it.
+    pub async fn quote_by_id(
+        &self,
+        id: opd_core::QuoteId,
+    ) -> Result<Option<opd_core::quote::Quote>, ServiceError> {
+        if let Some(q) = self.payments.quotes.get(&id) {
+            return Ok(Some(q));
+        }
+        let found = self.store.get_quote(id).await?;
+        if let Some(q) = &found {
+            self.payments.quotes.insert(id, q.clone());
+        }
+        Ok(found)
+    }
 }

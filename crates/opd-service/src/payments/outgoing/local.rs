@@ -9,7 +9,6 @@
 //! does not check it, since the receiver's balance moves meanwhile.
 
 use opd_core::incoming_payment::{IncomingPayment, Receivable};
-use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::{LocalDelivery, OutgoingPayment};
 use opd_core::quote::Quote;
 use opd_core::wallet_address::WalletAddress;
@@ -18,7 +17,7 @@ use opd_store::Delivered;
 
 use super::lifecycle::{fail, Step};
 use crate::payments::receivers::{self, Unpayable};
-use crate::webhooks::{event, incoming_event_data, payment_event_data};
+use crate::webhooks::{event, payment_event_data, Stamp};
 use crate::{ServiceError, Services};
 
 /// Sends `p` (claimed, its quote read) to the incoming payment it names:
@@ -38,13 +37,10 @@ pub(super) async fn send(
             .await?
             .map_err(unpayable),
     };
-    let decided = found.and_then(|(receiver, wallet)| {
-        decide(&receiver, p, now).map(|taken| (receiver, wallet, taken))
-    });
+    let decided =
+        found.and_then(|(receiver, wallet)| decide(&receiver, p, now).map(|()| (receiver, wallet)));
     match decided {
-        Ok((receiver, wallet, taken)) => {
-            deliver(services, p, quote, &receiver, &wallet, taken).await
-        }
+        Ok((receiver, wallet)) => deliver(services, p, quote, &receiver, &wallet).await,
         Err(reason) => fail(services, p, reason.into()).await,
     }
 }
@@ -59,21 +55,19 @@ fn unpayable(why: Unpayable) -> &'static str {
 }
 
 /// Decides on plain values whether `receiver` takes `p`'s delivery at
-/// `now`, by the rule an Interledger packet's credit follows: its total
-/// after it and whether that completes it, or why not.
+/// `now`, by the rule an Interledger packet's credit follows, or why not.
+/// The store applies the same rule again to the receiver it locks: when
+/// that refuses, the receiver changed meanwhile and this decides again.
 fn decide(
     receiver: &IncomingPayment,
     p: &OutgoingPayment,
     now: opd_core::Timestamp,
-) -> Result<(u64, bool), &'static str> {
+) -> Result<(), &'static str> {
     if receiver.asset != p.receive.asset {
         return Err("the receiver's asset changed");
     }
     match receiver.receive(p.receive.value, now) {
-        Receivable::Yes {
-            received,
-            completes,
-        } => Ok((received, completes)),
+        Receivable::Yes { .. } => Ok(()),
         Receivable::Closed => Err("the receiver no longer accepts payments"),
         Receivable::TooMuch { .. } if receiver.incoming_amount.is_some() => {
             Err("the receiver can no longer accept the quoted amount")
@@ -82,40 +76,23 @@ fn decide(
     }
 }
 
-/// The delivery's webhook events: the payment completed, and the
-/// receiver completed when this delivery completes it.
-async fn events(
+/// The event the delivery's payer gets: the payment completed (the
+/// receiver's, when completed, comes from the store's facts).
+async fn completed_event(
     services: &Services,
     p: &OutgoingPayment,
     quote: &Quote,
-    receiver: &IncomingPayment,
-    receiver_wallet: &WalletAddress,
-    (received, completes): (u64, bool),
 ) -> Result<Vec<WebhookEvent>, ServiceError> {
-    let mut events = Vec::new();
-    if let Some(w) = services.wallet_by_id(p.wallet_address_id).await? {
-        let done = p.completed(quote.debit_minus_fees);
-        let data = payment_event_data(services, &done, &w);
-        events.push(event(services, EventKind::OutgoingPaymentCompleted, data));
-    }
-    if completes {
-        let mut credited = receiver.clone();
-        credited.received_amount = received;
-        credited.completed = completes;
-        let mut data = incoming_event_data(services, &credited, receiver_wallet);
-        // Held in external mode: what waits, with this delivery.
-        let to_withdraw = match services.config.receipts() {
-            Receipts::ToWallet => 0,
-            Receipts::Held => services
-                .store
-                .unwithdrawn(receiver.id)
-                .await?
-                .saturating_add(p.receive.value),
-        };
-        crate::webhooks::add_withdrawal(&mut data, &credited, to_withdraw);
-        events.push(event(services, EventKind::IncomingPaymentCompleted, data));
-    }
-    Ok(events)
+    let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
+        return Ok(Vec::new());
+    };
+    let done = p.completed(quote.debit_minus_fees);
+    let data = payment_event_data(services, &done, &w);
+    Ok(vec![event(
+        services,
+        EventKind::OutgoingPaymentCompleted,
+        data,
+    )])
 }
 
 /// Writes the delivery decided: the payment completes, the receiver is
@@ -126,26 +103,24 @@ async fn deliver(
     quote: &Quote,
     receiver: &IncomingPayment,
     receiver_wallet: &WalletAddress,
-    taken: (u64, bool),
 ) -> Result<Step, ServiceError> {
-    let completes = taken.1;
     let delivery = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
-        receiver_wallet: receiver.wallet_address_id,
         receipts: services.config.receipts(),
         sender_asset: p.debit.asset.clone(),
         receiver_asset: p.receive.asset.clone(),
         send: quote.debit_minus_fees,
         fee: quote.fee,
         deliver: p.receive.value,
-        expected_received: receiver.received_amount,
-        completes_incoming: completes,
         at: services.clock.now(),
-        events: events(services, p, quote, receiver, receiver_wallet, taken).await?,
+        events: completed_event(services, p, quote).await?,
     };
-    match services.store.deliver_locally(&delivery).await? {
-        Delivered::Done => {
+    let delivered = services.store.deliver_locally(&delivery).await?;
+    let stamp = Stamp::of(services);
+    let events = crate::webhooks::of_facts(stamp, delivered.facts(), Some(receiver_wallet))?;
+    match delivered.commit(&events).await? {
+        Delivered::Done { completes } => {
             super::lifecycle::completed(p, quote.debit_minus_fees, quote.fee, "local", delivery.at);
             crate::platform::metrics::incoming_received(
                 &p.receive.asset,

@@ -1,0 +1,195 @@
+//! `Services`: everything a use case may touch, assembled once at start
+//! (the store, clock and random source, the configuration, the outbound
+//! client, pricing, and one part per area), and how a change made on this
+//! node reaches the caches of every node.
+
+use std::sync::Arc;
+
+use opd_core::{Clock, Random};
+use opd_store::Store;
+
+use crate::access::{self, client_keys, replays};
+use crate::platform::changes::Change;
+use crate::platform::{cache, outbound, secrets, throttle};
+use crate::{interledger, payments, pricing, wallets, ServiceConfig, ServiceError};
+
+/// Everything a use case may touch, shared by all requests.
+pub struct Services {
+    // The platform handles every area uses.
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub random: Arc<dyn Random>,
+    pub config: ServiceConfig,
+    /// The one HTTP client for calls to other servers (see [`outbound`]).
+    pub outbound: outbound::Outbound,
+    /// Fees and exchange rates (payments and Interledger alike).
+    pub pricing: pricing::Pricing,
+    // One part per area.
+    pub access: access::AccessState,
+    pub wallets: wallets::WalletCache,
+    pub payments: payments::PaymentState,
+    pub interledger: interledger::IlpState,
+    pub limits: Limits,
+    identity: tokio::sync::OnceCell<Arc<ServerIdentity>>,
+}
+
+/// Per-client limits on what costs the server (grant requests, creating
+/// resources) and on guessing passwords and tokens.
+pub struct Limits {
+    /// Grant requests by client and by client network.
+    pub grants: throttle::Throttle,
+    /// Resource creation by client.
+    pub creates: throttle::Throttle,
+    /// Incoming payments created by key-only clients, by client network.
+    pub key_only_incoming: throttle::Throttle,
+    /// Failed consent-page passwords and admin tokens, by key.
+    pub password_lockout: throttle::Lockout,
+}
+
+/// Who this server is when it acts as a client of other Open Payments
+/// servers: its wallet address (`/.well-known/pay`) and the key published
+/// there.
+pub struct ServerIdentity {
+    /// The wallet address URL given as the GNAP `client`.
+    pub client_url: String,
+    pub key: opd_httpsig::SigningKey,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Services {
+    /// The server's identity as a client, created on first use.
+    pub async fn server_identity(&self) -> Result<Arc<ServerIdentity>, ServiceError> {
+        self.identity
+            .get_or_try_init(|| async {
+                let (wallet, seed) = wallets::ensure_server_identity(self).await?;
+                Ok::<_, ServiceError>(Arc::new(ServerIdentity {
+                    client_url: self.config.public_url.wallet_address(&wallet.path),
+                    key: opd_httpsig::SigningKey::from_bytes(&seed),
+                }))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Drops what `change` made stale on this node, then tells the other
+    /// nodes (`jobs::follow_changes`). Call it after the change committed.
+    pub async fn changed(&self, change: Change) {
+        self.forget(change);
+        if let Err(e) = self.store.announce_change(change.topic()).await {
+            // The change itself is stored; other nodes then see it when
+            // their caches expire (`cache_ttl`).
+            tracing::warn!(error = %e, change = change.topic(), "could not announce a change to the other nodes");
+        }
+    }
+
+    /// Drops this node's cached copies of what `change` touches, area by
+    /// area.
+    pub fn forget(&self, change: Change) {
+        self.access.forget(change);
+        self.wallets.forget(change);
+        self.interledger.forget(change);
+        if change == Change::Pricing {
+            self.pricing.invalidate();
+        }
+    }
+
+    /// Assembles the services; loads (or creates, on first start) the
+    /// server secrets kept in the database.
+    pub async fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        random: Arc<dyn Random>,
+        config: ServiceConfig,
+    ) -> Result<Self, ServiceError> {
+        let stream_secret =
+            secrets::stream_secret(store.as_ref(), random.as_ref(), &config.secrets_key).await?;
+        let sealed = interledger::peers::seal_stored_outgoing_tokens(
+            store.as_ref(),
+            random.as_ref(),
+            &config.secrets_key,
+        )
+        .await?;
+        if sealed > 0 {
+            tracing::info!(
+                sealed,
+                "sealed peers' outgoing tokens stored in clear or under the previous key"
+            );
+        }
+        let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
+            .map_err(ServiceError::InvalidRequest)?;
+        let outbound = outbound::Outbound::new(
+            policy,
+            config.outbound_max_concurrent,
+            config.outbound_ca_pem.as_deref(),
+        )
+        .map_err(ServiceError::InvalidRequest)?;
+        let pricing = pricing::Pricing::new(&config, store.clone(), outbound.clone())?;
+        let sources = client_keys::KeySources {
+            store: store.clone(),
+            clock: clock.clone(),
+            public_url: config.public_url.clone(),
+            outbound: outbound.clone(),
+        };
+        let client_keys =
+            client_keys::ClientKeys::new(sources, config.client_keys_ttl, config.rates_timeout);
+        let cache_ttl = config.cache_ttl;
+        let credits = interledger::credits::CreditQueue::new(
+            store.clone(),
+            clock.clone(),
+            random.clone(),
+            config.public_url.clone(),
+        );
+        let create_throttle = throttle::Throttle::new(
+            config.create_requests_per_minute,
+            config.create_requests_per_minute,
+        );
+        let key_only_incoming =
+            throttle::Throttle::per_hour(config.key_only_incoming_per_hour_total);
+        let grant_throttle = throttle::Throttle::new(
+            config.grant_requests_per_minute,
+            config.grant_requests_per_minute,
+        );
+        // Several nodes share a PostgreSQL database, and so its replay log;
+        // a SQLite database has one node, which keeps the log in memory.
+        let replays: Arc<dyn replays::ReplayLog> = match store.backend() {
+            opd_store::Backend::Postgres => Arc::new(replays::store::StoreReplayLog::new(
+                store.clone(),
+                clock.clone(),
+            )),
+            opd_store::Backend::Sqlite => Arc::new(replays::memory::MemoryReplayLog::new(
+                config.replay_capacity,
+                config.replay_max_bytes,
+            )),
+        };
+        Ok(Self {
+            store,
+            clock,
+            random,
+            config,
+            outbound,
+            pricing,
+            access: access::AccessState {
+                client_keys,
+                replays,
+                tokens: cache::TtlCache::new(cache_ttl, 100_000),
+            },
+            wallets: wallets::WalletCache::new(cache_ttl),
+            payments: payments::PaymentState::new(),
+            interledger: interledger::IlpState::new(stream_secret, cache_ttl, credits),
+            limits: Limits {
+                grants: grant_throttle,
+                creates: create_throttle,
+                key_only_incoming,
+                password_lockout: throttle::Lockout::new(3),
+            },
+            identity: tokio::sync::OnceCell::new(),
+        })
+    }
+}
