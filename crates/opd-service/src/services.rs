@@ -108,88 +108,118 @@ impl Services {
         random: Arc<dyn Random>,
         config: ServiceConfig,
     ) -> Result<Self, ServiceError> {
-        let stream_secret =
-            secrets::stream_secret(store.as_ref(), random.as_ref(), &config.secrets_key).await?;
-        let sealed = interledger::peers::seal_stored_outgoing_tokens(
-            store.as_ref(),
-            random.as_ref(),
-            &config.secrets_key,
-        )
-        .await?;
-        if sealed > 0 {
-            tracing::info!(
-                sealed,
-                "sealed peers' outgoing tokens stored in clear or under the previous key"
-            );
-        }
-        let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
-            .map_err(ServiceError::InvalidRequest)?;
-        let outbound = outbound::Outbound::new(
-            policy,
-            config.outbound_max_concurrent,
-            config.outbound_ca_pem.as_deref(),
-        )
-        .map_err(ServiceError::InvalidRequest)?;
+        let stream_secret = stored_secrets(store.as_ref(), random.as_ref(), &config).await?;
+        let outbound = outbound_client(&config)?;
         let pricing = pricing::Pricing::new(&config, store.clone(), outbound.clone())?;
-        let sources = client_keys::KeySources {
-            store: store.clone(),
-            clock: clock.clone(),
-            public_url: config.public_url.clone(),
-            outbound: outbound.clone(),
-        };
-        let client_keys =
-            client_keys::ClientKeys::new(sources, config.client_keys_ttl, config.rates_timeout);
-        let cache_ttl = config.cache_ttl;
-        let credits = interledger::credits::CreditQueue::new(
-            store.clone(),
-            clock.clone(),
-            random.clone(),
-            config.public_url.clone(),
-        );
-        let create_throttle = throttle::Throttle::new(
-            config.create_requests_per_minute,
-            config.create_requests_per_minute,
-        );
-        let key_only_incoming =
-            throttle::Throttle::per_hour(config.key_only_incoming_per_hour_total);
-        let grant_throttle = throttle::Throttle::new(
-            config.grant_requests_per_minute,
-            config.grant_requests_per_minute,
-        );
-        // Several nodes share a PostgreSQL database, and so its replay log;
-        // a SQLite database has one node, which keeps the log in memory.
-        let replays: Arc<dyn replays::ReplayLog> = match store.backend() {
-            opd_store::Backend::Postgres => Arc::new(replays::store::StoreReplayLog::new(
-                store.clone(),
-                clock.clone(),
-            )),
-            opd_store::Backend::Sqlite => Arc::new(replays::memory::MemoryReplayLog::new(
-                config.replay_capacity,
-                config.replay_max_bytes,
-            )),
-        };
-        Ok(Self {
+        let platform = Platform {
             store,
             clock,
             random,
-            config,
             outbound,
-            pricing,
-            access: access::AccessState {
-                client_keys,
-                replays,
-                tokens: cache::TtlCache::new(cache_ttl, 100_000),
-            },
+        };
+        let access = access_state(&platform, &config);
+        let credits = interledger::credits::CreditQueue::new(
+            platform.store.clone(),
+            platform.clock.clone(),
+            platform.random.clone(),
+            config.public_url.clone(),
+        );
+        let cache_ttl = config.cache_ttl;
+        Ok(Self {
+            limits: limits(&config),
             wallets: wallets::WalletCache::new(cache_ttl),
             payments: payments::PaymentState::new(),
             interledger: interledger::IlpState::new(stream_secret, cache_ttl, credits),
-            limits: Limits {
-                grants: grant_throttle,
-                creates: create_throttle,
-                key_only_incoming,
-                password_lockout: throttle::Lockout::new(3),
-            },
+            access,
+            store: platform.store,
+            clock: platform.clock,
+            random: platform.random,
+            outbound: platform.outbound,
+            config,
+            pricing,
             identity: tokio::sync::OnceCell::new(),
         })
+    }
+}
+
+/// The handles every part is built from.
+struct Platform {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    random: Arc<dyn Random>,
+    outbound: outbound::Outbound,
+}
+
+/// The STREAM secret, and the peers' outgoing tokens sealed under the
+/// current key (stored in clear or under the previous key before).
+async fn stored_secrets(
+    store: &dyn Store,
+    random: &dyn Random,
+    config: &ServiceConfig,
+) -> Result<opd_ilp::StreamSecret, ServiceError> {
+    let stream_secret = secrets::stream_secret(store, random, &config.secrets_key).await?;
+    let sealed =
+        interledger::peers::seal_stored_outgoing_tokens(store, random, &config.secrets_key).await?;
+    if sealed > 0 {
+        tracing::info!(
+            sealed,
+            "sealed peers' outgoing tokens stored in clear or under the previous key"
+        );
+    }
+    Ok(stream_secret)
+}
+
+/// The one HTTP client for calls to other servers, under the configured
+/// policy.
+fn outbound_client(config: &ServiceConfig) -> Result<outbound::Outbound, ServiceError> {
+    let policy = outbound::OutboundPolicy::parse(&config.outbound_allow)
+        .map_err(ServiceError::InvalidRequest)?;
+    outbound::Outbound::new(
+        policy,
+        config.outbound_max_concurrent,
+        config.outbound_ca_pem.as_deref(),
+    )
+    .map_err(ServiceError::InvalidRequest)
+}
+
+/// The resource server's door: client keys, the replay log, tokens.
+fn access_state(platform: &Platform, config: &ServiceConfig) -> access::AccessState {
+    let sources = client_keys::KeySources {
+        store: platform.store.clone(),
+        clock: platform.clock.clone(),
+        public_url: config.public_url.clone(),
+        outbound: platform.outbound.clone(),
+    };
+    // Several nodes share a PostgreSQL database, and so its replay log;
+    // a SQLite database has one node, which keeps the log in memory.
+    let replays: Arc<dyn replays::ReplayLog> = match platform.store.backend() {
+        opd_store::Backend::Postgres => Arc::new(replays::store::StoreReplayLog::new(
+            platform.store.clone(),
+            platform.clock.clone(),
+        )),
+        opd_store::Backend::Sqlite => Arc::new(replays::memory::MemoryReplayLog::new(
+            config.replay_capacity,
+            config.replay_max_bytes,
+        )),
+    };
+    access::AccessState {
+        client_keys: client_keys::ClientKeys::new(
+            sources,
+            config.client_keys_ttl,
+            config.rates_timeout,
+        ),
+        replays,
+        tokens: cache::TtlCache::new(config.cache_ttl, 100_000),
+    }
+}
+
+/// The per-client limits, as configured.
+fn limits(config: &ServiceConfig) -> Limits {
+    let per_minute = |n: u32| throttle::Throttle::new(n, n);
+    Limits {
+        grants: per_minute(config.grant_requests_per_minute),
+        creates: per_minute(config.create_requests_per_minute),
+        key_only_incoming: throttle::Throttle::per_hour(config.key_only_incoming_per_hour_total),
+        password_lockout: throttle::Lockout::new(3),
     }
 }
