@@ -6,8 +6,8 @@ use opd_core::owner_login::LoginBudget;
 use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{Timestamp, WalletAddressId};
 
-use crate::db::{params, Stmt};
-use crate::rows::{key_from_row, wallet_from_row, Columns};
+use crate::platform::db::{params, Stmt};
+use crate::platform::rows::{key_from_row, wallet_from_row, Columns};
 use crate::{SqlStore, StoreError, StoreResult};
 
 /// Wallet addresses and keys.

@@ -1,0 +1,25 @@
+//! Payments: quotes, incoming payments and what they received, outgoing
+//! payments through their lifecycle, and the credit that moves money to a
+//! receiver.
+
+pub(crate) mod credits;
+pub(crate) mod incoming;
+pub(crate) mod outgoing;
+pub(crate) mod quotes;
+pub(crate) mod receipts;
+
+use crate::platform::db::Stmt;
+use crate::Backend;
+
+/// This area's statements on `backend`, for the statement tests.
+pub(crate) fn statements(backend: Backend) -> Vec<&'static Stmt> {
+    let mut all = [
+        credits::STATEMENTS,
+        incoming::STATEMENTS,
+        quotes::STATEMENTS,
+        receipts::STATEMENTS,
+    ]
+    .concat();
+    all.extend(outgoing::statements(backend));
+    all
+}
