@@ -233,7 +233,7 @@ impl OperatorStore for SqlStore {
             }
         };
         rows.iter()
-            .map(crate::platform::rows::incoming_from_row)
+            .map(crate::payments::incoming::incoming_from_row)
             .collect()
     }
 
@@ -247,9 +247,7 @@ impl OperatorStore for SqlStore {
             .db
             .read(&GRANTS, params![state, state, before, before, limit])
             .await?;
-        rows.iter()
-            .map(crate::platform::rows::grant_from_row)
-            .collect()
+        rows.iter().map(crate::grants::grant_from_row).collect()
     }
 
     async fn webhook_events(

@@ -3,56 +3,17 @@
 //! token values are never stored, only digests.
 
 use async_trait::async_trait;
-use opd_core::{GrantId, Timestamp, WalletAddressId};
+use opd_core::{GrantId, Timestamp};
 
 use crate::platform::db::{params, Param, Stmt, Tx};
-use crate::platform::rows::{grant_from_row, token_from_row, Columns as _};
+use crate::platform::rows::Columns as _;
 use crate::{SqlStore, StoreResult};
-/// A grant as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GrantRecord {
-    pub id: GrantId,
-    /// `pending`, `approved` or `finalized`.
-    pub state: String,
-    /// With `finalized`: `issued`, `revoked` or `rejected`.
-    pub finalization: Option<String>,
-    pub client_wallet_address: Option<String>,
-    /// The client's JWK as JSON (directed identity).
-    pub client_jwk: Option<String>,
-    /// The granted access items as JSON.
-    pub access: String,
-    pub continue_id: String,
-    pub continue_token_digest: String,
-    pub interact_id: Option<String>,
-    pub interact_nonce: Option<String>,
-    pub interact_ref: Option<String>,
-    /// `pending`, `approved` or `denied`.
-    pub interaction_state: Option<String>,
-    pub interaction_expires_at: Option<Timestamp>,
-    pub finish_uri: Option<String>,
-    pub client_nonce: Option<String>,
-    /// The wallet address whose owner consents (interactive grants).
-    pub wallet_address_id: Option<WalletAddressId>,
-    pub last_continued_at: Timestamp,
-    /// Bumped by every update; updates name the version they read.
-    pub version: i64,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
 
-/// An access token as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccessTokenRecord {
-    /// Hex SHA-256 of the token value.
-    pub digest: String,
-    pub management_id: String,
-    pub grant_id: GrantId,
-    /// The access items this token carries, as JSON.
-    pub access: String,
-    pub expires_at: Timestamp,
-    pub revoked_at: Option<Timestamp>,
-    pub created_at: Timestamp,
-}
+mod records;
+
+pub(crate) use records::{grant_from_row, GRANT_COLUMNS};
+use records::{token_from_row, TOKEN_COLUMNS};
+pub use records::{AccessTokenRecord, GrantRecord};
 
 /// Grants and access tokens.
 #[async_trait]
@@ -101,14 +62,6 @@ pub trait GrantStore: Send + Sync {
     /// (their interaction not expired at `now`).
     async fn pending_interactions(&self, client: &str, now: Timestamp) -> StoreResult<u64>;
 }
-
-pub(crate) const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, \
-    client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, \
-    interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, \
-    client_nonce, CAST(wallet_address_id AS TEXT) AS wallet_address_id, last_continued_at, \
-    version, created_at, updated_at";
-const TOKEN_COLUMNS: &str = "digest, management_id, CAST(grant_id AS TEXT) AS grant_id, access, \
-    expires_at, revoked_at, created_at";
 
 static INSERT_GRANT: Stmt = Stmt::new(&[
     "INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, \

@@ -1,7 +1,8 @@
-//! Interledger: peers and their liquidity, and the holds of packets this
-//! server forwards.
+//! Interledger: peers ([`peers`]) and their liquidity ([`liquidity`]), and
+//! the holds of the packets this server forwards ([`holds`]).
 
 pub(crate) mod holds;
+pub(crate) mod liquidity;
 pub(crate) mod peers;
 
 use crate::platform::db::Stmt;

@@ -1,14 +1,15 @@
 //! Interledger peers, the digests of the bearer tokens they present, and
 //! their liquidity (ledger accounts of kind `peer`). Crediting an incoming
-//! payment for a peer's packets is `crate::payments::credits`.
+//! payment for a peer's packets is `crate::payments::credits`; the
+//! liquidity's thresholds are [`super::liquidity`].
 
 use async_trait::async_trait;
 use opd_core::ledger::{AccountKind, LedgerOutcome};
 use opd_core::peer::{overlaps, Peer, PeerOrigin, PeerOutgoing};
 use opd_core::{PeerId, Timestamp};
 
+use super::liquidity::{balance_before, liquidity_account, liquidity_fact};
 use crate::ledger::{self, AccountRef};
-use crate::payments::credits::liquidity_fact;
 use crate::platform::db::{num, params, Stmt, Tx};
 use crate::platform::facts::Uncommitted;
 use crate::platform::rows::{self, corrupt, Columns};
@@ -250,23 +251,6 @@ async fn insert_tokens(tx: &mut Tx<'_>, peer: PeerId, digests: &[String]) -> Sto
     Ok(())
 }
 
-pub(crate) fn liquidity_account(peer: &Peer) -> String {
-    AccountKind::Peer.account_id(&peer.id.to_string(), &peer.asset)
-}
-
-/// The peer's balance inside `tx` (0 before its account exists).
-pub(crate) async fn balance_in(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
-    if !ledger::account_exists(tx, account).await? {
-        return Ok(0);
-    }
-    let b = ledger::balance_of(tx, account).await?;
-    u64::try_from(b.max(0)).map_err(|_| corrupt("peer balance"))
-}
-
-pub(crate) fn has_thresholds(peer: &Peer) -> bool {
-    peer.liquidity_low.is_some() || peer.liquidity_high.is_some()
-}
-
 #[async_trait]
 impl PeerStore for SqlStore {
     async fn create_peer(&self, p: &Peer, token_digests: &[String]) -> StoreResult<()> {
@@ -411,10 +395,7 @@ impl PeerStore for SqlStore {
         if let Some(repeat) = ledger::repeated(&mut tx, key, request_digest).await? {
             return Ok(Uncommitted::settled(repeat));
         }
-        let before = match has_thresholds(peer) {
-            true => Some(balance_in(&mut tx, &account.id()).await?),
-            false => None,
-        };
+        let before = balance_before(&mut tx, peer).await?;
         let outcome =
             ledger::move_with_key(&mut tx, account, amount, deposit, key, request_digest, at)
                 .await?;

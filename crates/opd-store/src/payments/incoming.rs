@@ -10,7 +10,9 @@ use opd_core::{IncomingPaymentId, Timestamp, WalletAddressId};
 use crate::platform::db::{num, params, Stmt, Want};
 use crate::platform::outbox::insert_events;
 use crate::platform::pages::{page_statements, read_page, PageStatements};
-use crate::platform::rows::{self, incoming_from_row};
+use crate::platform::rows::{
+    self, asset, id, metadata_from_text, opt_u64_from_text, time, u64_from_text, Columns,
+};
 use crate::{SqlStore, StoreResult};
 
 /// Incoming payments.
@@ -153,6 +155,23 @@ async fn count(
         None => 0,
     };
     Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub(crate) fn incoming_from_row(row: &impl Columns) -> StoreResult<IncomingPayment> {
+    Ok(IncomingPayment {
+        id: IncomingPaymentId::from_uuid(id(row, "id")?),
+        wallet_address_id: WalletAddressId::from_uuid(id(row, "wallet_address_id")?),
+        asset: asset(&row.text("asset_code")?, row.int("asset_scale")?)?,
+        incoming_amount: opt_u64_from_text(row.opt_text("incoming_amount")?, "incoming_amount")?,
+        received_amount: u64_from_text(&row.text("received_amount")?, "received_amount")?,
+        completed: row.flag("completed")?,
+        expires_at: time(row, "expires_at")?,
+        metadata: metadata_from_text(row.opt_text("metadata")?)?,
+        client: row.opt_text("client")?,
+        client_network: row.opt_text("client_network")?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+    })
 }
 
 #[async_trait]

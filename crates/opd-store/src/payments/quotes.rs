@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 use opd_core::quote::Quote;
-use opd_core::{QuoteId, Timestamp, WalletAddressId};
+use opd_core::{Amount, QuoteId, Timestamp, WalletAddressId};
 
 use crate::platform::db::{num, params, Stmt};
-use crate::platform::rows::quote_from_row;
+use crate::platform::rows::{asset, id, time, u64_from_text, Columns};
 use crate::{SqlStore, StoreResult};
 
 /// Quotes.
@@ -55,6 +55,30 @@ static LATEST_QUOTE_TO: Stmt = Stmt::new(&[
 ]);
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[&INSERT_QUOTE, &QUOTE_BY_ID, &LATEST_QUOTE_TO];
+
+pub(crate) fn quote_from_row(row: &impl Columns) -> StoreResult<Quote> {
+    let amount = |prefix: &str| -> StoreResult<Amount> {
+        let value = row.text(&format!("{prefix}_value"))?;
+        let code = row.text(&format!("{prefix}_asset_code"))?;
+        let scale = row.int(&format!("{prefix}_asset_scale"))?;
+        Ok(Amount::new(
+            u64_from_text(&value, prefix)?,
+            asset(&code, scale)?,
+        ))
+    };
+    Ok(Quote {
+        id: QuoteId::from_uuid(id(row, "id")?),
+        wallet_address_id: WalletAddressId::from_uuid(id(row, "wallet_address_id")?),
+        receiver: row.text("receiver")?,
+        debit_amount: amount("debit")?,
+        receive_amount: amount("receive")?,
+        fee: u64_from_text(&row.text("fee")?, "fee")?,
+        debit_minus_fees: u64_from_text(&row.text("debit_minus_fees")?, "debit_minus_fees")?,
+        client: row.opt_text("client")?,
+        created_at: time(row, "created_at")?,
+        expires_at: time(row, "expires_at")?,
+    })
+}
 
 #[async_trait]
 impl QuoteStore for SqlStore {

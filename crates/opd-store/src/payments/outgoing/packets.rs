@@ -12,6 +12,7 @@ use opd_core::ledger::{AccountKind, TransferKind};
 use opd_core::webhook::WebhookEvent;
 use opd_core::{Asset, OutgoingPaymentId, PeerId, Timestamp};
 
+use super::transitions;
 use crate::ledger::{post, AccountRef, Posting};
 use crate::platform::db::{num, params, Stmt, Tx};
 use crate::platform::outbox::insert_events;
@@ -143,9 +144,6 @@ static ALL_PACKETS: Stmt = Stmt::new(&[
 static PACKETS_SINCE: Stmt = Stmt::new(&[
     "SELECT COUNT(*) AS n FROM payment_packets WHERE payment_id = ? AND created_at >= ?",
 ]);
-static ANY_PENDING: Stmt = Stmt::new(&[
-    "SELECT id FROM payment_packets WHERE payment_id = ? AND state = 'pending' LIMIT 1",
-]);
 static SET_BASELINE: Stmt = Stmt::new(&[
     "UPDATE outgoing_payments SET receiver_baseline = ?::numeric \
      WHERE id = ?::uuid AND receiver_baseline IS NULL",
@@ -164,7 +162,6 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &PENDING_PACKETS,
     &ALL_PACKETS,
     &PACKETS_SINCE,
-    &ANY_PENDING,
     &COMPLETE_SENT,
     &SET_BASELINE,
 ];
@@ -198,14 +195,6 @@ fn record_from_row(r: &impl Columns) -> StoreResult<PacketRecord> {
         packet: packet_from_row(r)?,
         state,
     })
-}
-
-/// Whether the payment has packets pending.
-pub(crate) async fn has_pending(tx: &mut Tx<'_>, payment: &str) -> StoreResult<bool> {
-    Ok(tx
-        .fetch_opt(&ANY_PENDING, params![payment])
-        .await?
-        .is_some())
 }
 
 /// The transfers of a fulfilled packet: from the payment to the peer,
@@ -382,13 +371,12 @@ impl PacketStore for SqlStore {
         self.payments_cache.invalidate(payment);
         let mut tx = self.db.begin().await?;
         if tx.fetch_opt(&LOCK_SENDING, params![&id]).await?.is_none()
-            || has_pending(&mut tx, &id).await?
+            || transitions::has_pending(&mut tx, &id).await?
         {
             return Ok(false);
         }
         tx.execute(&COMPLETE_SENT, params![at, &id]).await?;
-        let Some(p) = crate::payments::outgoing::transitions::payment_in(&mut tx, &id).await?
-        else {
+        let Some(p) = transitions::payment_in(&mut tx, &id).await? else {
             return Err(corrupt("a completed payment vanished"));
         };
         let asset = &p.debit.asset;
@@ -406,11 +394,10 @@ impl PacketStore for SqlStore {
                 return Err(corrupt("the fee of a payment sent in packets"));
             }
         }
-        crate::payments::outgoing::transitions::refund(&mut tx, &p, at).await?;
+        transitions::refund(&mut tx, &p, at).await?;
         // The grant counts what was debited: the fee and what was sent.
         let given_back = p.debit.value.saturating_sub(fee.saturating_add(p.sent));
-        crate::payments::outgoing::transitions::release_spending(&mut tx, &p, given_back, 0, at)
-            .await?;
+        transitions::release_spending(&mut tx, &p, given_back, 0, at).await?;
         insert_events(&mut tx, events);
         tx.commit().await?;
         self.payments_cache.invalidate(payment);

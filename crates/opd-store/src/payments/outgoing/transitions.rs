@@ -43,8 +43,18 @@ static START_SENDING: Stmt = Stmt::new(&[
     PAYMENT_COLUMNS,
 ]);
 
-pub(crate) static STATEMENTS: &[&Stmt] =
-    &[&INSERT_PAYMENT, &END_PAYMENT, &START_SENDING, &PAYMENT_IN];
+/// A packet of the payment still waits for its answer.
+static ANY_PENDING: Stmt = Stmt::new(&[
+    "SELECT id FROM payment_packets WHERE payment_id = ? AND state = 'pending' LIMIT 1",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INSERT_PAYMENT,
+    &END_PAYMENT,
+    &START_SENDING,
+    &PAYMENT_IN,
+    &ANY_PENDING,
+];
 
 /// Checks a new payment's reservation against its grant's limits in the
 /// interval; returns what was spent before it, or the refusal (the caller
@@ -181,7 +191,7 @@ impl SqlStore {
         let p = payment_from_row(&row)?;
         // Packets in flight take money from the payment when fulfilled: it
         // ends only once they are settled (see `packets`).
-        if crate::payments::outgoing::packets::has_pending(&mut tx, &p.id.to_string()).await? {
+        if has_pending(&mut tx, &p.id.to_string()).await? {
             tx.rollback().await?;
             return Ok(false);
         }
@@ -251,6 +261,14 @@ pub(crate) async fn release_spending(
         }
     }
     Ok(())
+}
+
+/// Whether the payment has packets pending.
+pub(crate) async fn has_pending(tx: &mut Tx<'_>, payment: &str) -> StoreResult<bool> {
+    Ok(tx
+        .fetch_opt(&ANY_PENDING, params![payment])
+        .await?
+        .is_some())
 }
 
 /// A payment as this transaction sees it.
