@@ -9,7 +9,7 @@ pub(crate) mod payments;
 pub(crate) mod platform;
 pub(crate) mod wallets;
 
-pub use access::claim;
+pub use access::claim::{self, RequestClaim};
 pub use platform::db::{postgres, sqlite};
 
 use std::sync::Arc;

@@ -76,10 +76,10 @@ async fn incoming_payments_of_every_wallet_filter_and_page(s: &dyn Store) {
     let mut made = Vec::new();
     for n in 0..5 {
         let p = incoming(if n % 2 == 0 { &alice } else { &bob }, n);
-        s.create_incoming_payment(&p, &[]).await.unwrap();
+        s.create_incoming_payment(&p, &[], None).await.unwrap();
         made.push(p);
     }
-    s.complete_incoming_payment(made[4].id, at(10_000), &[])
+    s.complete_incoming_payment(made[4].id, at(10_000), &[], None)
         .await
         .unwrap();
     let all = PaymentFilter::default();
@@ -149,7 +149,7 @@ async fn grants_filter_by_state_and_page(s: &dyn Store) {
         .map(|n| grant(n, if n == 1 { "pending" } else { "approved" }))
         .collect();
     for g in &grants {
-        s.create_grant(g, None).await.unwrap();
+        s.create_grant(g, None, None).await.unwrap();
     }
     let ids = |v: &[GrantRecord]| v.iter().map(|g| g.id).collect::<Vec<_>>();
     let first = s.all_grants(None, None, 2).await.unwrap();

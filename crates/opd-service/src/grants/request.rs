@@ -13,12 +13,15 @@ use super::{
     auth_url, constant_time_eq, continue_response, internal, local_wallet, mint_token,
     new_uuid_string, set_state, store_error, token_response, Grant,
 };
+use crate::access::replays::RequestClaim;
 use crate::{ServiceError, Services};
 
-/// `POST /`: a validated grant request from an authenticated client.
+/// `POST /`: a validated grant request from an authenticated client; its
+/// replay `claim` is stored with the grant.
 pub async fn request_grant(
     services: &Services,
     request: ValidatedGrantRequest,
+    claim: Option<&RequestClaim>,
 ) -> Result<GrantResponse, GnapError> {
     // Every identifier must be a wallet address served here: this server
     // grants access to nothing else.
@@ -93,7 +96,7 @@ pub async fn request_grant(
         set_state(&mut record, GrantState::Pending);
         services
             .store
-            .create_grant(&record, None)
+            .create_grant(&record, None, claim)
             .await
             .map_err(store_error)?;
         let interact_id = record.interact_id.clone().unwrap_or_default();
@@ -115,7 +118,7 @@ pub async fn request_grant(
     let (value, token) = mint_token(services, id, &request.access);
     services
         .store
-        .create_grant(&record, Some(&token))
+        .create_grant(&record, Some(&token), claim)
         .await
         .map_err(store_error)?;
     Ok(GrantResponse::Approved(ApprovedGrantResponse {
@@ -154,11 +157,13 @@ pub async fn grant_for_continuation(
 }
 
 /// `POST /continue/{id}`: with an `interact_ref` after the finish redirect,
-/// or without one to poll.
+/// or without one to poll. The request's replay `claim` is stored with the
+/// grant's change.
 pub async fn continue_grant(
     services: &Services,
     grant: Grant,
     interact_ref: Option<&str>,
+    claim: Option<&RequestClaim>,
 ) -> Result<ContinueGrantResponse, GnapError> {
     let now = services.clock.now();
     let wait = services.config.continue_wait_secs;
@@ -202,7 +207,7 @@ pub async fn continue_grant(
         ContinueDecision::StillPending => {
             if !services
                 .store
-                .update_grant(&updated, None)
+                .update_grant(&updated, None, claim)
                 .await
                 .map_err(store_error)?
             {
@@ -228,7 +233,7 @@ pub async fn continue_grant(
             let (value, token) = mint_token(services, record.id, &grant.access);
             if !services
                 .store
-                .update_grant(&updated, Some(&token))
+                .update_grant(&updated, Some(&token), claim)
                 .await
                 .map_err(store_error)?
             {
@@ -249,11 +254,16 @@ pub async fn continue_grant(
     }
 }
 
-/// `DELETE /continue/{id}`: the grant and all its tokens are revoked.
-pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), GnapError> {
+/// `DELETE /continue/{id}`: the grant and all its tokens are revoked; the
+/// request's replay `claim` is stored with the revocation.
+pub async fn cancel_grant(
+    services: &Services,
+    grant: &Grant,
+    claim: Option<&RequestClaim>,
+) -> Result<(), GnapError> {
     services
         .store
-        .revoke_grant(grant.record.id, services.clock.now())
+        .revoke_grant(grant.record.id, services.clock.now(), claim)
         .await
         .map_err(store_error)?;
     services
@@ -267,7 +277,7 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
 pub async fn revoke_by_operator(services: &Services, id: GrantId) -> Result<bool, ServiceError> {
     let revoked = services
         .store
-        .revoke_grant(id, services.clock.now())
+        .revoke_grant(id, services.clock.now(), None)
         .await?;
     if revoked {
         services

@@ -1,44 +1,50 @@
-//! The replay claim of the request being served, written in that request's
-//! own first write (PostgreSQL only).
+//! The replay claim of the request being served ([`RequestClaim`]),
+//! written by that request's own transaction (PostgreSQL only).
 //!
 //! Several nodes share one replay log in the `signed_requests` table. A
 //! state-changing request claims its fingerprint there so that an identical
 //! request never runs twice. Claiming in a statement of its own costs a
 //! round trip and a commit on every such request. Instead, the HTTP layer
-//! arms a [`RequestClaim`] for the request ([`scope`]), and the request's
-//! first write transaction on this store inserts the claim as its first
-//! statement, in the same round trip as its other work:
-//! - the claim commits if and only if that write commits, so a request
+//! arms a [`RequestClaim`] for the request, and the service hands it to the
+//! store operation that does the request's work: `create_quote(&quote,
+//! claim)`, `create_grant(&grant, token, claim)`, ... That operation
+//! begins its transaction with [`begin`] (or writes with [`write`]), which
+//! inserts the claim as the transaction's first statement, in the same
+//! round trip as its other work:
+//! - the claim commits if and only if that work commits, so a request
 //!   whose work is rolled back leaves no claim (an identical request may
-//!   run; nothing of the first was kept);
+//!   run; nothing of the first was kept), and the next operation given the
+//!   claim carries it;
 //! - the claim is a plain `INSERT` on the fingerprint's unique key: an
 //!   identical request running at the same time waits at that insert until
 //!   the first commits, then fails with a unique violation, which aborts
-//!   its whole transaction. That request's store calls then fail with
+//!   its whole transaction. That request's store call then fails with
 //!   [`StoreError::Replayed`](crate::StoreError::Replayed), and the claim
 //!   says [`ClaimState::Replayed`]: the HTTP layer answers it with the
 //!   first request's stored response.
 //!
-//! What this relies on: a request's writes run in its own task (the claim
-//! is task-local). A write from a task the request spawned would not carry
-//! the claim; no handler writes that way.
+//! A created resource's response is known before its write: given ahead
+//! ([`RequestClaim::answer_ahead`]), it is inserted with the claim, and
+//! nothing is left to record after the request.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::platform::db::{params, Db, Param, Rider, Stmt, Tx, Want};
+use crate::{Backend, StoreResult};
 
 /// Where a request's claim stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimState {
     /// Not armed: the request has no fingerprint (yet).
     Unarmed,
-    /// Armed; no write has carried it yet.
+    /// Armed; no transaction has carried it yet.
     Waiting,
     /// Carried by a transaction that has not ended.
     InTransaction,
     /// Committed with the request's work: its response must be recorded.
     Committed,
     /// Committed with the request's work and its response, given ahead
-    /// ([`answer_ahead`]): nothing more to record.
+    /// ([`RequestClaim::answer_ahead`]): nothing more to record.
     Answered,
     /// An identical request committed first: answer with its response.
     Replayed,
@@ -65,7 +71,8 @@ pub struct Answer {
 }
 
 /// The claim of one request, shared between the HTTP layer (which arms it
-/// and reads its end state) and the store (which writes it).
+/// and reads its end state) and the store operation the service hands it
+/// to (which writes it with the request's work).
 #[derive(Debug, Clone)]
 pub struct RequestClaim(Arc<Mutex<Inner>>);
 
@@ -87,7 +94,7 @@ impl RequestClaim {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Arms the claim: the request's first write will insert
+    /// Arms the claim: the first store operation given it inserts
     /// `fingerprint` (lower-case hex), live until `expires_at` (unix
     /// seconds).
     pub fn arm(&self, fingerprint: String, expires_at: i64) {
@@ -107,10 +114,26 @@ impl RequestClaim {
         self.lock().fingerprint.clone()
     }
 
+    /// Gives the response of the request ahead of its write: the
+    /// transaction that carries the claim inserts it too, and nothing is
+    /// left to record after the request (one round trip less). Only for a
+    /// response known before the write and fixed by what it writes (a
+    /// created resource's representation). `answer` is called only when
+    /// the claim waits for a write (so a request without one, or on SQLite,
+    /// renders nothing for it).
+    pub fn answer_ahead(&self, answer: impl FnOnce() -> Option<Answer>) {
+        if self.state() != ClaimState::Waiting {
+            return;
+        }
+        if let Some(answer) = answer() {
+            self.lock().answer = Some(answer);
+        }
+    }
+
     /// For a transaction starting: the fingerprint, expiry and response
     /// (if given ahead) to insert, when the claim waits for a write (it is
     /// then that transaction's).
-    pub(crate) fn take(&self) -> Option<(String, i64, Option<Answer>)> {
+    fn take(&self) -> Option<(String, i64, Option<Answer>)> {
         let mut inner = self.lock();
         if inner.state != ClaimState::Waiting {
             return None;
@@ -123,9 +146,11 @@ impl RequestClaim {
             inner.answer.clone(),
         ))
     }
+}
 
+impl Rider for RequestClaim {
     /// The transaction carrying it committed.
-    pub(crate) fn committed(&self) {
+    fn committed(&self) {
         let mut inner = self.lock();
         if inner.state == ClaimState::InTransaction {
             inner.state = match inner.answer_taken {
@@ -136,8 +161,9 @@ impl RequestClaim {
     }
 
     /// The transaction carrying it ended without committing: the next
-    /// write carries it, without the response given for this one.
-    pub(crate) fn released(&self) {
+    /// operation given the claim carries it, without the response given
+    /// for this one.
+    fn released(&self) {
         let mut inner = self.lock();
         if inner.state == ClaimState::InTransaction {
             inner.state = ClaimState::Waiting;
@@ -147,96 +173,134 @@ impl RequestClaim {
     }
 
     /// An identical request holds the fingerprint.
-    pub(crate) fn replayed(&self) {
+    fn refused(&self) {
         self.lock().state = ClaimState::Replayed;
     }
 }
 
-tokio::task_local! {
-    static CURRENT: RequestClaim;
+/// The claim a request's own transaction carries: a plain insert, so
+/// that an identical request waits for the first one's commit and then
+/// fails on the unique key. An expired entry is pruned within a
+/// housekeeping pass (and its fingerprint can no longer be presented: the
+/// signature is stale).
+static CLAIM_IN_TX: Stmt = Stmt::new(&[
+    "INSERT INTO signed_requests (fingerprint, expires_at, finished) VALUES (?, ?, FALSE)",
+]);
+/// [`CLAIM_IN_TX`] with the request's response, known before its write.
+static CLAIM_ANSWERED_IN_TX: Stmt = Stmt::new(&[
+    "INSERT INTO signed_requests (fingerprint, expires_at, finished, status, headers, body) \
+     VALUES (?, ?, TRUE, ?, ?, ?)",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&CLAIM_IN_TX, &CLAIM_ANSWERED_IN_TX];
+
+/// Whether `claim` waits for a transaction to carry it here: only
+/// PostgreSQL carries claims (SQLite's replay log is in memory).
+fn waiting<'c>(db: &Db, claim: Option<&'c RequestClaim>) -> Option<&'c RequestClaim> {
+    claim.filter(|c| db.backend() == Backend::Postgres && c.state() == ClaimState::Waiting)
 }
 
-/// Runs `f` (a request's handler) with `claim` as its request claim.
-pub async fn scope<F: Future>(claim: RequestClaim, f: F) -> F::Output {
-    CURRENT.scope(claim, f).await
+/// Begins a transaction that carries `claim`, when it waits for one: the
+/// claim's insert is the transaction's first statement, sent with its first
+/// round trip, and commits with the transaction's work or not at all.
+pub(crate) async fn begin<'d>(db: &'d Db, claim: Option<&RequestClaim>) -> StoreResult<Tx<'d>> {
+    let mut tx = db.begin().await?;
+    if let Some(claim) = waiting(db, claim) {
+        carry(&mut tx, claim);
+    }
+    Ok(tx)
 }
 
-/// Gives the response of the request this task serves ahead of its write:
-/// the write that carries the claim records it too, and nothing is left
-/// to record after the request (one round trip less). Only for a response
-/// known before the write and fixed by what it writes (a created
-/// resource's representation). `answer` is called only when a claim waits
-/// for a write (so a request without one, or on SQLite, renders nothing
-/// for it).
-pub fn answer_ahead(answer: impl FnOnce() -> Option<Answer>) {
-    let _ = CURRENT.try_with(|claim| {
-        if claim.state() != ClaimState::Waiting {
-            return;
+fn carry(tx: &mut Tx<'_>, claim: &RequestClaim) {
+    let Some((fingerprint, expires_at, answer)) = claim.take() else {
+        return;
+    };
+    let rider = Box::new(claim.clone());
+    match answer {
+        None => tx.carry(&CLAIM_IN_TX, params![fingerprint, expires_at], rider),
+        Some(a) => {
+            let status = i64::from(a.status);
+            let insert = params![fingerprint, expires_at, status, a.headers, a.body];
+            tx.carry(&CLAIM_ANSWERED_IN_TX, insert, rider);
         }
-        if let Some(answer) = answer() {
-            claim.lock().answer = Some(answer);
-        }
-    });
+    }
 }
 
-/// The claim of the request this task serves, if armed and waiting for a
-/// write.
-pub(crate) fn current() -> Option<RequestClaim> {
-    CURRENT
-        .try_with(RequestClaim::clone)
-        .ok()
-        .filter(|c| c.state() == ClaimState::Waiting)
+/// Runs one writing statement carrying `claim` (see [`begin`]): in a
+/// transaction of its own with the claim when it waits for one (one round
+/// trip with the `COMMIT`), else alone. Returns the rows it changed.
+pub(crate) async fn write(
+    db: &Db,
+    claim: Option<&RequestClaim>,
+    stmt: &'static Stmt,
+    params: &[Param],
+) -> StoreResult<u64> {
+    let Some(claim) = waiting(db, claim) else {
+        return db.write(stmt, params).await;
+    };
+    let mut tx = begin(db, Some(claim)).await?;
+    let ticket = tx.send(stmt, params, Want::Changed);
+    Ok(tx.commit_with(ticket).await?.changed())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_claim_is_carried_once_and_released_on_rollback() {
+    #[test]
+    fn a_claim_is_carried_once_and_released_on_rollback() {
         let claim = RequestClaim::default();
-        assert!(scope(claim.clone(), async { current() }).await.is_none());
+        // Not armed: nothing to carry.
+        assert!(claim.take().is_none());
         claim.arm("ab".into(), 10);
-        let seen = scope(claim.clone(), async { current() }).await.unwrap();
-        assert_eq!(seen.take(), Some(("ab".to_owned(), 10, None)));
-        // Taken: the next transaction does not carry it too.
-        assert!(scope(claim.clone(), async { current() }).await.is_none());
-        seen.released();
+        assert_eq!(claim.take(), Some(("ab".to_owned(), 10, None)));
+        // Taken: another transaction does not carry it too.
+        assert!(claim.take().is_none());
+        assert_eq!(claim.state(), ClaimState::InTransaction);
+        claim.released();
         assert_eq!(claim.state(), ClaimState::Waiting);
         assert!(claim.take().is_some());
         claim.committed();
         assert_eq!(claim.state(), ClaimState::Committed);
-        // Outside a request there is none.
-        assert!(current().is_none());
+        assert!(claim.take().is_none());
     }
 
-    #[tokio::test]
-    async fn an_answer_given_ahead_goes_with_the_claim_until_a_rollback() {
+    #[test]
+    fn an_answer_given_ahead_goes_with_the_claim_until_a_rollback() {
         let claim = RequestClaim::default();
-        claim.arm("cd".into(), 20);
         let answer = Answer {
             status: 201,
             headers: "[]".into(),
             body: "e30=".into(),
         };
-        scope(claim.clone(), async {
-            answer_ahead(|| Some(answer.clone()))
-        })
-        .await;
+        // Not armed: the answer is not even rendered.
+        claim.answer_ahead(|| panic!("rendered for an unarmed claim"));
+        claim.arm("cd".into(), 20);
+        claim.answer_ahead(|| Some(answer.clone()));
         assert_eq!(
             claim.take(),
             Some(("cd".to_owned(), 20, Some(answer.clone())))
         );
-        // Rolled back: the next write carries the claim, not that answer.
+        // Rolled back: the next transaction carries the claim, not that
+        // answer.
         claim.released();
         assert_eq!(claim.take(), Some(("cd".to_owned(), 20, None)));
         claim.committed();
         assert_eq!(claim.state(), ClaimState::Committed);
         let answered = RequestClaim::default();
         answered.arm("ef".into(), 30);
-        scope(answered.clone(), async { answer_ahead(|| Some(answer)) }).await;
+        answered.answer_ahead(|| Some(answer));
         assert!(answered.take().is_some());
         answered.committed();
         assert_eq!(answered.state(), ClaimState::Answered);
+    }
+
+    #[test]
+    fn a_refused_claim_says_the_request_is_a_replay() {
+        let claim = RequestClaim::default();
+        claim.arm("gh".into(), 40);
+        assert!(claim.take().is_some());
+        claim.refused();
+        assert_eq!(claim.state(), ClaimState::Replayed);
     }
 }

@@ -9,5 +9,5 @@ use crate::platform::db::Stmt;
 
 /// This area's statements, for the statement tests.
 pub(crate) fn statements() -> Vec<&'static Stmt> {
-    replays::STATEMENTS.to_vec()
+    [claim::STATEMENTS, replays::STATEMENTS].concat()
 }

@@ -49,19 +49,6 @@ static CLAIM: Stmt = Stmt::new(&[
      ON CONFLICT (fingerprint) DO UPDATE SET expires_at = excluded.expires_at, finished = FALSE, \
      status = NULL, headers = NULL, body = NULL WHERE signed_requests.expires_at < ?",
 ]);
-/// The claim a request's own first write carries (see [`crate::access::claim`]):
-/// a plain insert, so that an identical request waits for the first one's
-/// commit and then fails on the unique key. An expired entry is pruned
-/// within a housekeeping pass (and its fingerprint can no longer be
-/// presented: the signature is stale).
-pub(crate) static CLAIM_IN_TX: Stmt = Stmt::new(&[
-    "INSERT INTO signed_requests (fingerprint, expires_at, finished) VALUES (?, ?, FALSE)",
-]);
-/// [`CLAIM_IN_TX`] with the request's response, known before its write.
-pub(crate) static CLAIM_ANSWERED_IN_TX: Stmt = Stmt::new(&[
-    "INSERT INTO signed_requests (fingerprint, expires_at, finished, status, headers, body) \
-     VALUES (?, ?, TRUE, ?, ?, ?)",
-]);
 static GET: Stmt = Stmt::new(&[
     "SELECT finished, CAST(status AS BIGINT) AS status, headers, body FROM signed_requests \
      WHERE fingerprint = ? AND expires_at >= ?",
@@ -72,14 +59,7 @@ static FINISH: Stmt = Stmt::new(&[
 ]);
 static PRUNE: Stmt = Stmt::new(&["DELETE FROM signed_requests WHERE expires_at < ?"]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[
-    &CLAIM,
-    &CLAIM_IN_TX,
-    &CLAIM_ANSWERED_IN_TX,
-    &GET,
-    &FINISH,
-    &PRUNE,
-];
+pub(crate) static STATEMENTS: &[&Stmt] = &[&CLAIM, &GET, &FINISH, &PRUNE];
 
 #[async_trait]
 impl ReplayStore for SqlStore {

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use opd_core::{GrantId, Timestamp};
 
+use crate::access::claim::{self, RequestClaim};
 use crate::platform::db::{params, Param, Stmt, Tx};
 use crate::platform::rows::Columns as _;
 use crate::{SqlStore, StoreResult};
@@ -15,7 +16,9 @@ pub(crate) use records::{grant_from_row, GRANT_COLUMNS};
 use records::{token_from_row, TOKEN_COLUMNS};
 pub use records::{AccessTokenRecord, GrantRecord};
 
-/// Grants and access tokens.
+/// Grants and access tokens. The writes a client's signed request makes
+/// take its replay claim (`claim`, see [`crate::claim`]), written in the
+/// same transaction; the others pass `None`.
 #[async_trait]
 pub trait GrantStore: Send + Sync {
     /// Stores a new grant, with its first access token when it is issued
@@ -24,6 +27,7 @@ pub trait GrantStore: Send + Sync {
         &self,
         grant: &GrantRecord,
         token: Option<&AccessTokenRecord>,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<()>;
     async fn get_grant(&self, id: GrantId) -> StoreResult<Option<GrantRecord>>;
     async fn get_grant_by_continue_id(&self, continue_id: &str)
@@ -38,6 +42,7 @@ pub trait GrantStore: Send + Sync {
         &self,
         grant: &GrantRecord,
         token: Option<&AccessTokenRecord>,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<bool>;
     async fn get_access_token(&self, digest: &str) -> StoreResult<Option<AccessTokenRecord>>;
     async fn get_access_token_by_management_id(
@@ -52,12 +57,23 @@ pub trait GrantStore: Send + Sync {
         old_management_id: &str,
         new: &AccessTokenRecord,
         at: Timestamp,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<bool>;
     /// `false` when there is no such unrevoked token.
-    async fn revoke_access_token(&self, management_id: &str, at: Timestamp) -> StoreResult<bool>;
+    async fn revoke_access_token(
+        &self,
+        management_id: &str,
+        at: Timestamp,
+        claim: Option<&RequestClaim>,
+    ) -> StoreResult<bool>;
     /// Finalizes the grant as revoked and revokes all its tokens; `false`
     /// when it was already finalized as revoked or does not exist.
-    async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool>;
+    async fn revoke_grant(
+        &self,
+        id: GrantId,
+        at: Timestamp,
+        claim: Option<&RequestClaim>,
+    ) -> StoreResult<bool>;
     /// How many of the client's interactive grants wait for a decision
     /// (their interaction not expired at `now`).
     async fn pending_interactions(&self, client: &str, now: Timestamp) -> StoreResult<u64>;
@@ -172,6 +188,7 @@ impl GrantStore for SqlStore {
         &self,
         g: &GrantRecord,
         token: Option<&AccessTokenRecord>,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<()> {
         let params = params![
             g.id.to_string(),
@@ -195,7 +212,7 @@ impl GrantStore for SqlStore {
             g.created_at,
             g.updated_at,
         ];
-        let mut tx = self.db.begin().await?;
+        let mut tx = claim::begin(&self.db, claim).await?;
         tx.execute(&INSERT_GRANT, params).await?;
         if let Some(t) = token {
             insert_token(&mut tx, t).await?;
@@ -227,6 +244,7 @@ impl GrantStore for SqlStore {
         &self,
         g: &GrantRecord,
         token: Option<&AccessTokenRecord>,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<bool> {
         let params = params![
             &g.state,
@@ -239,7 +257,7 @@ impl GrantStore for SqlStore {
             g.id.to_string(),
             g.version,
         ];
-        let mut tx = self.db.begin().await?;
+        let mut tx = claim::begin(&self.db, claim).await?;
         if tx.execute(&UPDATE_GRANT, params).await? == 0 {
             return Ok(false);
         }
@@ -267,8 +285,9 @@ impl GrantStore for SqlStore {
         old: &str,
         new: &AccessTokenRecord,
         at: Timestamp,
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<bool> {
-        let mut tx = self.db.begin().await?;
+        let mut tx = claim::begin(&self.db, claim).await?;
         if tx.execute(&REVOKE_TOKEN, params![at, old]).await? == 0 {
             return Ok(false);
         }
@@ -277,17 +296,24 @@ impl GrantStore for SqlStore {
         Ok(true)
     }
 
-    async fn revoke_access_token(&self, management_id: &str, at: Timestamp) -> StoreResult<bool> {
-        Ok(self
-            .db
-            .write(&REVOKE_TOKEN, params![at, management_id])
-            .await?
-            > 0)
+    async fn revoke_access_token(
+        &self,
+        management_id: &str,
+        at: Timestamp,
+        claim: Option<&RequestClaim>,
+    ) -> StoreResult<bool> {
+        let revoke = params![at, management_id];
+        Ok(claim::write(&self.db, claim, &REVOKE_TOKEN, revoke).await? > 0)
     }
 
-    async fn revoke_grant(&self, id: GrantId, at: Timestamp) -> StoreResult<bool> {
+    async fn revoke_grant(
+        &self,
+        id: GrantId,
+        at: Timestamp,
+        claim: Option<&RequestClaim>,
+    ) -> StoreResult<bool> {
         let id = id.to_string();
-        let mut tx = self.db.begin().await?;
+        let mut tx = claim::begin(&self.db, claim).await?;
         let revoked = tx.execute(&REVOKE_GRANT, params![at, &id]).await?;
         tx.execute(&REVOKE_GRANT_TOKENS, params![at, &id]).await?;
         tx.commit().await?;

@@ -7,6 +7,7 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::webhook::WebhookEvent;
 use opd_core::{IncomingPaymentId, Timestamp, WalletAddressId};
 
+use crate::access::claim::{self, RequestClaim};
 use crate::platform::db::{num, params, Stmt, Want};
 use crate::platform::outbox::insert_events;
 use crate::platform::pages::{page_statements, read_page, PageStatements};
@@ -19,10 +20,13 @@ use crate::{SqlStore, StoreResult};
 #[async_trait]
 pub trait IncomingPaymentStore: Send + Sync {
     /// Stores a new incoming payment and queues its webhook events.
+    /// Stores a new incoming payment with its events; `claim` (the
+    /// request's replay claim, see [`crate::claim`]) is written with it.
     async fn create_incoming_payment(
         &self,
         payment: &IncomingPayment,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<()>;
     async fn get_incoming_payment(
         &self,
@@ -37,12 +41,14 @@ pub trait IncomingPaymentStore: Send + Sync {
         page: &PageRequest,
     ) -> StoreResult<Page<IncomingPayment>>;
     /// Marks the payment completed unless it already is (queueing `events`
-    /// only when this call completed it), and returns it.
+    /// only when this call completed it), and returns it; `claim` is
+    /// written with the change.
     async fn complete_incoming_payment(
         &self,
         id: IncomingPaymentId,
         at: Timestamp,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<Option<IncomingPayment>>;
     /// How many incoming payments `client` created on `wallet` since `since`.
     async fn incoming_payments_created_by(
@@ -180,6 +186,7 @@ impl IncomingPaymentStore for SqlStore {
         &self,
         p: &IncomingPayment,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<()> {
         let params = params![
             p.id.to_string(),
@@ -196,9 +203,9 @@ impl IncomingPaymentStore for SqlStore {
             p.created_at,
             p.updated_at,
         ];
-        // One round trip: the payment, its events and the `COMMIT` travel
-        // together.
-        let mut tx = self.db.begin().await?;
+        // One round trip: the claim, the payment, its events and the
+        // `COMMIT` travel together.
+        let mut tx = claim::begin(&self.db, claim).await?;
         tx.send(&INSERT_INCOMING, params, Want::Changed);
         insert_events(&mut tx, events);
         tx.commit().await
@@ -229,8 +236,9 @@ impl IncomingPaymentStore for SqlStore {
         id: IncomingPaymentId,
         at: Timestamp,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<Option<IncomingPayment>> {
-        let mut tx = self.db.begin().await?;
+        let mut tx = claim::begin(&self.db, claim).await?;
         if tx.execute(&COMPLETE, params![at, id.to_string()]).await? > 0 {
             insert_events(&mut tx, events);
         }

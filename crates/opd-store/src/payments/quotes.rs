@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use opd_core::quote::Quote;
 use opd_core::{Amount, QuoteId, Timestamp, WalletAddressId};
 
+use crate::access::claim::{self, RequestClaim};
 use crate::platform::db::{num, params, Stmt};
 use crate::platform::rows::{asset, id, time, u64_from_text, Columns};
 use crate::{SqlStore, StoreResult};
@@ -11,7 +12,9 @@ use crate::{SqlStore, StoreResult};
 /// Quotes.
 #[async_trait]
 pub trait QuoteStore: Send + Sync {
-    async fn create_quote(&self, quote: &Quote) -> StoreResult<()>;
+    /// Stores a new quote; `claim` (the request's replay claim, see
+    /// [`crate::claim`]) is written with it.
+    async fn create_quote(&self, quote: &Quote, claim: Option<&RequestClaim>) -> StoreResult<()>;
     async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>>;
     /// The newest quote of `wallet` to `receiver` not expired at `now`,
     /// among the wallet address's newest [`RECENT_QUOTES`] (a bounded read
@@ -82,7 +85,7 @@ pub(crate) fn quote_from_row(row: &impl Columns) -> StoreResult<Quote> {
 
 #[async_trait]
 impl QuoteStore for SqlStore {
-    async fn create_quote(&self, q: &Quote) -> StoreResult<()> {
+    async fn create_quote(&self, q: &Quote, claim: Option<&RequestClaim>) -> StoreResult<()> {
         let params = &[
             q.id.to_string().into(),
             q.wallet_address_id.to_string().into(),
@@ -99,7 +102,7 @@ impl QuoteStore for SqlStore {
             q.created_at.into(),
             q.expires_at.into(),
         ];
-        self.db.write(&INSERT_QUOTE, params).await?;
+        claim::write(&self.db, claim, &INSERT_QUOTE, params).await?;
         Ok(())
     }
 

@@ -129,10 +129,12 @@ fn reservation(
 }
 
 /// Creates an outgoing payment. Returns it with its wallet address and
-/// what the grant had spent before it.
+/// what the grant had spent before it. The request's replay `claim` is
+/// stored with the first write: the quote made for it, or the payment.
 pub async fn create(
     services: &Services,
     input: NewOutgoingPayment,
+    claim: Option<&crate::access::replays::RequestClaim>,
 ) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let invalid_quote = |m: &str| ServiceError::InvalidQuote(m.to_owned());
@@ -175,7 +177,9 @@ pub async fn create(
                 target: QuoteTarget::FixedSend(debit_amount.clone()),
                 client: input.client.clone(),
             };
-            quotes::create(services, new_quote).await?.0
+            quotes::create_answered(services, new_quote, claim, |_, _| None)
+                .await?
+                .0
         }
     };
     crate::payments::incoming::check_metadata(&input.metadata)?;
@@ -226,7 +230,7 @@ pub async fn create(
     );
     match services
         .store
-        .create_outgoing_payment(&record, grant.as_ref(), &[created_event])
+        .create_outgoing_payment(&record, grant.as_ref(), &[created_event], claim)
         .await?
     {
         CreateOutgoing::Created { spent_before } => {

@@ -17,6 +17,7 @@ use opd_core::pagination::{Page, PageRequest};
 use opd_core::webhook::WebhookEvent;
 use opd_core::{Amount, OutgoingPaymentId, QuoteId, Timestamp, WalletAddressId};
 
+use crate::access::claim::RequestClaim;
 use crate::platform::db::{params, Stmt};
 use crate::platform::pages::{page_statements, read_page, PageStatements};
 use crate::platform::rows::{self, corrupt, Columns};
@@ -27,12 +28,14 @@ use crate::{Backend, SqlStore, StoreResult};
 pub trait OutgoingPaymentStore: Send + Sync {
     /// Stores a payment, reserving its amounts against the grant's limits
     /// and (state `sending`) funding it from the wallet address's balance,
-    /// all or nothing.
+    /// all or nothing; `claim` (the request's replay claim, see
+    /// [`crate::claim`]) is written with it.
     async fn create_outgoing_payment(
         &self,
         payment: &OutgoingPayment,
         grant: Option<&GrantReservation>,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<CreateOutgoing>;
     async fn get_outgoing_payment(
         &self,
@@ -241,8 +244,9 @@ impl OutgoingPaymentStore for SqlStore {
         p: &OutgoingPayment,
         grant: Option<&GrantReservation>,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<CreateOutgoing> {
-        self.create_tx(p, grant, events).await
+        self.create_tx(p, grant, events, claim).await
     }
 
     async fn get_outgoing_payment(

@@ -13,6 +13,7 @@ use opd_core::webhook::WebhookEvent;
 use opd_core::{OutgoingPaymentId, Timestamp};
 
 use super::spending;
+use crate::access::claim::{self, RequestClaim};
 use crate::ledger::{self, post, send_post, AccountRef, Posting, SentPost};
 use crate::payments::outgoing::{payment_from_row, PAYMENT_COLUMNS};
 use crate::platform::db::{num, params, Stmt, Ticket, Tx, Want};
@@ -130,10 +131,11 @@ impl SqlStore {
         p: &OutgoingPayment,
         grant: Option<&GrantReservation>,
         events: &[WebhookEvent],
+        claim: Option<&RequestClaim>,
     ) -> StoreResult<CreateOutgoing> {
-        // On PostgreSQL everything up to the `COMMIT` travels in one round
-        // trip, and the `COMMIT` in a second.
-        let mut tx = self.db.begin().await?;
+        // On PostgreSQL everything up to the `COMMIT` (the request's claim
+        // first) travels in one round trip, and the `COMMIT` in a second.
+        let mut tx = claim::begin(&self.db, claim).await?;
         // The payment first: a used quote (its unique key) refuses it, and
         // so the whole transaction.
         let inserted = insert_payment(&mut tx, p);

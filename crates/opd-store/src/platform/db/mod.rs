@@ -36,7 +36,7 @@ pub(crate) use param::{num, params, Param};
 pub(crate) use row::{Ran, Row, Want};
 pub(crate) use stmt::Stmt;
 use tx::TxInner;
-pub(crate) use tx::{Ticket, Tx};
+pub(crate) use tx::{Rider, Ticket, Tx};
 
 /// The database connections of a store.
 #[derive(Debug, Clone)]
@@ -172,15 +172,6 @@ impl Db {
         params: &[Param],
         want: Want,
     ) -> StoreResult<Ran> {
-        if matches!((on, &self.pools), (On::Writer, Pools::Postgres(_)))
-            && crate::access::claim::current().is_some()
-        {
-            // The request's replay claim goes with its first write: both in
-            // one transaction, sent with the `COMMIT` in one round trip.
-            let mut tx = self.begin().await?;
-            let ticket = tx.send(stmt, params, want);
-            return tx.commit_with(ticket).await;
-        }
         self.count(1);
         // A write outside a transaction commits by itself: it can fail
         // before or after its commit, like a transaction's `COMMIT`.

@@ -5,8 +5,7 @@
 use super::postgres::driver::{self as pg, Got, PgTx};
 use super::row::{sqlite_rows, Ran, Row, Want};
 use super::sqlite::driver;
-use super::{params, Db, Param, Stmt};
-use crate::access::claim::RequestClaim;
+use super::{Db, Param, Stmt};
 use crate::platform::faults::AtCommit;
 use crate::{Backend, StoreError, StoreResult};
 
@@ -34,6 +33,20 @@ struct Queued {
     want: Want,
 }
 
+/// Someone a transaction carries a statement for ([`Tx::carry`]), told
+/// how the transaction ended: the request's replay claim
+/// (`crate::access::claim`), which commits exactly when the request's own
+/// work does.
+pub(crate) trait Rider: Send + Sync {
+    /// The transaction committed.
+    fn committed(&self);
+    /// It ended without committing: nothing of it was kept.
+    fn released(&self);
+    /// The server refused the rider's statement: another transaction holds
+    /// its key.
+    fn refused(&self);
+}
+
 /// An open transaction: dropped without `commit`, nothing of it is kept.
 ///
 /// On PostgreSQL, statements sent with [`send`](Self::send) wait and
@@ -49,9 +62,9 @@ pub(crate) struct Tx<'d> {
     results: Vec<Option<StoreResult<Ran>>>,
     /// Sent but not yet on the wire (PostgreSQL).
     queued: Vec<Queued>,
-    /// The request's replay claim this transaction carries, and its
-    /// ticket (see [`crate::access::claim`]).
-    claim: Option<(RequestClaim, usize)>,
+    /// What the transaction carries for someone else, and its statement's
+    /// ticket ([`carry`](Self::carry)).
+    rider: Option<(Box<dyn Rider>, usize)>,
     /// A statement failed on PostgreSQL: the server has aborted the
     /// transaction, and a `COMMIT` would only roll it back.
     aborted: bool,
@@ -65,48 +78,35 @@ impl std::fmt::Debug for Tx<'_> {
 
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
-        // Committed: `commit` took the claim first. Otherwise the work is
-        // undone and the request's next write carries the claim.
-        if let Some((claim, _)) = self.claim.take() {
-            claim.released();
+        // Committed: `commit` took the rider first. Otherwise the work is
+        // undone, and the rider's statement with it.
+        if let Some((rider, _)) = self.rider.take() {
+            rider.released();
         }
     }
 }
 
 impl<'d> Tx<'d> {
     pub(super) fn new(db: &'d Db, inner: TxInner) -> Self {
-        let mut tx = Self {
+        Self {
             db,
             inner,
             results: Vec::new(),
             queued: Vec::new(),
-            claim: None,
+            rider: None,
             aborted: false,
-        };
-        if let (TxInner::Postgres(_), Some(claim)) = (&tx.inner, crate::access::claim::current()) {
-            if let Some((fingerprint, expires_at, answer)) = claim.take() {
-                let ticket = match answer {
-                    None => tx.send(
-                        &crate::access::replays::CLAIM_IN_TX,
-                        params![fingerprint, expires_at],
-                        Want::Changed,
-                    ),
-                    Some(a) => tx.send(
-                        &crate::access::replays::CLAIM_ANSWERED_IN_TX,
-                        params![
-                            fingerprint,
-                            expires_at,
-                            i64::from(a.status),
-                            a.headers,
-                            a.body
-                        ],
-                        Want::Changed,
-                    ),
-                };
-                tx.claim = Some((claim, ticket.0));
-            }
         }
-        tx
+    }
+
+    /// Sends `stmt` (a write) for `rider`, who is told how the transaction
+    /// ends: committed, released (rolled back or dropped), or refused (the
+    /// statement hit a unique key another transaction holds, which fails
+    /// every statement of this one with [`StoreError::Replayed`]). One
+    /// rider per transaction; sent first, it goes with the transaction's
+    /// first round trip on PostgreSQL.
+    pub(crate) fn carry(&mut self, stmt: &'static Stmt, params: &[Param], rider: Box<dyn Rider>) {
+        let ticket = self.send(stmt, params, Want::Changed);
+        self.rider = Some((rider, ticket.0));
     }
 
     pub(crate) fn backend(&self) -> Backend {
@@ -181,25 +181,26 @@ impl<'d> Tx<'d> {
             },
             _ => return Err(ended()),
         };
-        let claim_failed = self.claim_refused(&queued, &got);
+        let refused = self.rider_refused(&queued, &got);
         self.aborted |= got.iter().any(Result::is_err);
         for (q, got) in queued.iter().zip(got) {
             self.results[q.ticket] = Some(match got {
-                _ if claim_failed => Err(StoreError::Replayed),
+                _ if refused => Err(StoreError::Replayed),
                 got => got.map(Ran::from),
             });
         }
-        if claim_failed {
+        if refused {
             return Err(StoreError::Replayed);
         }
         ended
     }
 
-    /// Whether the request's claim, sent in `queued`, was refused because
-    /// an identical request holds it (then the whole transaction is that
-    /// request's replay).
-    fn claim_refused(&self, queued: &[Queued], got: &[StoreResult<Got>]) -> bool {
-        let Some((claim, ticket)) = &self.claim else {
+    /// Whether the rider's statement, sent in `queued`, was refused
+    /// because another transaction holds its key (for the replay claim: an
+    /// identical request, and the whole transaction is that request's
+    /// replay).
+    fn rider_refused(&self, queued: &[Queued], got: &[StoreResult<Got>]) -> bool {
+        let Some((rider, ticket)) = &self.rider else {
             return false;
         };
         let refused = queued
@@ -207,7 +208,7 @@ impl<'d> Tx<'d> {
             .zip(got)
             .any(|(q, g)| q.ticket == *ticket && matches!(g, Err(StoreError::Conflict(_))));
         if refused {
-            claim.replayed();
+            rider.refused();
         }
         refused
     }
@@ -341,8 +342,8 @@ impl<'d> Tx<'d> {
                 }
             }
         }
-        if let Some((claim, _)) = self.claim.take() {
-            claim.committed();
+        if let Some((rider, _)) = self.rider.take() {
+            rider.committed();
         }
         if fault == AtCommit::FailAfter {
             return Err(crate::platform::faults::injected());
