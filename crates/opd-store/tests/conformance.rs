@@ -19,8 +19,9 @@ use opd_core::{
     WalletAddressId,
 };
 use opd_core::{GrantId, PeerId};
+use opd_store::claim::{Answer, ClaimState, RequestClaim};
 use opd_store::{
-    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, CreditRounds, Delivered, Fact,
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Backend, CreditRounds, Delivered, Fact,
     GrantRecord, Store, StoreError,
 };
 
@@ -42,6 +43,7 @@ opd_testkit::conformance!(
     outgoing_payments_fund_reserve_deliver_and_refund,
     webhook_events_are_claimed_once_until_their_lease_ends,
     signed_requests_are_claimed_once_and_answered,
+    a_request_s_claim_commits_with_its_work_and_refuses_a_replay,
     auto_peers_are_counted_kept_apart_and_funded_within_the_total,
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
@@ -1251,6 +1253,79 @@ async fn signed_requests_are_claimed_once_and_answered(s: &dyn Store) {
     assert!(s.claim_request("fp-1", now + 700, now + 400).await.unwrap());
     assert_eq!(s.prune_requests(now + 701).await.unwrap(), 3);
     assert!(s.get_request("fp-1", now + 400).await.unwrap().is_none());
+}
+
+/// The replay claim a store operation is handed (PostgreSQL; SQLite keeps
+/// its replay log in memory and carries none): inserted with the
+/// operation's work at no round trip of its own, with the response given
+/// ahead; an identical request's claim then fails its whole transaction;
+/// a claim whose work is not committed is released, and the next operation
+/// handed it carries it.
+async fn a_request_s_claim_commits_with_its_work_and_refuses_a_replay(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0);
+    let now = T0 / 1000;
+    let quote = |n: u64| Quote {
+        id: QuoteId::new(at, &SeededRandom::new(n)),
+        wallet_address_id: alice.id,
+        receiver: "http://localhost:8080/incoming-payments/x".into(),
+        debit_amount: Amount::new(100, usd()),
+        receive_amount: Amount::new(100, usd()),
+        fee: 0,
+        debit_minus_fees: 100,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    let before = s.round_trips();
+    s.create_quote(&quote(1), None).await.unwrap();
+    let alone = s.round_trips() - before;
+    let claim = RequestClaim::default();
+    claim.arm("fp-a".into(), now + 300);
+    let answer = Answer {
+        status: 201,
+        headers: "[]".into(),
+        body: "e30=".into(),
+    };
+    claim.answer_ahead(|| Some(answer.clone()));
+    let before = s.round_trips();
+    s.create_quote(&quote(2), Some(&claim)).await.unwrap();
+    assert_eq!(s.round_trips() - before, alone, "the claim rides along");
+    if s.backend() == Backend::Sqlite {
+        assert_eq!(claim.state(), ClaimState::Waiting, "not carried");
+        return;
+    }
+    assert_eq!(claim.state(), ClaimState::Answered);
+    let stored = s.get_request("fp-a", now).await.unwrap().unwrap();
+    assert!(stored.finished);
+    assert_eq!(stored.response, Some((201, "[]".into(), "e30=".into())));
+
+    // An identical request: its claim fails its work, and nothing of it
+    // is kept.
+    let replay = RequestClaim::default();
+    replay.arm("fp-a".into(), now + 300);
+    let refused = s.create_quote(&quote(3), Some(&replay)).await;
+    assert!(matches!(refused, Err(StoreError::Replayed)), "{refused:?}");
+    assert_eq!(replay.state(), ClaimState::Replayed);
+    assert_eq!(s.get_quote(quote(3).id).await.unwrap(), None);
+
+    // Work that does not commit (no such token to rotate) releases the
+    // claim; the next operation handed it carries it.
+    let claim = RequestClaim::default();
+    claim.arm("fp-b".into(), now + 300);
+    let new_token = token(&grant(None, 1), 1);
+    let rotated = s.rotate_access_token("unknown", &new_token, at, Some(&claim));
+    assert!(!rotated.await.unwrap());
+    assert_eq!(claim.state(), ClaimState::Waiting);
+    assert!(s.get_request("fp-b", now).await.unwrap().is_none());
+    s.create_quote(&quote(4), Some(&claim)).await.unwrap();
+    assert_eq!(claim.state(), ClaimState::Committed);
+    let running = s.get_request("fp-b", now).await.unwrap().unwrap();
+    assert!(
+        !running.finished,
+        "its response is recorded after the request"
+    );
 }
 
 fn peer(address: &str, n: i64, origin: PeerOrigin) -> Peer {
