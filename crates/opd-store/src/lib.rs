@@ -92,8 +92,8 @@ pub trait Store:
     async fn listen_changes(&self) -> StoreResult<Option<ChangeFeed>>;
 }
 
-/// The store of both backends: the same SQL (see [`db`]) over PostgreSQL or
-/// SQLite connections.
+/// The store of both backends: the same SQL (see `platform::db`) over
+/// PostgreSQL or SQLite connections.
 #[derive(Debug)]
 pub struct SqlStore {
     db: platform::db::Db,

@@ -8,9 +8,9 @@
 //! arms a [`RequestClaim`] for the request, and the service hands it to the
 //! store operation that does the request's work: `create_quote(&quote,
 //! claim)`, `create_grant(&grant, token, claim)`, ... That operation
-//! begins its transaction with [`begin`] (or writes with [`write`]), which
-//! inserts the claim as the transaction's first statement, in the same
-//! round trip as its other work:
+//! begins its transaction with `claim::begin` (or writes with
+//! `claim::write`), which inserts the claim as the transaction's first
+//! statement, in the same round trip as its other work:
 //! - the claim commits if and only if that work commits, so a request
 //!   whose work is rolled back leaves no claim (an identical request may
 //!   run; nothing of the first was kept), and the next operation given the

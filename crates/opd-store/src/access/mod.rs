@@ -1,6 +1,6 @@
 //! Access: the log of signed requests that keeps a replayed request from
 //! running twice ([`replays`]), and the claim a request's own transaction
-//! carries into that log ([`claim`]).
+//! carries into that log ([`claim`]). May use `platform` only.
 
 pub mod claim;
 pub(crate) mod replays;

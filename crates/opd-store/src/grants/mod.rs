@@ -1,6 +1,8 @@
 //! The authorization server's grants and access tokens. Access items and
 //! client keys are kept as the JSON the domain layer (`opd-gnap`) produces;
-//! token values are never stored, only digests.
+//! token values are never stored, only digests. The records and their rows
+//! are [`records`]'s. May use `access` (the replay claim a client's
+//! request carries) and `platform`.
 
 use async_trait::async_trait;
 use opd_core::{GrantId, Timestamp};

@@ -1,5 +1,8 @@
 //! Interledger: peers ([`peers`]) and their liquidity ([`liquidity`]), and
 //! the holds of the packets this server forwards ([`holds`]).
+//!
+//! May use the ledger and `platform`; never `payments`, which uses it
+//! (crediting an incoming payment for a peer's packets).
 
 pub(crate) mod holds;
 pub(crate) mod liquidity;

@@ -2,7 +2,8 @@
 //! way money moves. A transfer is posted inside the transaction of the
 //! state change it belongs to, so a crash keeps both or neither; the
 //! balance arithmetic (no negative liability, no balance past ±u64::MAX)
-//! is `opd_core::ledger::post_balances`.
+//! is `opd_core::ledger::post_balances`. How a posting travels is
+//! [`posting`]'s. May use `platform` only.
 
 use async_trait::async_trait;
 use opd_core::ledger::{Account, AccountKind, LedgerOutcome, PostError, Transfer, TransferKind};

@@ -1,6 +1,10 @@
-//! Payments: quotes, incoming payments and what they received, outgoing
-//! payments through their lifecycle, and the credit that moves money to a
-//! receiver.
+//! Payments: quotes ([`quotes`]), incoming payments ([`incoming`]) and
+//! the money they hold for the operator ([`receipts`]), outgoing payments
+//! through their lifecycle and their packets ([`outgoing`]), and the
+//! credit that moves money to a receiver ([`credits`]).
+//!
+//! May use the ledger, `interledger` (a peer's liquidity), `access` (the
+//! replay claim a request's write carries) and `platform`.
 
 pub(crate) mod credits;
 pub(crate) mod incoming;

@@ -22,7 +22,7 @@ pub enum StoreError {
     #[error("{0}")]
     Migration(String),
     /// An identical request (the same replay fingerprint) committed first;
-    /// nothing of this transaction was kept (see [`crate::access::claim`]).
+    /// nothing of this transaction was kept (see [`crate::claim`]).
     #[error("an identical request was answered first")]
     Replayed,
     /// Any other database error.

@@ -542,7 +542,7 @@ async fn a_repeated_nonce_is_the_same_request_and_a_new_one_is_not() {
 
 /// The SQL round trips of each kind of state-changing request on
 /// PostgreSQL, where the replay log is shared in the database: the
-/// request's claim rides with its own first write (and a created
+/// request's claim rides with its own write (and a created
 /// resource's response with the claim), so it costs no round trip of its
 /// own, and none to record the response of a create. Each kind is
 /// measured at its best of three requests after a first one (the caches it

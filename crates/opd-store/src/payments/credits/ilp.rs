@@ -13,7 +13,7 @@ use crate::platform::facts::Uncommitted;
 use crate::{SqlStore, StoreResult};
 
 impl SqlStore {
-    /// One round of ILP credits; see [`CreditStore::credit_round`].
+    /// One round of ILP credits; see [`super::CreditStore::credit_round`].
     pub(super) async fn ilp_round(
         &self,
         peer: &Peer,

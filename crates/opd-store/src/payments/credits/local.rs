@@ -22,7 +22,7 @@ pub(super) static COMPLETE_OUTGOING: Stmt = Stmt::new(&[
 ]);
 
 impl SqlStore {
-    /// A local delivery; see [`CreditStore::deliver_locally`].
+    /// A local delivery; see [`super::CreditStore::deliver_locally`].
     pub(super) async fn local_delivery(
         &self,
         d: &LocalDelivery,

@@ -2,14 +2,16 @@
 //! receiver on this server, whether it comes from a peer in ILP packets
 //! or from an outgoing payment of this server delivered locally.
 //!
-//! One transaction locks the incoming payment's row ([`lock_incoming`])
-//! and ([`credit_incoming`]) takes each packet by the payment's rule (`IncomingPayment::receive`, in
-//! arrival order, [`take_in_order`]), moves the money in the ledger,
-//! writes the payment's new received amount and, when this credit
-//! completed it, reads what its account holds for the operator to
-//! withdraw. What only the transaction knows comes back as typed
-//! [`Fact`]s; the service renders them into webhook events that commit
-//! with it ([`Uncommitted`]).
+//! One transaction locks the incoming payment's row and ([`credit`])
+//! takes each packet by the payment's rule (`IncomingPayment::receive`,
+//! in arrival order, [`take`]), moves the money in the ledger, writes the
+//! payment's new received amount and, when this credit completed it,
+//! reads what its account holds for the operator to withdraw. What only
+//! the transaction knows comes back as typed [`Fact`]s; the service
+//! renders them into webhook events that commit with it
+//! ([`Uncommitted`]). The sources: a round of ILP packets ([`ilp`]; the
+//! service plans the rounds of a group with [`rounds`]) and the local
+//! delivery of an outgoing payment ([`local`]).
 //!
 //! ILP packets for one incoming payment from one peer that arrive together
 //! are credited in one transaction (the service gathers them and drives

@@ -1,7 +1,9 @@
 //! Outgoing payments: the trait, reads and pages, and the worker's claim
 //! with a lease. The transactions that change a payment's state (creation
-//! with funding and grant reservation, delivery, failure with refund,
-//! external funding) are in `transitions.rs`.
+//! with funding and grant reservation, failure with refund, external
+//! funding) are in [`transitions`]; the packets of a payment sent over ILP
+//! in [`packets`]; a grant's spending in [`spending`]; the payments read
+//! back without SQL in [`read_cache`].
 
 pub(crate) mod packets;
 pub(crate) mod read_cache;

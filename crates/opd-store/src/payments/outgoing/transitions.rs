@@ -1,8 +1,12 @@
 //! The transactions that move an outgoing payment through its life:
 //! creation (the payment stored, funded from the wallet address and
 //! counted against its grant, all or nothing), failure with refund, and
-//! funding from outside (local delivery is a credit: `crate::payments::credits`). Each is one transaction; a refusal
-//! returns without committing, which undoes everything it did.
+//! funding from outside (local delivery is a credit:
+//! `crate::payments::credits`). Each is one transaction; a refusal returns
+//! without committing, which undoes everything it did. What ending a
+//! payment takes (its row locked, the refund, the grant's spending given
+//! back, whether packets are still pending) is here too, for the packets
+//! of a payment ([`super::packets`]) to end it the same way.
 
 use opd_core::ledger::{AccountKind, PostError, TransferKind};
 use opd_core::outgoing_payment::{

@@ -1,7 +1,7 @@
-//! The executor every store module runs its SQL through, served by both
-//! backends: PostgreSQL through tokio-postgres
-//! ([`crate::platform::db::postgres::driver`]), SQLite through the synchronous
-//! [`driver`](crate::platform::db::sqlite::driver).
+//! The executor every store module runs its SQL through ([`Db`]; a
+//! transaction is a [`Tx`]), served by both backends, which live here:
+//! PostgreSQL through tokio-postgres ([`postgres`]), SQLite through the
+//! synchronous driver of [`sqlite`].
 //!
 //! SQL is written once per statement, as a [`Stmt`], in a portable form:
 //! `?` placeholders; `?::numeric` / `?::uuid` mark parameters PostgreSQL

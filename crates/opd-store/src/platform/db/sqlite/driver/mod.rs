@@ -2,8 +2,9 @@
 //! read-only connections ([`ReadPool::query`]), and writes on the single
 //! writer, alone ([`WritePool::execute`], [`WritePool::query`]) or in a
 //! transaction ([`WritePool::begin`], [`WriterTx`]) with group commit.
-//! The store reaches it only through [`crate::platform::db`], which binds its
-//! parameters (anything `rusqlite::ToSql`).
+//! The store reaches it only through `crate::platform::db`, which binds
+//! its parameters (anything `rusqlite::ToSql`). The writer is in
+//! `writer.rs`.
 //!
 //! Why not sqlx here: sqlx runs each SQLite connection on a thread of its
 //! own and hands it every statement over a channel, so each statement costs
