@@ -12,7 +12,9 @@
 //! 2. otherwise hands the handler a [`ReplaySlot`]: the shared signature
 //!    check (`crate::resource_server::auth::authenticate`, `auth_server::verify`) claims the
 //!    request there after verifying it, or leaves the answer of an
-//!    identical request that won the race;
+//!    identical request that won the race (with the replay log in the
+//!    database, the handler hands the slot's claim to its use case, whose
+//!    store write carries it: `auth.claim()`, `RequestMeta::claim`);
 //! 3. records the response of a claimed request (status, kept headers and
 //!    body up to `MAX_STORED_RESPONSE`; a larger one is recorded as not
 //!    kept, and its replays are refused with `replayed_request`), or sends
@@ -100,7 +102,7 @@ async fn handle(
     // The handler and the recording of its response run to the end even
     // when the client hangs up (see the module doc).
     let run = async move {
-        let response = slot.run(next.run(request)).await;
+        let response = next.run(request).await;
         match slot.take() {
             Slot::Empty => response,
             Slot::Answer(stored) => replayed(&stored),

@@ -108,7 +108,7 @@ pub async fn outgoing_payments(
     };
     Ok(services
         .store
-        .dashboard_outgoing_payments(&filter, before, limit)
+        .all_outgoing_payments(&filter, before, limit)
         .await?)
 }
 
@@ -128,7 +128,7 @@ pub async fn incoming_payments(
     };
     Ok(services
         .store
-        .dashboard_incoming_payments(&filter, before, limit)
+        .all_incoming_payments(&filter, before, limit)
         .await?)
 }
 
@@ -181,10 +181,7 @@ pub async fn grants(
     before: Option<&str>,
     limit: i64,
 ) -> Result<Vec<GrantSummary>, ServiceError> {
-    let found = services
-        .store
-        .dashboard_grants(state, before, limit)
-        .await?;
+    let found = services.store.all_grants(state, before, limit).await?;
     Ok(found
         .into_iter()
         .map(|g| GrantSummary {
@@ -207,7 +204,7 @@ pub async fn webhook_events(
 ) -> Result<Vec<OutboxEntry>, ServiceError> {
     Ok(services
         .store
-        .dashboard_webhook_events(undelivered, None, limit)
+        .webhook_events(undelivered, None, limit)
         .await?)
 }
 

@@ -1,61 +1,41 @@
 #![doc = include_str!("../README.md")]
 
-mod changes;
-pub mod claim;
-mod credits;
-mod dashboard;
-mod db;
-mod error;
-mod facts;
-mod faults;
-mod grants;
-mod holds;
-mod incoming;
-mod ledger;
-mod migrations;
-mod outbox;
-mod outgoing;
-mod packets;
-mod pages;
-mod peers;
-pub mod postgres;
-mod quotes;
-mod read_cache;
-mod receipts;
-mod replays;
-mod retention;
-mod rounds;
-mod rows;
-mod settings;
-mod spending;
-pub mod sqlite;
-mod transitions;
-mod wallets;
+pub(crate) mod access;
+pub(crate) mod grants;
+pub(crate) mod interledger;
+pub(crate) mod ledger;
+pub(crate) mod operator;
+pub(crate) mod payments;
+pub(crate) mod platform;
+pub(crate) mod wallets;
+
+pub use access::claim::{self, RequestClaim};
+pub use platform::db::{postgres, sqlite};
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use changes::{ChangeFeed, Heard};
-pub use credits::{CreditStore, IlpCredit, IlpReceive, IlpRound};
-pub use dashboard::{DashboardStore, OutboxEntry, PaymentFilter};
-pub use error::StoreError;
-pub use facts::{Fact, Uncommitted};
-pub use faults::Faults;
+pub use access::replays::{FinishedRequest, ReplayStore, StoredRequest};
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
-pub use holds::{HoldOutcome, HoldStore};
-pub use incoming::IncomingPaymentStore;
+pub use interledger::holds::{HoldOutcome, HoldStore};
+pub use interledger::peers::{AutoPeerOutcome, AutoPeeringLimits, PeerStore};
 pub use ledger::LedgerStore;
-pub use outbox::OutboxStore;
-pub use outgoing::{Delivered, OutgoingPaymentStore};
-pub use packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
-pub use peers::{AutoPeerOutcome, AutoPeeringLimits, PeerStore};
-pub use quotes::QuoteStore;
-pub use receipts::ReceiptStore;
-pub use replays::{FinishedRequest, ReplayStore, StoredRequest};
-pub use retention::{Pruned, RetentionStore, PRUNE_BATCH};
-pub use rounds::{CreditRounds, RoundEnd};
-pub use settings::{FeeRow, RateRow, SettingsStore};
+pub use operator::{OperatorStore, OutboxEntry, PaymentFilter};
+pub use payments::credits::rounds::{CreditRounds, RoundEnd};
+pub use payments::credits::{CreditStore, IlpCredit, IlpReceive, IlpRound};
+pub use payments::incoming::IncomingPaymentStore;
+pub use payments::outgoing::packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
+pub use payments::outgoing::{Delivered, OutgoingPaymentStore};
+pub use payments::quotes::QuoteStore;
+pub use payments::receipts::ReceiptStore;
+pub use platform::changes::{ChangeFeed, Heard};
+pub use platform::error::StoreError;
+pub use platform::facts::{Fact, Uncommitted};
+pub use platform::faults::Faults;
+pub use platform::outbox::OutboxStore;
+pub use platform::retention::{Pruned, RetentionStore, PRUNE_BATCH};
+pub use platform::settings::{FeeRow, RateRow, SettingsStore};
 pub use wallets::WalletStore;
 
 /// The result of every store operation.
@@ -80,7 +60,7 @@ pub trait Store:
     + HoldStore
     + PacketStore
     + RetentionStore
-    + DashboardStore
+    + OperatorStore
     + Send
     + Sync
     + 'static
@@ -112,14 +92,14 @@ pub trait Store:
     async fn listen_changes(&self) -> StoreResult<Option<ChangeFeed>>;
 }
 
-/// The store of both backends: the same SQL (see [`db`]) over PostgreSQL or
-/// SQLite connections.
+/// The store of both backends: the same SQL (see `platform::db`) over
+/// PostgreSQL or SQLite connections.
 #[derive(Debug)]
 pub struct SqlStore {
-    db: db::Db,
+    db: platform::db::Db,
     /// Outgoing payments read back without SQL; enabled only when this
     /// process is the database's only writer (SQLite served exclusively).
-    payments_cache: read_cache::PaymentReadCache,
+    payments_cache: payments::outgoing::read_cache::PaymentReadCache,
     /// The lock that makes a SQLite database this process's own, held while
     /// the store lives; the operating system releases it when the process
     /// dies.
@@ -127,11 +107,11 @@ pub struct SqlStore {
 }
 
 impl SqlStore {
-    fn new(pools: db::Pools, exclusive_lock: Option<std::fs::File>) -> Self {
-        let cache = matches!(pools, db::Pools::Sqlite { .. }) && exclusive_lock.is_some();
+    fn new(pools: platform::db::Pools, exclusive_lock: Option<std::fs::File>) -> Self {
+        let cache = matches!(pools, platform::db::Pools::Sqlite { .. }) && exclusive_lock.is_some();
         Self {
-            db: db::Db::new(pools),
-            payments_cache: read_cache::PaymentReadCache::new(cache),
+            db: platform::db::Db::new(pools),
+            payments_cache: payments::outgoing::read_cache::PaymentReadCache::new(cache),
             _exclusive_lock: exclusive_lock,
         }
     }
@@ -150,7 +130,7 @@ impl SqlStore {
     /// poll). Tests that must see every such rollback done call this;
     /// SQLite rolls back at once. Gives up after five seconds.
     pub async fn connections_returned(&self) {
-        if let db::Pools::Postgres(pg) = &self.db.pools {
+        if let platform::db::Pools::Postgres(pg) = &self.db.pools {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
             let busy = || {
                 let status = pg.pool.status();
@@ -165,8 +145,8 @@ impl SqlStore {
     /// Table name -> sorted column names, for the migration parity test.
     pub async fn schema_columns(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
         match &self.db.pools {
-            db::Pools::Sqlite { reader, .. } => sqlite::schema_columns(reader),
-            db::Pools::Postgres(pg) => postgres::schema_columns(pg).await,
+            platform::db::Pools::Sqlite { reader, .. } => sqlite::schema_columns(reader),
+            platform::db::Pools::Postgres(pg) => postgres::schema_columns(pg).await,
         }
     }
 
@@ -192,7 +172,7 @@ impl SqlStore {
     /// (`SCAN ...`), for the test that keeps such scans off the growing
     /// tables. Empty on PostgreSQL.
     pub fn sqlite_scans(&self) -> StoreResult<Vec<(String, Vec<String>)>> {
-        let db::Pools::Sqlite { reader, .. } = &self.db.pools else {
+        let platform::db::Pools::Sqlite { reader, .. } = &self.db.pools else {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();
@@ -206,47 +186,26 @@ impl SqlStore {
     }
 }
 
-/// Every statement the store sends on `backend`.
-fn all_statements(backend: Backend) -> Vec<&'static db::Stmt> {
-    let pg_only: &[&[&db::Stmt]] = match backend {
-        Backend::Postgres => &[
-            changes::PG_STATEMENTS,
-            ledger::PG_STATEMENTS,
-            spending::PG_STATEMENTS,
-        ],
-        Backend::Sqlite => &[],
-    };
-    let all = [
-        settings::STATEMENTS,
-        wallets::STATEMENTS,
-        incoming::STATEMENTS,
-        quotes::STATEMENTS,
-        grants::STATEMENTS,
-        ledger::STATEMENTS,
-        receipts::STATEMENTS,
-        peers::STATEMENTS,
-        holds::STATEMENTS,
-        packets::STATEMENTS,
-        retention::STATEMENTS,
-        spending::STATEMENTS,
-        outgoing::STATEMENTS,
-        transitions::STATEMENTS,
-        outbox::STATEMENTS,
-        credits::STATEMENTS,
-        replays::STATEMENTS,
-        pages::STATEMENTS,
-        dashboard::STATEMENTS,
-    ];
-    all.iter()
-        .chain(pg_only)
-        .flat_map(|s| s.iter().copied())
-        .collect()
+/// Every statement the store sends on `backend`: each area's, gathered by
+/// the area itself.
+fn all_statements(backend: Backend) -> Vec<&'static platform::db::Stmt> {
+    [
+        platform::statements(backend),
+        ledger::statements(backend),
+        wallets::STATEMENTS.to_vec(),
+        grants::STATEMENTS.to_vec(),
+        access::statements(),
+        interledger::statements(),
+        payments::statements(backend),
+        operator::STATEMENTS.to_vec(),
+    ]
+    .concat()
 }
 
-static PING: db::Stmt = db::Stmt::new(&["SELECT 1"]);
+static PING: platform::db::Stmt = platform::db::Stmt::new(&["SELECT 1"]);
 /// The latest migration applied (sqlx's table, on both backends).
-static APPLIED_MIGRATION: db::Stmt =
-    db::Stmt::new(&["SELECT max(version) AS v FROM _sqlx_migrations WHERE success"]);
+static APPLIED_MIGRATION: platform::db::Stmt =
+    platform::db::Stmt::new(&["SELECT max(version) AS v FROM _sqlx_migrations WHERE success"]);
 
 #[async_trait]
 impl Store for SqlStore {
@@ -270,7 +229,7 @@ impl Store for SqlStore {
         };
         let applied = match self.db.read(&APPLIED_MIGRATION, &[]).await {
             Ok(rows) => match rows.first() {
-                Some(row) => rows::Columns::opt_int(row, "v")?,
+                Some(row) => platform::rows::Columns::opt_int(row, "v")?,
                 None => None,
             },
             // The database answered, but has no migrations table: it was

@@ -3,11 +3,11 @@
 
 use async_trait::async_trait;
 use opd_core::owner_login::LoginBudget;
-use opd_core::wallet_address::{WalletAddress, WalletAddressKey, WalletAddressPath};
+use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
 use opd_core::{Timestamp, WalletAddressId};
 
-use crate::db::{params, Stmt};
-use crate::rows::{key_from_row, wallet_from_row, Columns};
+use crate::platform::db::{params, Stmt};
+use crate::platform::rows::{asset, corrupt, id, opt_time, time, Columns};
 use crate::{SqlStore, StoreError, StoreResult};
 
 /// Wallet addresses and keys.
@@ -138,6 +138,30 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &GET_LOGIN_BUDGET,
     &SWAP_LOGIN_BUDGET,
 ];
+
+pub(crate) fn wallet_from_row(row: &impl Columns) -> StoreResult<WalletAddress> {
+    Ok(WalletAddress {
+        id: WalletAddressId::from_uuid(id(row, "id")?),
+        path: WalletAddressPath::parse_any(&row.text("path")?)
+            .map_err(|_| corrupt("wallet address path"))?,
+        asset: asset(&row.text("asset_code")?, row.int("asset_scale")?)?,
+        public_name: row.opt_text("public_name")?,
+        created_at: time(row, "created_at")?,
+        deactivated_at: opt_time(row, "deactivated_at")?,
+    })
+}
+
+pub(crate) fn key_from_row(row: &impl Columns) -> StoreResult<WalletAddressKey> {
+    Ok(WalletAddressKey {
+        wallet_address_id: WalletAddressId::from_uuid(id(row, "wallet_address_id")?),
+        key: PublicKey {
+            kid: row.text("kid")?,
+            x: row.text("x")?,
+        },
+        created_at: time(row, "created_at")?,
+        revoked_at: opt_time(row, "revoked_at")?,
+    })
+}
 
 #[async_trait]
 impl WalletStore for SqlStore {

@@ -19,8 +19,9 @@ use opd_core::{
     WalletAddressId,
 };
 use opd_core::{GrantId, PeerId};
+use opd_store::claim::{Answer, ClaimState, RequestClaim};
 use opd_store::{
-    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, CreditRounds, Delivered, Fact,
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Backend, CreditRounds, Delivered, Fact,
     GrantRecord, Store, StoreError,
 };
 
@@ -42,6 +43,7 @@ opd_testkit::conformance!(
     outgoing_payments_fund_reserve_deliver_and_refund,
     webhook_events_are_claimed_once_until_their_lease_ends,
     signed_requests_are_claimed_once_and_answered,
+    a_request_s_claim_commits_with_its_work_and_refuses_a_replay,
     auto_peers_are_counted_kept_apart_and_funded_within_the_total,
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
@@ -205,22 +207,22 @@ async fn incoming_payments_round_trip_exact_amounts(s: &dyn Store) {
     s.create_wallet_address(&alice).await.unwrap();
     let mut p = incoming(&alice, 1, Some("https://client.example/app"));
     p.received_amount = u64::MAX - 1;
-    s.create_incoming_payment(&p, &[]).await.unwrap();
+    s.create_incoming_payment(&p, &[], None).await.unwrap();
     assert_eq!(s.get_incoming_payment(p.id).await.unwrap(), Some(p.clone()));
     let mut q = incoming(&alice, 2, None);
     q.incoming_amount = None;
     q.metadata = None;
-    s.create_incoming_payment(&q, &[]).await.unwrap();
+    s.create_incoming_payment(&q, &[], None).await.unwrap();
     assert_eq!(s.get_incoming_payment(q.id).await.unwrap(), Some(q));
     assert!(matches!(
-        s.create_incoming_payment(&p, &[]).await,
+        s.create_incoming_payment(&p, &[], None).await,
         Err(StoreError::Conflict(_))
     ));
     let mut orphan = incoming(&alice, 3, None);
     orphan.wallet_address_id =
         WalletAddressId::new(Timestamp::from_unix_millis(T0), &SeededRandom::new(5));
     assert!(
-        s.create_incoming_payment(&orphan, &[]).await.is_err(),
+        s.create_incoming_payment(&orphan, &[], None).await.is_err(),
         "foreign keys are enforced"
     );
 }
@@ -244,7 +246,7 @@ async fn key_only_incoming_payments_are_counted_by_key_network_and_total(s: &dyn
     for (w, n, client, network) in made {
         let mut p = incoming(w, n, client);
         p.client_network = network.map(str::to_owned);
-        s.create_incoming_payment(&p, &[]).await.unwrap();
+        s.create_incoming_payment(&p, &[], None).await.unwrap();
         assert_eq!(s.get_incoming_payment(p.id).await.unwrap(), Some(p));
     }
     let since = Timestamp::from_unix_millis(T0);
@@ -284,10 +286,10 @@ async fn incoming_payments_paginate_both_ways(s: &dyn Store) {
             Some("https://b.example")
         };
         let p = incoming(&alice, n, client);
-        s.create_incoming_payment(&p, &[]).await.unwrap();
+        s.create_incoming_payment(&p, &[], None).await.unwrap();
         ids.push(p.id);
     }
-    s.create_incoming_payment(&incoming(&bob, 100, None), &[])
+    s.create_incoming_payment(&incoming(&bob, 100, None), &[], None)
         .await
         .unwrap();
     ids.reverse(); // newest first
@@ -361,24 +363,26 @@ async fn incoming_payments_complete_once(s: &dyn Store) {
     let alice = wallet("alice", 1);
     s.create_wallet_address(&alice).await.unwrap();
     let p = incoming(&alice, 1, None);
-    s.create_incoming_payment(&p, &[]).await.unwrap();
+    s.create_incoming_payment(&p, &[], None).await.unwrap();
     let t = Timestamp::from_unix_millis(T0 + 99_000);
     let done = s
-        .complete_incoming_payment(p.id, t, &[])
+        .complete_incoming_payment(p.id, t, &[], None)
         .await
         .unwrap()
         .unwrap();
     assert!(done.completed);
     assert_eq!(done.updated_at, t);
     let again = s
-        .complete_incoming_payment(p.id, t.plus_seconds(5), &[])
+        .complete_incoming_payment(p.id, t.plus_seconds(5), &[], None)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(again.updated_at, t, "completing twice changes nothing");
     let missing = IncomingPaymentId::new(t, &SeededRandom::new(3));
     assert_eq!(
-        s.complete_incoming_payment(missing, t, &[]).await.unwrap(),
+        s.complete_incoming_payment(missing, t, &[], None)
+            .await
+            .unwrap(),
         None
     );
 }
@@ -400,7 +404,7 @@ async fn quotes_round_trip(s: &dyn Store) {
         created_at: at,
         expires_at: at.plus_seconds(300),
     };
-    s.create_quote(&q).await.unwrap();
+    s.create_quote(&q, None).await.unwrap();
     assert_eq!(s.get_quote(q.id).await.unwrap(), Some(q.clone()));
     assert_eq!(
         s.get_quote(QuoteId::new(at, &SeededRandom::new(9)))
@@ -417,14 +421,14 @@ async fn quotes_round_trip(s: &dyn Store) {
         expires_at: at.plus_seconds(60),
         ..q.clone()
     };
-    s.create_quote(&newer).await.unwrap();
+    s.create_quote(&newer, None).await.unwrap();
     let elsewhere = Quote {
         id: QuoteId::new(at.plus_seconds(2), &SeededRandom::new(11)),
         receiver: "http://localhost:8080/incoming-payments/other".into(),
         created_at: at.plus_seconds(2),
         ..q.clone()
     };
-    s.create_quote(&elsewhere).await.unwrap();
+    s.create_quote(&elsewhere, None).await.unwrap();
     let latest = |now| s.latest_quote_to(alice.id, &q.receiver, now);
     assert_eq!(
         latest(at.plus_seconds(3)).await.unwrap(),
@@ -530,7 +534,7 @@ async fn grants_update_optimistically_and_issue_tokens(s: &dyn Store) {
     let alice = wallet("alice", 1);
     s.create_wallet_address(&alice).await.unwrap();
     let g = grant(Some(&alice), 1);
-    s.create_grant(&g, None).await.unwrap();
+    s.create_grant(&g, None, None).await.unwrap();
     assert_eq!(s.get_grant(g.id).await.unwrap(), Some(g.clone()));
     assert_eq!(
         s.get_grant_by_continue_id("continue-1").await.unwrap(),
@@ -547,19 +551,25 @@ async fn grants_update_optimistically_and_issue_tokens(s: &dyn Store) {
     approved.interaction_state = Some("approved".into());
     approved.interact_ref = Some("ref".into());
     approved.updated_at = g.updated_at.plus_seconds(1);
-    assert!(s.update_grant(&approved, None).await.unwrap());
+    assert!(s.update_grant(&approved, None, None).await.unwrap());
     let stored = s.get_grant(g.id).await.unwrap().unwrap();
     assert_eq!(stored.version, 1);
     assert_eq!(stored.interact_ref.as_deref(), Some("ref"));
     // A second writer that read version 0 loses, and its token is not stored.
     let mut stale = g.clone();
     stale.state = "finalized".into();
-    assert!(!s.update_grant(&stale, Some(&token(&g, 9))).await.unwrap());
+    assert!(!s
+        .update_grant(&stale, Some(&token(&g, 9)), None)
+        .await
+        .unwrap());
     assert_eq!(s.get_access_token("token-digest-9").await.unwrap(), None);
     let mut issued = stored.clone();
     issued.state = "finalized".into();
     issued.finalization = Some("issued".into());
-    assert!(s.update_grant(&issued, Some(&token(&g, 1))).await.unwrap());
+    assert!(s
+        .update_grant(&issued, Some(&token(&g, 1)), None)
+        .await
+        .unwrap());
     assert_eq!(
         s.get_access_token("token-digest-1")
             .await
@@ -570,7 +580,7 @@ async fn grants_update_optimistically_and_issue_tokens(s: &dyn Store) {
     );
 
     let other = grant(None, 2);
-    s.create_grant(&other, Some(&token(&other, 2)))
+    s.create_grant(&other, Some(&token(&other, 2)), None)
         .await
         .unwrap();
     assert_eq!(
@@ -582,17 +592,17 @@ async fn grants_update_optimistically_and_issue_tokens(s: &dyn Store) {
         other.id
     );
     assert!(matches!(
-        s.create_grant(&grant(None, 2), None).await,
+        s.create_grant(&grant(None, 2), None, None).await,
         Err(StoreError::Conflict(_))
     ));
 }
 
 async fn tokens_rotate_and_revoke_once(s: &dyn Store) {
     let g = grant(None, 3);
-    s.create_grant(&g, Some(&token(&g, 3))).await.unwrap();
+    s.create_grant(&g, Some(&token(&g, 3)), None).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 10);
     assert!(s
-        .rotate_access_token("manage-3", &token(&g, 4), at)
+        .rotate_access_token("manage-3", &token(&g, 4), at, None)
         .await
         .unwrap());
     assert_eq!(
@@ -604,19 +614,19 @@ async fn tokens_rotate_and_revoke_once(s: &dyn Store) {
         Some(at)
     );
     assert!(
-        !s.rotate_access_token("manage-3", &token(&g, 5), at)
+        !s.rotate_access_token("manage-3", &token(&g, 5), at, None)
             .await
             .unwrap(),
         "a rotated-away token cannot rotate"
     );
     assert_eq!(s.get_access_token("token-digest-5").await.unwrap(), None);
-    assert!(s.revoke_access_token("manage-4", at).await.unwrap());
-    assert!(!s.revoke_access_token("manage-4", at).await.unwrap());
+    assert!(s.revoke_access_token("manage-4", at, None).await.unwrap());
+    assert!(!s.revoke_access_token("manage-4", at, None).await.unwrap());
 
     let h = grant(None, 6);
-    s.create_grant(&h, Some(&token(&h, 6))).await.unwrap();
-    assert!(s.revoke_grant(h.id, at).await.unwrap());
-    assert!(!s.revoke_grant(h.id, at).await.unwrap());
+    s.create_grant(&h, Some(&token(&h, 6)), None).await.unwrap();
+    assert!(s.revoke_grant(h.id, at, None).await.unwrap());
+    assert!(!s.revoke_grant(h.id, at, None).await.unwrap());
     let revoked = s.get_grant(h.id).await.unwrap().unwrap();
     assert_eq!(
         (revoked.state.as_str(), revoked.finalization.as_deref()),
@@ -783,7 +793,9 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         .unwrap();
     let mut receiver = incoming(&bob, 1, None);
     receiver.incoming_amount = Some(500);
-    s.create_incoming_payment(&receiver, &[]).await.unwrap();
+    s.create_incoming_payment(&receiver, &[], None)
+        .await
+        .unwrap();
     let quote = |n: u64| Quote {
         id: QuoteId::new(at, &SeededRandom::new(900 + n)),
         wallet_address_id: alice.id,
@@ -825,9 +837,9 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         receive_limit: None,
     };
     let q1 = quote(1);
-    s.create_quote(&q1).await.unwrap();
+    s.create_quote(&q1, None).await.unwrap();
     let created = s
-        .create_outgoing_payment(&payment(&q1), Some(&grant), &[])
+        .create_outgoing_payment(&payment(&q1), Some(&grant), &[], None)
         .await
         .unwrap();
     assert!(
@@ -835,24 +847,24 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         "{created:?}"
     );
     assert_eq!(
-        s.create_outgoing_payment(&payment(&q1), Some(&grant), &[])
+        s.create_outgoing_payment(&payment(&q1), Some(&grant), &[], None)
             .await
             .unwrap(),
         CreateOutgoing::QuoteUsed
     );
     let q2 = quote(2);
-    s.create_quote(&q2).await.unwrap();
+    s.create_quote(&q2, None).await.unwrap();
     assert!(matches!(
-        s.create_outgoing_payment(&payment(&q2), Some(&grant), &[])
+        s.create_outgoing_payment(&payment(&q2), Some(&grant), &[], None)
             .await
             .unwrap(),
         CreateOutgoing::Created { .. }
     ));
     let q3 = quote(3);
-    s.create_quote(&q3).await.unwrap();
+    s.create_quote(&q3, None).await.unwrap();
     // 600 reserved of the 700 limit: a third 300 is over.
     assert!(matches!(
-        s.create_outgoing_payment(&payment(&q3), Some(&grant), &[])
+        s.create_outgoing_payment(&payment(&q3), Some(&grant), &[], None)
             .await
             .unwrap(),
         CreateOutgoing::LimitExceeded { .. }
@@ -862,7 +874,9 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     big.debit = Amount::new(500, usd());
     big.grant_id = None;
     assert_eq!(
-        s.create_outgoing_payment(&big, None, &[]).await.unwrap(),
+        s.create_outgoing_payment(&big, None, &[], None)
+            .await
+            .unwrap(),
         CreateOutgoing::InsufficientBalance { available: 400 }
     );
     assert_eq!(
@@ -946,7 +960,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     // that would take it.
     let mut open = incoming(&bob, 9, None);
     open.incoming_amount = None;
-    s.create_incoming_payment(&open, &[]).await.unwrap();
+    s.create_incoming_payment(&open, &[], None).await.unwrap();
     let late = LocalDelivery {
         incoming: open.id,
         ..stale.clone()
@@ -1024,7 +1038,7 @@ async fn deliver(
         created_at: at,
         expires_at: at.plus_seconds(300),
     };
-    s.create_quote(&q).await.unwrap();
+    s.create_quote(&q, None).await.unwrap();
     let p = OutgoingPaymentRecord {
         id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
         wallet_address_id: payer.id,
@@ -1046,7 +1060,10 @@ async fn deliver(
         created_at: at,
         updated_at: at,
     };
-    let created = s.create_outgoing_payment(&p, None, &[]).await.unwrap();
+    let created = s
+        .create_outgoing_payment(&p, None, &[], None)
+        .await
+        .unwrap();
     assert!(
         matches!(created, CreateOutgoing::Created { .. }),
         "{created:?}"
@@ -1090,8 +1107,8 @@ async fn held_receipts_settle_to_the_wallet_once_and_withdraw_once(s: &dyn Store
         .unwrap();
     let first = incoming(&bob, 1, None);
     let second = incoming(&bob, 2, None);
-    s.create_incoming_payment(&first, &[]).await.unwrap();
-    s.create_incoming_payment(&second, &[]).await.unwrap();
+    s.create_incoming_payment(&first, &[], None).await.unwrap();
+    s.create_incoming_payment(&second, &[], None).await.unwrap();
     // The old way: the money stays on the incoming payments' accounts.
     deliver(s, &alice, &first, 0, 120, Receipts::Held, 1).await;
     deliver(s, &alice, &first, 120, 3, Receipts::Held, 2).await;
@@ -1238,6 +1255,79 @@ async fn signed_requests_are_claimed_once_and_answered(s: &dyn Store) {
     assert!(s.get_request("fp-1", now + 400).await.unwrap().is_none());
 }
 
+/// The replay claim a store operation is handed (PostgreSQL; SQLite keeps
+/// its replay log in memory and carries none): inserted with the
+/// operation's work at no round trip of its own, with the response given
+/// ahead; an identical request's claim then fails its whole transaction;
+/// a claim whose work is not committed is released, and the next operation
+/// handed it carries it.
+async fn a_request_s_claim_commits_with_its_work_and_refuses_a_replay(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0);
+    let now = T0 / 1000;
+    let quote = |n: u64| Quote {
+        id: QuoteId::new(at, &SeededRandom::new(n)),
+        wallet_address_id: alice.id,
+        receiver: "http://localhost:8080/incoming-payments/x".into(),
+        debit_amount: Amount::new(100, usd()),
+        receive_amount: Amount::new(100, usd()),
+        fee: 0,
+        debit_minus_fees: 100,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    let before = s.round_trips();
+    s.create_quote(&quote(1), None).await.unwrap();
+    let alone = s.round_trips() - before;
+    let claim = RequestClaim::default();
+    claim.arm("fp-a".into(), now + 300);
+    let answer = Answer {
+        status: 201,
+        headers: "[]".into(),
+        body: "e30=".into(),
+    };
+    claim.answer_ahead(|| Some(answer.clone()));
+    let before = s.round_trips();
+    s.create_quote(&quote(2), Some(&claim)).await.unwrap();
+    assert_eq!(s.round_trips() - before, alone, "the claim rides along");
+    if s.backend() == Backend::Sqlite {
+        assert_eq!(claim.state(), ClaimState::Waiting, "not carried");
+        return;
+    }
+    assert_eq!(claim.state(), ClaimState::Answered);
+    let stored = s.get_request("fp-a", now).await.unwrap().unwrap();
+    assert!(stored.finished);
+    assert_eq!(stored.response, Some((201, "[]".into(), "e30=".into())));
+
+    // An identical request: its claim fails its work, and nothing of it
+    // is kept.
+    let replay = RequestClaim::default();
+    replay.arm("fp-a".into(), now + 300);
+    let refused = s.create_quote(&quote(3), Some(&replay)).await;
+    assert!(matches!(refused, Err(StoreError::Replayed)), "{refused:?}");
+    assert_eq!(replay.state(), ClaimState::Replayed);
+    assert_eq!(s.get_quote(quote(3).id).await.unwrap(), None);
+
+    // Work that does not commit (no such token to rotate) releases the
+    // claim; the next operation handed it carries it.
+    let claim = RequestClaim::default();
+    claim.arm("fp-b".into(), now + 300);
+    let new_token = token(&grant(None, 1), 1);
+    let rotated = s.rotate_access_token("unknown", &new_token, at, Some(&claim));
+    assert!(!rotated.await.unwrap());
+    assert_eq!(claim.state(), ClaimState::Waiting);
+    assert!(s.get_request("fp-b", now).await.unwrap().is_none());
+    s.create_quote(&quote(4), Some(&claim)).await.unwrap();
+    assert_eq!(claim.state(), ClaimState::Committed);
+    let running = s.get_request("fp-b", now).await.unwrap().unwrap();
+    assert!(
+        !running.finished,
+        "its response is recorded after the request"
+    );
+}
+
 fn peer(address: &str, n: i64, origin: PeerOrigin) -> Peer {
     let r = SeededRandom::new(5000 + n as u64);
     let at = Timestamp::from_unix_millis(T0 + n);
@@ -1363,7 +1453,7 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
         created_at: at,
         expires_at: at.plus_seconds(300),
     };
-    s.create_quote(&quote).await.unwrap();
+    s.create_quote(&quote, None).await.unwrap();
     let id = opd_core::OutgoingPaymentId::from_uuid(*quote.id.as_uuid());
     let payment = OutgoingPaymentRecord {
         id,
@@ -1387,7 +1477,7 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
         updated_at: at,
     };
     let created = s
-        .create_outgoing_payment(&payment, None, &[])
+        .create_outgoing_payment(&payment, None, &[], None)
         .await
         .unwrap();
     assert!(
@@ -1570,7 +1660,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     s.create_wallet_address(&bob).await.unwrap();
     let mut target = incoming(&bob, 1, None);
     target.incoming_amount = Some(100);
-    s.create_incoming_payment(&target, &[]).await.unwrap();
+    s.create_incoming_payment(&target, &[], None).await.unwrap();
     let bank = peer("test.bank", 1, PeerOrigin::Operator);
     s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 20);
@@ -1633,7 +1723,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     // one: each packet gets the answer it would have got alone.
     let mut open = incoming(&bob, 2, None);
     open.incoming_amount = None;
-    s.create_incoming_payment(&open, &[]).await.unwrap();
+    s.create_incoming_payment(&open, &[], None).await.unwrap();
     let group = [500, 300, 200].map(|amount| IlpReceive {
         incoming: open.id,
         ..packet(amount)
@@ -1703,7 +1793,7 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     s.create_wallet_address(&bob).await.unwrap();
     let mut target = incoming(&bob, 1, None);
     target.incoming_amount = None;
-    s.create_incoming_payment(&target, &[]).await.unwrap();
+    s.create_incoming_payment(&target, &[], None).await.unwrap();
     let bank = peer("test.bank", 1, PeerOrigin::Operator);
     s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 20);

@@ -76,19 +76,19 @@ async fn incoming_payments_of_every_wallet_filter_and_page(s: &dyn Store) {
     let mut made = Vec::new();
     for n in 0..5 {
         let p = incoming(if n % 2 == 0 { &alice } else { &bob }, n);
-        s.create_incoming_payment(&p, &[]).await.unwrap();
+        s.create_incoming_payment(&p, &[], None).await.unwrap();
         made.push(p);
     }
-    s.complete_incoming_payment(made[4].id, at(10_000), &[])
+    s.complete_incoming_payment(made[4].id, at(10_000), &[], None)
         .await
         .unwrap();
     let all = PaymentFilter::default();
-    let first = s.dashboard_incoming_payments(&all, None, 3).await.unwrap();
+    let first = s.all_incoming_payments(&all, None, 3).await.unwrap();
     let ids = |v: &[IncomingPayment]| v.iter().map(|p| p.id).collect::<Vec<_>>();
     assert_eq!(ids(&first), [made[4].id, made[3].id, made[2].id]);
     let cursor = first[2].id.to_string();
     let next = s
-        .dashboard_incoming_payments(&all, Some(&cursor), 3)
+        .all_incoming_payments(&all, Some(&cursor), 3)
         .await
         .unwrap();
     assert_eq!(ids(&next), [made[1].id, made[0].id]);
@@ -96,32 +96,23 @@ async fn incoming_payments_of_every_wallet_filter_and_page(s: &dyn Store) {
         wallet: Some(alice.id),
         state: None,
     };
-    let list = s
-        .dashboard_incoming_payments(&of_alice, None, 10)
-        .await
-        .unwrap();
+    let list = s.all_incoming_payments(&of_alice, None, 10).await.unwrap();
     assert_eq!(ids(&list), [made[4].id, made[2].id, made[0].id]);
     let open = PaymentFilter {
         wallet: Some(alice.id),
         state: Some("open".into()),
     };
-    let list = s
-        .dashboard_incoming_payments(&open, None, 10)
-        .await
-        .unwrap();
+    let list = s.all_incoming_payments(&open, None, 10).await.unwrap();
     assert_eq!(ids(&list), [made[2].id, made[0].id]);
     let completed = PaymentFilter {
         wallet: None,
         state: Some("completed".into()),
     };
-    let list = s
-        .dashboard_incoming_payments(&completed, None, 10)
-        .await
-        .unwrap();
+    let list = s.all_incoming_payments(&completed, None, 10).await.unwrap();
     assert_eq!(ids(&list), [made[4].id]);
     // Outgoing payments: none yet, whatever the filter.
     assert!(s
-        .dashboard_outgoing_payments(&open, None, 10)
+        .all_outgoing_payments(&open, None, 10)
         .await
         .unwrap()
         .is_empty());
@@ -158,15 +149,15 @@ async fn grants_filter_by_state_and_page(s: &dyn Store) {
         .map(|n| grant(n, if n == 1 { "pending" } else { "approved" }))
         .collect();
     for g in &grants {
-        s.create_grant(g, None).await.unwrap();
+        s.create_grant(g, None, None).await.unwrap();
     }
     let ids = |v: &[GrantRecord]| v.iter().map(|g| g.id).collect::<Vec<_>>();
-    let first = s.dashboard_grants(None, None, 2).await.unwrap();
+    let first = s.all_grants(None, None, 2).await.unwrap();
     assert_eq!(ids(&first), [grants[3].id, grants[2].id]);
     let cursor = first[1].id.to_string();
-    let next = s.dashboard_grants(None, Some(&cursor), 2).await.unwrap();
+    let next = s.all_grants(None, Some(&cursor), 2).await.unwrap();
     assert_eq!(ids(&next), [grants[1].id, grants[0].id]);
-    let pending = s.dashboard_grants(Some("pending"), None, 10).await.unwrap();
+    let pending = s.all_grants(Some("pending"), None, 10).await.unwrap();
     assert_eq!(ids(&pending), [grants[1].id]);
 }
 
@@ -189,15 +180,12 @@ async fn webhook_events_list_with_errors_and_retry_now(s: &dyn Store) {
     s.webhook_attempted("event-001", None, at(60_000), Some("answered 500"))
         .await
         .unwrap();
-    let all = s.dashboard_webhook_events(false, None, 10).await.unwrap();
+    let all = s.webhook_events(false, None, 10).await.unwrap();
     let ids: Vec<&str> = all.iter().map(|e| e.event.id.as_str()).collect();
     assert_eq!(ids, ["event-002", "event-001", "event-000"]);
     assert_eq!(all[1].last_error.as_deref(), Some("answered 500"));
     assert_eq!(all[1].event.attempts, 1);
-    let undelivered = s
-        .dashboard_webhook_events(true, Some("event-002"), 10)
-        .await
-        .unwrap();
+    let undelivered = s.webhook_events(true, Some("event-002"), 10).await.unwrap();
     assert_eq!(undelivered.len(), 1);
     assert_eq!(undelivered[0].event.id, "event-001");
     // Retry now: due at once; a delivered or unknown event is not touched.

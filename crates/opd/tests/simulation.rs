@@ -249,7 +249,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 client: None,
                 grant: None,
             };
-            let r = outgoing::create(s, input).await;
+            let r = outgoing::create(s, input, None).await;
             if let Ok((p, _, _)) = &r {
                 w.outgoing.push(p.id);
             }
@@ -272,7 +272,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
                 return;
             };
             let id = s.config.public_url.incoming_payment_id(&url).unwrap();
-            let r = incoming::complete(s, id).await;
+            let r = incoming::complete(s, id, None).await;
             format!("complete {id}: {:?}", r.map(|(p, _)| p.completed))
         }
         14 => {

@@ -173,7 +173,7 @@ async fn grant_request(
     // client's allowance.
     let client = opd_service::access::client_identity(&validated.client);
     throttled(services.limits.grants.take(&format!("client:{client}")))?;
-    let response = grants::request_grant(services, validated).await?;
+    let response = grants::request_grant(services, validated, meta.claim()).await?;
     Ok(Json(response).into_response())
 }
 
@@ -212,7 +212,8 @@ async fn continue_grant(
     } else {
         parse_json::<ContinueBody>(&body)?.interact_ref
     };
-    let response = grants::continue_grant(services, grant, interact_ref.as_deref()).await?;
+    let interact_ref = interact_ref.as_deref();
+    let response = grants::continue_grant(services, grant, interact_ref, meta.claim()).await?;
     Ok(Json(response).into_response())
 }
 
@@ -225,7 +226,7 @@ async fn cancel_grant(
     let token = presented_token(&meta)?;
     let grant = grants::grant_for_continuation(services, &id, &token).await?;
     verify(services, &meta, &[], &grant.client).await?;
-    grants::cancel_grant(services, &grant).await?;
+    grants::cancel_grant(services, &grant, meta.claim()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -239,7 +240,7 @@ async fn rotate_token(
     let token = presented_token(&meta)?;
     let managed = grants::managed_token(services, &id, &token).await?;
     verify(services, &meta, &body, &managed.grant.client).await?;
-    let access_token = grants::rotate_token(services, &managed).await?;
+    let access_token = grants::rotate_token(services, &managed, meta.claim()).await?;
     Ok(Json(RotateTokenResponse { access_token }))
 }
 
@@ -252,7 +253,7 @@ async fn revoke_token(
     let token = presented_token(&meta)?;
     let managed = grants::managed_token(services, &id, &token).await?;
     verify(services, &meta, &[], &managed.grant.client).await?;
-    grants::revoke_token(services, &managed).await?;
+    grants::revoke_token(services, &managed, meta.claim()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

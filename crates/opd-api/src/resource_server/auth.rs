@@ -17,7 +17,7 @@ use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Original
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use opd_gnap::{AccessType, Action};
-use opd_service::access::replays::ReplaySlot;
+use opd_service::access::replays::{ReplaySlot, RequestClaim};
 use opd_service::access::{self, AccessError, Authenticated, Caller, Required};
 use opd_service::Services;
 
@@ -79,6 +79,14 @@ impl FromRequestParts<AppState> for RequestMeta {
             headers: parts.headers.clone(),
             replay: parts.extensions.get::<ReplaySlot>().cloned(),
         })
+    }
+}
+
+impl RequestMeta {
+    /// The request's replay claim, for the use case whose store write
+    /// carries it (see `opd_service::access::replays`).
+    pub fn claim(&self) -> Option<&RequestClaim> {
+        self.replay.as_ref().map(ReplaySlot::claim)
     }
 }
 
@@ -267,6 +275,9 @@ pub struct Authorized<K, A> {
     authenticated: Authenticated,
     state: AppState,
     body: Bytes,
+    /// Where the signature check left its replay claim (state-changing
+    /// requests).
+    replay: Option<ReplaySlot>,
     // `fn() -> _`: the markers are only names, whatever their auto traits.
     access: PhantomData<fn() -> (K, A)>,
 }
@@ -288,6 +299,13 @@ impl<K: AccessKind, A: AccessAction> Authorized<K, A> {
     /// spending), not to one wallet address's resources.
     pub fn caller(&self) -> ApiResult<Caller> {
         self.require(None)
+    }
+
+    /// The request's replay claim, for the use case whose store write
+    /// carries it (see `opd_service::access::replays`); `None` for a
+    /// request the replay layer does not claim (a read).
+    pub fn claim(&self) -> Option<&RequestClaim> {
+        self.replay.as_ref().map(ReplaySlot::claim)
     }
 
     /// The checked token, to ask about other access than `A` on `K`.
@@ -327,6 +345,7 @@ impl<K: AccessKind, A: AccessAction> FromRequest<AppState> for Authorized<K, A> 
             authenticated,
             state: state.clone(),
             body,
+            replay: meta.replay,
             access: PhantomData,
         })
     }

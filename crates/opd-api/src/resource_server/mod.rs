@@ -212,7 +212,8 @@ async fn create_incoming_payment(
     // Known before the payment is stored: recorded for replays with it.
     let mut created = Created::new();
     let respond = |p: &_, w: &_| created.answer(&full_view(services, p, w));
-    let (payment, wallet) = incoming::create_answered(services, input, respond).await?;
+    let claim = auth.claim();
+    let (payment, wallet) = incoming::create_answered(services, input, claim, respond).await?;
     Ok(created.respond(|| full_view(services, &payment, &wallet)))
 }
 
@@ -301,7 +302,7 @@ async fn complete_incoming_payment(
     {
         return Err(ApiError::not_found("incoming payment"));
     }
-    let (payment, wallet) = incoming::complete(services, id).await?;
+    let (payment, wallet) = incoming::complete(services, id, auth.claim()).await?;
     Ok(Json(IncomingPaymentWire::new(
         &payment,
         &wallet,
@@ -345,7 +346,7 @@ async fn create_quote(
     // Known before the quote is stored: recorded for replays with it.
     let mut created = Created::new();
     let respond = |quote: &_, wallet: &_| created.answer(&wire(quote, wallet));
-    let (quote, wallet) = quotes::create_answered(services, input, respond).await?;
+    let (quote, wallet) = quotes::create_answered(services, input, auth.claim(), respond).await?;
     Ok(created.respond(|| wire(&quote, &wallet)))
 }
 
@@ -406,7 +407,7 @@ async fn create_outgoing_payment(
         client: Some(caller.client.clone()),
         grant: Some(grant_context(&caller)),
     };
-    let (payment, wallet, spent) = op::create(services, input).await?;
+    let (payment, wallet, spent) = op::create(services, input, auth.claim()).await?;
     let mut body = OutgoingPaymentWire::new(&payment, &wallet, &services.config.public_url);
     body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
     body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);

@@ -105,7 +105,7 @@ pub async fn decide_interaction(
     updated.updated_at = now;
     if !services
         .store
-        .update_grant(&updated, None)
+        .update_grant(&updated, None, None)
         .await
         .map_err(store_error)?
     {

@@ -15,17 +15,19 @@ use super::{
     auth_url, constant_time_eq, continue_response, internal, local_wallet, mint_token,
     new_uuid_string, set_state, store_error, token_response, Grant,
 };
+use crate::access::replays::RequestClaim;
 use crate::{ServiceError, Services};
 use rules::{admit, continuation, token_used, Asked};
 
 mod rules;
 
 /// `POST /`: a validated grant request from an authenticated client. Reads
-/// what it asks for, decides ([`admit`]), and stores the grant: waiting
-/// for a person, or issued at once.
+/// what it asks for, decides ([`admit`]), and stores the grant (with the
+/// request's replay `claim`): waiting for a person, or issued at once.
 pub async fn request_grant(
     services: &Services,
     request: ValidatedGrantRequest,
+    claim: Option<&RequestClaim>,
 ) -> Result<GrantResponse, GnapError> {
     let now = services.clock.now();
     let asked = read_asked(services, &request, now).await?;
@@ -42,7 +44,7 @@ pub async fn request_grant(
         set_state(&mut record, GrantState::Pending);
         services
             .store
-            .create_grant(&record, None)
+            .create_grant(&record, None, claim)
             .await
             .map_err(store_error)?;
         let interact_id = record.interact_id.clone().unwrap_or_default();
@@ -64,7 +66,7 @@ pub async fn request_grant(
     let (value, token) = mint_token(services, record.id, &request.access);
     services
         .store
-        .create_grant(&record, Some(&token))
+        .create_grant(&record, Some(&token), claim)
         .await
         .map_err(store_error)?;
     Ok(GrantResponse::Approved(ApprovedGrantResponse {
@@ -174,11 +176,13 @@ pub async fn grant_for_continuation(
 
 /// `POST /continue/{id}`: with an `interact_ref` after the finish redirect,
 /// or without one to poll. Decides ([`continuation`]), then stores the
-/// grant as continued (and its token, when issued) and answers.
+/// grant as continued (and its token, when issued) with the request's
+/// replay `claim`, and answers.
 pub async fn continue_grant(
     services: &Services,
     grant: Grant,
     interact_ref: Option<&str>,
+    claim: Option<&RequestClaim>,
 ) -> Result<ContinueGrantResponse, GnapError> {
     let now = services.clock.now();
     let wait = services.config.continue_wait_secs;
@@ -194,7 +198,7 @@ pub async fn continue_grant(
     updated.continue_token_digest = token_digest(&continue_token);
     let access_token = match decision {
         ContinueDecision::StillPending => {
-            if !update_grant(services, &updated, None).await? {
+            if !update_grant(services, &updated, None, claim).await? {
                 return Err(GnapError::too_fast(
                     "another continuation request is in progress",
                 ));
@@ -205,7 +209,7 @@ pub async fn continue_grant(
             let issued = grant.state.issue().map_err(|_| token_used())?;
             set_state(&mut updated, issued);
             let (value, token) = mint_token(services, record.id, &grant.access);
-            if !update_grant(services, &updated, Some(&token)).await? {
+            if !update_grant(services, &updated, Some(&token), claim).await? {
                 return Err(token_used());
             }
             Some(token_response(services, value, &token, &grant.access))
@@ -225,24 +229,32 @@ pub async fn continue_grant(
     })
 }
 
-/// Stores a continued grant (with its new token, if issued); `false` when
-/// another request changed it first.
+/// Stores a continued grant (with its new token, if issued, and the
+/// request's replay `claim`); `false` when another request changed it
+/// first.
 async fn update_grant(
     services: &Services,
     grant: &GrantRecord,
     token: Option<&AccessTokenRecord>,
+    claim: Option<&RequestClaim>,
 ) -> Result<bool, GnapError> {
     services
         .store
-        .update_grant(grant, token)
+        .update_grant(grant, token, claim)
         .await
         .map_err(store_error)
 }
-/// `DELETE /continue/{id}`: the grant and all its tokens are revoked.
-pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), GnapError> {
+
+/// `DELETE /continue/{id}`: the grant and all its tokens are revoked; the
+/// request's replay `claim` is stored with the revocation.
+pub async fn cancel_grant(
+    services: &Services,
+    grant: &Grant,
+    claim: Option<&RequestClaim>,
+) -> Result<(), GnapError> {
     services
         .store
-        .revoke_grant(grant.record.id, services.clock.now())
+        .revoke_grant(grant.record.id, services.clock.now(), claim)
         .await
         .map_err(store_error)?;
     services
@@ -256,7 +268,7 @@ pub async fn cancel_grant(services: &Services, grant: &Grant) -> Result<(), Gnap
 pub async fn revoke_by_operator(services: &Services, id: GrantId) -> Result<bool, ServiceError> {
     let revoked = services
         .store
-        .revoke_grant(id, services.clock.now())
+        .revoke_grant(id, services.clock.now(), None)
         .await?;
     if revoked {
         services

@@ -10,6 +10,7 @@ use opd_gnap::{
 use opd_store::AccessTokenRecord;
 
 use super::{constant_time_eq, internal, mint_token, store_error, token_response, Grant};
+use crate::access::replays::RequestClaim;
 use crate::{ServiceError, Services};
 
 /// An access token found by its management id, with its grant, checked
@@ -59,18 +60,21 @@ pub async fn managed_token(
 }
 
 /// `POST /token/{id}`: a new token with the same access; the old one stops
-/// working. Works after expiry (that is what rotation is for).
+/// working. Works after expiry (that is what rotation is for). The
+/// request's replay `claim` is stored with the new token.
 pub async fn rotate_token(
     services: &Services,
     managed: &ManagedToken,
+    claim: Option<&RequestClaim>,
 ) -> Result<AccessTokenResponse, GnapError> {
     let access: Vec<AccessItemWire> =
         serde_json::from_str(&managed.token.access).map_err(|_| internal("token access"))?;
     let access = AccessItem::parse_list(&access).map_err(|_| internal("token access"))?;
     let (value, new) = mint_token(services, managed.grant.record.id, &access);
+    let now = services.clock.now();
     if !services
         .store
-        .rotate_access_token(&managed.token.management_id, &new, services.clock.now())
+        .rotate_access_token(&managed.token.management_id, &new, now, claim)
         .await
         .map_err(store_error)?
     {
@@ -82,11 +86,17 @@ pub async fn rotate_token(
     Ok(token_response(services, value, &new, &access))
 }
 
-/// `DELETE /token/{id}`.
-pub async fn revoke_token(services: &Services, managed: &ManagedToken) -> Result<(), GnapError> {
+/// `DELETE /token/{id}`; the request's replay `claim` is stored with the
+/// revocation.
+pub async fn revoke_token(
+    services: &Services,
+    managed: &ManagedToken,
+    claim: Option<&RequestClaim>,
+) -> Result<(), GnapError> {
+    let now = services.clock.now();
     services
         .store
-        .revoke_access_token(&managed.token.management_id, services.clock.now())
+        .revoke_access_token(&managed.token.management_id, now, claim)
         .await
         .map_err(store_error)?;
     services

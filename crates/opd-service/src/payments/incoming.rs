@@ -7,7 +7,7 @@ use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, IncomingPaymentId, Timestamp};
 
-use crate::access::replays::StoredResponse;
+use crate::access::replays::{RequestClaim, StoredResponse};
 use crate::platform::network::ClientNetwork;
 use crate::views::IlpMethodWire;
 use crate::{wallets, ServiceError, Services};
@@ -47,14 +47,17 @@ pub async fn create(
     services: &Services,
     input: NewIncomingPayment,
 ) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
-    create_answered(services, input, |_, _| None).await
+    create_answered(services, input, None, |_, _| None).await
 }
 
-/// [`create`], the request's response given ahead by `respond` (see
-/// `access::replays::answer_ahead`): what the API answers for the payment.
+/// [`create`] for a signed request: its replay `claim` is stored with the
+/// payment, and with it the request's response, given ahead by `respond`
+/// (see `access::replays::answer_ahead`): what the API answers for the
+/// payment.
 pub async fn create_answered(
     services: &Services,
     input: NewIncomingPayment,
+    claim: Option<&RequestClaim>,
     respond: impl FnOnce(&IncomingPayment, &WalletAddress) -> Option<StoredResponse>,
 ) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
@@ -108,10 +111,10 @@ pub async fn create_answered(
         EventKind::IncomingPaymentCreated,
         crate::webhooks::incoming_event_data(services, &payment, &wallet),
     );
-    crate::access::replays::answer_ahead(|| respond(&payment, &wallet));
+    crate::access::replays::answer_ahead(claim, || respond(&payment, &wallet));
     services
         .store
-        .create_incoming_payment(&payment, &[created])
+        .create_incoming_payment(&payment, &[created], claim)
         .await?;
     Ok((payment, wallet))
 }
@@ -222,10 +225,12 @@ pub async fn list(
 
 /// Marks an incoming payment completed: no more payments are accepted.
 /// Completing a completed payment returns it unchanged; an expired one
-/// cannot be completed.
+/// cannot be completed. The request's replay `claim` is stored with the
+/// change.
 pub async fn complete(
     services: &Services,
     id: IncomingPaymentId,
+    claim: Option<&RequestClaim>,
 ) -> Result<(IncomingPayment, WalletAddress), ServiceError> {
     let (payment, wallet) = get(services, id).await?;
     let now = services.clock.now();
@@ -246,7 +251,7 @@ pub async fn complete(
     let event = crate::webhooks::event(services, EventKind::IncomingPaymentCompleted, data);
     let done = services
         .store
-        .complete_incoming_payment(id, now, &[event])
+        .complete_incoming_payment(id, now, &[event], claim)
         .await?
         .ok_or(ServiceError::NotFound("incoming payment"))?;
     crate::platform::metrics::incoming_completed(&done.asset);

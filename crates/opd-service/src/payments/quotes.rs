@@ -9,7 +9,7 @@ use opd_core::{Amount, QuoteId, Timestamp};
 
 use opd_ilp::stream::sender::{check_rate, Ratio};
 
-use crate::access::replays::StoredResponse;
+use crate::access::replays::{RequestClaim, StoredResponse};
 use crate::payments::receivers::{self, remote::RemoteReceiver, Receiver};
 use crate::{interledger::paths, wallets, ServiceError, Services};
 
@@ -73,14 +73,17 @@ pub async fn create(
     services: &Services,
     input: NewQuote,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
-    create_answered(services, input, |_, _| None).await
+    create_answered(services, input, None, |_, _| None).await
 }
 
-/// Creates a quote, the request's response given ahead by `respond` (see
-/// `access::replays::answer_ahead`): what the API answers for the quote.
+/// Creates a quote for a signed request: its replay `claim` is stored with
+/// the quote, and with it the request's response, given ahead by
+/// `respond` (see `access::replays::answer_ahead`): what the API answers
+/// for the quote.
 pub async fn create_answered(
     services: &Services,
     input: NewQuote,
+    claim: Option<&RequestClaim>,
     respond: impl FnOnce(&Quote, &WalletAddress) -> Option<StoredResponse>,
 ) -> Result<(Quote, WalletAddress), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
@@ -130,8 +133,8 @@ pub async fn create_answered(
         created_at: now,
         expires_at,
     };
-    crate::access::replays::answer_ahead(|| respond(&quote, &wallet));
-    services.store.create_quote(&quote).await?;
+    crate::access::replays::answer_ahead(claim, || respond(&quote, &wallet));
+    services.store.create_quote(&quote, claim).await?;
     services.payments.quotes.insert(quote.id, quote.clone());
     Ok((quote, wallet))
 }

@@ -1,22 +1,29 @@
-//! The requests whose claim rides with their own writes (a replay log in
+//! The requests whose claim rides with their own write (a replay log in
 //! the database, `opd_store::claim`): a response given ahead of the write
 //! ([`answer_ahead`]), and how such a request ends ([`settle`]).
 
 use std::sync::Arc;
 
-use opd_store::claim::ClaimState;
+use opd_store::claim::{ClaimState, RequestClaim};
 
 use super::{answer, store, wait_for, Fingerprint, Outcome, ReplaySlot, StoredResponse};
 use crate::access::AccessError;
 use crate::Services;
 
-/// Gives `respond`'s response as the answer of the request this task
-/// serves, before the write that creates what it shows: that write records
-/// it with the request's claim (one round trip less than recording it
-/// after). `respond` is called only when a claim waits for a write (never
-/// when the replay log is not in the database).
-pub fn answer_ahead(respond: impl FnOnce() -> Option<StoredResponse>) {
-    opd_store::claim::answer_ahead(|| {
+/// Gives `respond`'s response as the answer of the request whose `claim`
+/// this is, before the write that creates what it shows: that write
+/// records it with the claim (one round trip less than recording it
+/// after). `respond` is called only when the claim waits for a write
+/// (never without a claim, nor when the replay log is not in the
+/// database).
+pub fn answer_ahead(
+    claim: Option<&RequestClaim>,
+    respond: impl FnOnce() -> Option<StoredResponse>,
+) {
+    let Some(claim) = claim else {
+        return;
+    };
+    claim.answer_ahead(|| {
         let (status, headers, body) = store::encode(&respond()?)?;
         Some(opd_store::claim::Answer {
             status,

@@ -38,6 +38,7 @@ pub mod memory;
 pub mod store;
 
 pub use claimed::{answer_ahead, settle};
+pub use opd_store::claim::RequestClaim;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -45,7 +46,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use opd_gnap::ClientIdent;
 use opd_httpsig::{parse_signature, ParsedSignature, RequestParts};
-use opd_store::claim::RequestClaim;
 use sha2::{Digest as _, Sha256};
 
 use crate::access::{client_identity, unix_now, AccessError};
@@ -160,9 +160,10 @@ pub trait ReplayLog: Send + Sync + std::fmt::Debug + 'static {
     async fn finish(&self, fingerprint: &Fingerprint, outcome: Outcome)
         -> Result<(), ServiceError>;
 
-    /// Whether a request's claim is written by the request's own first
-    /// write ([`opd_store::claim`]) rather than by [`begin`](Self::begin):
-    /// only for a log kept in that same database.
+    /// Whether a request's claim is written by the request's own
+    /// transaction (the store operation the service hands it to, see
+    /// [`opd_store::claim`]) rather than by [`begin`](Self::begin): only
+    /// for a log kept in that same database.
     fn claims_in_transaction(&self) -> bool {
         false
     }
@@ -230,9 +231,10 @@ pub fn changes_state(method: &http::Method) -> bool {
 /// or the answer to send instead of the handler's.
 ///
 /// It also carries the request's [`RequestClaim`]: with a replay log kept
-/// in the database, the signature check arms it and the request's first
-/// write commits it (see [`opd_store::claim`]), so the claim costs no round
-/// trip of its own.
+/// in the database, the signature check arms it, the handler hands it
+/// ([`claim`](Self::claim)) to the use case, and the use case to the store
+/// operation that does the request's work, which commits it with that work
+/// (see [`opd_store::claim`]), so the claim costs no round trip of its own.
 #[derive(Debug, Clone, Default)]
 pub struct ReplaySlot {
     slot: Arc<Mutex<Slot>>,
@@ -248,7 +250,7 @@ pub enum Slot {
     Claimed(ClaimGuard),
     /// An identical request's response, to send instead.
     Answer(Arc<StoredResponse>),
-    /// This request runs; its claim rides with its first write (the slot's
+    /// This request runs; its claim rides with its own write (the slot's
     /// [`RequestClaim`] says how that went).
     Deferred(Fingerprint),
 }
@@ -260,10 +262,10 @@ impl ReplaySlot {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `handler` (the request's) in its claim's scope, so that its
-    /// first write carries the claim.
-    pub async fn run<F: std::future::Future>(&self, handler: F) -> F::Output {
-        opd_store::claim::scope(self.claim.clone(), handler).await
+    /// The request's replay claim, for the store operation that does its
+    /// work: that operation's transaction carries it.
+    pub fn claim(&self) -> &RequestClaim {
+        &self.claim
     }
 
     fn put(&self, slot: Slot) {
@@ -395,7 +397,8 @@ pub async fn admit(
         .saturating_add(services.config.signature_policy.max_age.as_secs())
         .saturating_add(1);
     if let Some(slot) = slot.filter(|_| services.access.replays.claims_in_transaction()) {
-        // The request's first write claims it (or finds it answered).
+        // The request's own write claims it (or finds it answered): the
+        // handler hands the slot's claim to its use case.
         let expires = i64::try_from(expires_at).unwrap_or(i64::MAX);
         slot.claim.arm(opd_core::hex::lower(&fp.0), expires);
         slot.put(Slot::Deferred(fp));

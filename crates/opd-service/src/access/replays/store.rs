@@ -3,8 +3,8 @@
 //! first response, wherever the first request ran. Waiting for a request
 //! still running elsewhere polls its row.
 //!
-//! A request's claim rides with its own first write
-//! ([`opd_store::claim`]). Its response is recorded in a group commit:
+//! A request's claim rides with its own write: the store operation the
+//! service hands it to ([`opd_store::claim`]). Its response is recorded in a group commit:
 //! responses of requests that finish while a recording is under way are
 //! recorded together in the next one (one round trip for all), and each
 //! request waits for its own to be durable before it answers, as before.

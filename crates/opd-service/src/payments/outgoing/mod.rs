@@ -29,6 +29,7 @@ use opd_core::webhook::EventKind;
 use opd_core::{Amount, OutgoingPaymentId, Timestamp};
 use opd_gnap::OutgoingLimits;
 
+use crate::access::replays::RequestClaim;
 use crate::payments::quotes::{self, NewQuote};
 use crate::payments::receivers;
 use crate::webhooks::{event, payment_event_data};
@@ -66,13 +67,15 @@ pub struct NewOutgoingPayment {
 }
 
 /// Creates an outgoing payment. Returns it with its wallet address and
-/// what the grant had spent before it.
+/// what the grant had spent before it. The request's replay `claim` is
+/// stored with the first write: the quote made for it, or the payment.
 pub async fn create(
     services: &Services,
     input: NewOutgoingPayment,
+    claim: Option<&RequestClaim>,
 ) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
-    let quote = quote_for(services, &input, &wallet).await?;
+    let quote = quote_for(services, &input, &wallet, claim).await?;
     let planned = plan::plan(
         input,
         &quote,
@@ -80,16 +83,18 @@ pub async fn create(
         services.config.external_funding,
         services.clock.now(),
     )?;
-    let spent_before = store(services, &planned, &wallet).await?;
+    let spent_before = store(services, &planned, &wallet, claim).await?;
     Ok((planned.payment, wallet, spent_before))
 }
 
 /// The quote a payment is made on: the one the client named, if it can
-/// be paid from `wallet`, or a fixed-send quote made now.
+/// be paid from `wallet`, or a fixed-send quote made now (which stores
+/// the request's replay `claim`).
 async fn quote_for(
     services: &Services,
     input: &NewOutgoingPayment,
     wallet: &WalletAddress,
+    claim: Option<&RequestClaim>,
 ) -> Result<Quote, ServiceError> {
     let url = match &input.source {
         PaymentSource::Quote(url) => url,
@@ -103,7 +108,11 @@ async fn quote_for(
                 target: QuoteTarget::FixedSend(debit_amount.clone()),
                 client: input.client.clone(),
             };
-            return Ok(quotes::create(services, new_quote).await?.0);
+            return Ok(
+                quotes::create_answered(services, new_quote, claim, |_, _| None)
+                    .await?
+                    .0,
+            );
         }
     };
     let unknown = || ServiceError::InvalidQuote("unknown quote".to_owned());
@@ -125,13 +134,14 @@ async fn quote_for(
     Ok(quote)
 }
 
-/// Stores a planned payment with its creation event, its reservation and
-/// its funding, in one transaction; then counts it and wakes the sender.
+/// Stores a planned payment with its creation event, its reservation, its
+/// funding and the request's replay `claim`, in one transaction; then counts it and wakes the sender.
 /// Returns what the grant had spent before it.
 async fn store(
     services: &Services,
     planned: &plan::Planned,
     wallet: &WalletAddress,
+    claim: Option<&RequestClaim>,
 ) -> Result<GrantSpent, ServiceError> {
     let record = &planned.payment;
     let created_event = event(
@@ -141,7 +151,12 @@ async fn store(
     );
     let outcome = services
         .store
-        .create_outgoing_payment(record, planned.reservation.as_ref(), &[created_event])
+        .create_outgoing_payment(
+            record,
+            planned.reservation.as_ref(),
+            &[created_event],
+            claim,
+        )
         .await?;
     let spent_before = plan::stored(outcome, record)?;
     crate::platform::metrics::payment_created(&record.debit);

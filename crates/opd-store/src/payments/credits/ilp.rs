@@ -1,0 +1,95 @@
+//! A round of ILP credits: the packets of one peer for one incoming
+//! payment that arrived together, credited in one transaction, the clock
+//! read once every row it moves is locked.
+
+use opd_core::ledger::PostError;
+use opd_core::peer::Peer;
+use opd_core::{Clock, Timestamp};
+
+use super::credit::{credit_incoming, lock_incoming, Credit, Source};
+use super::take::{Packet, Taken};
+use super::{IlpCredit, IlpReceive, IlpRound};
+use crate::platform::facts::Uncommitted;
+use crate::{SqlStore, StoreResult};
+
+impl SqlStore {
+    /// One round of ILP credits; see [`super::CreditStore::credit_round`].
+    pub(super) async fn ilp_round(
+        &self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        clock: &dyn Clock,
+    ) -> StoreResult<IlpRound<'_>> {
+        let Some(first) = receives.first() else {
+            return Ok(IlpRound::Answered(Vec::new()));
+        };
+        let packets: Vec<Packet> = receives
+            .iter()
+            .map(|r| Packet {
+                amount: r.amount,
+                deliver: r.deliver,
+                at: r.at,
+            })
+            .collect();
+        let mut tx = self.db.begin().await?;
+        let Some(payment) = lock_incoming(&mut tx, first.incoming).await? else {
+            return Ok(IlpRound::Answered(vec![IlpCredit::Unknown; receives.len()]));
+        };
+        let source = Source::Peer(peer);
+        let credit = credit_incoming(&mut tx, source, payment, first.receipts, &packets);
+        let (taken, facts) = match credit.await? {
+            Credit::SumOverflow => return Ok(refused_group(receives, IlpCredit::Overflow)),
+            Credit::NotMoved(taken, None) => return Ok(IlpRound::Answered(answers(taken))),
+            Credit::NotMoved(_, Some(refused)) => {
+                let alone = match refused {
+                    PostError::Insufficient { available } => {
+                        IlpCredit::InsufficientLiquidity { available }
+                    }
+                    PostError::Overflow => IlpCredit::Overflow,
+                };
+                return Ok(refused_group(receives, alone));
+            }
+            Credit::Credited(taken, facts) => (taken, facts),
+        };
+        // Every row this credit moves is locked by now: the clock decides.
+        let late = late_packets(receives, &taken, clock.now());
+        if !late.is_empty() {
+            // Dropped without a commit: rolled back, nothing moved.
+            return Ok(IlpRound::Late(late));
+        }
+        Ok(IlpRound::Open(Uncommitted::open(tx, answers(taken), facts)))
+    }
+}
+
+/// Each packet's answer from what the payment's rule took.
+fn answers(taken: Taken) -> Vec<IlpCredit> {
+    taken
+        .answers
+        .into_iter()
+        .map(|a| match a {
+            Ok(payment) => IlpCredit::Credited(payment),
+            Err(refused) => IlpCredit::Refused(refused),
+        })
+        .collect()
+}
+
+/// The packets of a group that would be credited at `now`, past their
+/// deadline (indices into the group).
+fn late_packets(receives: &[IlpReceive], taken: &Taken, now: Timestamp) -> Vec<usize> {
+    receives
+        .iter()
+        .zip(&taken.answers)
+        .enumerate()
+        .filter(|(_, (r, a))| a.is_ok() && r.deadline <= now)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A group's refusal: a packet alone gets `alone` as its answer; a group
+/// is credited one by one.
+fn refused_group<'s>(receives: &[IlpReceive], alone: IlpCredit) -> IlpRound<'s> {
+    match receives.len() {
+        1 => IlpRound::Answered(vec![alone]),
+        _ => IlpRound::OneByOne,
+    }
+}

@@ -1,0 +1,185 @@
+//! The credit of an incoming payment: the one way money reaches a
+//! receiver on this server, whether it comes from a peer in ILP packets
+//! or from an outgoing payment of this server delivered locally.
+//!
+//! One transaction locks the incoming payment's row and ([`credit`])
+//! takes each packet by the payment's rule (`IncomingPayment::receive`,
+//! in arrival order, [`take`]), moves the money in the ledger, writes the
+//! payment's new received amount and, when this credit completed it,
+//! reads what its account holds for the operator to withdraw. What only
+//! the transaction knows comes back as typed [`Fact`]s; the service
+//! renders them into webhook events that commit with it
+//! ([`Uncommitted`]). The sources: a round of ILP packets ([`ilp`]; the
+//! service plans the rounds of a group with [`rounds`]) and the local
+//! delivery of an outgoing payment ([`local`]).
+//!
+//! ILP packets for one incoming payment from one peer that arrive together
+//! are credited in one transaction (the service gathers them and drives
+//! the rounds, see `opd_service::interledger::credits`). When the summed
+//! move is refused (the liquidity cannot cover the sum, or a balance would
+//! overflow), the round answers [`IlpRound::OneByOne`] and the packets are
+//! credited one by one, so each gets the answer it would have got alone.
+//!
+//! No credit outlives its packet: each ILP packet carries its deadline (its
+//! expiry less the margin its answer needs on the way back), and the
+//! round reads the clock once every row it moves is locked. A packet past
+//! its deadline then is refused ([`IlpCredit::Expired`], R00 for the peer):
+//! the round is rolled back ([`IlpRound::Late`]) and the others are
+//! credited without it. What remains between that reading and the commit
+//! is rendering the events, with no I/O.
+
+mod credit;
+mod ilp;
+mod local;
+pub(crate) mod rounds;
+mod take;
+
+use async_trait::async_trait;
+use opd_core::incoming_payment::{IncomingPayment, Receivable};
+use opd_core::ledger::Receipts;
+use opd_core::outgoing_payment::LocalDelivery;
+use opd_core::peer::Peer;
+use opd_core::webhook::WebhookEvent;
+use opd_core::{Clock, IncomingPaymentId, Timestamp};
+
+use crate::payments::credits::rounds::RoundEnd;
+use crate::payments::outgoing::Delivered;
+use crate::platform::db::Stmt;
+use crate::platform::facts::{Fact, Uncommitted};
+use crate::{SqlStore, StoreError, StoreResult};
+
+/// The statements of credits, for the statement tests.
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &credit::INCOMING_FOR_UPDATE,
+    &credit::SET_RECEIVED,
+    &local::COMPLETE_OUTGOING,
+];
+
+/// Credits of incoming payments: by ILP packets from peers, and by local
+/// delivery of outgoing payments.
+#[async_trait]
+pub trait CreditStore: Send + Sync {
+    /// Credits one incoming payment for packets from `peer` that arrived
+    /// together (all naming `receives[0].incoming`), in one transaction:
+    /// the payment's received amount and the ledger move together, or
+    /// nothing. Each packet is taken or refused by the payment's rule as
+    /// if the packets came one after the other; see [`IlpRound`] for the
+    /// rounds that end without a commit.
+    async fn credit_round<'s>(
+        &'s self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        clock: &dyn Clock,
+    ) -> StoreResult<IlpRound<'s>>;
+    /// Delivers an outgoing payment to an incoming payment of this server
+    /// in one transaction: the payment completes, the receiver is credited
+    /// by the same rule as an ILP packet, the fee is taken, and
+    /// `delivery.events` are queued. Only `Delivered::Done` is left to
+    /// commit.
+    async fn deliver_locally<'s>(
+        &'s self,
+        delivery: &LocalDelivery,
+    ) -> StoreResult<Uncommitted<'s, Delivered>>;
+}
+
+/// An ILP packet from a peer to credit to an incoming payment.
+#[derive(Debug, Clone)]
+pub struct IlpReceive {
+    pub incoming: IncomingPaymentId,
+    /// Taken from the peer's liquidity, in the peer's asset.
+    pub amount: u64,
+    /// Credited to the incoming payment, in its asset (the same as
+    /// `amount` when the assets are equal).
+    pub deliver: u64,
+    /// Where the credit goes: the receiving wallet address or the
+    /// incoming payment's own account.
+    pub receipts: Receipts,
+    pub at: Timestamp,
+    /// The last moment its money may move: the packet's expiry less the
+    /// margin its answer needs on the way back.
+    pub deadline: Timestamp,
+}
+
+/// What became of an [`IlpReceive`]. Only `Credited` changed anything.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IlpCredit {
+    /// Taken; the payment as this packet left it.
+    Credited(IncomingPayment),
+    /// No such incoming payment.
+    Unknown,
+    /// The payment cannot take it (see [`Receivable`]).
+    Refused(Receivable),
+    /// The peer's liquidity holds only `available`.
+    InsufficientLiquidity { available: u64 },
+    /// A balance would pass u64::MAX.
+    Overflow,
+    /// Its deadline passed before its credit could commit: nothing moved.
+    Expired,
+}
+
+/// What one transaction did with a group of ILP packets.
+#[derive(Debug)]
+pub enum IlpRound<'s> {
+    /// Nothing was credited: one answer per packet, final.
+    Answered(Vec<IlpCredit>),
+    /// Credited (one answer per packet), waiting for the events of its
+    /// facts to commit.
+    Open(Uncommitted<'s, Vec<IlpCredit>>),
+    /// The summed move was refused (rolled back): credit the packets one
+    /// by one. Never for a single packet, which gets its refusal.
+    OneByOne,
+    /// These packets (indices into the group) were past their deadline
+    /// once the transaction held its locks: rolled back, nothing moved.
+    Late(Vec<usize>),
+}
+
+impl IlpRound<'_> {
+    /// What the round learned, for its events (nothing unless it is open).
+    pub fn facts(&self) -> &[Fact] {
+        match self {
+            IlpRound::Open(open) => open.facts(),
+            _ => &[],
+        }
+    }
+
+    /// Ends the round: an open one commits with `events` (its facts
+    /// rendered). Fails when the store answered another number of packets
+    /// than `packets`, which leaves nothing committed.
+    pub async fn end(self, packets: usize, events: &[WebhookEvent]) -> StoreResult<RoundEnd> {
+        let answered = |credits: &Vec<IlpCredit>| credits.len() == packets;
+        match self {
+            IlpRound::Answered(credits) if answered(&credits) => Ok(RoundEnd::Answered(credits)),
+            IlpRound::Open(open) if answered(open.outcome()) => {
+                Ok(RoundEnd::Answered(open.commit(events).await?))
+            }
+            IlpRound::Answered(_) | IlpRound::Open(_) => Err(StoreError::Corrupt(
+                "a round answered another number of packets".into(),
+            )),
+            IlpRound::OneByOne => Ok(RoundEnd::OneByOne),
+            IlpRound::Late(late) => Ok(RoundEnd::Late(late)),
+        }
+    }
+}
+
+#[async_trait]
+impl CreditStore for SqlStore {
+    async fn credit_round<'s>(
+        &'s self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        clock: &dyn Clock,
+    ) -> StoreResult<IlpRound<'s>> {
+        self.ilp_round(peer, receives, clock).await
+    }
+
+    async fn deliver_locally<'s>(
+        &'s self,
+        d: &LocalDelivery,
+    ) -> StoreResult<Uncommitted<'s, Delivered>> {
+        self.payments_cache.invalidate(d.payment);
+        let done = self.local_delivery(d).await?;
+        let (cache, id) = (&self.payments_cache, d.payment);
+        // Read again after the commit, so no reader keeps the old state.
+        Ok(done.then(move || cache.invalidate(id)))
+    }
+}

@@ -1,0 +1,166 @@
+//! The SQLite schema's migrations, applied at start on a connection of
+//! their own before the driver's pools open.
+//!
+//! The record is the `_sqlx_migrations` table, kept exactly as sqlx keeps
+//! it when it ran them (PostgreSQL's record is the same): databases made by
+//! earlier opd builds carry on as they are, the readiness check reads the
+//! same table on both backends, and an earlier build accepts a database
+//! this one migrated. Each migration runs in one transaction with its
+//! record, so none is ever applied twice or half.
+
+use rusqlite::Connection;
+
+use crate::platform::migrations::{check_applied, checksum, failed, migrations_of, Migration};
+use crate::StoreResult;
+
+/// Every migration, in order.
+static MIGRATIONS: &[Migration] = migrations_of!("sqlite");
+
+/// The latest migration this binary has.
+pub(crate) fn latest() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+const RECORD: &str = "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
+    version BIGINT PRIMARY KEY,
+    description TEXT NOT NULL,
+    installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    success BOOLEAN NOT NULL,
+    checksum BLOB NOT NULL,
+    execution_time BIGINT NOT NULL
+)";
+
+/// Applies every migration `conn`'s database lacks. Refuses a database
+/// whose applied migrations differ from this binary's (edited, or made by
+/// a newer opd) or that a failed migration left behind.
+pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
+    conn.execute_batch(RECORD).map_err(failed)?;
+    let applied: Vec<(i64, bool, Vec<u8>)> = conn
+        .prepare("SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(failed)?;
+    check_applied(MIGRATIONS, &applied)?;
+    for m in MIGRATIONS {
+        if applied.iter().any(|(v, _, _)| *v == m.version) {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        tx.execute_batch(m.sql)
+            .map_err(|e| failed(format!("migration {}: {e}", m.version)))?;
+        tx.execute(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (?1, ?2, TRUE, ?3, ?4)",
+            rusqlite::params![
+                m.version,
+                m.description,
+                checksum(m.sql),
+                i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX)
+            ],
+        )
+        .map_err(failed)?;
+        tx.commit().map_err(failed)?;
+        tracing::info!(
+            version = m.version,
+            description = m.description,
+            "SQLite migration applied"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_is_the_folder() {
+        crate::platform::migrations::tests::the_list_is_the_folder("sqlite", MIGRATIONS);
+    }
+
+    /// The checksum sqlx recorded for the first migration in a database an
+    /// earlier opd made (read from its `_sqlx_migrations`): databases made
+    /// before and after agree.
+    #[test]
+    fn checksums_are_the_ones_sqlx_recorded() {
+        let hex: String = checksum(MIGRATIONS[0].sql)
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        assert_eq!(
+            hex,
+            "89E6D90525FFD59AB193E41164471E95F688D7EFE1442455E83C40FF6DC750880E2F484C6B1104DC79E8554A386934AB"
+        );
+    }
+
+    fn open() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("m.sqlite")).unwrap();
+        (dir, conn)
+    }
+
+    #[test]
+    fn migrates_once_and_refuses_what_it_does_not_know() {
+        let (_dir, mut conn) = open();
+        run(&mut conn).unwrap();
+        run(&mut conn).unwrap();
+        let count: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM _sqlx_migrations WHERE success",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(count, latest());
+
+        // A migration edited after it was applied.
+        conn.execute(
+            "UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 2",
+            [],
+        )
+        .unwrap();
+        assert!(run(&mut conn).unwrap_err().to_string().contains("differs"));
+        conn.execute(
+            "UPDATE _sqlx_migrations SET checksum = ?1 WHERE version = 2",
+            [checksum(MIGRATIONS[1].sql)],
+        )
+        .unwrap();
+        // A database a newer opd migrated further.
+        conn.execute(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (9999, 'future', TRUE, x'00', 0)",
+            [],
+        )
+        .unwrap();
+        assert!(run(&mut conn)
+            .unwrap_err()
+            .to_string()
+            .contains("newer opd"));
+        conn.execute(
+            "UPDATE _sqlx_migrations SET success = FALSE WHERE version = 9999",
+            [],
+        )
+        .unwrap();
+        assert!(run(&mut conn)
+            .unwrap_err()
+            .to_string()
+            .contains("failed earlier"));
+    }
+
+    /// A migration that fails leaves neither its changes nor its record.
+    #[test]
+    fn a_failing_migration_is_not_recorded() {
+        let (_dir, mut conn) = open();
+        conn.execute_batch("CREATE TABLE wallet_addresses (x INTEGER)")
+            .unwrap();
+        assert!(run(&mut conn).is_err());
+        let recorded: i64 = conn
+            .query_row("SELECT COUNT(*) FROM _sqlx_migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(recorded, 0);
+    }
+}
