@@ -98,7 +98,11 @@ pub async fn forward(
     prepare: &Prepare,
 ) -> Result<Vec<u8>, ServiceError> {
     let Some(next) = route(services, prepare.destination.as_str(), from).await? else {
-        return Ok(reject(services, ErrorCode::F02_UNREACHABLE, "no route"));
+        return Ok(reject(
+            &services.config.ilp_address,
+            ErrorCode::F02_UNREACHABLE,
+            "no route",
+        ));
     };
     let rate = rate(services, &from.asset, &next.asset).await?;
     let hop = NextHop {
@@ -118,7 +122,14 @@ pub async fn forward(
         max_hop_ms,
     ) {
         Ok(out) => out,
-        Err(no) => return Ok(reject_with(services, no.code, no.message, no.data)),
+        Err(no) => {
+            return Ok(reject_with(
+                &services.config.ilp_address,
+                no.code,
+                no.message,
+                no.data,
+            ))
+        }
     };
     let hold = Hold {
         id: opd_core::ids::new_uuid_v7(now, services.random.as_ref()).to_string(),
@@ -135,7 +146,11 @@ pub async fn forward(
         HoldOutcome::Held => {}
         HoldOutcome::Insufficient { .. } | HoldOutcome::Overflow => {
             let code = ErrorCode::T04_INSUFFICIENT_LIQUIDITY;
-            return Ok(reject(services, code, "insufficient liquidity"));
+            return Ok(reject(
+                &services.config.ilp_address,
+                code,
+                "insufficient liquidity",
+            ));
         }
     }
     let answer = send_on(services, &next, prepare, &out, now).await;
@@ -205,7 +220,11 @@ async fn settle_hold(
             }
             // Swept as expired meanwhile: the money went back.
             let code = ErrorCode::R00_TRANSFER_TIMED_OUT;
-            Ok(reject(services, code, "the packet expired"))
+            Ok(reject(
+                &services.config.ilp_address,
+                code,
+                "the packet expired",
+            ))
         }
         Settle::VoidAndPass => {
             services
@@ -230,7 +249,7 @@ async fn settle_rejected(
         .store
         .ilp_settle(&hold.id, false, services.clock.now())
         .await?;
-    Ok(reject(services, code, message))
+    Ok(reject(&services.config.ilp_address, code, message))
 }
 
 /// POSTs a Prepare to the peer's ILP-over-HTTP endpoint; the answer's

@@ -129,10 +129,18 @@ pub async fn handle_packet(services: &Services, peer: &Peer, bytes: &[u8]) -> Ve
             Ok(reply) => reply,
             Err(e) => {
                 tracing::error!(error = %e, peer = %peer.name, "could not process an ILP packet");
-                reject(services, ErrorCode::T00_INTERNAL_ERROR, "internal error")
+                reject(
+                    &services.config.ilp_address,
+                    ErrorCode::T00_INTERNAL_ERROR,
+                    "internal error",
+                )
             }
         },
-        Err(e) => reject(services, ErrorCode::F01_INVALID_PACKET, &e.to_string()),
+        Err(e) => reject(
+            &services.config.ilp_address,
+            ErrorCode::F01_INVALID_PACKET,
+            &e.to_string(),
+        ),
     };
     crate::platform::metrics::ilp_packet(
         crate::platform::metrics::Direction::Incoming,
@@ -148,7 +156,7 @@ async fn answer(
 ) -> Result<Vec<u8>, ServiceError> {
     if prepare.expires_at.unix_millis() <= services.clock.now().unix_millis() {
         return Ok(reject(
-            services,
+            &services.config.ilp_address,
             ErrorCode::R00_TRANSFER_TIMED_OUT,
             "packet expired",
         ));
@@ -159,11 +167,19 @@ async fn answer(
         // nothing (a peer could show it to its own peers).
         if prepare.amount != 0 {
             let message = "IL-DCP requests carry no amount";
-            return Ok(reject(services, ErrorCode::F01_INVALID_PACKET, message));
+            return Ok(reject(
+                &services.config.ilp_address,
+                ErrorCode::F01_INVALID_PACKET,
+                message,
+            ));
         }
         if prepare.execution_condition != condition_of(&[0; 32]) {
             let message = "IL-DCP requests use the peer protocol condition";
-            return Ok(reject(services, ErrorCode::F05_WRONG_CONDITION, message));
+            return Ok(reject(
+                &services.config.ilp_address,
+                ErrorCode::F05_WRONG_CONDITION,
+                message,
+            ));
         }
         return Ok(ildcp(peer));
     }
@@ -174,7 +190,7 @@ async fn answer(
                 maximum_amount: max,
             };
             return Ok(reject_with(
-                services,
+                &services.config.ilp_address,
                 ErrorCode::F08_AMOUNT_TOO_LARGE,
                 "packet amount exceeds the maximum",
                 data.encode().to_vec(),

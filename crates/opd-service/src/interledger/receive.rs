@@ -207,9 +207,13 @@ fn reply_for_credit(credit: &IlpCredit) -> Reply {
 fn answer(services: &Services, conn: Option<&Connection>, reply: Reply) -> Vec<u8> {
     let Some(conn) = conn.filter(|_| !matches!(reply, Reply::Plain(..))) else {
         return match reply {
-            Reply::Plain(code, message) => reject(services, code, message),
+            Reply::Plain(code, message) => reject(&services.config.ilp_address, code, message),
             // A STREAM reply needs the connection that `open` read.
-            _ => reject(services, ErrorCode::F99_APPLICATION_ERROR, ""),
+            _ => reject(
+                &services.config.ilp_address,
+                ErrorCode::F99_APPLICATION_ERROR,
+                "",
+            ),
         };
     };
     let asset = (conn.payment.asset.code.as_str(), conn.payment.asset.scale);
@@ -223,13 +227,24 @@ fn answer(services: &Services, conn: Option<&Connection>, reply: Reply) -> Vec<u
     match reply {
         Reply::Fulfill => {
             let stream = receiver::reply(&conn.request, &facts(true, false));
-            fulfill(services, &conn.secret, conn.fulfillment, &stream)
+            fulfill(
+                services.random.as_ref(),
+                &conn.secret,
+                conn.fulfillment,
+                &stream,
+            )
         }
         Reply::Stream { code, close } => {
             let stream = receiver::reply(&conn.request, &facts(false, close));
-            stream_reject(services, code, &conn.secret, &stream)
+            stream_reject(
+                &services.config.ilp_address,
+                services.random.as_ref(),
+                code,
+                &conn.secret,
+                &stream,
+            )
         }
-        Reply::Plain(code, message) => reject(services, code, message),
+        Reply::Plain(code, message) => reject(&services.config.ilp_address, code, message),
     }
 }
 
