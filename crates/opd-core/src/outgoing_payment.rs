@@ -184,12 +184,16 @@ pub enum CreateOutgoing {
 
 /// Delivery of an outgoing payment to an incoming payment on this server,
 /// applied atomically: the payment completes, the receiver's account and
-/// `receivedAmount` rise (if the receiver, locked, still takes `deliver`
-/// by its rule), the fee goes to the fee account.
+/// `receivedAmount` rise by its rule (if the receiver, locked, is still as
+/// planned), the fee goes to the fee account.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalDelivery {
     pub payment: OutgoingPaymentId,
     pub incoming: IncomingPaymentId,
+    /// The incoming payment as the delivery was planned against it (read
+    /// just before): the store credits it by its rule and keeps the
+    /// delivery only if the row it locks is still this.
+    pub receiver: crate::incoming_payment::IncomingPayment,
     /// Where the delivered amount goes.
     pub receipts: crate::ledger::Receipts,
     pub sender_asset: Asset,

@@ -894,6 +894,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     let delivery = LocalDelivery {
         payment: claimed.id,
         incoming: receiver.id,
+        receiver: receiver.clone(),
         receipts: Receipts::ToWallet,
         sender_asset: usd(),
         receiver_asset: usd(),
@@ -925,8 +926,8 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
             .received_amount,
         290
     );
-    // A delivery the receiver no longer takes (290 more would pass its
-    // 500) changes nothing.
+    // A delivery planned against the receiver as it was (nothing received;
+    // it holds 290 now) changes nothing.
     let other = s
         .claim_due_outgoing_payment(at, 30_000)
         .await
@@ -963,6 +964,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     s.create_incoming_payment(&open, &[], None).await.unwrap();
     let late = LocalDelivery {
         incoming: open.id,
+        receiver: open.clone(),
         ..stale.clone()
     };
     assert_eq!(deliver_now(s, &late).await, Delivered::Changed);
@@ -1071,6 +1073,10 @@ async fn deliver(
     let d = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
+        receiver: IncomingPayment {
+            received_amount: before,
+            ..receiver.clone()
+        },
         receipts,
         sender_asset: usd(),
         receiver_asset: usd(),

@@ -107,6 +107,7 @@ async fn deliver(
     let delivery = LocalDelivery {
         payment: p.id,
         incoming: receiver.id,
+        receiver: receiver.clone(),
         receipts: services.config.receipts(),
         sender_asset: p.debit.asset.clone(),
         receiver_asset: p.receive.asset.clone(),

@@ -6,7 +6,7 @@ use opd_core::ledger::PostError;
 use opd_core::peer::Peer;
 use opd_core::{Clock, Timestamp};
 
-use super::credit::{credit_incoming, lock_incoming, Credit, Source};
+use super::credit::{credit_incoming, lock_incoming, Credit};
 use super::take::{Packet, Taken};
 use super::{IlpCredit, IlpReceive, IlpRound};
 use crate::platform::facts::Uncommitted;
@@ -35,8 +35,7 @@ impl SqlStore {
         let Some(payment) = lock_incoming(&mut tx, first.incoming).await? else {
             return Ok(IlpRound::Answered(vec![IlpCredit::Unknown; receives.len()]));
         };
-        let source = Source::Peer(peer);
-        let credit = credit_incoming(&mut tx, source, payment, first.receipts, &packets);
+        let credit = credit_incoming(&mut tx, peer, payment, first.receipts, &packets);
         let (taken, facts) = match credit.await? {
             Credit::SumOverflow => return Ok(refused_group(receives, IlpCredit::Overflow)),
             Credit::NotMoved(taken, None) => return Ok(IlpRound::Answered(answers(taken))),
