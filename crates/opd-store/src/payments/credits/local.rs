@@ -56,11 +56,10 @@ impl SqlStore {
             deliver: d.deliver,
             at: d.at,
         };
-        let taken = match take_in_order(&mut credited, &[packet]) {
-            Some(taken) if taken.any() => taken,
+        if !take_in_order(&mut credited, &[packet]).is_some_and(|t| t.any()) {
             // The receiver as planned does not take it: plan again.
-            _ => return Ok(Uncommitted::settled(Delivered::Changed)),
-        };
+            return Ok(Uncommitted::settled(Delivered::Changed));
+        }
         let mut tx = self.db.begin().await?;
         let payment = d.payment.to_string();
         let completed = tx.send(
@@ -100,7 +99,6 @@ impl SqlStore {
         let completes = credited.completed;
         let facts = completed_fact(&mut tx, &credited, receiver).await?;
         let delivered = Delivered::Done { completes };
-        debug_assert!(taken.answers.len() == 1);
         Ok(Uncommitted::open(
             tx,
             delivered,

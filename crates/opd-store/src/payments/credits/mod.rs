@@ -2,11 +2,14 @@
 //! receiver on this server, whether it comes from a peer in ILP packets
 //! or from an outgoing payment of this server delivered locally.
 //!
-//! One transaction locks the incoming payment's row and ([`credit`])
-//! takes each packet by the payment's rule (`IncomingPayment::receive`,
-//! in arrival order, [`take`]), moves the money in the ledger, writes the
-//! payment's new received amount and, when this credit completed it,
-//! reads what its account holds for the operator to withdraw. What only
+//! One transaction locks the incoming payment's row, takes each packet by
+//! the payment's rule (`IncomingPayment::receive`, in arrival order,
+//! [`take`]), moves the money in the ledger, writes the payment's new
+//! received amount and, when this credit completed it, reads what its
+//! account holds for the operator to withdraw ([`credit`]). An ILP round
+//! reads the locked row first; a local delivery sends its statements with
+//! the lock, computed from the receiver as planned, and keeps them only if
+//! the locked row is that receiver ([`local`]). What only
 //! the transaction knows comes back as typed [`Fact`]s; the service
 //! renders them into webhook events that commit with it
 //! ([`Uncommitted`]). The sources: a round of ILP packets ([`ilp`]; the
