@@ -44,7 +44,7 @@ pub struct ServiceConfig {
     /// How long a rates request may take.
     pub rates_timeout: Duration,
     /// Hosts and address ranges outbound requests may reach besides public
-    /// addresses (see [`outbound`]).
+    /// addresses (see `outbound`).
     pub outbound_allow: Vec<String>,
     /// The key server secrets are sealed with in the database.
     pub secrets_key: secrets::SecretsKey,

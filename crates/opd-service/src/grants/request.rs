@@ -22,7 +22,7 @@ use rules::{admit, continuation, token_used, Asked};
 mod rules;
 
 /// `POST /`: a validated grant request from an authenticated client. Reads
-/// what it asks for, decides ([`admit`]), and stores the grant (with the
+/// what it asks for, decides (`admit`), and stores the grant (with the
 /// request's replay `claim`): waiting for a person, or issued at once.
 pub async fn request_grant(
     services: &Services,
@@ -175,7 +175,7 @@ pub async fn grant_for_continuation(
 }
 
 /// `POST /continue/{id}`: with an `interact_ref` after the finish redirect,
-/// or without one to poll. Decides ([`continuation`]), then stores the
+/// or without one to poll. Decides (`continuation`), then stores the
 /// grant as continued (and its token, when issued) with the request's
 /// replay `claim`, and answers.
 pub async fn continue_grant(

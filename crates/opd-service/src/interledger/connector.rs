@@ -90,8 +90,8 @@ pub async fn route_except(
 }
 
 /// Forwards `prepare` from `from`; the bytes of the answer to send back.
-/// Reads the route and the rate, decides ([`onward`]), holds the amount,
-/// sends, and settles the hold as the answer says ([`settle_on`]).
+/// Reads the route and the rate, decides (`onward`), holds the amount,
+/// sends, and settles the hold as the answer says (`settle_on`).
 pub async fn forward(
     services: &Services,
     from: &Peer,

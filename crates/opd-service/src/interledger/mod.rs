@@ -17,7 +17,7 @@
 //!
 //! One rule for every packet's money: it moves only before the packet's
 //! deadline, its expiry less what its answer needs on the way back
-//! ([`deadline`]), checked where it moves. An ILP credit checks it inside
+//! (`deadline`), checked where it moves. An ILP credit checks it inside
 //! its transaction once every row is locked (R00 when it passed; a
 //! packet still queued for its group at its deadline leaves the queue
 //! with R00); the connector posts a hold only for an answer that came

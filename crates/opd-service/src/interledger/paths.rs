@@ -16,7 +16,7 @@
 //! what a payment promises: each packet still asks the receiver (STREAM
 //! `prepareAmount`) for at least its amount at the quote's rate, and a
 //! payment step that learns the path changed (an F08, a refusal for the
-//! rate) forgets it ([`forget_path`]).
+//! rate) forgets it (`forget_path`).
 
 use std::time::Duration;
 

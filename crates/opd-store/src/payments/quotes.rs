@@ -17,7 +17,7 @@ pub trait QuoteStore: Send + Sync {
     async fn create_quote(&self, quote: &Quote, claim: Option<&RequestClaim>) -> StoreResult<()>;
     async fn get_quote(&self, id: QuoteId) -> StoreResult<Option<Quote>>;
     /// The newest quote of `wallet` to `receiver` not expired at `now`,
-    /// among the wallet address's newest [`RECENT_QUOTES`] (a bounded read
+    /// among the wallet address's newest `RECENT_QUOTES` (50) (a bounded read
     /// for the consent page, which names what the receiver gets).
     async fn latest_quote_to(
         &self,

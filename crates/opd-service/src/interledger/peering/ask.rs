@@ -186,7 +186,7 @@ async fn check_answer(
 
 /// Asks the server at `ask.url` to peer, and creates (or renews) the peer
 /// from its answer. Nothing changes here unless the other server agreed
-/// and its answer passes [`check_answer`].
+/// and its answer passes `check_answer`.
 pub async fn ask_peering(services: &Services, ask: &AskPeering) -> Result<Asked, ServiceError> {
     let before = asked_before(services, &ask.url).await?;
     let mut bytes = [0u8; 24];

@@ -8,7 +8,7 @@
 //! A payment that moves no money is not held until its quote expires:
 //! after `IlpLimits::stall` attempts in a row, or that long since it last
 //! moved money, whichever comes first, it fails with the reason of its
-//! last attempt ([`pause`]).
+//! last attempt (`pause`).
 //!
 //! A payment is claimed with a lease: a worker that dies lets it come back
 //! when the lease ends.

@@ -227,7 +227,7 @@ pub async fn grant_spent(
 }
 
 /// Sends the next due outgoing payment, if any: to an incoming payment
-/// here ([`local`]) or on another server ([`remote`]). In external funding mode,
+/// here (`local`) or on another server ([`remote`]). In external funding mode,
 /// payments still waiting for outside funds when their quote expires fail
 /// first (otherwise that check runs in the expiry loop, for payments left
 /// from a time the mode was on, and costs a payment nothing).

@@ -46,7 +46,7 @@
 //!
 //! Packets go in rounds of up to four at once. A packet a crash left pending is settled
 //! once expired from what the receiver reports it received (see
-//! [`settle_leftovers`]): exact when the payment is the receiver's only
+//! `settle_leftovers`): exact when the payment is the receiver's only
 //! payer, as for an invoice.
 
 use opd_core::outgoing_payment::OutgoingPayment;

@@ -2,7 +2,7 @@
 //! connection (SQLite allows one writer at a time; queuing writers is
 //! cheaper than retrying on `SQLITE_BUSY`) and a pool of readers, all
 //! driven synchronously on the caller's thread by [`driver`], after
-//! [`migrations`] brought the schema up to date.
+//! `migrations` brought the schema up to date.
 
 pub mod driver;
 mod migrations;
