@@ -1621,12 +1621,15 @@ async fn credit_all(
     clock: &dyn opd_core::Clock,
 ) -> Vec<opd_store::IlpCredit> {
     let mut rounds = CreditRounds::new(receives, clock.now());
-    while let Some(round) = rounds.next() {
+    // At most one round per packet and one more.
+    for _ in 0..=receives.len() {
+        let Some(round) = rounds.next() else { break };
         let packets = CreditRounds::packets(receives, &round);
         let credited = s.credit_round(peer, &packets, clock).await.unwrap();
         let events = render(credited.facts());
         rounds.settle(&round, credited.end(packets.len(), &events).await.unwrap());
     }
+    assert_eq!(rounds.next(), None, "the rounds ended");
     rounds.answers()
 }
 

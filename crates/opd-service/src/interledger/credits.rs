@@ -219,7 +219,12 @@ impl CreditQueue {
     ) -> Result<Vec<IlpCredit>, ServiceError> {
         let clock = self.clock.as_ref();
         let mut rounds = CreditRounds::new(receives, clock.now());
-        while let Some(round) = rounds.next() {
+        // The plan answers a packet or takes one out each round: one round
+        // per packet and one more at most. Past that it is broken; stop.
+        for _ in 0..=receives.len() {
+            let Some(round) = rounds.next() else {
+                return Ok(rounds.answers());
+            };
             let packets = CreditRounds::packets(receives, &round);
             let credited = self.store.credit_round(peer, &packets, clock).await?;
             let stamp = Stamp {
@@ -230,7 +235,12 @@ impl CreditQueue {
             let events = of_facts(stamp, credited.facts(), Some(wallet))?;
             rounds.settle(&round, credited.end(packets.len(), &events).await?);
         }
-        Ok(rounds.answers())
+        match rounds.next() {
+            None => Ok(rounds.answers()),
+            Some(_) => Err(ServiceError::Internal(
+                "the credit rounds did not end".into(),
+            )),
+        }
     }
 
     /// Moves the packets queued for `key` since the lead was given into
