@@ -114,6 +114,9 @@ async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
         if i == 0 {
             password = Some(line.rsplit(' ').next().unwrap().to_owned());
         }
+        // A person's terminal keeps showing the server's output: keep
+        // reading it, so its standard output stays open as in a terminal.
+        std::thread::spawn(move || out.iter().for_each(drop));
         servers.push(Killed(process));
     }
 
