@@ -60,9 +60,20 @@ fn panic_to_json(err: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// request tracing (method and path only: headers carry secrets, and
 /// [`loggable_path`] takes the rest out of the path).
 pub(crate) fn with_common_layers(router: Router) -> Router {
+    edge_layers(with_fallbacks(router))
+}
+
+/// JSON answers for unknown routes and methods.
+pub(crate) fn with_fallbacks(router: Router) -> Router {
     router
         .fallback(not_found_fallback)
         .method_not_allowed_fallback(method_not_allowed_fallback)
+}
+
+/// What every listener does around its routes: the body limit, reading
+/// what a handler left unread, panics as JSON 500s, and a trace span.
+pub(crate) fn edge_layers(router: Router) -> Router {
+    router
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(drain::drain_unread))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(

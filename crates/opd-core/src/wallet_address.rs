@@ -93,6 +93,8 @@ impl fmt::Display for WalletAddressPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalletAddress {
     pub id: WalletAddressId,
+    /// The tenant it belongs to; its path is unique within the tenant.
+    pub tenant: crate::tenant::TenantId,
     pub path: WalletAddressPath,
     pub asset: Asset,
     pub public_name: Option<String>,
@@ -237,6 +239,7 @@ mod tests {
         let random = crate::clock::SeededRandom::new(3);
         let wallet = |deactivated_at| WalletAddress {
             id: WalletAddressId::new(now, &random),
+            tenant: crate::tenant::TenantId::operator(),
             path: WalletAddressPath::parse("alice").unwrap(),
             asset: crate::money::Asset::parse("USD", 2).unwrap(),
             public_name: None,

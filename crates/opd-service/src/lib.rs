@@ -13,6 +13,7 @@ pub mod payments;
 pub mod platform;
 pub mod pricing;
 mod services;
+pub mod tenants;
 pub mod views;
 pub mod wallets;
 pub mod webhooks;

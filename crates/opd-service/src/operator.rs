@@ -215,13 +215,17 @@ pub async fn retry_webhook_event(services: &Services, id: &str) -> Result<bool, 
     Ok(services.store.retry_webhook_event(id, now).await?)
 }
 
-/// The wallet address at a path, active or deactivated (the operator sees
-/// both; the public only active ones).
+/// The tenant's wallet address at a path, active or deactivated (the
+/// operator sees both; the public only active ones).
 pub async fn wallet_address_at(
     services: &Services,
+    tenant: &opd_core::TenantId,
     path: &WalletAddressPath,
 ) -> Result<Option<WalletAddress>, ServiceError> {
-    Ok(services.store.get_wallet_address_by_path(path).await?)
+    Ok(services
+        .store
+        .get_wallet_address_by_path(tenant, path)
+        .await?)
 }
 
 /// The fees the operator set, per asset.

@@ -11,7 +11,7 @@ use opd_store::Store;
 use crate::access::{self, client_keys, replays};
 use crate::platform::changes::Change;
 use crate::platform::{cache, outbound, secrets, throttle};
-use crate::{interledger, payments, pricing, wallets, ServiceConfig, ServiceError};
+use crate::{interledger, payments, pricing, tenants, wallets, ServiceConfig, ServiceError};
 
 /// Everything a use case may touch, shared by all requests.
 pub struct Services {
@@ -24,6 +24,8 @@ pub struct Services {
     pub outbound: outbound::Outbound,
     /// Fees and exchange rates (payments and Interledger alike).
     pub pricing: pricing::Pricing,
+    /// Where each tenant is on the web.
+    pub sites: Arc<tenants::Sites>,
     // One part per area.
     pub access: access::AccessState,
     pub wallets: wallets::WalletCache,
@@ -64,13 +66,21 @@ impl std::fmt::Debug for Services {
 }
 
 impl Services {
+    /// The site of a wallet address's tenant: where its URLs are.
+    pub async fn site_of(
+        &self,
+        wallet: &opd_core::wallet_address::WalletAddress,
+    ) -> Result<Arc<tenants::Site>, ServiceError> {
+        self.sites.site_of(&wallet.tenant).await
+    }
+
     /// The server's identity as a client, created on first use.
     pub async fn server_identity(&self) -> Result<Arc<ServerIdentity>, ServiceError> {
         self.identity
             .get_or_try_init(|| async {
                 let (wallet, seed) = wallets::ensure_server_identity(self).await?;
                 Ok::<_, ServiceError>(Arc::new(ServerIdentity {
-                    client_url: self.config.public_url.wallet_address(&wallet.path),
+                    client_url: self.sites.operator().wallet_url(&wallet),
                     key: opd_httpsig::SigningKey::from_bytes(&seed),
                 }))
             })
@@ -95,6 +105,9 @@ impl Services {
         self.access.forget(change);
         self.wallets.forget(change);
         self.interledger.forget(change);
+        if change == Change::Tenants {
+            self.sites.forget();
+        }
         if change == Change::Pricing {
             self.pricing.invalidate();
         }
@@ -117,12 +130,18 @@ impl Services {
             random,
             outbound,
         };
-        let access = access_state(&platform, &config);
+        let sites = Arc::new(tenants::Sites::new(
+            platform.store.clone(),
+            operator_site(&config),
+            config.cache_ttl,
+        ));
+        sites.reload().await?;
+        let access = access_state(&platform, &config, &sites);
         let credits = interledger::credits::CreditQueue::new(
             platform.store.clone(),
             platform.clock.clone(),
             platform.random.clone(),
-            config.public_url.clone(),
+            sites.clone(),
         );
         let cache_ttl = config.cache_ttl;
         Ok(Self {
@@ -137,8 +156,19 @@ impl Services {
             outbound: platform.outbound,
             config,
             pricing,
+            sites,
             identity: tokio::sync::OnceCell::new(),
         })
+    }
+}
+
+/// The operator's own site: the server's configured URLs.
+fn operator_site(config: &ServiceConfig) -> tenants::Site {
+    tenants::Site {
+        tenant: opd_core::TenantId::operator(),
+        public_name: "default".into(),
+        public_url: config.public_url.clone(),
+        auth_server_url: config.auth_server_url.clone(),
     }
 }
 
@@ -183,11 +213,15 @@ fn outbound_client(config: &ServiceConfig) -> Result<outbound::Outbound, Service
 }
 
 /// The resource server's door: client keys, the replay log, tokens.
-fn access_state(platform: &Platform, config: &ServiceConfig) -> access::AccessState {
+fn access_state(
+    platform: &Platform,
+    config: &ServiceConfig,
+    sites: &Arc<tenants::Sites>,
+) -> access::AccessState {
     let sources = client_keys::KeySources {
         store: platform.store.clone(),
         clock: platform.clock.clone(),
-        public_url: config.public_url.clone(),
+        sites: sites.clone(),
         outbound: platform.outbound.clone(),
     };
     // Several nodes share a PostgreSQL database, and so its replay log;

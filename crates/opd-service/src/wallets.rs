@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
-use opd_core::{Asset, WalletAddressId};
+use opd_core::{Asset, TenantId, WalletAddressId};
 use opd_store::StoreError;
 
 use crate::platform::cache::TtlCache;
@@ -37,9 +37,10 @@ impl WalletCache {
     }
 }
 
-/// Admin: creates a wallet address. The path is lowercased.
+/// Admin: creates a wallet address of a tenant. The path is lowercased.
 pub async fn create(
     services: &Services,
+    tenant: &TenantId,
     path: &str,
     asset: Asset,
     public_name: Option<String>,
@@ -54,9 +55,11 @@ pub async fn create(
             "publicName must be 1 to 256 characters".into(),
         ));
     }
+    room_for(services, tenant, &path).await?;
     let now = services.clock.now();
     let wallet = WalletAddress {
         id: WalletAddressId::new(now, services.random.as_ref()),
+        tenant: tenant.clone(),
         path,
         asset,
         public_name,
@@ -76,6 +79,41 @@ pub async fn create(
     }
 }
 
+/// Refuses a wallet address of a tenant that does not exist, or one of the
+/// operator's whose first segment is where a tenant's site is (the tenant
+/// would hide it).
+async fn room_for(
+    services: &Services,
+    tenant: &TenantId,
+    path: &WalletAddressPath,
+) -> Result<(), ServiceError> {
+    if services.store.get_tenant(tenant).await?.is_none() {
+        return Err(ServiceError::NotFound("tenant"));
+    }
+    if !tenant.is_operator() {
+        return Ok(());
+    }
+    let table = services.sites.table().await?;
+    let operator = services.sites.operator();
+    let first = path.as_str().split('/').next().unwrap_or_default();
+    let hidden = table.all().iter().any(|s| {
+        s.public_url.host() == operator.public_url.host()
+            && s.public_url
+                .path_prefix()
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                == Some(first)
+    });
+    if hidden {
+        return Err(ServiceError::Conflict {
+            code: "wallet_address_exists",
+            message: format!("{first:?} is where a tenant's wallet addresses are"),
+        });
+    }
+    Ok(())
+}
+
 /// Admin: one wallet address by id.
 pub async fn get(services: &Services, id: WalletAddressId) -> Result<WalletAddress, ServiceError> {
     services
@@ -85,9 +123,12 @@ pub async fn get(services: &Services, id: WalletAddressId) -> Result<WalletAddre
         .ok_or(ServiceError::NotFound("wallet address"))
 }
 
-/// Admin: every wallet address.
-pub async fn list(services: &Services) -> Result<Vec<WalletAddress>, ServiceError> {
-    Ok(services.store.list_wallet_addresses().await?)
+/// Admin: every wallet address, or a tenant's.
+pub async fn list(
+    services: &Services,
+    tenant: Option<&TenantId>,
+) -> Result<Vec<WalletAddress>, ServiceError> {
+    Ok(services.store.list_wallet_addresses(tenant).await?)
 }
 
 /// Admin: deactivates a wallet address (it then answers 404 publicly).
@@ -168,20 +209,21 @@ pub async fn keys(
     Ok(services.store.list_keys(id, true).await?)
 }
 
-/// The wallet address at a path, if it exists and is active now; the
-/// error for a deactivated one is the caller's choice.
+/// The tenant's wallet address at a path, if it exists and is active now;
+/// the error for a deactivated one is the caller's choice.
 async fn active_at(
     services: &Services,
+    tenant: &TenantId,
     path: &WalletAddressPath,
     when_inactive: ServiceError,
 ) -> Result<WalletAddress, ServiceError> {
-    let key = path.as_str().to_owned();
+    let key = format!("{tenant} {path}");
     let wallet = match services.wallets.by_path.get(&key) {
         Some(w) => w,
         None => {
             let w = services
                 .store
-                .get_wallet_address_by_path(path)
+                .get_wallet_address_by_path(tenant, path)
                 .await?
                 .ok_or(ServiceError::UnknownWalletAddress)?;
             services.wallets.by_path.insert(key, w.clone());
@@ -195,17 +237,26 @@ async fn active_at(
     }
 }
 
-/// Public: the active wallet address at a path (any case). A deactivated
-/// one is unknown to the public.
-pub async fn by_path(services: &Services, path: &str) -> Result<WalletAddress, ServiceError> {
+/// Public: the tenant's active wallet address at a path (any case). A
+/// deactivated one is unknown to the public.
+pub async fn by_path(
+    services: &Services,
+    tenant: &TenantId,
+    path: &str,
+) -> Result<WalletAddress, ServiceError> {
     let path =
         WalletAddressPath::parse_any(path).map_err(|_| ServiceError::UnknownWalletAddress)?;
-    active_at(services, &path, ServiceError::UnknownWalletAddress).await
+    active_at(services, tenant, &path, ServiceError::UnknownWalletAddress).await
 }
 
-/// Public: the unrevoked keys of the active wallet address at a path.
-pub async fn jwks(services: &Services, path: &str) -> Result<Vec<PublicKey>, ServiceError> {
-    let wallet = by_path(services, path).await?;
+/// Public: the unrevoked keys of the tenant's active wallet address at a
+/// path.
+pub async fn jwks(
+    services: &Services,
+    tenant: &TenantId,
+    path: &str,
+) -> Result<Vec<PublicKey>, ServiceError> {
+    let wallet = by_path(services, tenant, path).await?;
     Ok(services
         .store
         .list_keys(wallet.id, false)
@@ -215,14 +266,24 @@ pub async fn jwks(services: &Services, path: &str) -> Result<Vec<PublicKey>, Ser
         .collect())
 }
 
-/// The wallet address a request body names by URL: ours and active.
+/// The wallet address a request body names by URL: ours (under some
+/// tenant's public URL) and active.
 pub async fn by_url(services: &Services, url: &str) -> Result<WalletAddress, ServiceError> {
-    let path = services
-        .config
-        .public_url
-        .wallet_address_path(url)
+    let (site, rest) = services
+        .sites
+        .table()
+        .await?
+        .of_url(url)
         .ok_or(ServiceError::UnknownWalletAddress)?;
-    active_at(services, &path, ServiceError::InactiveWalletAddress).await
+    let path =
+        WalletAddressPath::parse_any(&rest).map_err(|_| ServiceError::UnknownWalletAddress)?;
+    active_at(
+        services,
+        &site.tenant,
+        &path,
+        ServiceError::InactiveWalletAddress,
+    )
+    .await
 }
 
 /// The server's own identity: the wallet address at `.well-known/pay`
@@ -239,7 +300,12 @@ pub async fn ensure_server_identity(
     )
     .await?;
     let path = WalletAddressPath::server();
-    let wallet = match services.store.get_wallet_address_by_path(&path).await? {
+    let operator = TenantId::operator();
+    let wallet = match services
+        .store
+        .get_wallet_address_by_path(&operator, &path)
+        .await?
+    {
         Some(w) => w,
         None => {
             let now = services.clock.now();
@@ -247,6 +313,7 @@ pub async fn ensure_server_identity(
                 Asset::parse("XXX", 0).map_err(|e| ServiceError::InvalidRequest(e.to_string()))?;
             let wallet = WalletAddress {
                 id: WalletAddressId::new(now, services.random.as_ref()),
+                tenant: operator.clone(),
                 path: path.clone(),
                 asset,
                 public_name: Some("opd server".into()),
@@ -258,7 +325,7 @@ pub async fn ensure_server_identity(
                 // Another node created it at the same moment.
                 Err(StoreError::Conflict(_)) => services
                     .store
-                    .get_wallet_address_by_path(&path)
+                    .get_wallet_address_by_path(&operator, &path)
                     .await?
                     .ok_or(ServiceError::NotFound("server wallet address"))?,
                 Err(e) => return Err(e.into()),

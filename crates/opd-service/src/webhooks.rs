@@ -24,8 +24,9 @@ use opd_store::Fact;
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
+use crate::tenants::{Site, SiteTable};
 use crate::views::{IncomingPaymentWire, OutgoingPaymentWire};
-use crate::{PublicUrl, ServiceError, Services};
+use crate::{ServiceError, Services};
 
 /// How long one delivery attempt may take.
 const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -66,11 +67,11 @@ pub fn event_at(
 /// The webhook body of an incoming payment: its Open Payments view, as
 /// `GET /incoming-payments/{id}` shows it (without its payment methods).
 pub(crate) fn incoming_event_data(
-    services: &Services,
+    site: &Site,
     p: &IncomingPayment,
     wallet: &WalletAddress,
 ) -> serde_json::Value {
-    let view = IncomingPaymentWire::new(p, wallet, &services.config.public_url, None);
+    let view = IncomingPaymentWire::new(p, wallet, &site.public_url, None);
     serde_json::to_value(view).unwrap_or_default()
 }
 
@@ -91,11 +92,11 @@ pub(crate) fn add_withdrawal(data: &mut serde_json::Value, p: &IncomingPayment, 
 /// failed or was cancelled, why (`error`; with `sentAmount`, what really
 /// left before it ended).
 pub(crate) fn payment_event_data(
-    services: &Services,
+    site: &Site,
     p: &OutgoingPayment,
     wallet: &WalletAddress,
 ) -> serde_json::Value {
-    let view = OutgoingPaymentWire::new(p, wallet, &services.config.public_url);
+    let view = OutgoingPaymentWire::new(p, wallet, &site.public_url);
     let mut data = serde_json::to_value(view).unwrap_or_default();
     data["state"] = serde_json::Value::String(p.state.as_str().to_owned());
     if let Some(error) = &p.error {
@@ -105,21 +106,22 @@ pub(crate) fn payment_event_data(
 }
 
 /// What rendering an event needs besides its facts: when it is made, a
-/// random source for its id, and the base URL of the views it carries.
+/// random source for its id, and the sites the views it carries link
+/// under.
 #[derive(Clone, Copy)]
 pub struct Stamp<'a> {
     pub now: Timestamp,
     pub random: &'a dyn Random,
-    pub public_url: &'a PublicUrl,
+    pub sites: &'a SiteTable,
 }
 
 impl<'a> Stamp<'a> {
-    /// The stamp of an event made now by `services`.
-    pub fn of(services: &'a Services) -> Self {
+    /// The stamp of an event made now by `services`, linking under `sites`.
+    pub fn of(services: &'a Services, sites: &'a SiteTable) -> Self {
         Self {
             now: services.clock.now(),
             random: services.random.as_ref(),
-            public_url: &services.config.public_url,
+            sites,
         }
     }
 }
@@ -143,7 +145,8 @@ pub(crate) fn of_facts(
                 let wallet = wallet.ok_or_else(|| {
                     ServiceError::Internal("a credit's facts without its wallet address".into())
                 })?;
-                let view = IncomingPaymentWire::new(payment, wallet, stamp.public_url, None);
+                let site = stamp.sites.of(&wallet.tenant);
+                let view = IncomingPaymentWire::new(payment, wallet, &site.public_url, None);
                 let mut data = serde_json::to_value(view).unwrap_or_default();
                 add_withdrawal(&mut data, payment, *to_withdraw);
                 let kind = EventKind::IncomingPaymentCompleted;

@@ -7,6 +7,7 @@ pub(crate) mod ledger;
 pub(crate) mod operator;
 pub(crate) mod payments;
 pub(crate) mod platform;
+pub(crate) mod tenants;
 pub(crate) mod wallets;
 
 pub use access::claim::{self, RequestClaim};
@@ -36,6 +37,7 @@ pub use platform::faults::Faults;
 pub use platform::outbox::OutboxStore;
 pub use platform::retention::{Pruned, RetentionStore, PRUNE_BATCH};
 pub use platform::settings::{FeeRow, RateRow, SettingsStore};
+pub use tenants::{TenantDeletion, TenantStore};
 pub use wallets::WalletStore;
 
 /// The result of every store operation.
@@ -46,6 +48,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[async_trait]
 pub trait Store:
     SettingsStore
+    + TenantStore
     + WalletStore
     + IncomingPaymentStore
     + QuoteStore
@@ -193,6 +196,7 @@ fn all_statements(backend: Backend) -> Vec<&'static platform::db::Stmt> {
         platform::statements(backend),
         ledger::statements(backend),
         wallets::STATEMENTS.to_vec(),
+        tenants::STATEMENTS.to_vec(),
         grants::STATEMENTS.to_vec(),
         access::statements(),
         interledger::statements(),

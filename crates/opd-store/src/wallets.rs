@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use opd_core::owner_login::LoginBudget;
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey, WalletAddressPath};
-use opd_core::{Timestamp, WalletAddressId};
+use opd_core::{TenantId, Timestamp, WalletAddressId};
 
 use crate::platform::db::{params, Stmt};
 use crate::platform::rows::{asset, corrupt, id, opt_time, time, Columns};
@@ -16,11 +16,17 @@ pub trait WalletStore: Send + Sync {
     /// Fails with `Conflict` when the path is taken.
     async fn create_wallet_address(&self, wallet: &WalletAddress) -> StoreResult<()>;
     async fn get_wallet_address(&self, id: WalletAddressId) -> StoreResult<Option<WalletAddress>>;
+    /// The tenant's wallet address at `path`: paths are unique per tenant.
     async fn get_wallet_address_by_path(
         &self,
+        tenant: &TenantId,
         path: &WalletAddressPath,
     ) -> StoreResult<Option<WalletAddress>>;
-    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>>;
+    /// Every wallet address, or the tenant's, ordered by path.
+    async fn list_wallet_addresses(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> StoreResult<Vec<WalletAddress>>;
     /// Sets `deactivated_at` if it is not set; returns the wallet address.
     async fn deactivate_wallet_address(
         &self,
@@ -65,14 +71,14 @@ pub trait WalletStore: Send + Sync {
     ) -> StoreResult<bool>;
 }
 
-const WALLET_COLUMNS: &str = "CAST(id AS TEXT) AS id, path, asset_code, \
+const WALLET_COLUMNS: &str = "CAST(id AS TEXT) AS id, tenant_id, path, asset_code, \
     CAST(asset_scale AS BIGINT) AS asset_scale, public_name, created_at, deactivated_at";
 const KEY_COLUMNS: &str =
     "CAST(wallet_address_id AS TEXT) AS wallet_address_id, kid, x, created_at, revoked_at";
 
 static INSERT_WALLET: Stmt = Stmt::new(&[
-    "INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, \
-     deactivated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO wallet_addresses (id, tenant_id, path, asset_code, asset_scale, public_name, \
+     created_at, deactivated_at) VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?)",
 ]);
 static WALLET_BY_ID: Stmt = Stmt::new(&[
     "SELECT ",
@@ -82,12 +88,17 @@ static WALLET_BY_ID: Stmt = Stmt::new(&[
 static WALLET_BY_PATH: Stmt = Stmt::new(&[
     "SELECT ",
     WALLET_COLUMNS,
-    " FROM wallet_addresses WHERE path = ?",
+    " FROM wallet_addresses WHERE tenant_id = ? AND path = ?",
 ]);
 static LIST_WALLETS: Stmt = Stmt::new(&[
     "SELECT ",
     WALLET_COLUMNS,
-    " FROM wallet_addresses ORDER BY path",
+    " FROM wallet_addresses ORDER BY path, tenant_id",
+]);
+static LIST_TENANT_WALLETS: Stmt = Stmt::new(&[
+    "SELECT ",
+    WALLET_COLUMNS,
+    " FROM wallet_addresses WHERE tenant_id = ? ORDER BY path",
 ]);
 static DEACTIVATE_WALLET: Stmt = Stmt::new(&[
     "UPDATE wallet_addresses SET deactivated_at = COALESCE(deactivated_at, ?) WHERE id = ?::uuid \
@@ -129,6 +140,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &WALLET_BY_ID,
     &WALLET_BY_PATH,
     &LIST_WALLETS,
+    &LIST_TENANT_WALLETS,
     &DEACTIVATE_WALLET,
     &INSERT_KEY,
     &REVOKE_KEY,
@@ -142,6 +154,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
 pub(crate) fn wallet_from_row(row: &impl Columns) -> StoreResult<WalletAddress> {
     Ok(WalletAddress {
         id: WalletAddressId::from_uuid(id(row, "id")?),
+        tenant: TenantId::parse(&row.text("tenant_id")?).map_err(|_| corrupt("tenant id"))?,
         path: WalletAddressPath::parse_any(&row.text("path")?)
             .map_err(|_| corrupt("wallet address path"))?,
         asset: asset(&row.text("asset_code")?, row.int("asset_scale")?)?,
@@ -168,6 +181,7 @@ impl WalletStore for SqlStore {
     async fn create_wallet_address(&self, w: &WalletAddress) -> StoreResult<()> {
         let params = params![
             w.id.to_string(),
+            w.tenant.as_str(),
             w.path.as_str(),
             w.asset.code.as_str(),
             w.asset.scale,
@@ -189,17 +203,28 @@ impl WalletStore for SqlStore {
 
     async fn get_wallet_address_by_path(
         &self,
+        tenant: &TenantId,
         path: &WalletAddressPath,
     ) -> StoreResult<Option<WalletAddress>> {
         let row = self
             .db
-            .read_opt(&WALLET_BY_PATH, params![path.as_str()])
+            .read_opt(&WALLET_BY_PATH, params![tenant.as_str(), path.as_str()])
             .await?;
         row.as_ref().map(wallet_from_row).transpose()
     }
 
-    async fn list_wallet_addresses(&self) -> StoreResult<Vec<WalletAddress>> {
-        let rows = self.db.read(&LIST_WALLETS, &[]).await?;
+    async fn list_wallet_addresses(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> StoreResult<Vec<WalletAddress>> {
+        let rows = match tenant {
+            None => self.db.read(&LIST_WALLETS, &[]).await?,
+            Some(t) => {
+                self.db
+                    .read(&LIST_TENANT_WALLETS, params![t.as_str()])
+                    .await?
+            }
+        };
         rows.iter().map(wallet_from_row).collect()
     }
 

@@ -63,6 +63,7 @@ fn wallet(path: &str, n: i64) -> WalletAddress {
     let r = SeededRandom::new(n as u64);
     WalletAddress {
         id: WalletAddressId::new(Timestamp::from_unix_millis(T0 + n), &r),
+        tenant: opd_core::TenantId::operator(),
         path: WalletAddressPath::parse(path).unwrap(),
         asset: usd(),
         public_name: Some(format!("Wallet {path}")),
@@ -125,13 +126,16 @@ async fn wallet_addresses_are_unique_by_path_and_deactivate_once(s: &dyn Store) 
         Some(alice.clone())
     );
     let by_path = s
-        .get_wallet_address_by_path(&WalletAddressPath::parse("ALICE").unwrap())
+        .get_wallet_address_by_path(
+            &opd_core::TenantId::operator(),
+            &WalletAddressPath::parse("ALICE").unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(by_path, Some(alice.clone()));
     let bob = wallet("accounts/bob", 3);
     s.create_wallet_address(&bob).await.unwrap();
-    let all = s.list_wallet_addresses().await.unwrap();
+    let all = s.list_wallet_addresses(None).await.unwrap();
     assert_eq!(
         all.iter().map(|w| w.path.as_str()).collect::<Vec<_>>(),
         ["accounts/bob", "alice"]

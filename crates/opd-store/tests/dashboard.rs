@@ -26,6 +26,7 @@ fn wallet(path: &str, n: i64) -> WalletAddress {
     let r = SeededRandom::new(n as u64);
     WalletAddress {
         id: WalletAddressId::new(at(n), &r),
+        tenant: opd_core::TenantId::operator(),
         path: WalletAddressPath::parse(path).unwrap(),
         asset: Asset::parse("USD", 2).unwrap(),
         public_name: None,

@@ -30,6 +30,7 @@ const AREAS: &[(&str, &[&str])] = &[
     ("platform", &[]),
     ("ledger", &[]),
     ("access", &[]),
+    ("tenants", &[]),
     ("wallets", &[]),
     ("grants", &["access"]),
     ("interledger", &["ledger"]),

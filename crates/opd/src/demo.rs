@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use opd_core::wallet_address::{PublicKey, WalletAddressPath};
-use opd_core::Asset;
+use opd_core::{Asset, TenantId};
 use opd_service::{grants, ledger, wallets, ServiceError, Services};
 use rand::Rng as _;
 
@@ -95,11 +95,19 @@ async fn ensure_wallet(
     let parsed = WalletAddressPath::parse(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     if services
         .store
-        .get_wallet_address_by_path(&parsed)
+        .get_wallet_address_by_path(&TenantId::operator(), &parsed)
         .await?
         .is_none()
     {
-        wallets::create(services, path, asset.clone(), Some(name.to_owned())).await?;
+        let operator = TenantId::operator();
+        wallets::create(
+            services,
+            &operator,
+            path,
+            asset.clone(),
+            Some(name.to_owned()),
+        )
+        .await?;
     }
     Ok(())
 }
@@ -111,7 +119,7 @@ async fn wallet(
     let parsed = WalletAddressPath::parse(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     services
         .store
-        .get_wallet_address_by_path(&parsed)
+        .get_wallet_address_by_path(&TenantId::operator(), &parsed)
         .await?
         .with_context(|| format!("the demo wallet address {path}"))
 }

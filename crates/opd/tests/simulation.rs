@@ -134,11 +134,19 @@ async fn world(seed: u64, backend: Backend) -> World {
     .await
     .unwrap();
     for (path, asset) in [("alice", &usd), ("bob", &usd), ("carol", &eur)] {
-        wallets::create(&services, path, asset.clone(), None)
-            .await
-            .unwrap();
+        wallets::create(
+            &services,
+            &opd_core::TenantId::operator(),
+            path,
+            asset.clone(),
+            None,
+        )
+        .await
+        .unwrap();
     }
-    let alice = wallets::by_path(&services, "alice").await.unwrap();
+    let alice = wallets::by_path(&services, &opd_core::TenantId::operator(), "alice")
+        .await
+        .unwrap();
     ledger::move_money(&services, &alice, 50_000, true, "start")
         .await
         .unwrap();
@@ -276,7 +284,7 @@ async fn step(w: &mut World, dice: &mut Dice) {
             format!("complete {id}: {:?}", r.map(|(p, _)| p.completed))
         }
         14 => {
-            let alice = match wallets::by_path(s, "alice").await {
+            let alice = match wallets::by_path(s, &opd_core::TenantId::operator(), "alice").await {
                 Ok(a) => a,
                 Err(e) => return w.log.push(format!("alice: {e:?}")),
             };
@@ -359,7 +367,9 @@ async fn check(w: &World) -> (Vec<String>, usize) {
             .filter_map(|line| line.strip_prefix("PROBLEM: "))
             .map(str::to_owned),
     );
-    let alice = wallets::by_path(s, "alice").await.unwrap();
+    let alice = wallets::by_path(s, &opd_core::TenantId::operator(), "alice")
+        .await
+        .unwrap();
     let alice_account = format!("wallet:{}:", alice.id);
     let mut payments = Vec::new();
     let mut page = PageRequest {
@@ -495,7 +505,9 @@ async fn check(w: &World) -> (Vec<String>, usize) {
     // `receivedAmount`, counted apart from the ledger).
     let accounts = store.ledger_accounts().await.unwrap();
     for path in ["alice", "bob", "carol"] {
-        let wallet = wallets::by_path(s, path).await.unwrap();
+        let wallet = wallets::by_path(s, &opd_core::TenantId::operator(), path)
+            .await
+            .unwrap();
         let account =
             opd_core::ledger::AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
         // Only alice's money is moved by the operator.

@@ -7,13 +7,14 @@ use axum::http::StatusCode;
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use opd_core::wallet_address::{PublicKey, WalletAddress, WalletAddressKey};
-use opd_core::{Asset, WalletAddressId};
+use opd_core::{Asset, TenantId, WalletAddressId};
+use opd_service::tenants::SiteTable;
 use opd_service::{operator, wallets};
 use serde::{Deserialize, Serialize};
 
 use super::state::AdminState;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{non_null, JsonBody, PathParam, PathParams2};
+use crate::extract::{non_null, JsonBody, PathParam, PathParams2, QueryPairs};
 use crate::wire::JwkWire;
 
 /// This part's routes.
@@ -44,6 +45,7 @@ pub(super) fn routes() -> Router<AdminState> {
 #[serde(rename_all = "camelCase")]
 struct WalletAddressAdmin {
     id: String,
+    tenant: String,
     path: String,
     url: String,
     asset_code: String,
@@ -55,11 +57,12 @@ struct WalletAddressAdmin {
     deactivated_at: Option<String>,
 }
 
-fn wallet_admin(state: &AdminState, w: &WalletAddress) -> WalletAddressAdmin {
+fn wallet_admin(sites: &SiteTable, w: &WalletAddress) -> WalletAddressAdmin {
     WalletAddressAdmin {
         id: w.id.to_string(),
+        tenant: w.tenant.to_string(),
         path: w.path.to_string(),
-        url: state.app.services.config.public_url.wallet_address(&w.path),
+        url: sites.wallet_url(w),
         asset_code: w.asset.code.to_string(),
         asset_scale: w.asset.scale,
         public_name: w.public_name.clone(),
@@ -71,6 +74,9 @@ fn wallet_admin(state: &AdminState, w: &WalletAddress) -> WalletAddressAdmin {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CreateWalletAddress {
+    /// The tenant it belongs to; the operator's when absent.
+    #[serde(default, deserialize_with = "non_null")]
+    tenant: Option<String>,
     path: String,
     asset_code: String,
     asset_scale: i64,
@@ -78,15 +84,29 @@ struct CreateWalletAddress {
     public_name: Option<String>,
 }
 
-/// Finds a wallet address by id or by path.
+/// A tenant named in a request; the operator's when absent, and an
+/// unknown one is not found.
+pub(super) fn tenant_param(tenant: Option<&str>) -> ApiResult<TenantId> {
+    match tenant {
+        None => Ok(TenantId::operator()),
+        Some(t) => TenantId::parse(t).map_err(|_| ApiError::not_found("tenant")),
+    }
+}
+
+/// Finds a wallet address by id, by path (the operator's tenant's), or
+/// by `tenant:path`.
 pub(super) async fn resolve(state: &AdminState, reference: &str) -> ApiResult<WalletAddress> {
     let services = &state.app.services;
     if let Some(id) = WalletAddressId::parse(reference) {
         return Ok(wallets::get(services, id).await?);
     }
-    let path = opd_core::wallet_address::WalletAddressPath::parse_any(reference)
+    let (tenant, path) = match reference.split_once(':') {
+        Some((tenant, path)) => (tenant_param(Some(tenant))?, path),
+        None => (TenantId::operator(), reference),
+    };
+    let path = opd_core::wallet_address::WalletAddressPath::parse_any(path)
         .map_err(|_| ApiError::not_found("wallet address"))?;
-    operator::wallet_address_at(services, &path)
+    operator::wallet_address_at(services, &tenant, &path)
         .await?
         .ok_or_else(|| ApiError::not_found("wallet address"))
 }
@@ -97,15 +117,31 @@ async fn create_wallet_address(
 ) -> ApiResult<(StatusCode, Json<WalletAddressAdmin>)> {
     let asset = Asset::parse(&req.asset_code, req.asset_scale)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    let wallet = wallets::create(&state.app.services, &req.path, asset, req.public_name).await?;
-    Ok((StatusCode::CREATED, Json(wallet_admin(&state, &wallet))))
+    let services = &state.app.services;
+    let tenant = tenant_param(req.tenant.as_deref())?;
+    let wallet = wallets::create(services, &tenant, &req.path, asset, req.public_name).await?;
+    let sites = services.sites.with(&tenant).await?;
+    Ok((StatusCode::CREATED, Json(wallet_admin(&sites, &wallet))))
 }
 
+/// `GET /wallet-addresses[?tenant=<id>]`: every tenant's, or one's.
 async fn list_wallet_addresses(
     State(state): State<AdminState>,
+    query: QueryPairs,
 ) -> ApiResult<Json<Vec<WalletAddressAdmin>>> {
-    let all = wallets::list(&state.app.services).await?;
-    Ok(Json(all.iter().map(|w| wallet_admin(&state, w)).collect()))
+    let services = &state.app.services;
+    let tenant = query
+        .single("tenant")?
+        .map(|t| tenant_param(Some(t)))
+        .transpose()?;
+    let all = wallets::list(services, tenant.as_ref()).await?;
+    let sites = services.sites.table().await?;
+    Ok(Json(all.iter().map(|w| wallet_admin(&sites, w)).collect()))
+}
+
+/// The site table, for wallet addresses' URLs.
+async fn sites(state: &AdminState) -> ApiResult<std::sync::Arc<SiteTable>> {
+    Ok(state.app.services.sites.table().await?)
 }
 
 async fn get_wallet_address(
@@ -113,7 +149,7 @@ async fn get_wallet_address(
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<WalletAddressAdmin>> {
     let wallet = resolve(&state, &reference).await?;
-    Ok(Json(wallet_admin(&state, &wallet)))
+    Ok(Json(wallet_admin(&*sites(&state).await?, &wallet)))
 }
 
 async fn deactivate_wallet_address(
@@ -122,7 +158,7 @@ async fn deactivate_wallet_address(
 ) -> ApiResult<Json<WalletAddressAdmin>> {
     let wallet = resolve(&state, &reference).await?;
     let wallet = wallets::deactivate(&state.app.services, wallet.id).await?;
-    Ok(Json(wallet_admin(&state, &wallet)))
+    Ok(Json(wallet_admin(&*sites(&state).await?, &wallet)))
 }
 
 #[derive(Debug, Serialize)]

@@ -119,7 +119,10 @@ async fn page(
         page_title: "Grant access?",
         css_href: &css_href,
         client,
-        wallet: services.config.public_url.wallet_address(&i.wallet.path),
+        wallet: match services.site_of(&i.wallet).await {
+            Ok(site) => site.wallet_url(&i.wallet),
+            Err(_) => i.wallet.path.to_string(),
+        },
         expires: i.grant.record.interaction_expires_at.map(display::date),
         asks,
         error,

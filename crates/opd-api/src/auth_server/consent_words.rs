@@ -88,7 +88,10 @@ pub(super) async fn sending_notes(
             }
         }
         if let Ok(Ok((payment, to))) = local {
-            let address = services.config.public_url.wallet_address(&to.path);
+            let address = match services.site_of(&to).await {
+                Ok(site) => site.wallet_url(&to),
+                Err(_) => to.path.to_string(),
+            };
             notes.push(match &to.public_name {
                 Some(name) => format!("The receiver is {name} ({address})."),
                 None => format!("The receiver is {address}."),

@@ -383,7 +383,11 @@ async fn idp_details(
     Ok(Json(json!({
         "grantId": i.grant.record.id.to_string(),
         "client": i.grant.client.wallet_address(),
-        "walletAddress": services.config.public_url.wallet_address(&i.wallet.path),
+        "walletAddress": services
+            .site_of(&i.wallet)
+            .await
+            .map_err(|e| Gnap::from(ApiError::from(e)))?
+            .wallet_url(&i.wallet),
         "access": access,
         "state": i.grant.record.interaction_state,
         "expiresAt": i.grant.record.interaction_expires_at.map(|t| t.to_rfc3339()),

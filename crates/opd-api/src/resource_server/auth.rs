@@ -51,11 +51,15 @@ fn sent_path_and_query(parts: &Parts) -> &str {
     sent.path_and_query().map_or("/", |p| p.as_str())
 }
 
-/// The target URI of a resource server request: the public URL's origin
-/// plus the path and query as sent.
+/// The target URI of a resource server request: its tenant's public URL's
+/// origin plus the path and query as sent.
 pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
-    let public = state.services.config.public_url.as_str();
-    let prefix = state.services.config.public_url.path_prefix();
+    let public = match parts.extensions.get::<super::site::RequestSite>() {
+        Some(site) => site.public_url(),
+        None => &state.services.config.public_url,
+    };
+    let prefix = public.path_prefix();
+    let public = public.as_str();
     let origin = &public[..public.len() - prefix.len()];
     format!("{origin}{}", sent_path_and_query(parts))
 }

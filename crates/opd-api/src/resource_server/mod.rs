@@ -9,6 +9,7 @@
 //! `authServer`).
 
 pub mod auth;
+pub mod site;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -29,6 +30,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs};
 use crate::replays::Created;
 use crate::resource_server::auth::{action, kind, Authorized};
+use crate::resource_server::site::RequestSite;
 use crate::wire::{
     parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
     GrantSpentWire, IncomingPaymentWire, JwkWire, Jwks, ListWire, OutgoingPaymentWire,
@@ -36,10 +38,10 @@ use crate::wire::{
 };
 use crate::AppState;
 
-/// The resource server and wallet address server routes, mounted under the
-/// public URL's path.
+/// The resource server and wallet address server routes, the same for
+/// every tenant: a request is first resolved to its tenant's site, which
+/// takes off the site's path prefix (see [`site`]).
 pub fn open_payments_router(state: AppState) -> Router {
-    let prefix = state.services.config.public_url.path_prefix().to_owned();
     let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -62,17 +64,15 @@ pub fn open_payments_router(state: AppState) -> Router {
         .route("/quotes/{id}", get(get_quote))
         .route("/{*path}", get(wallet_address_or_jwks))
         .with_state(state.clone());
-    let router = if prefix.is_empty() {
-        routes
-    } else {
-        Router::new().nest(&prefix, routes)
-    };
     // Replayed creates get the first response (see `crate::replays`).
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        state,
+    let routes = crate::with_fallbacks(routes).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
         crate::replays::resource_server,
     ));
-    crate::with_common_layers(router)
+    let router = Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn_with_state(state, site::resolve));
+    crate::edge_layers(router)
 }
 
 /// `GET /healthz`: the process is up and serving. Nothing else is asked,
@@ -113,8 +113,10 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Val
 /// `GET /{path}` and `GET /{path}/jwks.json`.
 async fn wallet_address_or_jwks(
     State(state): State<AppState>,
+    site: RequestSite,
     PathParam(path): PathParam,
 ) -> ApiResult<Response> {
+    let tenant = &site.0.tenant;
     let services = &state.services;
     let not_found = |e: opd_service::ServiceError| match e {
         opd_service::ServiceError::UnknownWalletAddress => ApiError::new(
@@ -125,7 +127,7 @@ async fn wallet_address_or_jwks(
         other => other.into(),
     };
     if let Some(wallet_path) = path.strip_suffix("/jwks.json") {
-        let keys = wallets::jwks(services, wallet_path)
+        let keys = wallets::jwks(services, tenant, wallet_path)
             .await
             .map_err(not_found)?;
         let body = Jwks {
@@ -133,12 +135,10 @@ async fn wallet_address_or_jwks(
         };
         return Ok(cached(Json(body).into_response(), "max-age=10"));
     }
-    let wallet = wallets::by_path(services, &path).await.map_err(not_found)?;
-    let doc = WalletAddressDoc::new(
-        &wallet,
-        &services.config.public_url,
-        &services.config.auth_server_url,
-    );
+    let wallet = wallets::by_path(services, tenant, &path)
+        .await
+        .map_err(not_found)?;
+    let doc = WalletAddressDoc::new(&wallet, site.public_url(), &site.0.auth_server_url);
     Ok(cached(Json(doc).into_response(), "max-age=60"))
 }
 
@@ -147,6 +147,16 @@ fn cached(mut response: Response, policy: &'static str) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
     response
+}
+
+/// Refuses a wallet address URL (in a body or a query) that is not under
+/// the request's tenant's public URL, as an unknown wallet address.
+async fn own_wallet_url(state: &AppState, site: &RequestSite, url: &str) -> ApiResult<()> {
+    let table = state.services.sites.table().await?;
+    match table.of_url(url) {
+        Some((s, _)) if s.tenant == site.0.tenant => Ok(()),
+        _ => Err(opd_service::ServiceError::UnknownWalletAddress.into()),
+    }
 }
 
 /// Whether the token may read every incoming payment of the wallet address.
@@ -176,11 +186,13 @@ fn creation_allowed(state: &AppState, client: &str) -> ApiResult<()> {
 
 async fn create_incoming_payment(
     State(state): State<AppState>,
+    site: RequestSite,
     ClientNet(network): ClientNet,
     auth: Authorized<kind::IncomingPayment, action::Create>,
 ) -> ApiResult<Response> {
     let services = &state.services;
     let req: CreateIncomingPaymentRequest = parse_json(auth.body())?;
+    own_wallet_url(&state, &site, &req.wallet_address).await?;
     let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     let incoming_amount = req
@@ -211,20 +223,21 @@ async fn create_incoming_payment(
     };
     // Known before the payment is stored: recorded for replays with it.
     let mut created = Created::new();
-    let respond = |p: &_, w: &_| created.answer(&full_view(services, p, w));
+    let respond = |p: &_, w: &_| created.answer(&full_view(services, &site, p, w));
     let claim = auth.claim();
     let (payment, wallet) = incoming::create_answered(services, input, claim, respond).await?;
-    Ok(created.respond(|| full_view(services, &payment, &wallet)))
+    Ok(created.respond(|| full_view(services, &site, &payment, &wallet)))
 }
 
 /// The view with payment methods (create and authenticated GET).
 fn full_view(
     services: &opd_service::Services,
+    site: &RequestSite,
     payment: &opd_core::incoming_payment::IncomingPayment,
     wallet: &opd_core::wallet_address::WalletAddress,
 ) -> IncomingPaymentWire {
     let methods = incoming::payment_methods(services, payment);
-    IncomingPaymentWire::new(payment, wallet, &services.config.public_url, Some(methods))
+    IncomingPaymentWire::new(payment, wallet, site.public_url(), Some(methods))
 }
 
 fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
@@ -243,14 +256,16 @@ fn parse_page(query: &QueryPairs) -> ApiResult<(String, PageRequest)> {
 
 async fn list_incoming_payments(
     State(state): State<AppState>,
+    site: RequestSite,
     query: QueryPairs,
     auth: Authorized<kind::IncomingPayment, action::List>,
 ) -> ApiResult<Json<ListWire<IncomingPaymentWire>>> {
     let services = &state.services;
     let (wallet_url, page) = parse_page(&query)?;
+    own_wallet_url(&state, &site, &wallet_url).await?;
     let caller = auth.caller_for(&wallet_url)?;
     let (page, wallet) = incoming::list(services, &wallet_url, caller.list_filter(), &page).await?;
-    let public = &services.config.public_url;
+    let public = site.public_url();
     Ok(Json(ListWire::new(
         &page,
         |p| p.id.to_string(),
@@ -262,38 +277,56 @@ fn incoming_payment_id(raw: &str) -> ApiResult<IncomingPaymentId> {
     IncomingPaymentId::parse(raw).ok_or_else(|| ApiError::not_found("incoming payment"))
 }
 
+/// One of the request's tenant's incoming payments; another tenant's is
+/// not found.
+async fn tenants_incoming(
+    services: &opd_service::Services,
+    site: &RequestSite,
+    id: &str,
+) -> ApiResult<(
+    opd_core::incoming_payment::IncomingPayment,
+    opd_core::wallet_address::WalletAddress,
+)> {
+    let (payment, wallet) = incoming::get(services, incoming_payment_id(id)?).await?;
+    if !site.owns(&wallet) {
+        return Err(ApiError::not_found("incoming payment"));
+    }
+    Ok((payment, wallet))
+}
+
 async fn get_incoming_payment(
     State(state): State<AppState>,
+    site: RequestSite,
     PathParam(id): PathParam,
     auth: Option<Authorized<kind::IncomingPayment, action::Read>>,
 ) -> ApiResult<Response> {
     let services = &state.services;
+    let (payment, wallet) = tenants_incoming(services, &site, &id).await?;
     let Some(auth) = auth else {
-        let (payment, _) = incoming::get(services, incoming_payment_id(&id)?).await?;
         let body = PublicIncomingPaymentWire {
             received_amount: (&payment.received_amount()).into(),
-            auth_server: services.config.auth_server_url.clone(),
+            auth_server: site.0.auth_server_url.clone(),
         };
         return Ok(Json(body).into_response());
     };
-    let (payment, wallet) = incoming::get(services, incoming_payment_id(&id)?).await?;
-    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let wallet_url = site.wallet_url(&wallet);
     let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
         return Err(ApiError::not_found("incoming payment"));
     }
-    Ok(Json(full_view(services, &payment, &wallet)).into_response())
+    Ok(Json(full_view(services, &site, &payment, &wallet)).into_response())
 }
 
 async fn complete_incoming_payment(
     State(state): State<AppState>,
+    site: RequestSite,
     PathParam(id): PathParam,
     auth: Authorized<kind::IncomingPayment, action::Complete>,
 ) -> ApiResult<Json<IncomingPaymentWire>> {
     let services = &state.services;
-    let id = incoming_payment_id(&id)?;
-    let (payment, wallet) = incoming::get(services, id).await?;
-    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    let (payment, wallet) = tenants_incoming(services, &site, &id).await?;
+    let id = payment.id;
+    let wallet_url = site.wallet_url(&wallet);
     let caller = auth.caller_for(&wallet_url)?;
     // `complete` has no "-all" form: a client completes what it created,
     // unless its token may read every payment of the wallet address.
@@ -306,17 +339,19 @@ async fn complete_incoming_payment(
     Ok(Json(IncomingPaymentWire::new(
         &payment,
         &wallet,
-        &services.config.public_url,
+        site.public_url(),
         None,
     )))
 }
 
 async fn create_quote(
     State(state): State<AppState>,
+    site: RequestSite,
     auth: Authorized<kind::Quote, action::Create>,
 ) -> ApiResult<Response> {
     let services = &state.services;
     let req: CreateQuoteRequest = parse_json(auth.body())?;
+    own_wallet_url(&state, &site, &req.wallet_address).await?;
     let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     if req.method != "ilp" {
@@ -342,7 +377,7 @@ async fn create_quote(
         target,
         client: Some(caller.client),
     };
-    let wire = |quote: &_, wallet: &_| QuoteWire::new(quote, wallet, &services.config.public_url);
+    let wire = |quote: &_, wallet: &_| QuoteWire::new(quote, wallet, site.public_url());
     // Known before the quote is stored: recorded for replays with it.
     let mut created = Created::new();
     let respond = |quote: &_, wallet: &_| created.answer(&wire(quote, wallet));
@@ -352,22 +387,22 @@ async fn create_quote(
 
 async fn get_quote(
     State(state): State<AppState>,
+    site: RequestSite,
     PathParam(id): PathParam,
     auth: Authorized<kind::Quote, action::Read>,
 ) -> ApiResult<Json<QuoteWire>> {
     let services = &state.services;
     let id = QuoteId::parse(&id).ok_or_else(|| ApiError::not_found("quote"))?;
     let (quote, wallet) = quotes::get(services, id).await?;
-    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    if !site.owns(&wallet) {
+        return Err(ApiError::not_found("quote"));
+    }
+    let wallet_url = site.wallet_url(&wallet);
     let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(quote.client.as_deref()) {
         return Err(ApiError::not_found("quote"));
     }
-    Ok(Json(QuoteWire::new(
-        &quote,
-        &wallet,
-        &services.config.public_url,
-    )))
+    Ok(Json(QuoteWire::new(&quote, &wallet, site.public_url())))
 }
 
 fn grant_context(
@@ -381,11 +416,13 @@ fn grant_context(
 
 async fn create_outgoing_payment(
     State(state): State<AppState>,
+    site: RequestSite,
     auth: Authorized<kind::OutgoingPayment, action::Create>,
 ) -> ApiResult<(StatusCode, Json<OutgoingPaymentWire>)> {
     use opd_service::payments::outgoing::{self as op, NewOutgoingPayment, PaymentSource};
     let services = &state.services;
     let req: CreateOutgoingPaymentRequest = parse_json(auth.body())?;
+    own_wallet_url(&state, &site, &req.wallet_address).await?;
     let caller = auth.caller_for(&req.wallet_address)?;
     creation_allowed(&state, &caller.client)?;
     let source = match (req.quote_id, req.incoming_payment, &req.debit_amount) {
@@ -408,7 +445,7 @@ async fn create_outgoing_payment(
         grant: Some(grant_context(&caller)),
     };
     let (payment, wallet, spent) = op::create(services, input, auth.claim()).await?;
-    let mut body = OutgoingPaymentWire::new(&payment, &wallet, &services.config.public_url);
+    let mut body = OutgoingPaymentWire::new(&payment, &wallet, site.public_url());
     body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
     body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);
     Ok((StatusCode::CREATED, Json(body)))
@@ -416,6 +453,7 @@ async fn create_outgoing_payment(
 
 async fn get_outgoing_payment(
     State(state): State<AppState>,
+    site: RequestSite,
     PathParam(id): PathParam,
     auth: Authorized<kind::OutgoingPayment, action::Read>,
 ) -> ApiResult<([(&'static str, &'static str); 1], Json<OutgoingPaymentWire>)> {
@@ -423,7 +461,10 @@ async fn get_outgoing_payment(
     let id = opd_core::OutgoingPaymentId::parse(&id)
         .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
     let (payment, wallet) = opd_service::payments::outgoing::get(services, id).await?;
-    let wallet_url = services.config.public_url.wallet_address(&wallet.path);
+    if !site.owns(&wallet) {
+        return Err(ApiError::not_found("outgoing payment"));
+    }
+    let wallet_url = site.wallet_url(&wallet);
     let caller = auth.caller_for(&wallet_url)?;
     if !caller.may_see(payment.client.as_deref()) {
         return Err(ApiError::not_found("outgoing payment"));
@@ -436,7 +477,7 @@ async fn get_outgoing_payment(
         Json(OutgoingPaymentWire::new(
             &payment,
             &wallet,
-            &services.config.public_url,
+            site.public_url(),
         )),
     ))
 }
@@ -447,16 +488,18 @@ pub const PAYMENT_STATE_HEADER: &str = "opd-payment-state";
 
 async fn list_outgoing_payments(
     State(state): State<AppState>,
+    site: RequestSite,
     query: QueryPairs,
     auth: Authorized<kind::OutgoingPayment, action::List>,
 ) -> ApiResult<Json<ListWire<OutgoingPaymentWire>>> {
     let services = &state.services;
     let (wallet_url, page) = parse_page(&query)?;
+    own_wallet_url(&state, &site, &wallet_url).await?;
     let caller = auth.caller_for(&wallet_url)?;
     let (page, wallet) =
         opd_service::payments::outgoing::list(services, &wallet_url, caller.list_filter(), &page)
             .await?;
-    let public = &services.config.public_url;
+    let public = site.public_url();
     Ok(Json(ListWire::new(
         &page,
         |p| p.id.to_string(),

@@ -15,7 +15,8 @@ use opd_httpsig::{Jwk, VerifyingKey};
 use opd_store::Store;
 
 use crate::platform::outbound::{Outbound, OutboundError};
-use crate::{PublicUrl, ServiceError};
+use crate::tenants::Sites;
+use crate::ServiceError;
 
 /// Why a client key could not be found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +45,7 @@ pub struct ClientKeys {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     /// Tells this server's wallet addresses from others'.
-    public_url: PublicUrl,
+    sites: Arc<Sites>,
     /// Fetches other servers' key sets.
     outbound: Outbound,
     ttl: Duration,
@@ -68,7 +69,9 @@ impl std::fmt::Debug for ClientKeys {
 pub struct KeySources {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
-    pub public_url: PublicUrl,
+    /// Where each tenant's wallet addresses are: theirs are read from the
+    /// store, not fetched.
+    pub sites: Arc<Sites>,
     pub outbound: Outbound,
 }
 
@@ -79,7 +82,7 @@ impl ClientKeys {
         Self {
             store: sources.store,
             clock: sources.clock,
-            public_url: sources.public_url,
+            sites: sources.sites,
             outbound: sources.outbound,
             ttl,
             refetch_floor: Duration::from_secs(1),
@@ -142,24 +145,32 @@ impl ClientKeys {
     }
 
     async fn load(&self, wallet: &str) -> Result<Vec<Jwk>, KeyLookupError> {
-        if self.public_url.is_ours(wallet) {
-            let path = self
-                .public_url
-                .wallet_address_path(wallet)
+        let sites = self
+            .sites
+            .table()
+            .await
+            .map_err(|e| KeyLookupError::Unreachable(e.to_string()))?;
+        if sites.of_url(wallet).is_some() {
+            let (tenant, path) = sites
+                .wallet_path(wallet)
                 .ok_or(KeyLookupError::UnknownClient)?;
-            return self.load_ours(&path).await;
+            return self.load_ours(&tenant, &path).await;
         }
         self.fetch(wallet).await
     }
 
     /// The unrevoked keys of this server's active wallet address at `path`.
-    async fn load_ours(&self, path: &WalletAddressPath) -> Result<Vec<Jwk>, KeyLookupError> {
+    async fn load_ours(
+        &self,
+        tenant: &opd_core::TenantId,
+        path: &WalletAddressPath,
+    ) -> Result<Vec<Jwk>, KeyLookupError> {
         let unreachable = |e: opd_store::StoreError| {
             KeyLookupError::Unreachable(ServiceError::from(e).to_string())
         };
         let wallet = self
             .store
-            .get_wallet_address_by_path(path)
+            .get_wallet_address_by_path(tenant, path)
             .await
             .map_err(unreachable)?
             .filter(|w| w.is_active(self.clock.now()))

@@ -51,7 +51,7 @@ impl AccessState {
                 self.tokens.clear();
                 self.client_keys.invalidate();
             }
-            Change::Pricing | Change::Peers => {}
+            Change::Pricing | Change::Peers | Change::Tenants => {}
         }
     }
 }

@@ -154,11 +154,12 @@ pub fn finish_redirect(services: &Services, i: &Interaction) -> Option<String> {
 /// outbound client, bounded) for any other. `None` when it has none or
 /// cannot be read: the consent page then shows the host alone.
 pub async fn client_public_name(services: &Services, client: &str) -> Option<String> {
-    if services.config.public_url.is_ours(client) {
-        let path = services.config.public_url.wallet_address_path(client)?;
+    let sites = services.sites.table().await.ok()?;
+    if sites.of_url(client).is_some() {
+        let (tenant, path) = sites.wallet_path(client)?;
         let wallet = services
             .store
-            .get_wallet_address_by_path(&path)
+            .get_wallet_address_by_path(&tenant, &path)
             .await
             .ok()??;
         return wallet.public_name;

@@ -165,12 +165,13 @@ async fn local_wallet(
     services: &Services,
     identifier: &str,
 ) -> Result<Option<WalletAddress>, GnapError> {
-    let Some(path) = services.config.public_url.wallet_address_path(identifier) else {
+    let sites = services.sites.table().await.map_err(store_error)?;
+    let Some((tenant, path)) = sites.wallet_path(identifier) else {
         return Ok(None);
     };
     let wallet = services
         .store
-        .get_wallet_address_by_path(&path)
+        .get_wallet_address_by_path(&tenant, &path)
         .await
         .map_err(store_error)?;
     Ok(wallet.filter(|w| w.is_active(services.clock.now())))

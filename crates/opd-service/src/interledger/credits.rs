@@ -36,8 +36,9 @@ use opd_core::{Clock, IncomingPaymentId, PeerId, Random};
 use opd_store::{CreditRounds, IlpCredit, IlpReceive, Store};
 use tokio::sync::oneshot;
 
+use crate::tenants::Sites;
 use crate::webhooks::{of_facts, Stamp};
-use crate::{PublicUrl, ServiceError};
+use crate::ServiceError;
 
 /// The most packets one transaction credits.
 pub const MAX_GROUP: usize = 64;
@@ -51,8 +52,8 @@ pub struct CreditQueue {
     clock: Arc<dyn Clock>,
     /// For the ids of the events a credit commits.
     random: Arc<dyn Random>,
-    /// The base of the views those events carry.
-    public_url: PublicUrl,
+    /// Where the views those events carry link.
+    sites: Arc<Sites>,
     waiting: Mutex<HashMap<Key, Vec<Waiter>>>,
     /// Tells waiters apart, so that one leaving at its deadline takes
     /// itself out of the queue and no other.
@@ -84,18 +85,18 @@ impl std::fmt::Debug for CreditQueue {
 
 impl CreditQueue {
     /// Credits through `store`, deadlines by `clock`; the events a credit
-    /// commits take their ids from `random` and link under `public_url`.
+    /// commits take their ids from `random` and link under `sites`.
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         random: Arc<dyn Random>,
-        public_url: PublicUrl,
+        sites: Arc<Sites>,
     ) -> Self {
         Self {
             store,
             clock,
             random,
-            public_url,
+            sites,
             waiting: Mutex::default(),
             tickets: AtomicU64::default(),
         }
@@ -218,6 +219,7 @@ impl CreditQueue {
         wallet: &WalletAddress,
     ) -> Result<Vec<IlpCredit>, ServiceError> {
         let clock = self.clock.as_ref();
+        let sites = self.sites.with(&wallet.tenant).await?;
         let mut rounds = CreditRounds::new(receives, clock.now());
         // The plan answers a packet or takes one out each round: one round
         // per packet and one more at most. Past that it is broken; stop.
@@ -230,7 +232,7 @@ impl CreditQueue {
             let stamp = Stamp {
                 now: clock.now(),
                 random: self.random.as_ref(),
-                public_url: &self.public_url,
+                sites: &sites,
             };
             let events = of_facts(stamp, credited.facts(), Some(wallet))?;
             rounds.settle(&round, credited.end(packets.len(), &events).await?);

@@ -379,7 +379,8 @@ pub async fn move_liquidity(
         .store
         .peer_liquidity_move(peer, amount, deposit, &key, &digest, at)
         .await?;
-    let events = crate::webhooks::of_facts(Stamp::of(services), moved.facts(), None)?;
+    let sites = services.sites.table().await?;
+    let events = crate::webhooks::of_facts(Stamp::of(services, &sites), moved.facts(), None)?;
     let outcome = moved.commit(&events).await?;
     crate::ledger::transfer_of(outcome, &peer.asset, amount)
 }

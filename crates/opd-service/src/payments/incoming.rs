@@ -109,7 +109,7 @@ pub async fn create_answered(
     let created = crate::webhooks::event(
         services,
         EventKind::IncomingPaymentCreated,
-        crate::webhooks::incoming_event_data(services, &payment, &wallet),
+        crate::webhooks::incoming_event_data(&*services.site_of(&wallet).await?, &payment, &wallet),
     );
     crate::access::replays::answer_ahead(claim, || respond(&payment, &wallet));
     services
@@ -245,7 +245,8 @@ pub async fn complete(
     }
     let mut completed = payment.clone();
     completed.completed = true;
-    let mut data = crate::webhooks::incoming_event_data(services, &completed, &wallet);
+    let site = services.site_of(&wallet).await?;
+    let mut data = crate::webhooks::incoming_event_data(&site, &completed, &wallet);
     let to_withdraw = crate::ledger::to_withdraw(services, id).await?;
     crate::webhooks::add_withdrawal(&mut data, &completed, to_withdraw);
     let event = crate::webhooks::event(services, EventKind::IncomingPaymentCompleted, data);
@@ -301,7 +302,8 @@ pub async fn expire_once(services: &Services) -> Result<usize, ServiceError> {
         let Some(w) = services.wallet_by_id(p.wallet_address_id).await? else {
             continue;
         };
-        let mut data = crate::webhooks::incoming_event_data(services, &p, &w);
+        let site = services.site_of(&w).await?;
+        let mut data = crate::webhooks::incoming_event_data(&site, &p, &w);
         let to_withdraw = crate::ledger::to_withdraw(services, p.id).await?;
         crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
         let e = crate::webhooks::event(services, EventKind::IncomingPaymentExpired, data);

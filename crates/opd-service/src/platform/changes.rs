@@ -18,15 +18,18 @@ pub enum Change {
     Pricing,
     /// Interledger peers (tokens, limits, routes).
     Peers,
+    /// Tenants (made, moved, renamed, deleted).
+    Tenants,
 }
 
 impl Change {
-    pub const ALL: [Change; 5] = [
+    pub const ALL: [Change; 6] = [
         Change::Tokens,
         Change::Keys,
         Change::Wallets,
         Change::Pricing,
         Change::Peers,
+        Change::Tenants,
     ];
 
     pub fn topic(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Change {
             Change::Wallets => "wallets",
             Change::Pricing => "pricing",
             Change::Peers => "peers",
+            Change::Tenants => "tenants",
         }
     }
 

@@ -34,6 +34,11 @@ impl PublicUrl {
         &self.base
     }
 
+    /// The host, lower case (IPv6 literals in brackets).
+    pub fn host(&self) -> &str {
+        self.url.host_str().unwrap_or_default()
+    }
+
     /// The path prefix the Open Payments routes live under (`""` at root).
     pub fn path_prefix(&self) -> &str {
         self.url.path().trim_end_matches('/')
@@ -65,7 +70,7 @@ impl PublicUrl {
     /// The part of `url` below this base, or `None` when `url` is not on
     /// this server. Scheme and host compare case-insensitively; default
     /// ports are implied.
-    fn relative(&self, url: &str) -> Option<String> {
+    pub fn relative(&self, url: &str) -> Option<String> {
         let parsed = Url::parse(url).ok()?;
         if parsed.scheme() != self.url.scheme()
             || parsed.host_str()? != self.url.host_str()?

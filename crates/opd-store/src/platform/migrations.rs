@@ -79,6 +79,7 @@ macro_rules! migrations_of {
                 "owner login budget",
                 "0014_owner_login_budget.sql"
             ),
+            $crate::platform::migrations::migration!($folder, 15, "tenants", "0015_tenants.sql"),
         ]
     };
 }

@@ -1138,7 +1138,7 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
             .await
             .unwrap();
         assert!(after.problems.is_empty(), "start {start}: {after:?}");
-        let bob = opd_service::wallets::by_path(services, "bob")
+        let bob = opd_service::wallets::by_path(services, &opd_core::TenantId::operator(), "bob")
             .await
             .unwrap();
         let got = opd_service::ledger::balance(services, &bob).await.unwrap();

@@ -48,7 +48,7 @@ fn short(id: &str) -> String {
 
 impl Names {
     pub(crate) async fn load(services: &Services) -> Result<Self, ServiceError> {
-        let wallets = wallets::list(services)
+        let wallets = wallets::list(services, None)
             .await?
             .into_iter()
             .map(|w| (w.id.to_string(), w.path.to_string()))

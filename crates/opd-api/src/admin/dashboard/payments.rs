@@ -155,7 +155,7 @@ pub(crate) async fn list(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let filters = Filters::parse(&query);
-    let wallets = match wallets::list(services).await {
+    let wallets = match wallets::list(services, None).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };

@@ -52,6 +52,7 @@ fn as_url(q: &str) -> Option<String> {
 /// Everything `q` names.
 async fn find(services: &Services, q: &str) -> Result<Vec<Found>, ServiceError> {
     let mut found = Vec::new();
+    let sites = services.sites.table().await?;
     let url = as_url(q);
     // An id, alone or as the last segment of a URL.
     let last = q.trim_end_matches('/').rsplit('/').next().unwrap_or(q);
@@ -75,20 +76,22 @@ async fn find(services: &Services, q: &str) -> Result<Vec<Found>, ServiceError> 
     }
     if let Some(id) = WalletAddressId::parse(last) {
         match wallets::get(services, id).await {
-            Ok(w) => found.push(wallet_found(services, &w)),
+            Ok(w) => found.push(wallet_found(&sites, &w)),
             Err(ServiceError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
     }
     // A wallet address: its URL here, or its path.
     let path = match &url {
-        Some(u) => services.config.public_url.wallet_address_path(u),
-        None => WalletAddressPath::parse_any(q.trim_matches('/')).ok(),
+        Some(u) => sites.wallet_path(u),
+        None => WalletAddressPath::parse_any(q.trim_matches('/'))
+            .ok()
+            .map(|p| (opd_core::TenantId::operator(), p)),
     };
-    if let Some(path) = path {
-        if let Some(w) = operator::wallet_address_at(services, &path).await? {
+    if let Some((tenant, path)) = path {
+        if let Some(w) = operator::wallet_address_at(services, &tenant, &path).await? {
             if !found.iter().any(|f| f.href.ends_with(&w.id.to_string())) {
-                found.push(wallet_found(services, &w));
+                found.push(wallet_found(&sites, &w));
             }
         }
     }
@@ -105,10 +108,13 @@ async fn find(services: &Services, q: &str) -> Result<Vec<Found>, ServiceError> 
     Ok(found)
 }
 
-fn wallet_found(services: &Services, w: &opd_core::wallet_address::WalletAddress) -> Found {
+fn wallet_found(
+    sites: &opd_service::tenants::SiteTable,
+    w: &opd_core::wallet_address::WalletAddress,
+) -> Found {
     Found {
         what: "wallet address",
-        label: services.config.public_url.wallet_address(&w.path),
+        label: sites.wallet_url(w),
         href: format!("/dashboard/wallets/{}", w.id),
     }
 }

@@ -203,7 +203,10 @@ pub(crate) async fn page(
         Ok(w) => w,
         Err(response) => return response,
     };
-    let url = services.config.public_url.wallet_address(&wallet.path);
+    let url = match services.site_of(&wallet).await {
+        Ok(site) => site.wallet_url(&wallet),
+        Err(e) => return failed(e),
+    };
     let loaded = async {
         let balance = opd_service::ledger::balance(services, &wallet).await?;
         let transfers = opd_service::ledger::transfers(services, &wallet, 200).await?;

@@ -72,8 +72,12 @@ async fn render(
     refused: Option<(String, NewWallet)>,
 ) -> Response {
     let services = &state.app.services;
-    let wallets = match wallets::list(services).await {
+    let wallets = match wallets::list(services, None).await {
         Ok(w) => w,
+        Err(e) => return failed(e),
+    };
+    let sites = match services.sites.table().await {
+        Ok(s) => s,
         Err(e) => return failed(e),
     };
     // One read of the balances for the whole table.
@@ -99,7 +103,7 @@ async fn render(
         rows.push(Row {
             path: w.path.to_string(),
             id: w.id.to_string(),
-            url: services.config.public_url.wallet_address(&w.path),
+            url: sites.wallet_url(w),
             name: w.public_name.clone().unwrap_or_default(),
             asset: format!("{} (scale {})", w.asset.code, w.asset.scale),
             balance,
@@ -153,8 +157,9 @@ pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -
             Asset::parse(&kept.asset_code, scale).map_err(|e| format!("Asset: {e}."))
         });
     let name = (!kept.public_name.is_empty()).then(|| kept.public_name.clone());
+    let operator = opd_core::TenantId::operator();
     let created = match asset {
-        Ok(asset) => wallets::create(&state.app.services, &kept.path, asset, name)
+        Ok(asset) => wallets::create(&state.app.services, &operator, &kept.path, asset, name)
             .await
             .map_err(refusal),
         Err(message) => Err(Ok(message)),

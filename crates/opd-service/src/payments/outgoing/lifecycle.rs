@@ -55,7 +55,7 @@ async fn end(
         Some(w) => vec![event(
             services,
             EventKind::OutgoingPaymentFailed,
-            payment_event_data(services, &ended, w),
+            payment_event_data(&*services.site_of(w).await?, &ended, w),
         )],
         None => Vec::new(),
     };
@@ -228,7 +228,7 @@ pub(crate) async fn complete_as_sent(
         Some(w) => vec![event(
             services,
             EventKind::OutgoingPaymentCompleted,
-            payment_event_data(services, &done, w),
+            payment_event_data(&*services.site_of(w).await?, &done, w),
         )],
         None => Vec::new(),
     };

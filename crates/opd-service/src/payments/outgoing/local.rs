@@ -87,7 +87,7 @@ async fn completed_event(
         return Ok(Vec::new());
     };
     let done = p.completed(quote.debit_minus_fees);
-    let data = payment_event_data(services, &done, &w);
+    let data = payment_event_data(&*services.site_of(&w).await?, &done, &w);
     Ok(vec![event(
         services,
         EventKind::OutgoingPaymentCompleted,
@@ -118,7 +118,8 @@ async fn deliver(
         events: completed_event(services, p, quote).await?,
     };
     let delivered = services.store.deliver_locally(&delivery).await?;
-    let stamp = Stamp::of(services);
+    let sites = services.sites.with(&receiver_wallet.tenant).await?;
+    let stamp = Stamp::of(services, &sites);
     let events = crate::webhooks::of_facts(stamp, delivered.facts(), Some(receiver_wallet))?;
     match delivered.commit(&events).await? {
         Delivered::Done { completes } => {

@@ -116,16 +116,16 @@ async fn quote_for(
         }
     };
     let unknown = || ServiceError::InvalidQuote("unknown quote".to_owned());
-    let id = services
-        .config
-        .public_url
-        .quote_id(url)
-        .ok_or_else(unknown)?;
+    let sites = services.sites.table().await?;
+    let (tenant, id) = sites.quote(url).ok_or_else(unknown)?;
+    if tenant != wallet.tenant {
+        return Err(unknown());
+    }
     let quote = services.quote_by_id(id).await?.ok_or_else(unknown)?;
     // A receiver here must still be payable. One on another server is read
     // again by the worker before anything is sent (reading it here would
     // cost every payment a round trip there).
-    let receiver = if services.config.public_url.is_ours(&quote.receiver) {
+    let receiver = if sites.is_ours(&quote.receiver) {
         receivers::local(services, &quote.receiver).await?.map(drop)
     } else {
         Ok(())
@@ -144,10 +144,11 @@ async fn store(
     claim: Option<&RequestClaim>,
 ) -> Result<GrantSpent, ServiceError> {
     let record = &planned.payment;
+    let site = services.site_of(wallet).await?;
     let created_event = event(
         services,
         EventKind::OutgoingPaymentCreated,
-        payment_event_data(services, record, wallet),
+        payment_event_data(&site, record, wallet),
     );
     let outcome = services
         .store
@@ -248,7 +249,7 @@ pub async fn send_next(services: &Services) -> Result<Step, ServiceError> {
     let Some(quote) = services.quote_by_id(p.quote_id).await? else {
         return lifecycle::fail(services, &p, "the payment's quote is missing".into()).await;
     };
-    if !services.config.public_url.is_ours(&p.receiver) {
+    if !services.sites.table().await?.is_ours(&p.receiver) {
         return remote::step(services, &p, &quote).await;
     }
     local::send(services, &p, &quote).await

@@ -103,7 +103,7 @@ pub async fn resolve(services: &Services, url: &str) -> Result<Receiver, Service
             "receiver must be the URL of an incoming payment".into(),
         ));
     }
-    if services.config.public_url.is_ours(url) {
+    if services.sites.table().await?.is_ours(url) {
         return match local(services, url).await? {
             Ok((payment, _)) => Ok(Receiver::Local(payment)),
             Err(why) => Err(ServiceError::InvalidReceiver(why.to_string())),
@@ -125,7 +125,7 @@ pub async fn local(
     services: &Services,
     url: &str,
 ) -> Result<Result<(IncomingPayment, WalletAddress), Unpayable>, ServiceError> {
-    let Some(id) = services.config.public_url.incoming_payment_id(url) else {
+    let Some((tenant, id)) = services.sites.table().await?.incoming_payment(url) else {
         return Ok(Err(Unpayable::NotFound));
     };
     let Some(payment) = services.store.get_incoming_payment(id).await? else {
@@ -133,9 +133,13 @@ pub async fn local(
     };
     let now = services.clock.now();
     let wallet = services.wallet_by_id(payment.wallet_address_id).await?;
-    let Some(wallet) = wallet.filter(|w| w.is_active(now)) else {
-        return Ok(Err(Unpayable::WalletInactive));
+    // Under another tenant's URL, the payment does not exist.
+    let Some(wallet) = wallet.filter(|w| w.tenant == tenant) else {
+        return Ok(Err(Unpayable::NotFound));
     };
+    if !wallet.is_active(now) {
+        return Ok(Err(Unpayable::WalletInactive));
+    }
     Ok(if payment.completed {
         Err(Unpayable::Completed)
     } else if payment.is_expired(now) {

@@ -33,7 +33,21 @@ const RECORD: &str = "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
 /// Applies every migration `conn`'s database lacks. Refuses a database
 /// whose applied migrations differ from this binary's (edited, or made by
 /// a newer opd) or that a failed migration left behind.
+///
+/// Foreign keys are off while migrations run, as SQLite asks for a table
+/// rebuilt under the same name (its documented twelve steps); each
+/// migration checks them itself before it commits, so none can leave a
+/// dangling reference.
 pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
+    conn.pragma_update(None, "foreign_keys", "OFF")
+        .map_err(failed)?;
+    let result = run_these(conn, MIGRATIONS);
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(failed)?;
+    result
+}
+
+fn run_these(conn: &mut Connection, migrations: &[Migration]) -> StoreResult<()> {
     conn.execute_batch(RECORD).map_err(failed)?;
     let applied: Vec<(i64, bool, Vec<u8>)> = conn
         .prepare("SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version")
@@ -42,8 +56,8 @@ pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
                 .collect::<Result<_, _>>()
         })
         .map_err(failed)?;
-    check_applied(MIGRATIONS, &applied)?;
-    for m in MIGRATIONS {
+    check_applied(migrations, &applied)?;
+    for m in migrations {
         if applied.iter().any(|(v, _, _)| *v == m.version) {
             continue;
         }
@@ -53,6 +67,17 @@ pub(crate) fn run(conn: &mut Connection) -> StoreResult<()> {
             .map_err(failed)?;
         tx.execute_batch(m.sql)
             .map_err(|e| failed(format!("migration {}: {e}", m.version)))?;
+        let dangling: i64 = tx
+            .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .map_err(failed)?;
+        if dangling > 0 {
+            return Err(failed(format!(
+                "migration {}: {dangling} rows would reference rows that do not exist",
+                m.version
+            )));
+        }
         tx.execute(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
              VALUES (?1, ?2, TRUE, ?3, ?4)",
@@ -96,6 +121,91 @@ mod tests {
             hex,
             "89E6D90525FFD59AB193E41164471E95F688D7EFE1442455E83C40FF6DC750880E2F484C6B1104DC79E8554A386934AB"
         );
+    }
+
+    /// A database the release before tenants made (migrations 1 to 14,
+    /// byte for byte what it ran) with a wallet address, its key, owner
+    /// login, an incoming payment and a grant migrates into the operator's
+    /// tenant with nothing lost, and another tenant may then use the same
+    /// path.
+    #[test]
+    fn a_database_from_before_tenants_moves_into_the_operator_s_tenant() {
+        let (_dir, mut conn) = open();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.description == "tenants")
+            .unwrap();
+        run_these(&mut conn, &MIGRATIONS[..before]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO wallet_addresses (id, path, asset_code, asset_scale, public_name, created_at, deactivated_at) \
+               VALUES ('0190a000-0000-7000-8000-000000000001', 'alice', 'USD', 2, 'Alice', 1, NULL), \
+                      ('0190a000-0000-7000-8000-000000000002', 'bob', 'EUR', 2, NULL, 2, 3);
+             INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at) \
+               VALUES ('0190a000-0000-7000-8000-000000000001', 'k1', 'xx', 1);
+             INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) \
+               VALUES ('0190a000-0000-7000-8000-000000000001', 'hash', 1);
+             INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, received_amount, expires_at, created_at, updated_at) \
+               VALUES ('0190a000-0000-7000-8000-0000000000a1', '0190a000-0000-7000-8000-000000000001', 'USD', 2, '18446744073709551615', 9, 1, 1);",
+        )
+        .unwrap();
+        run(&mut conn).unwrap();
+
+        let wallets: Vec<(String, String, String, Option<String>, Option<i64>)> = conn
+            .prepare("SELECT id, tenant_id, path, public_name, deactivated_at FROM wallet_addresses ORDER BY path")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            wallets,
+            [
+                (
+                    "0190a000-0000-7000-8000-000000000001".into(),
+                    "default".into(),
+                    "alice".into(),
+                    Some("Alice".into()),
+                    None
+                ),
+                (
+                    "0190a000-0000-7000-8000-000000000002".into(),
+                    "default".into(),
+                    "bob".into(),
+                    None,
+                    Some(3)
+                ),
+            ]
+        );
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT COUNT(*) FROM wallet_address_keys"), 1);
+        assert_eq!(count("SELECT COUNT(*) FROM wallet_owner_logins"), 1);
+        let received: String = conn
+            .query_row("SELECT received_amount FROM incoming_payments", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(received, "18446744073709551615");
+        assert_eq!(count("SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+        assert_eq!(
+            count("SELECT COUNT(*) FROM tenants WHERE id = 'default'"),
+            1
+        );
+
+        // References still hold: a key of a wallet address that does not
+        // exist is refused, and a second tenant may have its own alice.
+        assert!(conn
+            .execute("INSERT INTO wallet_address_keys (wallet_address_id, kid, x, created_at) VALUES ('nope', 'k', 'x', 1)", [])
+            .is_err());
+        conn.execute_batch(
+            "INSERT INTO tenants (id, public_name, public_url, created_at, updated_at) VALUES ('a', 'A', 'https://a.example', 1, 1);
+             INSERT INTO wallet_addresses (id, tenant_id, path, asset_code, asset_scale, created_at) \
+               VALUES ('0190a000-0000-7000-8000-000000000003', 'a', 'alice', 'USD', 2, 1);",
+        )
+        .unwrap();
+        assert!(conn
+            .execute("INSERT INTO wallet_addresses (id, tenant_id, path, asset_code, asset_scale, created_at) VALUES ('0190a000-0000-7000-8000-000000000004', 'a', 'alice', 'USD', 2, 1)", [])
+            .is_err());
     }
 
     fn open() -> (tempfile::TempDir, Connection) {

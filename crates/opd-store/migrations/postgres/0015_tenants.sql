@@ -1,0 +1,23 @@
+-- Tenants: the wallet providers one opd serves. Each has its own public
+-- base URL (its own host, or a path prefix on the server's), public name,
+-- authorization server and webhook URL, and an admin token (its SHA-256
+-- digest). The operator's own tenant, `default`, takes its URLs from the
+-- server's configuration (NULL here) and owns every wallet address made
+-- before tenants existed.
+CREATE TABLE tenants (
+    id TEXT PRIMARY KEY NOT NULL,
+    public_name TEXT NOT NULL,
+    public_url TEXT UNIQUE,
+    auth_server_url TEXT,
+    webhook_url TEXT,
+    token_digest TEXT UNIQUE,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+INSERT INTO tenants (id, public_name, created_at, updated_at) VALUES ('default', 'default', 0, 0);
+
+-- Wallet address paths are unique per tenant, not per server.
+ALTER TABLE wallet_addresses
+    ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default' REFERENCES tenants (id);
+ALTER TABLE wallet_addresses DROP CONSTRAINT wallet_addresses_path_key;
+ALTER TABLE wallet_addresses ADD CONSTRAINT wallet_addresses_tenant_path_key UNIQUE (tenant_id, path);

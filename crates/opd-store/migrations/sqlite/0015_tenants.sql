@@ -1,0 +1,38 @@
+-- Tenants: the wallet providers one opd serves. Each has its own public
+-- base URL (its own host, or a path prefix on the server's), public name,
+-- authorization server and webhook URL, and an admin token (its SHA-256
+-- digest). The operator's own tenant, `default`, takes its URLs from the
+-- server's configuration (NULL here) and owns every wallet address made
+-- before tenants existed.
+CREATE TABLE tenants (
+    id TEXT PRIMARY KEY NOT NULL,
+    public_name TEXT NOT NULL,
+    public_url TEXT UNIQUE,
+    auth_server_url TEXT,
+    webhook_url TEXT,
+    token_digest TEXT UNIQUE,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+INSERT INTO tenants (id, public_name, created_at, updated_at) VALUES ('default', 'default', 0, 0);
+
+-- Wallet address paths are unique per tenant, not per server. SQLite
+-- cannot drop the old UNIQUE (path), so the table is rebuilt (the runner
+-- checks the foreign keys before this commits).
+CREATE TABLE wallet_addresses_by_tenant (
+    id TEXT PRIMARY KEY NOT NULL,
+    tenant_id TEXT NOT NULL DEFAULT 'default' REFERENCES tenants (id),
+    path TEXT NOT NULL,
+    asset_code TEXT NOT NULL,
+    asset_scale INTEGER NOT NULL CHECK (asset_scale BETWEEN 0 AND 255),
+    public_name TEXT,
+    created_at INTEGER NOT NULL,
+    deactivated_at INTEGER,
+    UNIQUE (tenant_id, path)
+);
+INSERT INTO wallet_addresses_by_tenant
+    (id, tenant_id, path, asset_code, asset_scale, public_name, created_at, deactivated_at)
+    SELECT id, 'default', path, asset_code, asset_scale, public_name, created_at, deactivated_at
+    FROM wallet_addresses;
+DROP TABLE wallet_addresses;
+ALTER TABLE wallet_addresses_by_tenant RENAME TO wallet_addresses;
