@@ -129,15 +129,17 @@ pub async fn track(State(listener): State<Listener>, request: Request, next: Nex
     let method = method_label(request.method());
     // The template (`/incoming-payments/{id}`), never the raw path: the
     // label's values are as many as the routes.
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let matched = request.extensions().get::<MatchedPath>().cloned();
     listener.active.increment(1.0);
     // Decrements when the request ends, answered or dropped.
     let _in_flight = InFlight(&listener.active);
     let started = Instant::now();
     let response = next.run(request).await;
+    // A router behind another (the Open Payments routes behind tenant
+    // resolution) leaves its match on the response.
+    let route = matched
+        .or_else(|| response.extensions().get::<MatchedPath>().cloned())
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let labels = [
         Label::from_static_parts("listener", listener.name),
         Label::from_static_parts("http_request_method", method),
@@ -145,6 +147,17 @@ pub async fn track(State(listener): State<Listener>, request: Request, next: Nex
         Label::new("http_response_status_code", status_label(response.status())),
     ];
     histogram!(m::HTTP_REQUEST_DURATION, labels.iter()).record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// Leaves the route template a router matched on its response, for
+/// [`track`] outside it (add with `route_layer`).
+pub async fn remember_route(request: Request, next: Next) -> Response {
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let mut response = next.run(request).await;
+    if let Some(matched) = matched {
+        response.extensions_mut().insert(matched);
+    }
     response
 }
 

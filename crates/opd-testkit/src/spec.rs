@@ -67,12 +67,25 @@ impl Servers {
     }
 
     /// The operation a request is, if it goes to a known server and maps to
-    /// one.
+    /// one. Of servers under one another (a tenant on a path prefix of the
+    /// server's host) the one with the longest base is meant.
     pub fn operation_of(&self, method: &Method, url: &str) -> Option<(&Server, Api, &'static str)> {
-        self.0.iter().find_map(|server| {
-            operation_of(&server.base, &server.auth, method, url)
-                .map(|(api, operation)| (server, api, operation))
-        })
+        let bare = url.split(['?', '#']).next().unwrap_or(url);
+        self.0
+            .iter()
+            .filter(|server| {
+                let base = server.base.trim_end_matches('/');
+                let auth = server.auth.trim_end_matches('/');
+                [base, auth].iter().any(|b| {
+                    bare.strip_prefix(b)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                })
+            })
+            .max_by_key(|server| server.base.len())
+            .and_then(|server| {
+                operation_of(&server.base, &server.auth, method, url)
+                    .map(|(api, operation)| (server, api, operation))
+            })
     }
 
     /// Validates the response to `method url` (see the module doc) when the

@@ -21,6 +21,9 @@
 //!   external funding, takes what the incoming payment received out of opd
 //! - `GET /ledger/check`: the ledger invariants
 //! - the Interledger peers (`crate::admin::peers`)
+//! - the tenants (`crate::admin::tenants`); `POST /wallet-addresses` takes
+//!   a `tenant`, `GET /wallet-addresses?tenant=` lists one tenant's, and
+//!   `{ref}` may be `tenant:path`
 //! - `GET /metrics`: Prometheus metrics (`crate::metrics`), the one route
 //!   without the token
 //! - `/dashboard/...`: the operator dashboard (`crate::admin::dashboard`), HTML
@@ -39,6 +42,7 @@ mod peers;
 mod pricing;
 mod proof;
 mod state;
+mod tenants;
 mod wallets;
 
 pub use proof::Proof;
@@ -60,6 +64,7 @@ pub fn admin_router(state: AdminState) -> Router {
         .merge(pricing::routes())
         .merge(money::routes())
         .merge(peers::routes())
+        .merge(tenants::routes())
         .with_state(state.clone());
     // The token is checked before routing: without it, every path (unknown
     // ones too) answers 401, so the API's shape is not revealed.

@@ -63,6 +63,7 @@ pub fn open_payments_router(state: AppState) -> Router {
         .route("/quotes", post(create_quote))
         .route("/quotes/{id}", get(get_quote))
         .route("/{*path}", get(wallet_address_or_jwks))
+        .route_layer(axum::middleware::from_fn(crate::metrics::remember_route))
         .with_state(state.clone());
     // Replayed creates get the first response (see `crate::replays`).
     let routes = crate::with_fallbacks(routes).layer(axum::middleware::from_fn_with_state(

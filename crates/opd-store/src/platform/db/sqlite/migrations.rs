@@ -151,7 +151,8 @@ mod tests {
         .unwrap();
         run(&mut conn).unwrap();
 
-        let wallets: Vec<(String, String, String, Option<String>, Option<i64>)> = conn
+        type WalletRow = (String, String, String, Option<String>, Option<i64>);
+        let wallets: Vec<WalletRow> = conn
             .prepare("SELECT id, tenant_id, path, public_name, deactivated_at FROM wallet_addresses ORDER BY path")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))

@@ -1,0 +1,447 @@
+//! Tenants: one opd serving several wallet providers. Tenant `a` is on a
+//! host of its own (`wallet-a.test`, resolved to the test server), tenant
+//! `b` on a path prefix of the server's host (`/b`). Each serves its own
+//! wallet addresses under its own URLs, a tenant's resources are not found
+//! at another's URLs, and a payment from one tenant to another is local.
+
+use std::net::SocketAddr;
+
+use opd_testkit::app::{Db, TestApp};
+use opd_testkit::client::SigningClient;
+use opd_testkit::spec::Server;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::amount;
+
+/// The server, with tenants `a` and `b` made through the admin API.
+struct Tenants {
+    app: TestApp,
+    /// `http://wallet-a.test:PORT`
+    a: String,
+    /// `http://127.0.0.1:PORT/b`
+    b: String,
+    /// An HTTP client that finds `wallet-a.test` at the test server.
+    http: reqwest::Client,
+}
+
+async fn tenants(db: Db) -> Tenants {
+    let app = TestApp::spawn_with(db, |_| {}).await;
+    let port = app.base.rsplit(':').next().unwrap().to_owned();
+    let a = format!("http://wallet-a.test:{port}");
+    let b = format!("{}/b", app.base);
+    for (id, url) in [("a", &a), ("b", &b)] {
+        let body = json!({ "id": id, "publicName": format!("Bank {id}"), "publicUrl": url });
+        let (s, v) = app.admin(Method::POST, "/tenants", Some(&body)).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        assert!(v["adminToken"].as_str().unwrap().starts_with("opd_tenant_"));
+    }
+    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let http = reqwest::Client::builder()
+        .resolve("wallet-a.test", loopback)
+        .build()
+        .unwrap();
+    Tenants { app, a, b, http }
+}
+
+impl Tenants {
+    /// Creates `path` in `tenant` (`None`: the operator's); its URL.
+    async fn wallet(&self, tenant: Option<&str>, path: &str, code: &str) -> String {
+        let body = json!({ "tenant": tenant, "path": path, "assetCode": code, "assetScale": 2 });
+        let body = if tenant.is_none() {
+            json!({ "path": path, "assetCode": code, "assetScale": 2 })
+        } else {
+            body
+        };
+        let (s, v) = self
+            .app
+            .admin(Method::POST, "/wallet-addresses", Some(&body))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        assert_eq!(v["tenant"], tenant.unwrap_or("default"));
+        v["url"].as_str().unwrap().to_owned()
+    }
+
+    /// A client of the wallet address `reference` (`tenant:path`) at
+    /// `url`, with a key registered there, that reaches every tenant.
+    async fn client(&self, reference: &str, url: &str, seed: u8) -> SigningClient {
+        let mut client = self.app.client_for(url, &format!("key-{seed}"), seed);
+        client.http = self.http.clone();
+        client.clock = Some(self.app.clock.clone());
+        for base in [&self.a, &self.b] {
+            client.servers.add(Server::new(base, &self.app.auth));
+        }
+        let jwk = serde_json::to_value(client.jwk()).unwrap();
+        let (s, v) = self
+            .app
+            .admin(
+                Method::POST,
+                &format!("/wallet-addresses/{reference}/keys"),
+                Some(&json!({ "jwk": jwk })),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        client
+    }
+
+    async fn get(&self, url: &str) -> (StatusCode, Value) {
+        let resp = self.http.get(url).send().await.unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test]
+async fn each_tenant_serves_its_own_wallet_addresses_under_its_own_url() {
+    let t = tenants(Db::Sqlite).await;
+    let ours = t.wallet(None, "alice", "USD").await;
+    let a = t.wallet(Some("a"), "alice", "EUR").await;
+    let b = t.wallet(Some("b"), "alice", "GBP").await;
+    assert_eq!(ours, format!("{}/alice", t.app.base));
+    assert_eq!(a, format!("{}/alice", t.a));
+    assert_eq!(b, format!("{}/alice", t.b));
+
+    for (url, base, code) in [
+        (&ours, &t.app.base, "USD"),
+        (&a, &t.a, "EUR"),
+        (&b, &t.b, "GBP"),
+    ] {
+        let (s, doc) = t.get(url).await;
+        assert_eq!(s, StatusCode::OK, "{url}: {doc}");
+        assert_eq!(doc["id"], url.as_str());
+        assert_eq!(doc["assetCode"], code);
+        assert_eq!(doc["resourceServer"], base.as_str());
+        opd_openapi::assert_response(
+            opd_openapi::Api::WalletAddressServer,
+            "get-wallet-address",
+            s.as_u16(),
+            &doc,
+        );
+        let (s, jwks) = t.get(&format!("{url}/jwks.json")).await;
+        assert_eq!((s, &jwks["keys"]), (StatusCode::OK, &json!([])));
+    }
+    // A tenant's prefix belongs to the server's host, not to another host;
+    // a wallet address lives in its tenant only.
+    assert_eq!(
+        t.get(&format!("{}/b/alice", t.a)).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        t.get(&format!("{}/bob", t.b)).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (s, v) = t.get(&format!("{}/nobody", t.a)).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("unknown_wallet_address"))
+    );
+    // The operator's wallet addresses cannot take a tenant's prefix.
+    let body = json!({ "path": "b/carol", "assetCode": "USD", "assetScale": 2 });
+    let (s, v) = t
+        .app
+        .admin(Method::POST, "/wallet-addresses", Some(&body))
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("wallet_address_exists"))
+    );
+    // The admin API lists one tenant's, or all.
+    let (_, listed) = t
+        .app
+        .admin(Method::GET, "/wallet-addresses?tenant=a", None)
+        .await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["url"], a.as_str());
+    let (_, one) = t
+        .app
+        .admin(Method::GET, "/wallet-addresses/b:alice", None)
+        .await;
+    assert_eq!(one["url"], b.as_str());
+    t.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_tenant_s_resources_are_not_found_at_another_tenant_s_urls() {
+    isolation(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_tenant_s_resources_are_not_found_at_another_tenant_s_urls_on_postgres() {
+    isolation(Db::Postgres).await;
+}
+
+async fn isolation(db: Db) {
+    let t = tenants(db).await;
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    t.wallet(Some("b"), "alice", "USD").await;
+    let client = t.client("a:alice", &alice, 61).await;
+    let access = json!([
+        { "type": "incoming-payment", "actions": ["create", "read", "list", "complete"], "identifier": alice },
+        { "type": "quote", "actions": ["create", "read"], "identifier": alice },
+    ]);
+    let token = opd_testkit::app::grant_token_at(&t.app.auth, &client, access).await;
+    let send = |method: Method, url: String, body: Option<Value>| {
+        let (client, token) = (&client, &token);
+        async move { client.send(method, &url, Some(token), body.as_ref()).await }
+    };
+    let create = json!({ "walletAddress": alice, "incomingAmount": amount("500", "USD", 2) });
+    let r = send(
+        Method::POST,
+        format!("{}/incoming-payments", t.a),
+        Some(create.clone()),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    assert!(
+        id.starts_with(&format!("{}/incoming-payments/", t.a)),
+        "{id}"
+    );
+    let uuid = id.rsplit('/').next().unwrap().to_owned();
+    let r = send(Method::GET, id.clone(), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["walletAddress"], alice.as_str());
+
+    // Elsewhere the same token, the same id and the same wallet address
+    // find nothing, and say nothing of what exists.
+    for other in [&t.app.base, &t.b] {
+        let elsewhere = format!("{other}/incoming-payments/{uuid}");
+        let r = send(Method::GET, elsewhere.clone(), None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{elsewhere}: {}", r.body);
+        assert!(!r.body.to_string().contains(&alice), "{}", r.body);
+        let r = send(Method::POST, format!("{elsewhere}/complete"), None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+        let (s, _) = t.get(&elsewhere).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "public view of {elsewhere}");
+        let r = send(
+            Method::POST,
+            format!("{other}/incoming-payments"),
+            Some(create.clone()),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+        let list = format!("{other}/incoming-payments?wallet-address={alice}");
+        let r = send(Method::GET, list, None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+        let quote = json!({ "walletAddress": alice, "receiver": id, "method": "ilp" });
+        let r = send(Method::POST, format!("{other}/quotes"), Some(quote)).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    }
+    // A token for tenant a's wallet address opens nothing of tenant b's
+    // wallet address of the same path.
+    let theirs = format!("{}/alice", t.b);
+    let other = json!({ "walletAddress": theirs, "incomingAmount": amount("500", "USD", 2) });
+    let r = send(
+        Method::POST,
+        format!("{}/incoming-payments", t.b),
+        Some(other),
+    )
+    .await;
+    assert!(
+        matches!(r.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN),
+        "{}: {}",
+        r.status,
+        r.body
+    );
+    t.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_payment_from_one_tenant_to_another_is_local_and_exact() {
+    let t = tenants(Db::Sqlite).await;
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let bob = t.wallet(Some("b"), "bob", "USD").await;
+    let (s, v) = t
+        .app
+        .admin(
+            Method::POST,
+            "/wallet-addresses/a:alice/deposits",
+            Some(&json!({ "amount": "10000", "idempotencyKey": "d1" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let bob_client = t.client("b:bob", &bob, 71).await;
+    let access =
+        json!([{ "type": "incoming-payment", "actions": ["create", "read"], "identifier": bob }]);
+    let bob_token = opd_testkit::app::grant_token_at(&t.app.auth, &bob_client, access).await;
+    let create = json!({ "walletAddress": bob, "incomingAmount": amount("2500", "USD", 2) });
+    let r = bob_client
+        .send(
+            Method::POST,
+            &format!("{}/incoming-payments", t.b),
+            Some(&bob_token),
+            Some(&create),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+
+    let payer = t.client("a:alice", &alice, 72).await;
+    let access = json!([{ "type": "quote", "actions": ["create", "read"], "identifier": alice }]);
+    let quote_token = opd_testkit::app::grant_token_at(&t.app.auth, &payer, access).await;
+    let body = json!({ "walletAddress": alice, "receiver": receiver, "method": "ilp" });
+    let r = payer
+        .send(
+            Method::POST,
+            &format!("{}/quotes", t.a),
+            Some(&quote_token),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert!(
+        r.body["id"].as_str().unwrap().starts_with(&t.a),
+        "{}",
+        r.body
+    );
+    let quote_id = r.body["id"].clone();
+    let token = opd_testkit::app::outgoing_token_at(&t.app.auth, &payer, &alice, Value::Null).await;
+    let body = json!({ "walletAddress": alice, "quoteId": quote_id });
+    let r = payer
+        .send(
+            Method::POST,
+            &format!("{}/outgoing-payments", t.a),
+            Some(&token),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let payment = r.body["id"].as_str().unwrap().to_owned();
+    t.app.run_workers().await;
+
+    let r = payer.send(Method::GET, &payment, Some(&token), None).await;
+    assert_eq!(r.body["sentAmount"], amount("2500", "USD", 2), "{}", r.body);
+    let r = bob_client
+        .send(Method::GET, &receiver, Some(&bob_token), None)
+        .await;
+    assert_eq!(
+        r.body["receivedAmount"],
+        amount("2500", "USD", 2),
+        "{}",
+        r.body
+    );
+    // Both tenants' balances, to the cent: alice paid 25.00 (no fee set),
+    // bob received it, nothing went through a peer.
+    for (reference, want) in [("a:alice", "7500"), ("b:bob", "2500")] {
+        let (_, v) = t
+            .app
+            .admin(
+                Method::GET,
+                &format!("/wallet-addresses/{reference}/balance"),
+                None,
+            )
+            .await;
+        assert_eq!(v["balance"]["value"], want, "{reference}: {v}");
+    }
+    let (_, v) = t.app.admin(Method::GET, "/ledger/check", None).await;
+    assert_eq!(v["balanced"], true, "{v}");
+    t.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_manages_tenants() {
+    let t = tenants(Db::Sqlite).await;
+    let (s, all) = t.app.admin(Method::GET, "/tenants", None).await;
+    assert_eq!(s, StatusCode::OK);
+    let ids: Vec<_> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["default", "a", "b"]);
+    assert_eq!(all[0]["publicUrl"], t.app.base.as_str());
+    assert_eq!(all[0]["operator"], true);
+    assert!(
+        all.to_string().find("adminToken").is_none(),
+        "tokens are shown once"
+    );
+
+    // Conflicts and bad input.
+    for (body, status, code) in [
+        (
+            json!({ "id": "a", "publicName": "A", "publicUrl": "http://other.test" }),
+            StatusCode::CONFLICT,
+            "tenant_exists",
+        ),
+        (
+            json!({ "id": "c", "publicName": "C", "publicUrl": t.a }),
+            StatusCode::CONFLICT,
+            "public_url_taken",
+        ),
+        (
+            json!({ "id": "c", "publicName": "C", "publicUrl": "ftp://c.test" }),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            json!({ "id": "C!", "publicName": "C", "publicUrl": "http://c.test" }),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+        (
+            json!({ "id": "c", "publicName": "", "publicUrl": "http://c.test" }),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+    ] {
+        let (s, v) = t.app.admin(Method::POST, "/tenants", Some(&body)).await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{body}: {v}"
+        );
+    }
+    // Renamed and moved; the wallet addresses follow.
+    t.wallet(Some("a"), "alice", "USD").await;
+    let patch = json!({ "publicName": "Bank A2", "publicUrl": format!("{}/a", t.app.base) });
+    let (s, v) = t.app.admin(Method::PATCH, "/tenants/a", Some(&patch)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["publicName"], "Bank A2");
+    let (s, doc) = t.get(&format!("{}/a/alice", t.app.base)).await;
+    assert_eq!(s, StatusCode::OK, "{doc}");
+    assert_eq!(
+        t.get(&format!("{}/alice", t.a)).await.0,
+        StatusCode::NOT_FOUND
+    );
+    // The operator's tenant keeps the server's URLs.
+    let (s, _) = t
+        .app
+        .admin(
+            Method::PATCH,
+            "/tenants/default",
+            Some(&json!({ "publicUrl": "http://x.test" })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+
+    let (s, v) = t.app.admin(Method::POST, "/tenants/a/token", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v["adminToken"].as_str().unwrap().starts_with("opd_tenant_"));
+    // Deleting: never one with wallet addresses, never the operator's.
+    let (s, v) = t.app.admin(Method::DELETE, "/tenants/a", None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("tenant_not_empty"))
+    );
+    assert_eq!(
+        t.app
+            .admin(Method::DELETE, "/tenants/default", None)
+            .await
+            .0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        t.app.admin(Method::DELETE, "/tenants/b", None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        t.app.admin(Method::GET, "/tenants/b", None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        t.get(&format!("{}/anything", t.b)).await.0,
+        StatusCode::NOT_FOUND
+    );
+    t.app.stop().await;
+}
