@@ -41,14 +41,17 @@ mod money;
 mod peers;
 mod pricing;
 mod proof;
+mod scope;
 mod state;
 mod tenants;
 mod wallets;
 
+use scope::AdminScope;
+
 pub use proof::Proof;
 pub use state::{AdminState, Node};
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -105,10 +108,20 @@ async fn require_token(
     let Some(token) = presented else {
         return Err(refused());
     };
-    // Slowed, not locked out: see `AdminState::token_matches`.
-    if !state.token_matches(token).await {
-        return Err(refused());
+    let scope = match state.tenant_of(token).await? {
+        Some(tenant) => AdminScope::Tenant(tenant),
+        // Slowed, not locked out: see `AdminState::token_matches`.
+        None if state.token_matches(token).await => AdminScope::Operator,
+        None => return Err(refused()),
+    };
+    if scope != AdminScope::Operator {
+        let route = request.extensions().get::<MatchedPath>();
+        if !scope::tenant_may_use(route.map(MatchedPath::as_str)) {
+            return Err(ApiError::not_found("route"));
+        }
     }
     proof::prove(request.extensions());
+    let mut request = request;
+    request.extensions_mut().insert(scope);
     Ok(next.run(request).await)
 }

@@ -14,6 +14,7 @@ use super::state::AdminState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, PathParam};
 
+use super::scope::AdminScope;
 use super::wallets::resolve;
 
 /// This part's routes.
@@ -73,11 +74,12 @@ impl From<&opd_core::ledger::Transfer> for TransferAdmin {
 
 async fn move_money(
     state: &AdminState,
+    scope: &AdminScope,
     reference: &str,
     req: MoveMoney,
     deposit: bool,
 ) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
-    let wallet = resolve(state, reference).await?;
+    let wallet = resolve(state, scope, reference).await?;
     let amount = opd_core::money::parse_u64_canonical(&req.amount).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -102,25 +104,28 @@ async fn move_money(
 
 async fn deposit(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
     JsonBody { value: req, .. }: JsonBody<MoveMoney>,
 ) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
-    move_money(&state, &reference, req, true).await
+    move_money(&state, &scope, &reference, req, true).await
 }
 
 async fn withdraw(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
     JsonBody { value: req, .. }: JsonBody<MoveMoney>,
 ) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
-    move_money(&state, &reference, req, false).await
+    move_money(&state, &scope, &reference, req, false).await
 }
 
 async fn balance(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     let balance = opd_service::ledger::balance(&state.app.services, &wallet).await?;
     Ok(Json(
         serde_json::json!({ "balance": opd_core::AmountWire::from(&balance) }),
@@ -129,19 +134,37 @@ async fn balance(
 
 async fn transfers(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<Vec<TransferAdmin>>> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     let list = opd_service::ledger::transfers(&state.app.services, &wallet, 100).await?;
     Ok(Json(list.iter().map(TransferAdmin::from).collect()))
 }
 
+/// An outgoing payment the scope may act on, by id.
+async fn scoped_outgoing(
+    state: &AdminState,
+    scope: &AdminScope,
+    id: &str,
+) -> ApiResult<opd_core::OutgoingPaymentId> {
+    let not_found = || ApiError::not_found("outgoing payment");
+    let id = opd_core::OutgoingPaymentId::parse(id).ok_or_else(not_found)?;
+    if scope.tenant().is_some() {
+        let (_, wallet) = opd_service::payments::outgoing::get(&state.app.services, id).await?;
+        if !scope.may_see(&wallet) {
+            return Err(not_found());
+        }
+    }
+    Ok(id)
+}
+
 async fn cancel_outgoing_payment(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(id): PathParam,
 ) -> ApiResult<StatusCode> {
-    let id = opd_core::OutgoingPaymentId::parse(&id)
-        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
+    let id = scoped_outgoing(&state, &scope, &id).await?;
     opd_service::payments::outgoing::lifecycle::cancel(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -182,11 +205,18 @@ pub(crate) struct WithdrawReceived {
 /// answer when the key is repeated.
 async fn withdraw_incoming_payment(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(id): PathParam,
     JsonBody { value: req, .. }: JsonBody<WithdrawReceived>,
 ) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
-    let id = opd_core::IncomingPaymentId::parse(&id)
-        .ok_or_else(|| ApiError::not_found("incoming payment"))?;
+    let not_found = || ApiError::not_found("incoming payment");
+    let id = opd_core::IncomingPaymentId::parse(&id).ok_or_else(not_found)?;
+    if scope.tenant().is_some() {
+        let (_, wallet) = opd_service::payments::incoming::get(&state.app.services, id).await?;
+        if !scope.may_see(&wallet) {
+            return Err(not_found());
+        }
+    }
     let (transfer, asset, new) =
         opd_service::ledger::withdraw_received(&state.app.services, id, &req.idempotency_key)
             .await?;
@@ -203,10 +233,10 @@ async fn withdraw_incoming_payment(
 
 async fn fund_outgoing_payment(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(id): PathParam,
 ) -> ApiResult<StatusCode> {
-    let id = opd_core::OutgoingPaymentId::parse(&id)
-        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
+    let id = scoped_outgoing(&state, &scope, &id).await?;
     opd_service::payments::outgoing::lifecycle::fund(&state.app.services, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

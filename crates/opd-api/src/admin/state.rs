@@ -48,6 +48,23 @@ impl AdminState {
     /// operator out. The token's entropy is the defence (256 bits when
     /// generated, at least 32 characters when given); the delay makes each
     /// wrong guess cost a second of the guesser's time.
+    /// The tenant whose admin token `presented` is, if it is one: found by
+    /// its digest (the token carries 256 random bits, see
+    /// `opd_service::tenants::new_token`), so nothing about it is compared
+    /// piecewise. The operator's token is never a tenant's.
+    pub(crate) async fn tenant_of(
+        &self,
+        presented: &str,
+    ) -> Result<Option<opd_core::TenantId>, crate::error::ApiError> {
+        if !presented.starts_with("opd_tenant_") {
+            return Ok(None);
+        }
+        let digest = opd_service::tenants::token_digest(presented);
+        let tenant = self.app.services.store.tenant_by_token(&digest).await;
+        let tenant = tenant.map_err(opd_service::ServiceError::from)?;
+        Ok(tenant.map(|t| t.id))
+    }
+
     pub(crate) async fn token_matches(&self, presented: &str) -> bool {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let matches = bool::from(digest.ct_eq(&self.token_sha256));

@@ -12,6 +12,7 @@ use opd_service::tenants::SiteTable;
 use opd_service::{operator, wallets};
 use serde::{Deserialize, Serialize};
 
+use super::scope::AdminScope;
 use super::state::AdminState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{non_null, JsonBody, PathParam, PathParams2, QueryPairs};
@@ -93,32 +94,50 @@ pub(super) fn tenant_param(tenant: Option<&str>) -> ApiResult<TenantId> {
     }
 }
 
-/// Finds a wallet address by id, by path (the operator's tenant's), or
-/// by `tenant:path`.
-pub(super) async fn resolve(state: &AdminState, reference: &str) -> ApiResult<WalletAddress> {
+/// Finds a wallet address the scope may see by id, by path (in the
+/// scope's tenant; the operator's own for the operator), or by
+/// `tenant:path`. Another tenant's is not found.
+pub(super) async fn resolve(
+    state: &AdminState,
+    scope: &AdminScope,
+    reference: &str,
+) -> ApiResult<WalletAddress> {
     let services = &state.app.services;
-    if let Some(id) = WalletAddressId::parse(reference) {
-        return Ok(wallets::get(services, id).await?);
-    }
-    let (tenant, path) = match reference.split_once(':') {
-        Some((tenant, path)) => (tenant_param(Some(tenant))?, path),
-        None => (TenantId::operator(), reference),
+    let not_found = || ApiError::not_found("wallet address");
+    let wallet = if let Some(id) = WalletAddressId::parse(reference) {
+        wallets::get(services, id).await?
+    } else {
+        let own = scope.tenant().cloned().unwrap_or_else(TenantId::operator);
+        let (tenant, path) = match reference.split_once(':') {
+            Some((tenant, path)) => (tenant_param(Some(tenant))?, path),
+            None => (own, reference),
+        };
+        let path = opd_core::wallet_address::WalletAddressPath::parse_any(path)
+            .map_err(|_| not_found())?;
+        operator::wallet_address_at(services, &tenant, &path)
+            .await?
+            .ok_or_else(not_found)?
     };
-    let path = opd_core::wallet_address::WalletAddressPath::parse_any(path)
-        .map_err(|_| ApiError::not_found("wallet address"))?;
-    operator::wallet_address_at(services, &tenant, &path)
-        .await?
-        .ok_or_else(|| ApiError::not_found("wallet address"))
+    if !scope.may_see(&wallet) {
+        return Err(not_found());
+    }
+    Ok(wallet)
 }
 
 async fn create_wallet_address(
     State(state): State<AdminState>,
+    scope: AdminScope,
     JsonBody { value: req, .. }: JsonBody<CreateWalletAddress>,
 ) -> ApiResult<(StatusCode, Json<WalletAddressAdmin>)> {
     let asset = Asset::parse(&req.asset_code, req.asset_scale)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let services = &state.app.services;
-    let tenant = tenant_param(req.tenant.as_deref())?;
+    let tenant = match (scope.tenant(), req.tenant.as_deref()) {
+        (None, asked) => tenant_param(asked)?,
+        (Some(own), None) => own.clone(),
+        (Some(own), Some(asked)) if asked == own.as_str() => own.clone(),
+        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
+    };
     let wallet = wallets::create(services, &tenant, &req.path, asset, req.public_name).await?;
     let sites = services.sites.with(&tenant).await?;
     Ok((StatusCode::CREATED, Json(wallet_admin(&sites, &wallet))))
@@ -127,13 +146,20 @@ async fn create_wallet_address(
 /// `GET /wallet-addresses[?tenant=<id>]`: every tenant's, or one's.
 async fn list_wallet_addresses(
     State(state): State<AdminState>,
+    scope: AdminScope,
     query: QueryPairs,
 ) -> ApiResult<Json<Vec<WalletAddressAdmin>>> {
     let services = &state.app.services;
-    let tenant = query
+    let asked = query
         .single("tenant")?
         .map(|t| tenant_param(Some(t)))
         .transpose()?;
+    let tenant = match (scope.tenant(), asked) {
+        (None, asked) => asked,
+        (Some(own), None) => Some(own.clone()),
+        (Some(own), Some(asked)) if &asked == own => Some(asked),
+        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
+    };
     let all = wallets::list(services, tenant.as_ref()).await?;
     let sites = services.sites.table().await?;
     Ok(Json(all.iter().map(|w| wallet_admin(&sites, w)).collect()))
@@ -146,17 +172,19 @@ async fn sites(state: &AdminState) -> ApiResult<std::sync::Arc<SiteTable>> {
 
 async fn get_wallet_address(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<WalletAddressAdmin>> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     Ok(Json(wallet_admin(&*sites(&state).await?, &wallet)))
 }
 
 async fn deactivate_wallet_address(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<WalletAddressAdmin>> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     let wallet = wallets::deactivate(&state.app.services, wallet.id).await?;
     Ok(Json(wallet_admin(&*sites(&state).await?, &wallet)))
 }
@@ -201,19 +229,21 @@ struct AddKey {
 
 async fn list_keys(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
 ) -> ApiResult<Json<Vec<KeyAdmin>>> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     let keys = wallets::keys(&state.app.services, wallet.id).await?;
     Ok(Json(keys.iter().map(KeyAdmin::from).collect()))
 }
 
 async fn add_key(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
     JsonBody { value: req, .. }: JsonBody<AddKey>,
 ) -> ApiResult<(StatusCode, Json<KeyAdmin>)> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     let j = req.jwk;
     let key = PublicKey::from_jwk_parts(
         &j.kid,
@@ -230,9 +260,10 @@ async fn add_key(
 
 async fn revoke_key(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParams2(reference, kid): PathParams2,
 ) -> ApiResult<StatusCode> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     wallets::revoke_key(&state.app.services, wallet.id, &kid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -245,10 +276,11 @@ struct OwnerPassword {
 
 async fn set_owner_password(
     State(state): State<AdminState>,
+    scope: AdminScope,
     PathParam(reference): PathParam,
     JsonBody { value: req, .. }: JsonBody<OwnerPassword>,
 ) -> ApiResult<StatusCode> {
-    let wallet = resolve(&state, &reference).await?;
+    let wallet = resolve(&state, &scope, &reference).await?;
     opd_service::grants::set_owner_password(&state.app.services, wallet.id, &req.password).await?;
     Ok(StatusCode::NO_CONTENT)
 }

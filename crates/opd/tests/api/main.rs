@@ -41,6 +41,7 @@ mod remote_money;
 mod replays;
 mod retention;
 mod sdk;
+mod tenant_routes;
 mod tenants;
 mod tls;
 mod wallet_addresses;

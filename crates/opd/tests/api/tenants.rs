@@ -15,38 +15,50 @@ use serde_json::{json, Value};
 use crate::amount;
 
 /// The server, with tenants `a` and `b` made through the admin API.
-struct Tenants {
-    app: TestApp,
+pub(crate) struct Tenants {
+    pub(crate) app: TestApp,
     /// `http://wallet-a.test:PORT`
-    a: String,
+    pub(crate) a: String,
     /// `http://127.0.0.1:PORT/b`
-    b: String,
+    pub(crate) b: String,
+    /// The admin tokens of `a` and `b`.
+    pub(crate) tokens: (String, String),
     /// An HTTP client that finds `wallet-a.test` at the test server.
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
 }
 
-async fn tenants(db: Db) -> Tenants {
+pub(crate) async fn tenants(db: Db) -> Tenants {
     let app = TestApp::spawn_with(db, |_| {}).await;
     let port = app.base.rsplit(':').next().unwrap().to_owned();
     let a = format!("http://wallet-a.test:{port}");
     let b = format!("{}/b", app.base);
+    let mut tokens = Vec::new();
     for (id, url) in [("a", &a), ("b", &b)] {
         let body = json!({ "id": id, "publicName": format!("Bank {id}"), "publicUrl": url });
         let (s, v) = app.admin(Method::POST, "/tenants", Some(&body)).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
-        assert!(v["adminToken"].as_str().unwrap().starts_with("opd_tenant_"));
+        let token = v["adminToken"].as_str().unwrap();
+        assert!(token.starts_with("opd_tenant_"));
+        tokens.push(token.to_owned());
     }
+    let tokens = (tokens[0].clone(), tokens[1].clone());
     let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let http = reqwest::Client::builder()
         .resolve("wallet-a.test", loopback)
         .build()
         .unwrap();
-    Tenants { app, a, b, http }
+    Tenants {
+        app,
+        a,
+        b,
+        tokens,
+        http,
+    }
 }
 
 impl Tenants {
     /// Creates `path` in `tenant` (`None`: the operator's); its URL.
-    async fn wallet(&self, tenant: Option<&str>, path: &str, code: &str) -> String {
+    pub(crate) async fn wallet(&self, tenant: Option<&str>, path: &str, code: &str) -> String {
         let body = json!({ "tenant": tenant, "path": path, "assetCode": code, "assetScale": 2 });
         let body = if tenant.is_none() {
             json!({ "path": path, "assetCode": code, "assetScale": 2 })
@@ -64,7 +76,7 @@ impl Tenants {
 
     /// A client of the wallet address `reference` (`tenant:path`) at
     /// `url`, with a key registered there, that reaches every tenant.
-    async fn client(&self, reference: &str, url: &str, seed: u8) -> SigningClient {
+    pub(crate) async fn client(&self, reference: &str, url: &str, seed: u8) -> SigningClient {
         let mut client = self.app.client_for(url, &format!("key-{seed}"), seed);
         client.http = self.http.clone();
         client.clock = Some(self.app.clock.clone());
@@ -84,11 +96,81 @@ impl Tenants {
         client
     }
 
-    async fn get(&self, url: &str) -> (StatusCode, Value) {
+    /// `from` (reference, URL, tenant base) pays `to` `value` (USD cents):
+    /// a deposit, an incoming payment, a quote, an outgoing payment and
+    /// the worker, each through its tenant's URLs.
+    pub(crate) async fn pay(
+        &self,
+        from: (&str, &str, &str),
+        to: (&str, &str, &str),
+        value: &str,
+    ) -> Paid {
+        let deposit = json!({ "amount": "10000", "idempotencyKey": format!("d-{}", from.0) });
+        let path = format!("/wallet-addresses/{}/deposits", from.0);
+        let (s, v) = self.app.admin(Method::POST, &path, Some(&deposit)).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        let seed = 70 + u8::try_from(from.0.len() + to.0.len()).unwrap();
+        let payee = self.client(to.0, to.1, seed).await;
+        let access = json!([{ "type": "incoming-payment", "actions": ["create", "read"], "identifier": to.1 }]);
+        let payee_token = opd_testkit::app::grant_token_at(&self.app.auth, &payee, access).await;
+        let create = json!({ "walletAddress": to.1, "incomingAmount": amount(value, "USD", 2) });
+        let url = format!("{}/incoming-payments", to.2);
+        let r = payee
+            .send(Method::POST, &url, Some(&payee_token), Some(&create))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let receiver = r.body["id"].as_str().unwrap().to_owned();
+
+        let payer = self.client(from.0, from.1, seed + 1).await;
+        let access =
+            json!([{ "type": "quote", "actions": ["create", "read"], "identifier": from.1 }]);
+        let quote_token = opd_testkit::app::grant_token_at(&self.app.auth, &payer, access).await;
+        let body = json!({ "walletAddress": from.1, "receiver": receiver, "method": "ilp" });
+        let url = format!("{}/quotes", from.2);
+        let r = payer
+            .send(Method::POST, &url, Some(&quote_token), Some(&body))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let quote = r.body["id"].as_str().unwrap().to_owned();
+        assert!(quote.starts_with(from.2), "{quote}");
+        let token =
+            opd_testkit::app::outgoing_token_at(&self.app.auth, &payer, from.1, Value::Null).await;
+        let body = json!({ "walletAddress": from.1, "quoteId": quote });
+        let url = format!("{}/outgoing-payments", from.2);
+        let r = payer
+            .send(Method::POST, &url, Some(&token), Some(&body))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let payment = r.body["id"].as_str().unwrap().to_owned();
+        self.app.run_workers().await;
+        Paid {
+            payer,
+            token,
+            payment,
+            quote,
+            payee,
+            payee_token,
+            receiver,
+        }
+    }
+
+    pub(crate) async fn get(&self, url: &str) -> (StatusCode, Value) {
         let resp = self.http.get(url).send().await.unwrap();
         let status = resp.status();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
+}
+
+/// What [`Tenants::pay`] made.
+pub(crate) struct Paid {
+    pub(crate) payer: SigningClient,
+    /// The payer's outgoing-payment token.
+    pub(crate) token: String,
+    pub(crate) payment: String,
+    pub(crate) quote: String,
+    pub(crate) payee: SigningClient,
+    pub(crate) payee_token: String,
+    pub(crate) receiver: String,
 }
 
 #[tokio::test]
@@ -251,68 +333,17 @@ async fn a_payment_from_one_tenant_to_another_is_local_and_exact() {
     let t = tenants(Db::Sqlite).await;
     let alice = t.wallet(Some("a"), "alice", "USD").await;
     let bob = t.wallet(Some("b"), "bob", "USD").await;
-    let (s, v) = t
-        .app
-        .admin(
-            Method::POST,
-            "/wallet-addresses/a:alice/deposits",
-            Some(&json!({ "amount": "10000", "idempotencyKey": "d1" })),
-        )
+    let paid = t
+        .pay(("a:alice", &alice, &t.a), ("b:bob", &bob, &t.b), "2500")
         .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let bob_client = t.client("b:bob", &bob, 71).await;
-    let access =
-        json!([{ "type": "incoming-payment", "actions": ["create", "read"], "identifier": bob }]);
-    let bob_token = opd_testkit::app::grant_token_at(&t.app.auth, &bob_client, access).await;
-    let create = json!({ "walletAddress": bob, "incomingAmount": amount("2500", "USD", 2) });
-    let r = bob_client
-        .send(
-            Method::POST,
-            &format!("{}/incoming-payments", t.b),
-            Some(&bob_token),
-            Some(&create),
-        )
+    let r = paid
+        .payer
+        .send(Method::GET, &paid.payment, Some(&paid.token), None)
         .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let receiver = r.body["id"].as_str().unwrap().to_owned();
-
-    let payer = t.client("a:alice", &alice, 72).await;
-    let access = json!([{ "type": "quote", "actions": ["create", "read"], "identifier": alice }]);
-    let quote_token = opd_testkit::app::grant_token_at(&t.app.auth, &payer, access).await;
-    let body = json!({ "walletAddress": alice, "receiver": receiver, "method": "ilp" });
-    let r = payer
-        .send(
-            Method::POST,
-            &format!("{}/quotes", t.a),
-            Some(&quote_token),
-            Some(&body),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    assert!(
-        r.body["id"].as_str().unwrap().starts_with(&t.a),
-        "{}",
-        r.body
-    );
-    let quote_id = r.body["id"].clone();
-    let token = opd_testkit::app::outgoing_token_at(&t.app.auth, &payer, &alice, Value::Null).await;
-    let body = json!({ "walletAddress": alice, "quoteId": quote_id });
-    let r = payer
-        .send(
-            Method::POST,
-            &format!("{}/outgoing-payments", t.a),
-            Some(&token),
-            Some(&body),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let payment = r.body["id"].as_str().unwrap().to_owned();
-    t.app.run_workers().await;
-
-    let r = payer.send(Method::GET, &payment, Some(&token), None).await;
     assert_eq!(r.body["sentAmount"], amount("2500", "USD", 2), "{}", r.body);
-    let r = bob_client
-        .send(Method::GET, &receiver, Some(&bob_token), None)
+    let r = paid
+        .payee
+        .send(Method::GET, &paid.receiver, Some(&paid.payee_token), None)
         .await;
     assert_eq!(
         r.body["receivedAmount"],
