@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::cli::{
     FeeCommand, IncomingPaymentCommand, KeyCommand, Movement, PeerCommand, PeerSettings,
-    RateCommand, WalletAddressCommand,
+    RateCommand, TenantCommand, TenantSettings, WalletAddressCommand,
 };
 use crate::config::CommonArgs;
 
@@ -30,6 +30,22 @@ fn encode_segment(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The fields of a tenant's settings that were given.
+fn tenant_body(s: TenantSettings) -> Value {
+    let mut body = serde_json::json!({});
+    for (key, value) in [
+        ("publicName", s.public_name),
+        ("publicUrl", s.public_url),
+        ("authServerUrl", s.auth_server_url),
+        ("webhookUrl", s.webhook_url),
+    ] {
+        if let Some(v) = value {
+            body[key] = Value::String(v);
+        }
+    }
+    body
 }
 
 impl AdminClient {
@@ -167,6 +183,7 @@ impl AdminClient {
         match cmd {
             WalletAddressCommand::Create {
                 path,
+                tenant,
                 asset_code,
                 asset_scale,
                 public_name,
@@ -175,10 +192,19 @@ impl AdminClient {
                 if let Some(n) = public_name {
                     body["publicName"] = Value::String(n);
                 }
+                if let Some(t) = tenant {
+                    body["tenant"] = Value::String(t);
+                }
                 self.call(Method::POST, "/wallet-addresses", Some(body))
                     .await
             }
-            WalletAddressCommand::List => self.call(Method::GET, "/wallet-addresses", None).await,
+            WalletAddressCommand::List { tenant } => {
+                let path = match tenant {
+                    Some(t) => format!("/wallet-addresses?tenant={}", encode_segment(&t)),
+                    None => "/wallet-addresses".to_owned(),
+                };
+                self.call(Method::GET, &path, None).await
+            }
             WalletAddressCommand::Get { wallet_address } => {
                 self.call(
                     Method::GET,
@@ -214,6 +240,32 @@ impl AdminClient {
                     encode_segment(&wallet_address)
                 );
                 self.call(Method::GET, &path, None).await
+            }
+        }
+    }
+
+    pub async fn tenant(&self, cmd: TenantCommand) -> anyhow::Result<Value> {
+        use reqwest::Method;
+        let one = |id: &str| format!("/tenants/{}", encode_segment(id));
+        match cmd {
+            TenantCommand::Create { id, settings } => {
+                let mut body = tenant_body(settings);
+                body["id"] = Value::String(id);
+                self.call(Method::POST, "/tenants", Some(body)).await
+            }
+            TenantCommand::List => self.call(Method::GET, "/tenants", None).await,
+            TenantCommand::Get { id } => self.call(Method::GET, &one(&id), None).await,
+            TenantCommand::Update { id, settings } => {
+                let body = tenant_body(settings);
+                self.call(Method::PATCH, &one(&id), Some(body)).await
+            }
+            TenantCommand::RotateToken { id } => {
+                let path = format!("{}/token", one(&id));
+                self.call(Method::POST, &path, None).await
+            }
+            TenantCommand::Delete { id } => {
+                self.call(Method::DELETE, &one(&id), None).await?;
+                Ok(serde_json::json!({ "deleted": id }))
             }
         }
     }

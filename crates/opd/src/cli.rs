@@ -31,7 +31,9 @@ fn settings_of(subcommand: &str) -> &'static [&'static str] {
             "log_format",
         ],
         "migrate" | "check" => &["config", "data_dir", "database_url", "log_format"],
-        "wallet-address" | "key" | "peer" | "rate" | "fee" | "incoming-payment" => ADMIN_HELPER,
+        "tenant" | "wallet-address" | "key" | "peer" | "rate" | "fee" | "incoming-payment" => {
+            ADMIN_HELPER
+        }
         // `client` talks to any Open Payments server with its own profile.
         _ => &[],
     }
@@ -136,6 +138,9 @@ pub enum Command {
         #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
         external_funding: Option<bool>,
     },
+    /// Manage tenants (the wallet providers this server serves) through a running server's admin API; the operator's token only.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
     /// Manage wallet addresses through a running server's admin API.
     #[command(subcommand, name = "wallet-address")]
     WalletAddress(WalletAddressCommand),
@@ -165,6 +170,9 @@ pub enum WalletAddressCommand {
         /// Path below the public URL, such as `alice` or `accounts/alice`.
         #[arg(long)]
         path: String,
+        /// The tenant it belongs to [default: the operator's, or the token's tenant].
+        #[arg(long)]
+        tenant: Option<String>,
         #[arg(long)]
         asset_code: String,
         #[arg(long)]
@@ -172,8 +180,12 @@ pub enum WalletAddressCommand {
         #[arg(long)]
         public_name: Option<String>,
     },
-    /// List wallet addresses.
-    List,
+    /// List wallet addresses (every tenant's, or one's).
+    List {
+        /// Only this tenant's.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
     /// Show one wallet address (by id or path).
     Get { wallet_address: String },
     /// Deactivate a wallet address (by id or path).
@@ -206,6 +218,58 @@ pub struct Movement {
     /// Makes a retry safe [default: a new random key].
     #[arg(long)]
     pub idempotency_key: Option<String>,
+}
+
+/// A tenant's settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TenantSettings {
+    /// The name its consent and owner pages show, such as "Bank A".
+    #[arg(long)]
+    pub public_name: Option<String>,
+    /// Where its wallet addresses are: its own host (https://wallet.a.example) or a path on the server's (https://opd.example/a).
+    #[arg(long)]
+    pub public_url: Option<String>,
+    /// The authorization server its wallet addresses name [default: the server's].
+    #[arg(long)]
+    pub auth_server_url: Option<String>,
+    /// Where its webhook events go [default: the server's --webhook-url].
+    #[arg(long)]
+    pub webhook_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant; prints its admin token once (opd keeps only a digest).
+    Create {
+        /// Its id: 1 to 32 of a-z 0-9 -, such as `bank-a`.
+        id: String,
+        #[command(flatten)]
+        settings: TenantSettings,
+    },
+    /// List the tenants, the operator's (`default`) first.
+    List,
+    /// Show one tenant.
+    Get {
+        /// The tenant's id.
+        id: String,
+    },
+    /// Change a tenant's name or URLs.
+    Update {
+        /// The tenant's id.
+        id: String,
+        #[command(flatten)]
+        settings: TenantSettings,
+    },
+    /// Give a tenant a new admin token (the old one stops working at once); prints it once.
+    RotateToken {
+        /// The tenant's id.
+        id: String,
+    },
+    /// Delete a tenant that has no wallet addresses.
+    Delete {
+        /// The tenant's id.
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,9 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
+        Command::Tenant(cmd) => {
+            one_line(async { AdminClient::new(&settings.common)?.tenant(cmd).await }).await
+        }
         Command::Key(cmd) => {
             one_line(async { AdminClient::new(&settings.common)?.key(cmd).await }).await
         }

@@ -476,3 +476,91 @@ async fn the_operator_manages_tenants() {
     );
     t.app.stop().await;
 }
+
+/// `opd <args>` against the test server's admin API with `token`: its
+/// standard output as JSON, or its standard error when it failed.
+fn opd(app: &TestApp, token: &str, args: &[&str]) -> Result<Value, String> {
+    let out = opd_testkit::output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+            .args(["--admin-listen", app.admin.trim_start_matches("http://")])
+            .args(["--admin-token", token])
+            .args(args)
+            .env_remove("OPD_CONFIG"),
+    );
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+// The helper runs as a child process while the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_from_the_terminal() {
+    let app = TestApp::spawn().await;
+    let op = app.admin_token.clone();
+    let url = format!("{}/shop", app.base);
+    let made = opd(
+        &app,
+        &op,
+        &[
+            "tenant",
+            "create",
+            "shop",
+            "--public-name",
+            "Shop",
+            "--public-url",
+            &url,
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (made["id"].as_str(), made["publicUrl"].as_str()),
+        (Some("shop"), Some(url.as_str()))
+    );
+    let token = made["adminToken"].as_str().unwrap().to_owned();
+    let listed = opd(&app, &op, &["tenant", "list"]).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    let renamed = opd(
+        &app,
+        &op,
+        &["tenant", "update", "shop", "--public-name", "Shop & Co"],
+    )
+    .unwrap();
+    assert_eq!(renamed["publicName"], "Shop & Co");
+
+    // The tenant's own token makes its wallet addresses, and only those.
+    let w = opd(
+        &app,
+        &token,
+        &[
+            "wallet-address",
+            "create",
+            "--path",
+            "ann",
+            "--asset-code",
+            "USD",
+            "--asset-scale",
+            "2",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (w["tenant"].as_str(), w["url"].as_str()),
+        (Some("shop"), Some(format!("{url}/ann").as_str()))
+    );
+    let err = opd(&app, &token, &["tenant", "list"]).unwrap_err();
+    assert!(err.contains("404"), "{err}");
+    let err = opd(&app, &op, &["tenant", "delete", "shop"]).unwrap_err();
+    assert!(err.contains("tenant_not_empty"), "{err}");
+    let rotated = opd(&app, &op, &["tenant", "rotate-token", "shop"]).unwrap();
+    let new = rotated["adminToken"].as_str().unwrap();
+    assert!(opd(&app, &token, &["wallet-address", "list"])
+        .unwrap_err()
+        .contains("refused the admin token"));
+    let mine = opd(&app, new, &["wallet-address", "list"]).unwrap();
+    assert_eq!(mine.as_array().unwrap().len(), 1, "{mine}");
+    let all = opd(&app, &op, &["wallet-address", "list", "--tenant", "shop"]).unwrap();
+    assert_eq!(all, mine);
+    app.stop().await;
+}
