@@ -426,11 +426,17 @@ export function specOperation(world, method, url) {
     for (const [re, p] of AS_ROUTES) if (re.test(rest)) return { kind: 'auth', path: p, method: m }
     return null
   }
-  if (origin === new URL(world.opd.publicUrl).origin) {
-    for (const [re, p] of RS_ROUTES) if (re.test(u.pathname)) return { kind: 'resource', path: p, method: m }
-    if (/^\/[^/]+\/jwks\.json$/.test(u.pathname)) return { kind: 'walletAddress', path: '/jwks.json', method: m }
-    if (/^\/[^/]+\/did\.json$/.test(u.pathname)) return { kind: 'walletAddress', path: '/did.json', method: m }
-    if (/^\/[^/]+$/.test(u.pathname)) return { kind: 'walletAddress', path: '/', method: m }
+  // The world's base: the server's public URL, or its tenant's (a host of
+  // its own, or a path prefix).
+  const base = new URL(world.base)
+  if (origin === base.origin) {
+    const prefix = base.pathname.replace(/\/$/, '')
+    if (prefix && u.pathname !== prefix && !u.pathname.startsWith(`${prefix}/`)) return null
+    const rest = u.pathname.slice(prefix.length) || '/'
+    for (const [re, p] of RS_ROUTES) if (re.test(rest)) return { kind: 'resource', path: p, method: m }
+    if (/^\/[^/]+\/jwks\.json$/.test(rest)) return { kind: 'walletAddress', path: '/jwks.json', method: m }
+    if (/^\/[^/]+\/did\.json$/.test(rest)) return { kind: 'walletAddress', path: '/did.json', method: m }
+    if (/^\/[^/]+$/.test(rest)) return { kind: 'walletAddress', path: '/', method: m }
   }
   return null
 }
@@ -514,12 +520,28 @@ function installRecorder(world) {
 // ---------------------------------------------------------------------------
 // The world: a server with alice, bob and the client wallet address shop.
 
-export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress, authPath } = {}) {
+/**
+ * Makes the tenant `id` at `publicUrl` through the admin API (the
+ * operator's token); returns its admin token.
+ */
+export async function createTenant(admin, id, publicUrl) {
+  const made = await adminOk(admin, 'POST', '/tenants', { id, publicName: `Tenant ${id}`, publicUrl }, 201)
+  return made.adminToken
+}
+
+/**
+ * A server with alice, bob and the client wallet address shop.
+ *   opd     an opd already started (startOpd) to use instead of a new one;
+ *           it is not stopped with the world
+ *   tenant  { id, url(opd) }: make the tenant `id` at that public URL and
+ *           the wallet addresses in it (world.base is then its URL)
+ */
+export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress, authPath, opd: shared, tenant } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
   const hooks = webhooks ? await startWebhookReceiver() : undefined
-  let opd
+  let opd = shared
   try {
-    opd = await startOpd({
+    opd ??= await startOpd({
       ilp,
       ilpAddress,
       authPath,
@@ -529,28 +551,37 @@ export async function startWorld({ ilp = false, webhooks = false, extraArgs = []
     await hooks?.close()
     throw err
   }
+  const stopOpd = () => (shared ? undefined : opd.stop())
   try {
     const admin = adminClient(opd.adminUrl)
+    let base = opd.publicUrl
+    let ref = (p) => p
+    if (tenant) {
+      base = tenant.url(opd)
+      await createTenant(admin, tenant.id, base)
+      ref = (p) => `${tenant.id}:${p}`
+    }
     // alice pays, bob is paid, shop is the client (its key signs every request).
     for (const [p, name] of [
       ['alice', 'Alice'],
       ['bob', 'Bob'],
       ['shop', 'Shop']
     ]) {
-      await adminOk(admin, 'POST', '/wallet-addresses', { path: p, assetCode: 'USD', assetScale: 2, publicName: name }, 201)
+      const body = { path: p, assetCode: 'USD', assetScale: 2, publicName: name, ...(tenant ? { tenant: tenant.id } : {}) }
+      await adminOk(admin, 'POST', '/wallet-addresses', body, 201)
     }
     const shopKey = newEd25519Key(`shop-key-${crypto.randomUUID()}`)
-    await adminOk(admin, 'POST', '/wallet-addresses/shop/keys', { jwk: shopKey.jwk }, [200, 201])
-    await adminOk(admin, 'POST', '/wallet-addresses/alice/deposits', { amount: '1000000', idempotencyKey: 'seed' }, [200, 201])
-    await adminOk(admin, 'PUT', '/wallet-addresses/alice/owner-password', { password: OWNER_PASSWORD }, [200, 204])
+    await adminOk(admin, 'POST', `/wallet-addresses/${ref('shop')}/keys`, { jwk: shopKey.jwk }, [200, 201])
+    await adminOk(admin, 'POST', `/wallet-addresses/${ref('alice')}/deposits`, { amount: '1000000', idempotencyKey: `seed-${ref('alice')}` }, [200, 201])
+    await adminOk(admin, 'PUT', `/wallet-addresses/${ref('alice')}/owner-password`, { password: OWNER_PASSWORD }, [200, 204])
 
     const urls = {
-      alice: `${opd.publicUrl}/alice`,
-      bob: `${opd.publicUrl}/bob`,
-      shop: `${opd.publicUrl}/shop`
+      alice: `${base}/alice`,
+      bob: `${base}/bob`,
+      shop: `${base}/shop`
     }
     // aliases: origins of stand-ins that count as opd's Open Payments origin.
-    const world = { opd, admin, urls, shopKey, aliases: new Map(), webhooks: hooks }
+    const world = { opd, base, admin, urls, shopKey, aliases: new Map(), webhooks: hooks }
     world.recorder = installRecorder(world)
     world.client = await createAuthenticatedClient({
       walletAddressUrl: urls.shop,
@@ -562,12 +593,12 @@ export async function startWorld({ ilp = false, webhooks = false, extraArgs = []
     world.anon = await createUnauthenticatedClient({ validateResponses: true, useHttp: true })
     world.stop = async () => {
       world.recorder.uninstall()
-      await opd.stop()
+      await stopOpd()
       await hooks?.close()
     }
     return world
   } catch (err) {
-    await opd.stop()
+    await stopOpd()
     await hooks?.close()
     throw err
   }
@@ -727,7 +758,9 @@ export function useWorld(options = {}) {
   const ctx = {}
   let mark = 0
   before(async () => {
-    Object.assign(ctx, await startWorld(options))
+    // A shared opd may be given as a function, started by an outer hook.
+    const opd = typeof options.opd === 'function' ? await options.opd() : options.opd
+    Object.assign(ctx, await startWorld({ ...options, opd }))
   })
   after(async () => {
     if (!ctx.stop) return
