@@ -45,6 +45,9 @@ struct ConsentPage<'a> {
     css_href: &'a str,
     client: ClientView,
     wallet: String,
+    /// The tenant's public name, for a wallet address of a tenant other
+    /// than the operator's.
+    provider: Option<String>,
     expires: Option<String>,
     asks: Vec<Ask>,
     error: Option<&'a str>,
@@ -115,14 +118,18 @@ async fn page(
     }
     let css_href = pages::auth_css(services);
     let prefix = services.config.auth_path_prefix();
+    let site = services.site_of(&i.wallet).await.ok();
     let view = ConsentPage {
         page_title: "Grant access?",
         css_href: &css_href,
         client,
-        wallet: match services.site_of(&i.wallet).await {
-            Ok(site) => site.wallet_url(&i.wallet),
-            Err(_) => i.wallet.path.to_string(),
-        },
+        wallet: site.as_ref().map_or_else(
+            || i.wallet.path.to_string(),
+            |site| site.wallet_url(&i.wallet),
+        ),
+        provider: site
+            .filter(|s| !s.tenant.is_operator())
+            .map(|s| s.public_name.clone()),
         expires: i.grant.record.interaction_expires_at.map(display::date),
         asks,
         error,

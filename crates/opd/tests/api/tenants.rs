@@ -564,3 +564,45 @@ async fn tenants_from_the_terminal() {
     assert_eq!(all, mine);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_consent_page_names_the_tenant() {
+    let t = tenants(Db::Sqlite).await;
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let client = t.client("a:alice", &alice, 81).await;
+    let body = json!({
+        "access_token": { "access": [{ "type": "outgoing-payment", "actions": ["create"], "identifier": alice, "limits": { "debitAmount": amount("100", "USD", 2) } }] },
+        "client": alice,
+        "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://127.0.0.1:9/done", "nonce": "n1" } },
+    });
+    let r = client
+        .send(Method::POST, &format!("{}/", t.app.auth), None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let redirect = r.body["interact"]["redirect"].as_str().unwrap();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let start = browser.get(redirect).send().await.unwrap();
+    assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let location = start.headers()["location"].to_str().unwrap();
+    let page_url = reqwest::Url::parse(redirect)
+        .unwrap()
+        .join(location)
+        .unwrap();
+    let html = browser
+        .get(page_url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("<dt>Your wallet provider</dt>\n<dd>Bank a</dd>"),
+        "{html}"
+    );
+    assert!(html.contains(&alice), "{html}");
+    t.app.stop().await;
+}
