@@ -60,6 +60,9 @@ impl fmt::Display for EventKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEvent {
     pub id: String,
+    /// The tenant whose webhook URL it goes to (the operator's for events
+    /// of the server's own, such as a peer's liquidity).
+    pub tenant: crate::tenant::TenantId,
     pub kind: EventKind,
     /// The JSON body to deliver.
     pub data: String,

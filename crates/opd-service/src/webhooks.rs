@@ -19,9 +19,9 @@ use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::peer::{LiquidityZone, Peer};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::{AmountWire, Backoff, Random, Timestamp};
+use opd_core::{AmountWire, Backoff, Random, TenantId, Timestamp};
 use opd_store::Fact;
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
 use crate::tenants::{Site, SiteTable};
@@ -34,15 +34,24 @@ const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The signature header name.
 pub const SIGNATURE_HEADER: &str = "Opd-Signature";
 
-/// A new outbox event, due now.
-pub fn event(services: &Services, kind: EventKind, data: serde_json::Value) -> WebhookEvent {
-    event_at(services.clock.now(), services.random.as_ref(), kind, data)
+/// A new outbox event about `wallet` (it goes to its tenant's webhook
+/// URL), due now.
+pub fn event(
+    services: &Services,
+    wallet: &WalletAddress,
+    kind: EventKind,
+    data: serde_json::Value,
+) -> WebhookEvent {
+    let (now, random) = (services.clock.now(), services.random.as_ref());
+    event_at(now, random, wallet.tenant.clone(), kind, data)
 }
 
-/// A new outbox event made at `now`, due then, its id from `random`.
+/// A new outbox event of `tenant` made at `now`, due then, its id from
+/// `random`.
 pub fn event_at(
     now: Timestamp,
     random: &dyn Random,
+    tenant: TenantId,
     kind: EventKind,
     data: serde_json::Value,
 ) -> WebhookEvent {
@@ -55,6 +64,7 @@ pub fn event_at(
     });
     WebhookEvent {
         id,
+        tenant,
         kind,
         data: body.to_string(),
         attempts: 0,
@@ -150,7 +160,8 @@ pub(crate) fn of_facts(
                 let mut data = serde_json::to_value(view).unwrap_or_default();
                 add_withdrawal(&mut data, payment, *to_withdraw);
                 let kind = EventKind::IncomingPaymentCompleted;
-                Ok(event_at(stamp.now, stamp.random, kind, data))
+                let tenant = wallet.tenant.clone();
+                Ok(event_at(stamp.now, stamp.random, tenant, kind, data))
             }
             Fact::LiquidityCrossed {
                 peer,
@@ -178,7 +189,8 @@ fn liquidity_event(
         "liquidityThreshold": threshold.map(|t| t.to_string()),
         "balance": balance.to_string(),
     });
-    event_at(stamp.now, stamp.random, kind, data)
+    // Peers are the server's: their events are the operator's.
+    event_at(stamp.now, stamp.random, TenantId::operator(), kind, data)
 }
 
 /// The `Opd-Signature` value of a body at a time.
@@ -222,31 +234,83 @@ pub const DELIVERY_LEASE_MS: i64 = 60_000;
 /// several nodes never deliver the same event at once. Without a webhook
 /// URL nothing is delivered (events stay in the outbox).
 pub async fn deliver_once(services: &Services) -> Result<usize, ServiceError> {
-    let Some(url) = &services.config.webhook_url else {
+    let sites = services.sites.table().await?;
+    if sites.all().iter().all(|s| s.webhook_url.is_none()) {
         return Ok(0);
-    };
+    }
     let now = services.clock.now();
     let due = services
         .store
         .claim_webhook_events(now, DELIVERY_LEASE_MS, CONCURRENT_DELIVERIES)
         .await?;
     let results =
-        futures_util::future::join_all(due.iter().map(|e| deliver(services, url, e))).await;
+        futures_util::future::join_all(due.iter().map(|e| deliver(services, &sites, e))).await;
     for r in results {
         r?;
     }
     Ok(due.len())
 }
 
+/// Where an event goes: its tenant's webhook URL, signed with its secret,
+/// or the server's `--webhook-url` and `--webhook-secret` (the operator's
+/// events, and a tenant's without a URL of its own). `None`: nowhere yet.
+async fn destination(
+    services: &Services,
+    sites: &SiteTable,
+    e: &WebhookEvent,
+) -> Result<Option<(String, Option<SecretString>)>, ServiceError> {
+    let own = sites.get(&e.tenant).and_then(|s| s.webhook_url.clone());
+    match own {
+        Some(url) if !e.tenant.is_operator() => {
+            let secret = crate::tenants::webhook_secret(services, &e.tenant).await?;
+            Ok(Some((url, secret)))
+        }
+        _ => Ok(services
+            .config
+            .webhook_url
+            .clone()
+            .map(|url| (url, services.config.webhook_secret.clone()))),
+    }
+}
+
 /// One delivery attempt, recorded: delivered, or retried after a backoff.
-async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(), ServiceError> {
+async fn deliver(
+    services: &Services,
+    sites: &SiteTable,
+    e: &WebhookEvent,
+) -> Result<(), ServiceError> {
     let t = services.clock.now().unix_millis();
-    let outcome = match services.outbound.request(reqwest::Method::POST, url) {
+    let target = destination(services, sites, e).await?;
+    let outcome = match target.as_ref().map(|(url, _)| url) {
+        None => Err("no webhook URL for this event's tenant".to_owned()),
+        Some(url) => {
+            post(
+                services,
+                url,
+                target.as_ref().and_then(|t| t.1.as_ref()),
+                t,
+                e,
+            )
+            .await
+        }
+    };
+    record(services, e, outcome).await
+}
+
+/// POSTs the event, signed at `t` when there is a secret.
+async fn post(
+    services: &Services,
+    url: &str,
+    secret: Option<&SecretString>,
+    t: i64,
+    e: &WebhookEvent,
+) -> Result<(), String> {
+    match services.outbound.request(reqwest::Method::POST, url) {
         Ok(req) => {
             let mut req = req
                 .header("content-type", "application/json")
                 .body(e.data.clone());
-            if let Some(secret) = &services.config.webhook_secret {
+            if let Some(secret) = secret {
                 req = req.header(
                     SIGNATURE_HEADER,
                     signature(secret.expose_secret(), t, e.data.as_bytes()),
@@ -261,7 +325,15 @@ async fn deliver(services: &Services, url: &str, e: &WebhookEvent) -> Result<(),
                 .map_err(|e| e.to_string())
         }
         Err(err) => Err(err.to_string()),
-    };
+    }
+}
+
+/// Records an attempt: delivered, or due again after a backoff.
+async fn record(
+    services: &Services,
+    e: &WebhookEvent,
+    outcome: Result<(), String>,
+) -> Result<(), ServiceError> {
     let after = services.clock.now();
     crate::platform::metrics::webhook_attempted(e.kind.as_str(), outcome.is_ok());
     match outcome {

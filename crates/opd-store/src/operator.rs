@@ -9,12 +9,12 @@
 use async_trait::async_trait;
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::outgoing_payment::OutgoingPayment;
-use opd_core::webhook::{EventKind, WebhookEvent};
+use opd_core::webhook::WebhookEvent;
 use opd_core::{Timestamp, WalletAddressId};
 
 use crate::grants::GrantRecord;
 use crate::platform::db::{params, Row, Stmt};
-use crate::platform::rows::{corrupt, Columns};
+use crate::platform::rows::Columns;
 use crate::{SqlStore, StoreResult};
 
 /// Filters of the payment lists; `None` is "any".
@@ -132,8 +132,8 @@ static GRANTS: Stmt = Stmt::new(&[
      ORDER BY id DESC LIMIT ?",
 ]);
 static EVENTS: Stmt = Stmt::new(&[
-    "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, last_error, created_at \
-     FROM webhook_events WHERE (?::bigint = 0 OR delivered_at IS NULL) AND (?::text IS NULL OR id < ?) \
+    "SELECT id, tenant_id, kind, data, attempts, next_attempt_at, delivered_at, last_error, \
+     created_at FROM webhook_events WHERE (?::bigint = 0 OR delivered_at IS NULL) AND (?::text IS NULL OR id < ?) \
      ORDER BY id DESC LIMIT ?",
 ]);
 static RETRY_EVENT: Stmt = Stmt::new(&[
@@ -155,16 +155,7 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
 
 fn entry_from_row(r: &Row) -> StoreResult<OutboxEntry> {
     Ok(OutboxEntry {
-        event: WebhookEvent {
-            id: r.text("id")?,
-            kind: EventKind::parse(&r.text("kind")?)
-                .ok_or_else(|| corrupt("webhook event kind"))?,
-            data: r.text("data")?,
-            attempts: r.int("attempts")?,
-            next_attempt_at: Timestamp::from_unix_millis(r.int("next_attempt_at")?),
-            delivered_at: r.opt_int("delivered_at")?.map(Timestamp::from_unix_millis),
-            created_at: Timestamp::from_unix_millis(r.int("created_at")?),
-        },
+        event: crate::platform::outbox::event_from_row(r)?,
         last_error: r.opt_text("last_error")?,
     })
 }

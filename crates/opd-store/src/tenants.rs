@@ -43,6 +43,15 @@ pub trait TenantStore: Send + Sync {
     async fn tenant_by_token(&self, token_digest: &str) -> StoreResult<Option<Tenant>>;
     /// Deletes a tenant that has no wallet addresses.
     async fn delete_tenant(&self, id: &TenantId) -> StoreResult<TenantDeletion>;
+    /// Replaces the tenant's webhook secret (sealed by the caller; `None`
+    /// removes it); `false` when there is no such tenant.
+    async fn set_tenant_webhook_secret(
+        &self,
+        id: &TenantId,
+        sealed: Option<&str>,
+    ) -> StoreResult<bool>;
+    /// The tenant's webhook secret as sealed, if it has one.
+    async fn tenant_webhook_secret(&self, id: &TenantId) -> StoreResult<Option<String>>;
 }
 
 const COLUMNS: &str =
@@ -64,7 +73,13 @@ static BY_TOKEN: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants WHERE tok
 static DELETE_EMPTY: Stmt = Stmt::new(&["DELETE FROM tenants WHERE id = ? \
      AND NOT EXISTS (SELECT 1 FROM wallet_addresses WHERE tenant_id = ?)"]);
 
+static SET_WEBHOOK_SECRET: Stmt =
+    Stmt::new(&["UPDATE tenants SET webhook_secret = ? WHERE id = ?"]);
+static WEBHOOK_SECRET: Stmt = Stmt::new(&["SELECT webhook_secret FROM tenants WHERE id = ?"]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &SET_WEBHOOK_SECRET,
+    &WEBHOOK_SECRET,
     &INSERT,
     &BY_ID,
     &LIST,
@@ -138,6 +153,26 @@ impl TenantStore for SqlStore {
     async fn tenant_by_token(&self, token_digest: &str) -> StoreResult<Option<Tenant>> {
         let row = self.db.read_opt(&BY_TOKEN, params![token_digest]).await?;
         row.as_ref().map(tenant_from_row).transpose()
+    }
+
+    async fn set_tenant_webhook_secret(
+        &self,
+        id: &TenantId,
+        sealed: Option<&str>,
+    ) -> StoreResult<bool> {
+        let params = params![sealed, id.as_str()];
+        Ok(self.db.write(&SET_WEBHOOK_SECRET, params).await? > 0)
+    }
+
+    async fn tenant_webhook_secret(&self, id: &TenantId) -> StoreResult<Option<String>> {
+        let row = self
+            .db
+            .read_opt(&WEBHOOK_SECRET, params![id.as_str()])
+            .await?;
+        Ok(row
+            .map(|r| r.opt_text("webhook_secret"))
+            .transpose()?
+            .flatten())
     }
 
     async fn delete_tenant(&self, id: &TenantId) -> StoreResult<TenantDeletion> {

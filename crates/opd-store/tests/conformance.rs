@@ -1207,6 +1207,7 @@ async fn held_receipts_settle_to_the_wallet_once_and_withdraw_once(s: &dyn Store
 fn outbox_event(n: i64) -> WebhookEvent {
     WebhookEvent {
         id: format!("event-{n:03}"),
+        tenant: opd_core::TenantId::operator(),
         kind: EventKind::IncomingPaymentCreated,
         data: format!("{{\"n\":{n}}}"),
         attempts: 0,
@@ -1657,6 +1658,7 @@ async fn move_liquidity(
 fn event_of(kind: EventKind, data: &str) -> WebhookEvent {
     WebhookEvent {
         id: format!("ev-{data}"),
+        tenant: opd_core::TenantId::operator(),
         kind,
         data: format!("{{\"d\":\"{data}\"}}"),
         attempts: 0,

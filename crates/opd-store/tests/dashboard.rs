@@ -166,6 +166,7 @@ async fn webhook_events_list_with_errors_and_retry_now(s: &dyn Store) {
     let events: Vec<WebhookEvent> = (0..3)
         .map(|n| WebhookEvent {
             id: format!("event-{n:03}"),
+            tenant: opd_core::TenantId::operator(),
             kind: EventKind::IncomingPaymentCreated,
             data: "{}".into(),
             attempts: 0,

@@ -11,6 +11,7 @@ use opd_store::{Readiness, Store};
 fn event(n: i64) -> WebhookEvent {
     WebhookEvent {
         id: format!("event-{n}"),
+        tenant: opd_core::TenantId::operator(),
         kind: EventKind::IncomingPaymentCreated,
         data: "{}".into(),
         attempts: 0,

@@ -6,12 +6,14 @@
 
 use opd_core::tenant::Tenant;
 use opd_core::wallet_address::{WalletAddress, WalletAddressPath};
+use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{Asset, SeededRandom, TenantId, Timestamp, WalletAddressId};
 use opd_store::{Store, StoreError, TenantDeletion};
 
 opd_testkit::conformance!(
     tenants_keep_their_wallet_addresses_apart,
     tenants_are_unique_changed_and_deleted_only_when_empty,
+    webhook_events_and_secrets_keep_their_tenant,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -147,4 +149,42 @@ async fn tenants_are_unique_changed_and_deleted_only_when_empty(s: &dyn Store) {
         TenantDeletion::NotFound
     );
     assert_eq!(s.list_tenants().await.unwrap().len(), 2);
+}
+
+async fn webhook_events_and_secrets_keep_their_tenant(s: &dyn Store) {
+    let a = tenant("a", "https://wallet.a.example");
+    s.create_tenant(&a, "digest-a").await.unwrap();
+    assert_eq!(s.tenant_webhook_secret(&a.id).await.unwrap(), None);
+    assert!(s
+        .set_tenant_webhook_secret(&a.id, Some("sealed"))
+        .await
+        .unwrap());
+    assert_eq!(
+        s.tenant_webhook_secret(&a.id).await.unwrap().as_deref(),
+        Some("sealed")
+    );
+    assert!(s.set_tenant_webhook_secret(&a.id, None).await.unwrap());
+    assert_eq!(s.tenant_webhook_secret(&a.id).await.unwrap(), None);
+    let ghost = TenantId::parse("ghost").unwrap();
+    assert!(!s
+        .set_tenant_webhook_secret(&ghost, Some("x"))
+        .await
+        .unwrap());
+
+    let event = |id: &str, tenant: &TenantId| WebhookEvent {
+        id: id.into(),
+        tenant: tenant.clone(),
+        kind: EventKind::IncomingPaymentCreated,
+        data: "{}".into(),
+        attempts: 0,
+        next_attempt_at: at(0),
+        delivered_at: None,
+        created_at: at(0),
+    };
+    let events = [event("e1", &a.id), event("e2", &TenantId::operator())];
+    s.insert_webhook_events(&events).await.unwrap();
+    let mut claimed = s.claim_webhook_events(at(1), 60_000, 10).await.unwrap();
+    claimed.sort_by(|x, y| x.id.cmp(&y.id));
+    let tenants: Vec<_> = claimed.iter().map(|e| e.tenant.to_string()).collect();
+    assert_eq!(tenants, ["a", "default"]);
 }

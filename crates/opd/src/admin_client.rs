@@ -33,8 +33,13 @@ fn encode_segment(s: &str) -> String {
 }
 
 /// The fields of a tenant's settings that were given.
-fn tenant_body(s: TenantSettings) -> Value {
+fn tenant_body(s: TenantSettings) -> anyhow::Result<Value> {
     let mut body = serde_json::json!({});
+    if let Some(file) = &s.webhook_secret_file {
+        let secret = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the webhook secret from {}", file.display()))?;
+        body["webhookSecret"] = Value::String(secret.trim().to_owned());
+    }
     for (key, value) in [
         ("publicName", s.public_name),
         ("publicUrl", s.public_url),
@@ -45,7 +50,7 @@ fn tenant_body(s: TenantSettings) -> Value {
             body[key] = Value::String(v);
         }
     }
-    body
+    Ok(body)
 }
 
 impl AdminClient {
@@ -249,14 +254,14 @@ impl AdminClient {
         let one = |id: &str| format!("/tenants/{}", encode_segment(id));
         match cmd {
             TenantCommand::Create { id, settings } => {
-                let mut body = tenant_body(settings);
+                let mut body = tenant_body(settings)?;
                 body["id"] = Value::String(id);
                 self.call(Method::POST, "/tenants", Some(body)).await
             }
             TenantCommand::List => self.call(Method::GET, "/tenants", None).await,
             TenantCommand::Get { id } => self.call(Method::GET, &one(&id), None).await,
             TenantCommand::Update { id, settings } => {
-                let body = tenant_body(settings);
+                let body = tenant_body(settings)?;
                 self.call(Method::PATCH, &one(&id), Some(body)).await
             }
             TenantCommand::RotateToken { id } => {

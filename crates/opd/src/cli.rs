@@ -235,6 +235,9 @@ pub struct TenantSettings {
     /// Where its webhook events go [default: the server's --webhook-url].
     #[arg(long)]
     pub webhook_url: Option<String>,
+    /// The key its webhook events are signed with (Opd-Signature), read from this file.
+    #[arg(long, value_name = "FILE")]
+    pub webhook_secret_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use opd_core::tenant::Tenant;
 use opd_service::tenants::{self, NewTenant, SiteTable, TenantPatch};
+use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::state::AdminState;
@@ -72,6 +73,9 @@ struct CreateTenant {
     auth_server_url: Option<String>,
     #[serde(default, deserialize_with = "non_null")]
     webhook_url: Option<String>,
+    /// The key of the `Opd-Signature` of its events (never shown again).
+    #[serde(default, deserialize_with = "non_null")]
+    webhook_secret: Option<String>,
 }
 
 /// A field that may be absent (unchanged), `null` (cleared) or a value.
@@ -90,6 +94,8 @@ struct UpdateTenant {
     auth_server_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     webhook_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    webhook_secret: Option<Option<String>>,
 }
 
 async fn create_tenant(
@@ -103,6 +109,7 @@ async fn create_tenant(
         public_url: req.public_url,
         auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
+        webhook_secret: req.webhook_secret.map(SecretString::from),
     };
     let (tenant, token) = tenants::create(services, new).await?;
     let sites = services.sites.with(&tenant.id).await?;
@@ -139,6 +146,7 @@ async fn update_tenant(
         public_url: req.public_url,
         auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
+        webhook_secret: req.webhook_secret.map(|s| s.map(SecretString::from)),
     };
     let tenant = tenants::update(services, &id, patch).await?;
     let sites = services.sites.with(&tenant.id).await?;

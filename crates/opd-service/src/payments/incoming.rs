@@ -108,6 +108,7 @@ pub async fn create_answered(
     };
     let created = crate::webhooks::event(
         services,
+        &wallet,
         EventKind::IncomingPaymentCreated,
         crate::webhooks::incoming_event_data(&*services.site_of(&wallet).await?, &payment, &wallet),
     );
@@ -249,7 +250,8 @@ pub async fn complete(
     let mut data = crate::webhooks::incoming_event_data(&site, &completed, &wallet);
     let to_withdraw = crate::ledger::to_withdraw(services, id).await?;
     crate::webhooks::add_withdrawal(&mut data, &completed, to_withdraw);
-    let event = crate::webhooks::event(services, EventKind::IncomingPaymentCompleted, data);
+    let event =
+        crate::webhooks::event(services, &wallet, EventKind::IncomingPaymentCompleted, data);
     let done = services
         .store
         .complete_incoming_payment(id, now, &[event], claim)
@@ -306,7 +308,7 @@ pub async fn expire_once(services: &Services) -> Result<usize, ServiceError> {
         let mut data = crate::webhooks::incoming_event_data(&site, &p, &w);
         let to_withdraw = crate::ledger::to_withdraw(services, p.id).await?;
         crate::webhooks::add_withdrawal(&mut data, &p, to_withdraw);
-        let e = crate::webhooks::event(services, EventKind::IncomingPaymentExpired, data);
+        let e = crate::webhooks::event(services, &w, EventKind::IncomingPaymentExpired, data);
         if services.store.mark_incoming_payment_expired(id, &e).await? {
             n += 1;
         }

@@ -13,8 +13,10 @@ use sha2::{Digest, Sha256};
 pub use sites::{Site, SiteTable, Sites};
 
 use crate::platform::changes::Change;
+use crate::platform::secrets;
 use crate::platform::urls::{grant_endpoint, PublicUrl};
 use crate::{ServiceError, Services};
+use secrecy::{ExposeSecret, SecretString};
 
 /// What the operator gives to make a tenant.
 #[derive(Debug, Clone)]
@@ -24,6 +26,8 @@ pub struct NewTenant {
     pub public_url: String,
     pub auth_server_url: Option<String>,
     pub webhook_url: Option<String>,
+    /// The key of its events' `Opd-Signature`, stored sealed.
+    pub webhook_secret: Option<SecretString>,
 }
 
 /// What the operator changes; `None` leaves a field as it is, and
@@ -34,6 +38,7 @@ pub struct TenantPatch {
     pub public_url: Option<String>,
     pub auth_server_url: Option<Option<String>>,
     pub webhook_url: Option<Option<String>>,
+    pub webhook_secret: Option<Option<SecretString>>,
 }
 
 /// A tenant's admin token as shown once: `opd_tenant_` and 64 hex digits.
@@ -141,8 +146,60 @@ pub async fn create(services: &Services, new: NewTenant) -> Result<(Tenant, Stri
         }
         Err(e) => return Err(e.into()),
     }
+    if let Some(secret) = &new.webhook_secret {
+        set_webhook_secret(services, &tenant.id, Some(secret)).await?;
+    }
     services.changed(Change::Tenants).await;
     Ok((tenant, token))
+}
+
+/// What a tenant's webhook secret is sealed under: bound to its tenant,
+/// so a sealed value copied to another row does not open.
+fn webhook_secret_context(tenant: &TenantId) -> String {
+    format!("tenant-webhook-secret:{tenant}")
+}
+
+/// Stores a tenant's webhook secret, sealed (`None` removes it).
+async fn set_webhook_secret(
+    services: &Services,
+    tenant: &TenantId,
+    secret: Option<&SecretString>,
+) -> Result<(), ServiceError> {
+    let sealed = secret.map(|s| {
+        let context = webhook_secret_context(tenant);
+        let plain = s.expose_secret().as_bytes();
+        secrets::seal_value(
+            &services.config.secrets_key,
+            &context,
+            plain,
+            services.random.as_ref(),
+        )
+    });
+    services
+        .store
+        .set_tenant_webhook_secret(tenant, sealed.as_deref())
+        .await?;
+    Ok(())
+}
+
+/// A tenant's webhook secret, opened; `None` without one.
+pub async fn webhook_secret(
+    services: &Services,
+    tenant: &TenantId,
+) -> Result<Option<SecretString>, ServiceError> {
+    let Some(sealed) = services.store.tenant_webhook_secret(tenant).await? else {
+        return Ok(None);
+    };
+    let context = webhook_secret_context(tenant);
+    let (plain, _) = secrets::open_value(&services.config.secrets_key, &context, &sealed)
+        .ok_or_else(|| {
+            ServiceError::Internal(format!(
+                "tenant {tenant}'s webhook secret does not open with the secrets key"
+            ))
+        })?;
+    let plain = String::from_utf8(plain)
+        .map_err(|_| ServiceError::Internal("a webhook secret that is not text".into()))?;
+    Ok(Some(SecretString::from(plain)))
 }
 
 /// Every tenant, the operator's first.
@@ -172,7 +229,9 @@ pub async fn update(
     let mut tenant = get(services, id).await?;
     let urls_asked = patch.public_url.is_some()
         || patch.auth_server_url.is_some()
-        || patch.webhook_url.is_some();
+        || patch.webhook_url.is_some()
+        || patch.webhook_secret.is_some();
+    let webhook_secret = patch.webhook_secret;
     if tenant.id.is_operator() && urls_asked {
         return Err(invalid(
             "the operator's tenant takes its URLs from the server's configuration",
@@ -204,6 +263,9 @@ pub async fn update(
             })
         }
         Err(e) => return Err(e.into()),
+    }
+    if let Some(secret) = &webhook_secret {
+        set_webhook_secret(services, &tenant.id, secret.as_ref()).await?;
     }
     services.changed(Change::Tenants).await;
     Ok(tenant)
@@ -264,6 +326,7 @@ mod tests {
             public_name: "opd".into(),
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://opd.example/auth".into(),
+            webhook_url: None,
         };
         let a = Tenant {
             id: TenantId::parse("a").unwrap(),

@@ -27,6 +27,9 @@ pub struct Site {
     pub public_url: PublicUrl,
     /// The `authServer` its wallet address documents name.
     pub auth_server_url: String,
+    /// Where its webhook events go, if it has a URL of its own (the
+    /// operator's: the server's `--webhook-url`).
+    pub webhook_url: Option<String>,
 }
 
 impl Site {
@@ -159,6 +162,7 @@ fn site_of(t: &Tenant, operator: &Site) -> Option<Site> {
             .auth_server_url
             .clone()
             .unwrap_or_else(|| operator.auth_server_url.clone()),
+        webhook_url: t.webhook_url.clone(),
     })
 }
 
@@ -262,6 +266,7 @@ mod tests {
             public_name: "opd".into(),
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://auth.opd.example/".into(),
+            webhook_url: None,
         }
     }
 

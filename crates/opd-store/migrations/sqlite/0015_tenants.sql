@@ -11,10 +11,15 @@ CREATE TABLE tenants (
     auth_server_url TEXT,
     webhook_url TEXT,
     token_digest TEXT UNIQUE,
+    -- Sealed under the server's secrets key, like peers' tokens.
+    webhook_secret TEXT,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 );
 INSERT INTO tenants (id, public_name, created_at, updated_at) VALUES ('default', 'default', 0, 0);
+
+-- Each webhook event goes to its tenant's webhook URL.
+ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 
 -- Wallet address paths are unique per tenant, not per server. SQLite
 -- cannot drop the old UNIQUE (path), so the table is rebuilt (the runner

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::Timestamp;
+use opd_core::{TenantId, Timestamp};
 
 use crate::platform::db::{params, Stmt, Tx, Want};
 use crate::platform::rows::{corrupt, Columns};
@@ -42,9 +42,11 @@ pub trait OutboxStore: Send + Sync {
     async fn webhook_backlog(&self, cap: i64) -> StoreResult<u64>;
 }
 
-const INSERT_EVENTS: &str = "INSERT INTO webhook_events (id, kind, data, attempts, \
+const INSERT_EVENTS: &str = "INSERT INTO webhook_events (id, tenant_id, kind, data, attempts, \
     next_attempt_at, delivered_at, last_error, created_at) VALUES ";
-const EVENT_ROW: &str = "(?, ?, ?, ?, ?, ?, NULL, ?)";
+const EVENT_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, NULL, ?)";
+pub(crate) const EVENT_COLUMNS: &str =
+    "id, tenant_id, kind, data, attempts, next_attempt_at, delivered_at, created_at";
 
 /// Inserts of one, two and three events: a change queues up to three, in
 /// one statement (one round trip on PostgreSQL).
@@ -53,7 +55,9 @@ static INSERT_EVENTS_2: Stmt = Stmt::new(&[INSERT_EVENTS, EVENT_ROW, ", ", EVENT
 static INSERT_EVENTS_3: Stmt =
     Stmt::new(&[INSERT_EVENTS, EVENT_ROW, ", ", EVENT_ROW, ", ", EVENT_ROW]);
 static DUE_EVENTS: Stmt = Stmt::new(&[
-    "SELECT id, kind, data, attempts, next_attempt_at, delivered_at, created_at FROM webhook_events \
+    "SELECT ",
+    EVENT_COLUMNS,
+    " FROM webhook_events \
      WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
 ]);
 static ATTEMPTED: Stmt = Stmt::new(&[
@@ -64,8 +68,8 @@ static ATTEMPTED: Stmt = Stmt::new(&[
 static CLAIM_EVENTS: Stmt = Stmt::new(&[
     "UPDATE webhook_events SET next_attempt_at = ? WHERE id IN (SELECT id FROM webhook_events \
      WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ? \
-     FOR UPDATE SKIP LOCKED) \
-     RETURNING id, kind, data, attempts, next_attempt_at, delivered_at, created_at",
+     FOR UPDATE SKIP LOCKED) RETURNING ",
+    EVENT_COLUMNS,
 ]);
 
 static BACKLOG: Stmt = Stmt::new(&[
@@ -93,10 +97,11 @@ pub(crate) fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) {
             2 => &INSERT_EVENTS_2,
             _ => &INSERT_EVENTS_3,
         };
-        let mut params = Vec::with_capacity(7 * chunk.len());
+        let mut params = Vec::with_capacity(8 * chunk.len());
         for e in chunk {
             params.extend_from_slice(params![
                 &e.id,
+                e.tenant.as_str(),
                 e.kind.as_str(),
                 &e.data,
                 e.attempts,
@@ -109,9 +114,10 @@ pub(crate) fn insert_events(tx: &mut Tx<'_>, events: &[WebhookEvent]) {
     }
 }
 
-fn event_from_row(r: &impl Columns) -> StoreResult<WebhookEvent> {
+pub(crate) fn event_from_row(r: &impl Columns) -> StoreResult<WebhookEvent> {
     Ok(WebhookEvent {
         id: r.text("id")?,
+        tenant: TenantId::parse(&r.text("tenant_id")?).map_err(|_| corrupt("tenant id"))?,
         kind: EventKind::parse(&r.text("kind")?).ok_or_else(|| corrupt("webhook event kind"))?,
         data: r.text("data")?,
         attempts: r.int("attempts")?,

@@ -28,7 +28,15 @@ pub(crate) struct Tenants {
 }
 
 pub(crate) async fn tenants(db: Db) -> Tenants {
-    let app = TestApp::spawn_with(db, |_| {}).await;
+    tenants_with(db, |_| {}).await
+}
+
+/// [`tenants`] on a server whose settings `adjust` changes.
+pub(crate) async fn tenants_with(
+    db: Db,
+    adjust: impl FnOnce(&mut opd::config::Settings),
+) -> Tenants {
+    let app = TestApp::spawn_with(db, adjust).await;
     let port = app.base.rsplit(':').next().unwrap().to_owned();
     let a = format!("http://wallet-a.test:{port}");
     let b = format!("{}/b", app.base);
@@ -604,5 +612,54 @@ async fn the_consent_page_names_the_tenant() {
         "{html}"
     );
     assert!(html.contains(&alice), "{html}");
+    t.app.stop().await;
+}
+
+#[tokio::test]
+async fn each_tenant_s_webhooks_go_to_its_url_signed_with_its_secret() {
+    use opd_testkit::webhooks::WebhookReceiver;
+    let server = WebhookReceiver::start("whsec-server", 0).await;
+    let bank_a = WebhookReceiver::start("whsec-tenant-a", 0).await;
+    let url = server.url(0, 0);
+    let t = tenants_with(Db::Sqlite, move |s| {
+        s.serve.webhook_url = Some(url);
+        s.serve.webhook_secret = Some("whsec-server".into());
+    })
+    .await;
+    let own = json!({ "webhookUrl": bank_a.url(0, 0), "webhookSecret": "whsec-tenant-a" });
+    let (s, v) = t.app.admin(Method::PATCH, "/tenants/a", Some(&own)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(
+        !v.to_string().contains("whsec-tenant-a"),
+        "the secret is never shown: {v}"
+    );
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let bob = t.wallet(Some("b"), "bob", "USD").await;
+    let paid = t
+        .pay(("a:alice", &alice, &t.a), ("b:bob", &bob, &t.b), "300")
+        .await;
+    t.app.run_jobs().await;
+
+    // a's events to a's URL under a's secret; b has no URL of its own, so
+    // its events go to the server's (each receiver checks its secret).
+    bank_a.assert_each_once(None);
+    server.assert_each_once(None);
+    let pair = |kind: &str, id: &str| (kind.to_owned(), id.to_owned());
+    assert_eq!(
+        bank_a.accepted(),
+        [
+            pair("outgoing_payment.created", &paid.payment),
+            pair("outgoing_payment.completed", &paid.payment),
+        ]
+        .into()
+    );
+    assert_eq!(
+        server.accepted(),
+        [
+            pair("incoming_payment.created", &paid.receiver),
+            pair("incoming_payment.completed", &paid.receiver),
+        ]
+        .into()
+    );
     t.app.stop().await;
 }

@@ -54,6 +54,7 @@ async fn end(
     let events = match &wallet {
         Some(w) => vec![event(
             services,
+            w,
             EventKind::OutgoingPaymentFailed,
             payment_event_data(&*services.site_of(w).await?, &ended, w),
         )],
@@ -227,6 +228,7 @@ pub(crate) async fn complete_as_sent(
     let events = match &wallet {
         Some(w) => vec![event(
             services,
+            w,
             EventKind::OutgoingPaymentCompleted,
             payment_event_data(&*services.site_of(w).await?, &done, w),
         )],

@@ -90,6 +90,7 @@ async fn completed_event(
     let data = payment_event_data(&*services.site_of(&w).await?, &done, &w);
     Ok(vec![event(
         services,
+        &w,
         EventKind::OutgoingPaymentCompleted,
         data,
     )])

@@ -147,6 +147,7 @@ async fn store(
     let site = services.site_of(wallet).await?;
     let created_event = event(
         services,
+        wallet,
         EventKind::OutgoingPaymentCreated,
         payment_event_data(&site, record, wallet),
     );
