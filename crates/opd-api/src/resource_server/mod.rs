@@ -9,7 +9,10 @@
 //! `authServer`).
 
 pub mod auth;
+mod outgoing;
 pub mod site;
+
+pub use outgoing::PAYMENT_STATE_HEADER;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -32,9 +35,8 @@ use crate::replays::Created;
 use crate::resource_server::auth::{action, kind, Authorized};
 use crate::resource_server::site::RequestSite;
 use crate::wire::{
-    parse_amount, CreateIncomingPaymentRequest, CreateOutgoingPaymentRequest, CreateQuoteRequest,
-    GrantSpentWire, IncomingPaymentWire, JwkWire, Jwks, ListWire, OutgoingPaymentWire,
-    PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
+    parse_amount, CreateIncomingPaymentRequest, CreateQuoteRequest, IncomingPaymentWire, JwkWire,
+    Jwks, ListWire, PublicIncomingPaymentWire, QuoteWire, WalletAddressDoc,
 };
 use crate::AppState;
 
@@ -56,10 +58,16 @@ pub fn open_payments_router(state: AppState) -> Router {
         )
         .route(
             "/outgoing-payments",
-            post(create_outgoing_payment).get(list_outgoing_payments),
+            post(outgoing::create_outgoing_payment).get(outgoing::list_outgoing_payments),
         )
-        .route("/outgoing-payments/{id}", get(get_outgoing_payment))
-        .route("/outgoing-payment-grant", get(get_outgoing_payment_grant))
+        .route(
+            "/outgoing-payments/{id}",
+            get(outgoing::get_outgoing_payment),
+        )
+        .route(
+            "/outgoing-payment-grant",
+            get(outgoing::get_outgoing_payment_grant),
+        )
         .route("/quotes", post(create_quote))
         .route("/quotes/{id}", get(get_quote))
         .route("/{*path}", get(wallet_address_or_jwks))
@@ -404,122 +412,4 @@ async fn get_quote(
         return Err(ApiError::not_found("quote"));
     }
     Ok(Json(QuoteWire::new(&quote, &wallet, site.public_url())))
-}
-
-fn grant_context(
-    caller: &opd_service::access::Caller,
-) -> opd_service::payments::outgoing::GrantContext {
-    opd_service::payments::outgoing::GrantContext {
-        grant_id: caller.grant_id.to_string(),
-        limits: caller.limits.clone(),
-    }
-}
-
-async fn create_outgoing_payment(
-    State(state): State<AppState>,
-    site: RequestSite,
-    auth: Authorized<kind::OutgoingPayment, action::Create>,
-) -> ApiResult<(StatusCode, Json<OutgoingPaymentWire>)> {
-    use opd_service::payments::outgoing::{self as op, NewOutgoingPayment, PaymentSource};
-    let services = &state.services;
-    let req: CreateOutgoingPaymentRequest = parse_json(auth.body())?;
-    own_wallet_url(&state, &site, &req.wallet_address).await?;
-    let caller = auth.caller_for(&req.wallet_address)?;
-    creation_allowed(&state, &caller.client)?;
-    let source = match (req.quote_id, req.incoming_payment, &req.debit_amount) {
-        (Some(q), None, None) => PaymentSource::Quote(q),
-        (None, Some(receiver), Some(d)) => PaymentSource::IncomingPayment {
-            receiver,
-            debit_amount: parse_amount("debitAmount", d)?,
-        },
-        _ => {
-            return Err(ApiError::invalid_request(
-                "give quoteId, or incomingPayment with debitAmount",
-            ))
-        }
-    };
-    let input = NewOutgoingPayment {
-        wallet_address: req.wallet_address,
-        source,
-        metadata: req.metadata,
-        client: Some(caller.client.clone()),
-        grant: Some(grant_context(&caller)),
-    };
-    let (payment, wallet, spent) = op::create(services, input, auth.claim()).await?;
-    let mut body = OutgoingPaymentWire::new(&payment, &wallet, site.public_url());
-    body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
-    body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);
-    Ok((StatusCode::CREATED, Json(body)))
-}
-
-async fn get_outgoing_payment(
-    State(state): State<AppState>,
-    site: RequestSite,
-    PathParam(id): PathParam,
-    auth: Authorized<kind::OutgoingPayment, action::Read>,
-) -> ApiResult<([(&'static str, &'static str); 1], Json<OutgoingPaymentWire>)> {
-    let services = &state.services;
-    let id = opd_core::OutgoingPaymentId::parse(&id)
-        .ok_or_else(|| ApiError::not_found("outgoing payment"))?;
-    let (payment, wallet) = opd_service::payments::outgoing::get(services, id).await?;
-    if !site.owns(&wallet) {
-        return Err(ApiError::not_found("outgoing payment"));
-    }
-    let wallet_url = site.wallet_url(&wallet);
-    let caller = auth.caller_for(&wallet_url)?;
-    if !caller.may_see(payment.client.as_deref()) {
-        return Err(ApiError::not_found("outgoing payment"));
-    }
-    // The spec's view has `failed` but no way to tell a payment still
-    // sending from a completed one; a header (which no schema constrains)
-    // says it, for clients that follow a payment to its end.
-    Ok((
-        [(PAYMENT_STATE_HEADER, payment.state.as_str())],
-        Json(OutgoingPaymentWire::new(
-            &payment,
-            &wallet,
-            site.public_url(),
-        )),
-    ))
-}
-
-/// The header with an outgoing payment's state (`funding`, `sending`,
-/// `completed`, `failed`, `cancelled`) on `GET /outgoing-payments/{id}`.
-pub const PAYMENT_STATE_HEADER: &str = "opd-payment-state";
-
-async fn list_outgoing_payments(
-    State(state): State<AppState>,
-    site: RequestSite,
-    query: QueryPairs,
-    auth: Authorized<kind::OutgoingPayment, action::List>,
-) -> ApiResult<Json<ListWire<OutgoingPaymentWire>>> {
-    let services = &state.services;
-    let (wallet_url, page) = parse_page(&query)?;
-    own_wallet_url(&state, &site, &wallet_url).await?;
-    let caller = auth.caller_for(&wallet_url)?;
-    let (page, wallet) =
-        opd_service::payments::outgoing::list(services, &wallet_url, caller.list_filter(), &page)
-            .await?;
-    let public = site.public_url();
-    Ok(Json(ListWire::new(
-        &page,
-        |p| p.id.to_string(),
-        |p| OutgoingPaymentWire::new(p, &wallet, public),
-    )))
-}
-
-async fn get_outgoing_payment_grant(
-    State(state): State<AppState>,
-    auth: Authorized<kind::OutgoingPayment, action::Create>,
-) -> ApiResult<Json<GrantSpentWire>> {
-    let services = &state.services;
-    // The grant's spending belongs to no one wallet address.
-    let caller = auth.caller()?;
-    let spent =
-        opd_service::payments::outgoing::grant_spent(services, &grant_context(&caller)).await?;
-    let spent = spent.unwrap_or_default();
-    Ok(Json(GrantSpentWire {
-        spent_debit_amount: spent.debit.as_ref().map(opd_core::AmountWire::from),
-        spent_receive_amount: spent.receive.as_ref().map(opd_core::AmountWire::from),
-    }))
 }
