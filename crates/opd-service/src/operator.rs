@@ -229,8 +229,15 @@ pub async fn wallet_address_at(
 }
 
 /// The fees the operator set, per asset.
-pub async fn fees(services: &Services) -> Result<Vec<FeeRow>, ServiceError> {
-    Ok(services.store.list_fees().await?)
+pub async fn fees(
+    services: &Services,
+    tenant: Option<&opd_core::TenantId>,
+) -> Result<Vec<FeeRow>, ServiceError> {
+    let all = services.store.list_fees().await?;
+    Ok(all
+        .into_iter()
+        .filter(|f| tenant.is_none_or(|t| &f.tenant == t))
+        .collect())
 }
 
 /// The exchange rates the operator set (or the rates URL last gave).

@@ -1,8 +1,9 @@
 //! Sending fees and exchange rates.
 //!
 //! Where a value comes from, first match wins:
-//! - fee of an asset: set through the admin API, else the configuration
-//!   file, else no fee;
+//! - fee of an asset: the sending wallet address's tenant's, set through
+//!   the admin API; else the operator's, set there; else the configuration
+//!   file; else no fee;
 //! - rate from one asset to another: 1 for the same asset code; else set
 //!   through the admin API; else the configuration file; else the rates URL
 //!   (the admin API's, else the configuration's), `GET url?base=USD ->
@@ -16,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use opd_core::{Asset, AssetCode, Fee, Rate, Timestamp};
+use opd_core::{Asset, AssetCode, Fee, Rate, TenantId, Timestamp};
 use opd_store::Store;
 use serde::Deserialize;
 
@@ -28,7 +29,7 @@ pub const RATES_URL_SETTING: &str = "rates_url";
 /// What the admin API has set, as last read from the store.
 #[derive(Debug, Default)]
 struct AdminSnapshot {
-    fees: HashMap<Asset, Fee>,
+    fees: HashMap<(TenantId, Asset), Fee>,
     rates: HashMap<(AssetCode, AssetCode), Rate>,
     rates_url: Option<String>,
 }
@@ -110,7 +111,7 @@ impl Pricing {
             .list_fees()
             .await?
             .into_iter()
-            .map(|f| (f.asset, f.fee))
+            .map(|f| ((f.tenant, f.asset), f.fee))
             .collect();
         let rates = store
             .list_rates()
@@ -133,12 +134,12 @@ impl Pricing {
         Ok(snap)
     }
 
-    /// The sending fee of an asset.
-    pub async fn fee(&self, asset: &Asset) -> Result<Fee, ServiceError> {
+    /// The sending fee of an asset for a wallet address of `tenant`.
+    pub async fn fee(&self, tenant: &TenantId, asset: &Asset) -> Result<Fee, ServiceError> {
         let admin = self.admin().await?;
-        Ok(admin
-            .fees
-            .get(asset)
+        let of = |t: TenantId| admin.fees.get(&(t, asset.clone()));
+        Ok(of(tenant.clone())
+            .or_else(|| of(TenantId::operator()))
             .or_else(|| self.config_fees.get(asset))
             .copied()
             .unwrap_or(Fee::NONE))
@@ -246,17 +247,19 @@ impl Pricing {
     }
 }
 
-/// Admin use case: sets (or with `None`, removes) the fee of an asset.
+/// Admin use case: sets (or with `None`, removes) a tenant's fee of an
+/// asset.
 pub async fn set_fee(
     services: &crate::Services,
+    tenant: &TenantId,
     asset: &Asset,
     fee: Option<Fee>,
 ) -> Result<(), ServiceError> {
     let now: Timestamp = services.clock.now();
     match fee {
-        Some(fee) => services.store.set_fee(asset, fee, now).await?,
+        Some(fee) => services.store.set_fee(tenant, asset, fee, now).await?,
         None => {
-            if !services.store.delete_fee(asset).await? {
+            if !services.store.delete_fee(tenant, asset).await? {
                 return Err(ServiceError::NotFound("fee"));
             }
         }

@@ -459,17 +459,33 @@ async fn quotes_round_trip(s: &dyn Store) {
 
 async fn fees_and_rates_are_stored_exactly(s: &dyn Store) {
     let at = Timestamp::from_unix_millis(T0);
-    s.set_fee(&usd(), Fee::new(u64::MAX, 250).unwrap(), at)
-        .await
-        .unwrap();
-    s.set_fee(&usd(), Fee::new(150, 200).unwrap(), at.plus_seconds(1))
-        .await
-        .unwrap();
+    s.set_fee(
+        &opd_core::TenantId::operator(),
+        &usd(),
+        Fee::new(u64::MAX, 250).unwrap(),
+        at,
+    )
+    .await
+    .unwrap();
+    s.set_fee(
+        &opd_core::TenantId::operator(),
+        &usd(),
+        Fee::new(150, 200).unwrap(),
+        at.plus_seconds(1),
+    )
+    .await
+    .unwrap();
     let fees = s.list_fees().await.unwrap();
     assert_eq!(fees.len(), 1);
     assert_eq!(fees[0].fee, Fee::new(150, 200).unwrap());
-    assert!(s.delete_fee(&usd()).await.unwrap());
-    assert!(!s.delete_fee(&usd()).await.unwrap());
+    assert!(s
+        .delete_fee(&opd_core::TenantId::operator(), &usd())
+        .await
+        .unwrap());
+    assert!(!s
+        .delete_fee(&opd_core::TenantId::operator(), &usd())
+        .await
+        .unwrap());
 
     let code = |c: &str| AssetCode::parse(c).unwrap();
     s.set_rates(

@@ -7,13 +7,14 @@
 use opd_core::tenant::Tenant;
 use opd_core::wallet_address::{WalletAddress, WalletAddressPath};
 use opd_core::webhook::{EventKind, WebhookEvent};
-use opd_core::{Asset, SeededRandom, TenantId, Timestamp, WalletAddressId};
+use opd_core::{Asset, Fee, SeededRandom, TenantId, Timestamp, WalletAddressId};
 use opd_store::{Store, StoreError, TenantDeletion};
 
 opd_testkit::conformance!(
     tenants_keep_their_wallet_addresses_apart,
     tenants_are_unique_changed_and_deleted_only_when_empty,
     webhook_events_and_secrets_keep_their_tenant,
+    fees_are_each_tenant_s_own,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -187,4 +188,44 @@ async fn webhook_events_and_secrets_keep_their_tenant(s: &dyn Store) {
     claimed.sort_by(|x, y| x.id.cmp(&y.id));
     let tenants: Vec<_> = claimed.iter().map(|e| e.tenant.to_string()).collect();
     assert_eq!(tenants, ["a", "default"]);
+}
+
+async fn fees_are_each_tenant_s_own(s: &dyn Store) {
+    let a = tenant("a", "https://wallet.a.example");
+    s.create_tenant(&a, "digest-a").await.unwrap();
+    let operator = TenantId::operator();
+    let usd = Asset::parse("USD", 2).unwrap();
+    s.set_fee(&operator, &usd, Fee::new(30, 100).unwrap(), at(1))
+        .await
+        .unwrap();
+    s.set_fee(&a.id, &usd, Fee::new(5, 0).unwrap(), at(2))
+        .await
+        .unwrap();
+    let fees = |all: Vec<opd_store::FeeRow>| -> Vec<(String, u64, u16)> {
+        all.into_iter()
+            .map(|f| (f.tenant.to_string(), f.fee.fixed, f.fee.basis_points))
+            .collect()
+    };
+    assert_eq!(
+        fees(s.list_fees().await.unwrap()),
+        [("a".into(), 5, 0), ("default".into(), 30, 100)]
+    );
+    assert!(s.delete_fee(&a.id, &usd).await.unwrap());
+    assert!(!s.delete_fee(&a.id, &usd).await.unwrap());
+    assert_eq!(
+        fees(s.list_fees().await.unwrap()),
+        [("default".into(), 30, 100)]
+    );
+    // A deleted tenant's fees go with it.
+    s.set_fee(&a.id, &usd, Fee::new(7, 0).unwrap(), at(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.delete_tenant(&a.id).await.unwrap(),
+        TenantDeletion::Deleted
+    );
+    assert_eq!(
+        fees(s.list_fees().await.unwrap()),
+        [("default".into(), 30, 100)]
+    );
 }

@@ -1,5 +1,8 @@
 //! Admin routes for fees and exchange rates (they take precedence over
-//! the configuration file's).
+//! the configuration file's). Fees are per tenant (a tenant's token sets
+//! its own; the operator's sets any with `?tenant=`, its own without);
+//! exchange rates are the server's, as its connector converts on its one
+//! ILP address.
 
 use std::collections::BTreeMap;
 
@@ -7,13 +10,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use opd_core::{Asset, AssetCode, Fee, Rate};
+use opd_core::{Asset, AssetCode, Fee, Rate, TenantId};
 use opd_service::{operator, pricing};
 use serde::{Deserialize, Serialize};
 
+use super::scope::AdminScope;
 use super::state::AdminState;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, PathParam, PathParams2};
+use crate::extract::{JsonBody, PathParam, PathParams2, QueryPairs};
 
 /// This part's routes.
 pub(super) fn routes() -> Router<AdminState> {
@@ -36,6 +40,7 @@ struct FeeInput {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct FeeAdmin {
+    tenant: String,
     asset_code: String,
     asset_scale: u8,
     fixed: String,
@@ -50,11 +55,33 @@ fn parse_asset_path(code: &str, scale: &str) -> ApiResult<Asset> {
     Asset::parse(code, scale).map_err(|e| ApiError::invalid_request(e.to_string()))
 }
 
-async fn list_fees(State(state): State<AdminState>) -> ApiResult<Json<Vec<FeeAdmin>>> {
-    let fees = operator::fees(&state.app.services).await?;
+/// The tenant a fee request is about: `?tenant=` for the operator (its
+/// own when absent, every tenant's when listing), the token's own for a
+/// tenant (another's is not found).
+fn fee_tenant(scope: &AdminScope, query: &QueryPairs) -> ApiResult<Option<TenantId>> {
+    let asked = query
+        .single("tenant")?
+        .map(|t| super::wallets::tenant_param(Some(t)))
+        .transpose()?;
+    match (scope.tenant(), asked) {
+        (None, asked) => Ok(asked),
+        (Some(own), None) => Ok(Some(own.clone())),
+        (Some(own), Some(asked)) if &asked == own => Ok(Some(asked)),
+        (Some(_), Some(_)) => Err(ApiError::not_found("tenant")),
+    }
+}
+
+async fn list_fees(
+    State(state): State<AdminState>,
+    scope: AdminScope,
+    query: QueryPairs,
+) -> ApiResult<Json<Vec<FeeAdmin>>> {
+    let tenant = fee_tenant(&scope, &query)?;
+    let fees = operator::fees(&state.app.services, tenant.as_ref()).await?;
     Ok(Json(
         fees.iter()
             .map(|f| FeeAdmin {
+                tenant: f.tenant.to_string(),
                 asset_code: f.asset.code.to_string(),
                 asset_scale: f.asset.scale,
                 fixed: f.fee.fixed.to_string(),
@@ -67,9 +94,22 @@ async fn list_fees(State(state): State<AdminState>) -> ApiResult<Json<Vec<FeeAdm
 
 async fn set_fee(
     State(state): State<AdminState>,
+    scope: AdminScope,
+    query: QueryPairs,
     PathParams2(code, scale): PathParams2,
     JsonBody { value: req, .. }: JsonBody<FeeInput>,
 ) -> ApiResult<StatusCode> {
+    let tenant = fee_tenant(&scope, &query)?.unwrap_or_else(TenantId::operator);
+    let services = &state.app.services;
+    if services
+        .store
+        .get_tenant(&tenant)
+        .await
+        .map_err(opd_service::ServiceError::from)?
+        .is_none()
+    {
+        return Err(ApiError::not_found("tenant"));
+    }
     let asset = parse_asset_path(&code, &scale)?;
     let fixed = opd_core::money::parse_u64_canonical(&req.fixed).map_err(|e| {
         ApiError::new(
@@ -82,16 +122,19 @@ async fn set_fee(
     let fee = bp.and_then(|bp| Fee::new(fixed, bp).ok()).ok_or_else(|| {
         ApiError::invalid_request("basisPoints must be an integer from 0 to 10000")
     })?;
-    pricing::set_fee(&state.app.services, &asset, Some(fee)).await?;
+    pricing::set_fee(services, &tenant, &asset, Some(fee)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn delete_fee(
     State(state): State<AdminState>,
+    scope: AdminScope,
+    query: QueryPairs,
     PathParams2(code, scale): PathParams2,
 ) -> ApiResult<StatusCode> {
+    let tenant = fee_tenant(&scope, &query)?.unwrap_or_else(TenantId::operator);
     let asset = parse_asset_path(&code, &scale)?;
-    pricing::set_fee(&state.app.services, &asset, None).await?;
+    pricing::set_fee(&state.app.services, &tenant, &asset, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

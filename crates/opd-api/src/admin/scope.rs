@@ -65,6 +65,8 @@ pub(crate) const TENANT_ROUTES: &[&str] = &[
     "/outgoing-payments/{id}/cancel",
     "/outgoing-payments/{id}/fund",
     "/incoming-payments/{id}/withdrawals",
+    "/fees",
+    "/fees/{code}/{scale}",
 ];
 
 /// Whether a tenant's token may use the route `template` matched.

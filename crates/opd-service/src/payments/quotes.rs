@@ -97,7 +97,7 @@ pub async fn create_answered(
         Receiver::Remote(remote) => path_rate(services, &wallet.asset, remote, configured).await?,
     };
     let pricing = Pricing {
-        fee: services.pricing.fee(&wallet.asset).await?,
+        fee: services.pricing.fee(&wallet.tenant, &wallet.asset).await?,
         rate,
     };
     let terms = ReceiverTerms {

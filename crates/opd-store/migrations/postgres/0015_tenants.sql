@@ -18,6 +18,12 @@ CREATE TABLE tenants (
 );
 INSERT INTO tenants (id, public_name, created_at, updated_at) VALUES ('default', 'default', 0, 0);
 
+-- Each tenant sets its own fees (the operator's apply where it has none).
+ALTER TABLE fees
+    ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default' REFERENCES tenants (id) ON DELETE CASCADE;
+ALTER TABLE fees DROP CONSTRAINT fees_pkey;
+ALTER TABLE fees ADD PRIMARY KEY (tenant_id, asset_code, asset_scale);
+
 -- Each webhook event goes to its tenant's webhook URL.
 ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 

@@ -18,6 +18,21 @@ CREATE TABLE tenants (
 );
 INSERT INTO tenants (id, public_name, created_at, updated_at) VALUES ('default', 'default', 0, 0);
 
+-- Each tenant sets its own fees (the operator's apply where it has none).
+CREATE TABLE fees_by_tenant (
+    tenant_id TEXT NOT NULL DEFAULT 'default' REFERENCES tenants (id) ON DELETE CASCADE,
+    asset_code TEXT NOT NULL,
+    asset_scale INTEGER NOT NULL,
+    fixed TEXT NOT NULL,
+    basis_points INTEGER NOT NULL CHECK (basis_points BETWEEN 0 AND 10000),
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, asset_code, asset_scale)
+);
+INSERT INTO fees_by_tenant (asset_code, asset_scale, fixed, basis_points, updated_at)
+    SELECT asset_code, asset_scale, fixed, basis_points, updated_at FROM fees;
+DROP TABLE fees;
+ALTER TABLE fees_by_tenant RENAME TO fees;
+
 -- Each webhook event goes to its tenant's webhook URL.
 ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 

@@ -2,7 +2,7 @@
 //! the operator sets through the admin API.
 
 use async_trait::async_trait;
-use opd_core::{Asset, AssetCode, Fee, Rate, Timestamp};
+use opd_core::{Asset, AssetCode, Fee, Rate, TenantId, Timestamp};
 
 use crate::platform::db::{num, params, Stmt};
 use crate::platform::rows::{self, corrupt, Columns};
@@ -11,6 +11,8 @@ use crate::{SqlStore, StoreResult};
 /// A fee row as the admin API shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeeRow {
+    /// Whose fee it is.
+    pub tenant: TenantId,
     pub asset: Asset,
     pub fee: Fee,
     pub updated_at: Timestamp,
@@ -35,9 +37,17 @@ pub trait SettingsStore: Send + Sync {
     /// once: all of them end up with the same value.
     async fn setting_or_insert(&self, key: &str, value: &str) -> StoreResult<String>;
 
-    async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()>;
-    /// `false` when there was no fee for the asset.
-    async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool>;
+    /// Sets a tenant's fee of an asset.
+    async fn set_fee(
+        &self,
+        tenant: &TenantId,
+        asset: &Asset,
+        fee: Fee,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    /// `false` when the tenant had no fee for the asset.
+    async fn delete_fee(&self, tenant: &TenantId, asset: &Asset) -> StoreResult<bool>;
+    /// Every tenant's fees.
     async fn list_fees(&self) -> StoreResult<Vec<FeeRow>>;
     /// Replaces every rate of `base` with `rates`.
     async fn set_rates(
@@ -55,15 +65,17 @@ static SET_SETTING: Stmt = Stmt::new(&["INSERT INTO settings (key, value) VALUES
 static INSERT_SETTING: Stmt =
     Stmt::new(&["INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"]);
 static SET_FEE: Stmt = Stmt::new(&[
-    "INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) \
-     VALUES (?, ?, ?::numeric, ?, ?) \
-     ON CONFLICT (asset_code, asset_scale) DO UPDATE \
+    "INSERT INTO fees (tenant_id, asset_code, asset_scale, fixed, basis_points, updated_at) \
+     VALUES (?, ?, ?, ?::numeric, ?, ?) \
+     ON CONFLICT (tenant_id, asset_code, asset_scale) DO UPDATE \
      SET fixed = excluded.fixed, basis_points = excluded.basis_points, updated_at = excluded.updated_at",
 ]);
-static DELETE_FEE: Stmt = Stmt::new(&["DELETE FROM fees WHERE asset_code = ? AND asset_scale = ?"]);
+static DELETE_FEE: Stmt =
+    Stmt::new(&["DELETE FROM fees WHERE tenant_id = ? AND asset_code = ? AND asset_scale = ?"]);
 static LIST_FEES: Stmt = Stmt::new(&[
-    "SELECT asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, CAST(fixed AS TEXT) AS fixed, \
-     CAST(basis_points AS BIGINT) AS basis_points, updated_at FROM fees ORDER BY asset_code, asset_scale",
+    "SELECT tenant_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, \
+     CAST(fixed AS TEXT) AS fixed, CAST(basis_points AS BIGINT) AS basis_points, updated_at \
+     FROM fees ORDER BY tenant_id, asset_code, asset_scale",
 ]);
 static DELETE_RATES: Stmt = Stmt::new(&["DELETE FROM exchange_rates WHERE base = ?"]);
 static INSERT_RATE: Stmt = Stmt::new(&[
@@ -89,6 +101,7 @@ fn fee_from_row(row: &impl Columns) -> StoreResult<FeeRow> {
     let bp = u16::try_from(row.int("basis_points")?).map_err(|_| corrupt("basis points"))?;
     let fixed = rows::u64_from_text(&row.text("fixed")?, "fee")?;
     Ok(FeeRow {
+        tenant: TenantId::parse(&row.text("tenant_id")?).map_err(|_| corrupt("tenant id"))?,
         asset: rows::asset(&row.text("asset_code")?, row.int("asset_scale")?)?,
         fee: Fee::new(fixed, bp).map_err(|_| corrupt("basis points"))?,
         updated_at: Timestamp::from_unix_millis(row.int("updated_at")?),
@@ -133,11 +146,18 @@ impl SettingsStore for SqlStore {
         Ok(stored)
     }
 
-    async fn set_fee(&self, asset: &Asset, fee: Fee, at: Timestamp) -> StoreResult<()> {
+    async fn set_fee(
+        &self,
+        tenant: &TenantId,
+        asset: &Asset,
+        fee: Fee,
+        at: Timestamp,
+    ) -> StoreResult<()> {
         self.db
             .write(
                 &SET_FEE,
                 &[
+                    tenant.as_str().into(),
                     asset.code.as_str().into(),
                     asset.scale.into(),
                     num(fee.fixed),
@@ -149,10 +169,13 @@ impl SettingsStore for SqlStore {
         Ok(())
     }
 
-    async fn delete_fee(&self, asset: &Asset) -> StoreResult<bool> {
+    async fn delete_fee(&self, tenant: &TenantId, asset: &Asset) -> StoreResult<bool> {
         let n = self
             .db
-            .write(&DELETE_FEE, params![asset.code.as_str(), asset.scale])
+            .write(
+                &DELETE_FEE,
+                params![tenant.as_str(), asset.code.as_str(), asset.scale],
+            )
             .await?;
         Ok(n > 0)
     }

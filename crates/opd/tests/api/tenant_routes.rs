@@ -292,20 +292,24 @@ fn admin_requests(b: &Theirs) -> Vec<Row> {
             r(Method::GET, "/ledger/check".into(), None),
         ),
         ("GET", "/stats", r(Method::GET, "/stats".into(), None)),
-        ("GET", "/fees", r(Method::GET, "/fees".into(), None)),
+        (
+            "GET",
+            "/fees",
+            r(Method::GET, "/fees?tenant=b".into(), None),
+        ),
         (
             "PUT",
             "/fees/{code}/{scale}",
             r(
                 Method::PUT,
-                "/fees/USD/2".into(),
+                "/fees/USD/2?tenant=b".into(),
                 Some(json!({ "fixed": "0", "basisPoints": 0 })),
             ),
         ),
         (
             "DELETE",
             "/fees/{code}/{scale}",
-            r(Method::DELETE, "/fees/USD/2".into(), None),
+            r(Method::DELETE, "/fees/USD/2?tenant=b".into(), None),
         ),
         ("GET", "/rates", r(Method::GET, "/rates".into(), None)),
         (

@@ -663,3 +663,66 @@ async fn each_tenant_s_webhooks_go_to_its_url_signed_with_its_secret() {
     );
     t.app.stop().await;
 }
+
+#[tokio::test]
+async fn each_tenant_charges_its_own_fees_and_falls_back_to_the_operator_s() {
+    let t = tenants(Db::Sqlite).await;
+    let fee = |fixed: &str, bp: u32| json!({ "fixed": fixed, "basisPoints": bp });
+    // The operator's fee, for everyone without one of their own.
+    let (s, v) = t
+        .app
+        .admin(Method::PUT, "/fees/USD/2", Some(&fee("30", 0)))
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{v}");
+    // Tenant a sets its own with its token.
+    let a_token = t.tokens.0.clone();
+    let (s, v) = opd_testkit::app::admin_at(
+        &t.app.admin,
+        &a_token,
+        Method::PUT,
+        "/fees/USD/2",
+        Some(&fee("5", 0)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{v}");
+    let (_, listed) =
+        opd_testkit::app::admin_at(&t.app.admin, &a_token, Method::GET, "/fees", None).await;
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "only its own: {listed}"
+    );
+    assert_eq!(listed[0]["tenant"], "a");
+
+    let a_alice = t.wallet(Some("a"), "alice", "USD").await;
+    let b_alice = t.wallet(Some("b"), "alice", "USD").await;
+    let bob = t.wallet(None, "bob", "USD").await;
+    for (reference, wallet, base, want) in [
+        ("a:alice", &a_alice, &t.a, "5"),
+        ("b:alice", &b_alice, &t.b, "30"),
+    ] {
+        let seed = 100 + u8::try_from(reference.len()).unwrap() + u8::from(want == "5");
+        let client = t.client(reference, wallet, seed).await;
+        let access = json!([{ "type": "quote", "actions": ["create"], "identifier": wallet }]);
+        let token = opd_testkit::app::grant_token_at(&t.app.auth, &client, access).await;
+        let receiver = crate::payments::incoming(&t.app, &bob, "1000", "USD").await;
+        let body = json!({ "walletAddress": wallet, "receiver": receiver, "method": "ilp" });
+        let url = format!("{base}/quotes");
+        let r = client
+            .send(Method::POST, &url, Some(&token), Some(&body))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let debit: u64 = r.body["debitAmount"]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            debit - 1000,
+            want.parse::<u64>().unwrap(),
+            "{reference}: {}",
+            r.body
+        );
+    }
+    t.app.stop().await;
+}

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::{Asset, AssetCode, Fee, Rate};
+use opd_core::{Asset, AssetCode, Fee, Rate, TenantId};
 use opd_service::operator::{FeeRow as StoredFee, RateRow as StoredRate};
 use opd_service::{operator, pricing, ServiceError};
 
@@ -122,7 +122,7 @@ async fn render(
     let services = &state.app.services;
     let loaded = async {
         Ok::<_, ServiceError>((
-            operator::fees(services).await?,
+            operator::fees(services, Some(&TenantId::operator())).await?,
             operator::rates(services).await?,
             operator::rates_url(services).await?,
         ))
@@ -190,7 +190,9 @@ pub(crate) async fn set_fee(State(state): State<AdminState>, form: CheckedForm) 
         Err(e) => return refused(&state, &form, e).await,
     };
     if form.field("remove") == "yes" {
-        return match pricing::set_fee(&state.app.services, &asset, None).await {
+        return match pricing::set_fee(&state.app.services, &TenantId::operator(), &asset, None)
+            .await
+        {
             Ok(()) => done("/dashboard/pricing", "fee_removed"),
             Err(e) => refused(&state, &form, e).await,
         };
@@ -214,7 +216,15 @@ pub(crate) async fn set_fee(State(state): State<AdminState>, form: CheckedForm) 
         )),
     };
     let result = match fee {
-        Ok(fee) => pricing::set_fee(&state.app.services, &asset, Some(fee)).await,
+        Ok(fee) => {
+            pricing::set_fee(
+                &state.app.services,
+                &TenantId::operator(),
+                &asset,
+                Some(fee),
+            )
+            .await
+        }
         Err(e) => Err(e),
     };
     match result {
