@@ -71,7 +71,12 @@ impl PublicUrl {
     /// this server. Scheme and host compare case-insensitively; default
     /// ports are implied.
     pub fn relative(&self, url: &str) -> Option<String> {
-        let parsed = Url::parse(url).ok()?;
+        self.relative_parsed(&Url::parse(url).ok()?)
+    }
+
+    /// [`PublicUrl::relative`] of a URL parsed already (to match one URL
+    /// against several bases without parsing it again).
+    pub fn relative_parsed(&self, parsed: &Url) -> Option<String> {
         if parsed.scheme() != self.url.scheme()
             || parsed.host_str()? != self.url.host_str()?
             || parsed.port_or_known_default() != self.url.port_or_known_default()

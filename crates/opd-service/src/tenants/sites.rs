@@ -105,9 +105,10 @@ impl SiteTable {
     /// The site a URL a client sent lies under (scheme, host and port as
     /// published), and the part of it below that site's base.
     pub fn of_url(&self, url: &str) -> Option<(Arc<Site>, String)> {
+        let parsed = url::Url::parse(url).ok()?;
         self.sites
             .iter()
-            .filter_map(|s| s.public_url.relative(url).map(|rest| (s, rest)))
+            .filter_map(|s| s.public_url.relative_parsed(&parsed).map(|rest| (s, rest)))
             .max_by_key(|(s, _)| s.public_url.path_prefix().len())
             .map(|(s, rest)| (s.clone(), rest))
     }
