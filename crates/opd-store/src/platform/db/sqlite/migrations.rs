@@ -146,7 +146,8 @@ mod tests {
              INSERT INTO wallet_owner_logins (wallet_address_id, password_hash, updated_at) \
                VALUES ('0190a000-0000-7000-8000-000000000001', 'hash', 1);
              INSERT INTO incoming_payments (id, wallet_address_id, asset_code, asset_scale, received_amount, expires_at, created_at, updated_at) \
-               VALUES ('0190a000-0000-7000-8000-0000000000a1', '0190a000-0000-7000-8000-000000000001', 'USD', 2, '18446744073709551615', 9, 1, 1);",
+               VALUES ('0190a000-0000-7000-8000-0000000000a1', '0190a000-0000-7000-8000-000000000001', 'USD', 2, '18446744073709551615', 9, 1, 1);
+             INSERT INTO fees (asset_code, asset_scale, fixed, basis_points, updated_at) VALUES ('USD', 2, '30', 100, 1);",
         )
         .unwrap();
         run(&mut conn).unwrap();
@@ -188,6 +189,10 @@ mod tests {
             .unwrap();
         assert_eq!(received, "18446744073709551615");
         assert_eq!(count("SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+        assert_eq!(
+            count("SELECT COUNT(*) FROM fees WHERE tenant_id = 'default' AND fixed = '30' AND basis_points = 100"),
+            1
+        );
         assert_eq!(
             count("SELECT COUNT(*) FROM tenants WHERE id = 'default'"),
             1
