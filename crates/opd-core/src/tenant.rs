@@ -76,9 +76,6 @@ pub struct Tenant {
     /// or `https://opd.example/a`); `None` for the operator's tenant,
     /// whose base is the server's public URL.
     pub public_url: Option<String>,
-    /// The authorization server its wallet address documents name; `None`:
-    /// the server's.
-    pub auth_server_url: Option<String>,
     /// Where its webhook events go; `None`: the server's webhook URL.
     pub webhook_url: Option<String>,
     pub created_at: Timestamp,

@@ -54,18 +54,17 @@ pub trait TenantStore: Send + Sync {
     async fn tenant_webhook_secret(&self, id: &TenantId) -> StoreResult<Option<String>>;
 }
 
-const COLUMNS: &str =
-    "id, public_name, public_url, auth_server_url, webhook_url, created_at, updated_at";
+const COLUMNS: &str = "id, public_name, public_url, webhook_url, created_at, updated_at";
 
 static INSERT: Stmt = Stmt::new(&[
-    "INSERT INTO tenants (id, public_name, public_url, auth_server_url, webhook_url, \
-     token_digest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO tenants (id, public_name, public_url, webhook_url, token_digest, created_at, \
+     updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 ]);
 static BY_ID: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants WHERE id = ?"]);
 static LIST: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants ORDER BY id"]);
 static UPDATE: Stmt = Stmt::new(&[
-    "UPDATE tenants SET public_name = ?, public_url = ?, auth_server_url = ?, webhook_url = ?, \
-     updated_at = ? WHERE id = ?",
+    "UPDATE tenants SET public_name = ?, public_url = ?, webhook_url = ?, updated_at = ? \
+     WHERE id = ?",
 ]);
 static SET_TOKEN: Stmt =
     Stmt::new(&["UPDATE tenants SET token_digest = ?, updated_at = ? WHERE id = ?"]);
@@ -94,7 +93,6 @@ fn tenant_from_row(row: &impl Columns) -> StoreResult<Tenant> {
         id: TenantId::parse(&row.text("id")?).map_err(|_| corrupt("tenant id"))?,
         public_name: row.text("public_name")?,
         public_url: row.opt_text("public_url")?,
-        auth_server_url: row.opt_text("auth_server_url")?,
         webhook_url: row.opt_text("webhook_url")?,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
@@ -108,7 +106,6 @@ impl TenantStore for SqlStore {
             t.id.as_str(),
             &t.public_name,
             &t.public_url,
-            &t.auth_server_url,
             &t.webhook_url,
             token_digest,
             t.created_at,
@@ -132,7 +129,6 @@ impl TenantStore for SqlStore {
         let params = params![
             &t.public_name,
             &t.public_url,
-            &t.auth_server_url,
             &t.webhook_url,
             t.updated_at,
             t.id.as_str(),

@@ -229,9 +229,6 @@ pub struct TenantSettings {
     /// Where its wallet addresses are: its own host (https://wallet.a.example) or a path on the server's (https://opd.example/a).
     #[arg(long)]
     pub public_url: Option<String>,
-    /// The authorization server its wallet addresses name [default: the server's].
-    #[arg(long)]
-    pub auth_server_url: Option<String>,
     /// Where its webhook events go [default: the server's --webhook-url].
     #[arg(long)]
     pub webhook_url: Option<String>,

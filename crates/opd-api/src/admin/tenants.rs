@@ -70,8 +70,6 @@ struct CreateTenant {
     public_name: String,
     public_url: String,
     #[serde(default, deserialize_with = "non_null")]
-    auth_server_url: Option<String>,
-    #[serde(default, deserialize_with = "non_null")]
     webhook_url: Option<String>,
     /// The key of the `Opd-Signature` of its events (never shown again).
     #[serde(default, deserialize_with = "non_null")]
@@ -91,8 +89,6 @@ struct UpdateTenant {
     #[serde(default, deserialize_with = "non_null")]
     public_url: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
-    auth_server_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
     webhook_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     webhook_secret: Option<Option<String>>,
@@ -107,7 +103,6 @@ async fn create_tenant(
         id: req.id,
         public_name: req.public_name,
         public_url: req.public_url,
-        auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(SecretString::from),
     };
@@ -144,7 +139,6 @@ async fn update_tenant(
     let patch = TenantPatch {
         public_name: req.public_name,
         public_url: req.public_url,
-        auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(|s| s.map(SecretString::from)),
     };

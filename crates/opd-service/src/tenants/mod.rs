@@ -14,7 +14,7 @@ pub use sites::{Site, SiteTable, Sites};
 
 use crate::platform::changes::Change;
 use crate::platform::secrets;
-use crate::platform::urls::{grant_endpoint, PublicUrl};
+use crate::platform::urls::PublicUrl;
 use crate::{ServiceError, Services};
 use secrecy::{ExposeSecret, SecretString};
 
@@ -24,7 +24,6 @@ pub struct NewTenant {
     pub id: String,
     pub public_name: String,
     pub public_url: String,
-    pub auth_server_url: Option<String>,
     pub webhook_url: Option<String>,
     /// The key of its events' `Opd-Signature`, stored sealed.
     pub webhook_secret: Option<SecretString>,
@@ -36,7 +35,6 @@ pub struct NewTenant {
 pub struct TenantPatch {
     pub public_name: Option<String>,
     pub public_url: Option<String>,
-    pub auth_server_url: Option<Option<String>>,
     pub webhook_url: Option<Option<String>>,
     pub webhook_secret: Option<Option<SecretString>>,
 }
@@ -94,11 +92,6 @@ pub fn check_public_url(
     Ok(url)
 }
 
-fn check_auth_server(url: Option<String>) -> Result<Option<String>, ServiceError> {
-    url.map(|u| grant_endpoint(&u).map_err(|e| invalid(format!("authServerUrl: {e}"))))
-        .transpose()
-}
-
 fn check_webhook(url: Option<String>) -> Result<Option<String>, ServiceError> {
     url.map(|u| match url::Url::parse(&u) {
         Ok(p) if matches!(p.scheme(), "http" | "https") => Ok(u),
@@ -126,7 +119,6 @@ pub async fn create(services: &Services, new: NewTenant) -> Result<(Tenant, Stri
         id,
         public_name: parse_public_name(&new.public_name).map_err(invalid)?,
         public_url: Some(url.to_string()),
-        auth_server_url: check_auth_server(new.auth_server_url)?,
         webhook_url: check_webhook(new.webhook_url)?,
         created_at: now,
         updated_at: now,
@@ -227,10 +219,8 @@ pub async fn update(
     patch: TenantPatch,
 ) -> Result<Tenant, ServiceError> {
     let mut tenant = get(services, id).await?;
-    let urls_asked = patch.public_url.is_some()
-        || patch.auth_server_url.is_some()
-        || patch.webhook_url.is_some()
-        || patch.webhook_secret.is_some();
+    let urls_asked =
+        patch.public_url.is_some() || patch.webhook_url.is_some() || patch.webhook_secret.is_some();
     let webhook_secret = patch.webhook_secret;
     if tenant.id.is_operator() && urls_asked {
         return Err(invalid(
@@ -245,9 +235,6 @@ pub async fn update(
         let paths = operator_paths(services).await?;
         let url = check_public_url(&url, &tenant.id, &table, &paths)?;
         tenant.public_url = Some(url.to_string());
-    }
-    if let Some(url) = patch.auth_server_url {
-        tenant.auth_server_url = check_auth_server(url)?;
     }
     if let Some(url) = patch.webhook_url {
         tenant.webhook_url = check_webhook(url)?;
@@ -332,7 +319,6 @@ mod tests {
             id: TenantId::parse("a").unwrap(),
             public_name: "A".into(),
             public_url: Some("https://wallet.a.example".into()),
-            auth_server_url: None,
             webhook_url: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),

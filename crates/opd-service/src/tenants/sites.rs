@@ -25,7 +25,8 @@ pub struct Site {
     pub public_name: String,
     /// The base of its wallet addresses and resources.
     pub public_url: PublicUrl,
-    /// The `authServer` its wallet address documents name.
+    /// The `authServer` its wallet address documents name (the server's:
+    /// every tenant's grants come from the one authorization server).
     pub auth_server_url: String,
     /// Where its webhook events go, if it has a URL of its own (the
     /// operator's: the server's `--webhook-url`).
@@ -159,10 +160,7 @@ fn site_of(t: &Tenant, operator: &Site) -> Option<Site> {
         tenant: t.id.clone(),
         public_name: t.public_name.clone(),
         public_url,
-        auth_server_url: t
-            .auth_server_url
-            .clone()
-            .unwrap_or_else(|| operator.auth_server_url.clone()),
+        auth_server_url: operator.auth_server_url.clone(),
         webhook_url: t.webhook_url.clone(),
     })
 }
@@ -276,7 +274,6 @@ mod tests {
             id: TenantId::parse(id).unwrap(),
             public_name: id.to_uppercase(),
             public_url: Some(url.into()),
-            auth_server_url: None,
             webhook_url: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),

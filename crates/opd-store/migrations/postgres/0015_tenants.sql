@@ -1,14 +1,12 @@
 -- Tenants: the wallet providers one opd serves. Each has its own public
 -- base URL (its own host, or a path prefix on the server's), public name,
--- authorization server and webhook URL, and an admin token (its SHA-256
--- digest). The operator's own tenant, `default`, takes its URLs from the
+-- webhook URL and secret, and an admin token (its SHA-256 digest). The operator's own tenant, `default`, takes its URLs from the
 -- server's configuration (NULL here) and owns every wallet address made
 -- before tenants existed.
 CREATE TABLE tenants (
     id TEXT PRIMARY KEY NOT NULL,
     public_name TEXT NOT NULL,
     public_url TEXT UNIQUE,
-    auth_server_url TEXT,
     webhook_url TEXT,
     token_digest TEXT UNIQUE,
     -- Sealed under the server's secrets key, like peers' tokens.
