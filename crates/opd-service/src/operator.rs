@@ -66,12 +66,13 @@ pub async fn open_session(
     services: &Services,
     digest: &str,
     lifetime_secs: i64,
+    tenant: Option<&opd_core::TenantId>,
 ) -> Result<(), ServiceError> {
     let now = services.clock.now();
     let expires = now.plus_seconds(lifetime_secs);
     services
         .store
-        .create_dashboard_session(digest, now, expires)
+        .create_dashboard_session(digest, now, expires, tenant)
         .await?;
     // The sweep rides on sign-ins so no timer is needed; an empty digest
     // names no session, so only the expired ones go. Failing it costs
@@ -82,10 +83,14 @@ pub async fn open_session(
     Ok(())
 }
 
-/// Whether the session with this cookie digest exists and has not expired.
-pub async fn session_valid(services: &Services, digest: &str) -> Result<bool, ServiceError> {
+/// The session with this cookie digest, if it exists and has not expired:
+/// the tenant whose token opened it (`Some(None)`: the operator's).
+pub async fn session(
+    services: &Services,
+    digest: &str,
+) -> Result<Option<Option<opd_core::TenantId>>, ServiceError> {
     let now = services.clock.now();
-    Ok(services.store.dashboard_session_valid(digest, now).await?)
+    Ok(services.store.dashboard_session(digest, now).await?)
 }
 
 /// Ends a session (sign out), sweeping the expired ones with it.

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::outgoing_payment::OutgoingPayment;
 use opd_core::webhook::WebhookEvent;
-use opd_core::{Timestamp, WalletAddressId};
+use opd_core::{TenantId, Timestamp, WalletAddressId};
 
 use crate::grants::GrantRecord;
 use crate::platform::db::{params, Row, Stmt};
@@ -37,15 +37,22 @@ pub struct OutboxEntry {
 /// every wallet address, and the dashboard's sessions.
 #[async_trait]
 pub trait OperatorStore: Send + Sync {
-    /// Stores a session by the digest of its cookie value.
+    /// Stores a session by the digest of its cookie value, signed in with
+    /// `tenant`'s token (`None`: the operator's).
     async fn create_dashboard_session(
         &self,
         digest: &str,
         now: Timestamp,
         expires_at: Timestamp,
+        tenant: Option<&TenantId>,
     ) -> StoreResult<()>;
-    /// Whether the session exists and has not expired at `now`.
-    async fn dashboard_session_valid(&self, digest: &str, now: Timestamp) -> StoreResult<bool>;
+    /// The session, if it exists and has not expired at `now`: whose it is
+    /// (`Some(None)`: the operator's).
+    async fn dashboard_session(
+        &self,
+        digest: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<Option<TenantId>>>;
     /// Deletes the session (logout), and every session expired at `now`.
     async fn delete_dashboard_session(&self, digest: &str, now: Timestamp) -> StoreResult<()>;
     /// Outgoing payments of every wallet address, newest first, older than
@@ -85,11 +92,10 @@ pub trait OperatorStore: Send + Sync {
 }
 
 static CREATE_SESSION: Stmt = Stmt::new(&[
-    "INSERT INTO dashboard_sessions (digest, created_at, expires_at) VALUES (?, ?, ?)",
+    "INSERT INTO dashboard_sessions (digest, created_at, expires_at, tenant_id) VALUES (?, ?, ?, ?)",
 ]);
-static SESSION_VALID: Stmt = Stmt::new(&[
-    "SELECT COUNT(*) AS n FROM dashboard_sessions WHERE digest = ? AND expires_at > ?",
-]);
+static SESSION_VALID: Stmt =
+    Stmt::new(&["SELECT tenant_id FROM dashboard_sessions WHERE digest = ? AND expires_at > ?"]);
 static DELETE_SESSION: Stmt =
     Stmt::new(&["DELETE FROM dashboard_sessions WHERE digest = ? OR expires_at <= ?"]);
 // The payment lists, newest first: every payment, or one wallet
@@ -167,16 +173,32 @@ impl OperatorStore for SqlStore {
         digest: &str,
         now: Timestamp,
         expires_at: Timestamp,
+        tenant: Option<&TenantId>,
     ) -> StoreResult<()> {
+        let tenant = tenant.map(TenantId::as_str);
         self.db
-            .write(&CREATE_SESSION, params![digest, now, expires_at])
+            .write(&CREATE_SESSION, params![digest, now, expires_at, tenant])
             .await?;
         Ok(())
     }
 
-    async fn dashboard_session_valid(&self, digest: &str, now: Timestamp) -> StoreResult<bool> {
-        let rows = self.db.read(&SESSION_VALID, params![digest, now]).await?;
-        Ok(rows.first().map(|r| r.int("n")).transpose()?.unwrap_or(0) > 0)
+    async fn dashboard_session(
+        &self,
+        digest: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<Option<TenantId>>> {
+        let Some(row) = self
+            .db
+            .read_opt(&SESSION_VALID, params![digest, now])
+            .await?
+        else {
+            return Ok(None);
+        };
+        let tenant = row
+            .opt_text("tenant_id")?
+            .map(|t| TenantId::parse(&t).map_err(|_| crate::platform::rows::corrupt("tenant id")))
+            .transpose()?;
+        Ok(Some(tenant))
     }
 
     async fn delete_dashboard_session(&self, digest: &str, now: Timestamp) -> StoreResult<()> {

@@ -54,19 +54,28 @@ fn incoming(wallet: &WalletAddress, n: i64) -> IncomingPayment {
 }
 
 async fn sessions_are_found_by_digest_until_they_expire(s: &dyn Store) {
-    s.create_dashboard_session("d1", at(0), at(1000))
+    let tenant = opd_core::TenantId::operator();
+    s.create_dashboard_session("d1", at(0), at(1000), None)
         .await
         .unwrap();
-    s.create_dashboard_session("d2", at(0), at(5000))
+    s.create_dashboard_session("d2", at(0), at(5000), Some(&tenant))
         .await
         .unwrap();
-    assert!(s.dashboard_session_valid("d1", at(999)).await.unwrap());
-    assert!(!s.dashboard_session_valid("d1", at(1000)).await.unwrap());
-    assert!(!s.dashboard_session_valid("unknown", at(0)).await.unwrap());
+    // Whose each is: the operator's token (None), or a tenant's.
+    assert_eq!(
+        s.dashboard_session("d1", at(999)).await.unwrap(),
+        Some(None)
+    );
+    assert_eq!(
+        s.dashboard_session("d2", at(999)).await.unwrap(),
+        Some(Some(tenant))
+    );
+    assert_eq!(s.dashboard_session("d1", at(1000)).await.unwrap(), None);
+    assert_eq!(s.dashboard_session("unknown", at(0)).await.unwrap(), None);
     // Logging out of d2 also sweeps the expired d1.
     s.delete_dashboard_session("d2", at(2000)).await.unwrap();
-    assert!(!s.dashboard_session_valid("d2", at(2001)).await.unwrap());
-    assert!(!s.dashboard_session_valid("d1", at(0)).await.unwrap());
+    assert_eq!(s.dashboard_session("d2", at(2001)).await.unwrap(), None);
+    assert_eq!(s.dashboard_session("d1", at(0)).await.unwrap(), None);
 }
 
 async fn incoming_payments_of_every_wallet_filter_and_page(s: &dyn Store) {

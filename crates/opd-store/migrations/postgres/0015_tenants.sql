@@ -22,6 +22,10 @@ ALTER TABLE fees
 ALTER TABLE fees DROP CONSTRAINT fees_pkey;
 ALTER TABLE fees ADD PRIMARY KEY (tenant_id, asset_code, asset_scale);
 
+-- A dashboard session signed in with a tenant's token sees that tenant
+-- only (NULL: the operator's token, every tenant).
+ALTER TABLE dashboard_sessions ADD COLUMN tenant_id TEXT;
+
 -- Each webhook event goes to its tenant's webhook URL.
 ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 

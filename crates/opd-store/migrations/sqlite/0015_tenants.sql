@@ -31,6 +31,10 @@ INSERT INTO fees_by_tenant (asset_code, asset_scale, fixed, basis_points, update
 DROP TABLE fees;
 ALTER TABLE fees_by_tenant RENAME TO fees;
 
+-- A dashboard session signed in with a tenant's token sees that tenant
+-- only (NULL: the operator's token, every tenant).
+ALTER TABLE dashboard_sessions ADD COLUMN tenant_id TEXT;
+
 -- Each webhook event goes to its tenant's webhook URL.
 ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 

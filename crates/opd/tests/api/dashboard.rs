@@ -114,9 +114,9 @@ async fn sessions_are_stored_as_digests_and_pages_need_one() {
     let store = &d.app.services().store;
     let now = d.app.clock.now();
     let digest = opd_core::hex::lower(&Sha256::digest(value.as_bytes()));
-    assert!(store.dashboard_session_valid(&digest, now).await.unwrap());
+    assert!(store.dashboard_session(&digest, now).await.unwrap() == Some(None));
     // The cookie value itself is no session: only its digest is stored.
-    assert!(!store.dashboard_session_valid(value, now).await.unwrap());
+    assert!(store.dashboard_session(value, now).await.unwrap().is_none());
     // Eight hours later the session is over.
     d.app.clock.advance_millis(8 * 3600 * 1000);
     let (s, _) = d.get("/dashboard").await;

@@ -726,3 +726,131 @@ async fn each_tenant_charges_its_own_fees_and_falls_back_to_the_operator_s() {
     }
     t.app.stop().await;
 }
+
+/// A dashboard session signed in with `token` (a browser that keeps no
+/// cookies by itself): the session cookie.
+async fn dashboard_session(t: &Tenants, token: &str) -> (reqwest::Client, String) {
+    use reqwest::header::{COOKIE, SET_COOKIE};
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = browser
+        .get(format!("{}/dashboard/login", t.app.admin))
+        .send()
+        .await
+        .unwrap();
+    let login_cookie = page.headers()[SET_COOKIE].to_str().unwrap();
+    let login_cookie = login_cookie.split(';').next().unwrap().to_owned();
+    let html = page.text().await.unwrap();
+    let csrf = html.split("name=\"csrf\" value=\"").nth(1).unwrap();
+    let csrf = csrf.split('"').next().unwrap().to_owned();
+    let signed = browser
+        .post(format!("{}/dashboard/login", t.app.admin))
+        .header(COOKIE, &login_cookie)
+        .form(&[("token", token), ("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), StatusCode::SEE_OTHER);
+    let set = signed.headers()[SET_COOKIE].to_str().unwrap();
+    (browser, set.split(';').next().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn a_tenant_signs_in_to_the_dashboard_and_sees_only_its_own() {
+    let t = tenants(Db::Sqlite).await;
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let bob = t.wallet(Some("b"), "bob", "USD").await;
+    let carol = t.wallet(None, "carol", "USD").await;
+    let paid = t
+        .pay(("b:bob", &bob, &t.b), ("b:bob", &bob, &t.b), "100")
+        .await;
+    let ids = |reference: &str| {
+        let app = &t.app;
+        let path = format!("/wallet-addresses/{reference}");
+        async move {
+            app.admin(Method::GET, &path, None).await.1["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let (alice_id, bob_id) = (ids("a:alice").await, ids("b:bob").await);
+    let (browser, cookie) = dashboard_session(&t, &t.tokens.0).await;
+    let get = |path: String| {
+        let (browser, cookie) = (&browser, &cookie);
+        let url = format!("{}{path}", t.app.admin);
+        async move {
+            let r = browser
+                .get(url)
+                .header(reqwest::header::COOKIE, cookie)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.text().await.unwrap())
+        }
+    };
+    let (s, home) = get("/dashboard".into()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        home.contains(&alice) && !home.contains(&bob) && !home.contains(&carol),
+        "{home}"
+    );
+    for operator_only in [
+        "/dashboard/peers\"",
+        "/dashboard/pricing\"",
+        "/dashboard/search\"",
+    ] {
+        assert!(
+            !home.contains(operator_only),
+            "{operator_only} in a tenant's page: {home}"
+        );
+    }
+    assert_eq!(
+        get(format!("/dashboard/wallets/{alice_id}")).await.0,
+        StatusCode::OK
+    );
+    let uuid = |url: &str| url.rsplit('/').next().unwrap().to_owned();
+    for theirs in [
+        format!("/dashboard/wallets/{bob_id}"),
+        format!("/dashboard/payments/outgoing/{}", uuid(&paid.payment)),
+        format!("/dashboard/payments/incoming/{}", uuid(&paid.receiver)),
+        "/dashboard/peers".into(),
+        "/dashboard/pricing".into(),
+        "/dashboard/grants".into(),
+        "/dashboard/webhooks".into(),
+        "/dashboard/ledger".into(),
+        "/dashboard/settings".into(),
+        format!("/dashboard/search?q={}", uuid(&paid.payment)),
+    ] {
+        let (s, html) = get(theirs.clone()).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{theirs}: {html}");
+        assert!(
+            !html.contains(&uuid(&paid.payment)) && !html.contains("bob"),
+            "{theirs}: {html}"
+        );
+    }
+    for kind in ["outgoing", "incoming"] {
+        let (s, list) = get(format!("/dashboard/payments?kind={kind}")).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(
+            !list.contains(&uuid(&paid.payment)) && !list.contains(&uuid(&paid.receiver)),
+            "{list}"
+        );
+    }
+    // The operator's session sees every tenant's.
+    let (browser, cookie) = dashboard_session(&t, &t.app.admin_token).await;
+    let r = browser
+        .get(format!(
+            "{}/dashboard/payments/outgoing/{}",
+            t.app.admin,
+            uuid(&paid.payment)
+        ))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    t.app.stop().await;
+}

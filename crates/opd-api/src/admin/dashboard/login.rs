@@ -91,8 +91,12 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         return refused();
     }
     let token = field("token");
+    let tenant = match state.tenant_of(token.trim()).await {
+        Ok(t) => t,
+        Err(e) => return failed(e.description),
+    };
     // Slowed, not locked out: see `AdminState::token_matches`.
-    if !state.token_matches(token.trim()).await {
+    if tenant.is_none() && !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
         return login_page(&state, &name, cookie, StatusCode::UNAUTHORIZED, error);
     }
@@ -101,7 +105,9 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     }
     let cookie = csrf::random_value(services);
     // Sessions nobody signed out of are swept as others sign in.
-    if let Err(e) = operator::open_session(services, &digest(&cookie), SESSION_SECS).await {
+    let digest = digest(&cookie);
+    let opened = operator::open_session(services, &digest, SESSION_SECS, tenant.as_ref());
+    if let Err(e) = opened.await {
         return failed(e);
     }
     let set = csrf::set_cookie(

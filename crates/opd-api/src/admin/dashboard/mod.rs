@@ -28,7 +28,7 @@ mod search;
 mod wallet;
 mod wallets;
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -37,6 +37,7 @@ use axum::Router;
 use opd_service::operator;
 use sha2::{Digest, Sha256};
 
+use crate::admin::scope::AdminScope;
 use crate::admin::state::AdminState;
 use crate::{csrf, pages};
 
@@ -56,7 +57,22 @@ pub(crate) struct Session {
     cookie: String,
     /// The form token of this session.
     pub(crate) csrf: String,
+    /// Whose token opened it: the operator's (every tenant) or a tenant's
+    /// (its wallet addresses and payments only, see [`TENANT_PAGES`]).
+    pub(crate) scope: AdminScope,
 }
+
+/// The pages a tenant's session may open; any other is not found.
+const TENANT_PAGES: &[&str] = &[
+    "/dashboard",
+    "/dashboard/wallets",
+    "/dashboard/wallets/{id}",
+    "/dashboard/wallets/{id}/money",
+    "/dashboard/payments",
+    "/dashboard/payments/{kind}/{id}",
+    "/dashboard/payments/outgoing/{id}/cancel",
+    "/dashboard/logout",
+];
 
 /// The dashboard routes; the caller mounts them beside the admin API,
 /// outside its bearer-token check.
@@ -132,13 +148,14 @@ fn digest(cookie: &str) -> String {
 async fn current(state: &AdminState, headers: &HeaderMap) -> Option<Session> {
     let services = &state.app.services;
     let cookie = csrf::cookie(headers, &cookie_name(COOKIE, headers))?;
-    let valid = operator::session_valid(services, &digest(&cookie))
+    let tenant = operator::session(services, &digest(&cookie))
         .await
         .inspect_err(|e| tracing::error!(error = %e, "dashboard session lookup failed"))
-        .ok()?;
-    valid.then(|| Session {
+        .ok()??;
+    Some(Session {
         csrf: csrf::token(services, PURPOSE, "", &cookie),
         cookie,
+        scope: tenant.map_or(AdminScope::Operator, AdminScope::Tenant),
     })
 }
 
@@ -150,6 +167,11 @@ async fn require_session(
 ) -> Response {
     match current(&state, request.headers()).await {
         Some(session) => {
+            let page = request.extensions().get::<MatchedPath>();
+            let allowed = page.is_some_and(|p| TENANT_PAGES.contains(&p.as_str()));
+            if session.scope != AdminScope::Operator && !allowed {
+                return not_found("page");
+            }
             crate::admin::proof::prove(request.extensions());
             request.extensions_mut().insert(session);
             next.run(request).await
@@ -282,6 +304,8 @@ pub(crate) fn done(to: &str, code: &str) -> Response {
 pub(crate) struct Nav {
     pub current: &'static str,
     pub csrf: String,
+    /// A tenant's session sees its own pages only.
+    tenant: bool,
 }
 
 impl Nav {
@@ -289,7 +313,13 @@ impl Nav {
         Self {
             current,
             csrf: session.csrf.clone(),
+            tenant: session.scope != AdminScope::Operator,
         }
+    }
+
+    /// Whether the search box shows (it finds every tenant's things).
+    pub fn search(&self) -> bool {
+        !self.tenant
     }
 
     /// The entries, the current one marked.
@@ -305,6 +335,7 @@ impl Nav {
             ("/dashboard/settings", "Settings"),
         ]
         .into_iter()
+        .filter(|(path, _)| !self.tenant || TENANT_PAGES.contains(path))
         .map(|(path, label)| NavEntry {
             path,
             label,

@@ -29,6 +29,9 @@ const INCOMING_STATES: &[&str] = &["open", "completed"];
 /// A payment as the list shows it.
 struct Row {
     id: String,
+    /// Whether its wallet address is one the page lists (a tenant's
+    /// session lists its own only).
+    mine: bool,
     wallet: String,
     state: String,
     amount: String,
@@ -142,6 +145,20 @@ impl<'q> Filters<'q> {
 /// The wallet addresses' paths, by id.
 type Paths = HashMap<WalletAddressId, String>;
 
+/// Whether the session may see the payments of wallet address `id`.
+async fn may_see(
+    services: &opd_service::Services,
+    session: &Session,
+    id: WalletAddressId,
+) -> Result<bool, opd_service::ServiceError> {
+    if session.scope.tenant().is_none() {
+        return Ok(true);
+    }
+    Ok(wallets::get(services, id)
+        .await
+        .is_ok_and(|w| session.scope.may_see(&w)))
+}
+
 /// A wallet address's path (its id, should it be gone).
 fn path_of(paths: &Paths, id: &WalletAddressId) -> String {
     paths.get(id).cloned().unwrap_or_else(|| id.to_string())
@@ -155,7 +172,8 @@ pub(crate) async fn list(
     let services = &state.app.services;
     let query = query_pairs(&uri);
     let filters = Filters::parse(&query);
-    let wallets = match wallets::list(services, None).await {
+    let tenant = session.scope.tenant();
+    let wallets = match wallets::list(services, tenant).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -175,6 +193,9 @@ pub(crate) async fn list(
     } else {
         None
     };
+    // A tenant's page shows its own payments; the next page starts after
+    // the last one read either way.
+    rows.retain(|r| tenant.is_none() || r.mine);
     let kinds = [("outgoing", "Outgoing"), ("incoming", "Incoming")]
         .map(|(v, l)| (v.to_owned(), l.to_owned()));
     let mut wallet_choices = vec![(String::new(), "All wallet addresses".to_owned())];
@@ -220,6 +241,7 @@ async fn outgoing_rows(
         let asset = &p.debit.asset;
         Row {
             id: p.id.to_string(),
+            mine: paths.contains_key(&p.wallet_address_id),
             wallet: path_of(paths, &p.wallet_address_id),
             state: p.state.as_str().to_owned(),
             amount: display::amount(p.debit.value, asset.code.as_str(), asset.scale),
@@ -254,6 +276,7 @@ async fn incoming_rows(
         };
         Row {
             id: p.id.to_string(),
+            mine: paths.contains_key(&p.wallet_address_id),
             wallet: path_of(paths, &p.wallet_address_id),
             state: state.to_owned(),
             amount: p.incoming_amount.map_or_else(|| "any".to_owned(), amount),
@@ -306,6 +329,8 @@ fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
 /// What the detail page shows of a payment: its facts (label, value), the
 /// ledger account whose transfers are listed, and where a cancel posts.
 struct Detail {
+    /// Whose payment it is.
+    wallet: WalletAddressId,
     facts: Vec<(String, String)>,
     account: String,
     cancel: Option<String>,
@@ -331,6 +356,11 @@ pub(crate) async fn detail(
         Ok(d) => d,
         Err(response) => return response,
     };
+    match may_see(services, &session, detail.wallet).await {
+        Ok(true) => {}
+        Ok(false) => return not_found("payment"),
+        Err(e) => return failed(e),
+    }
     let transfers = match operator::transfers_of(services, &detail.account, 200).await {
         Ok(t) => t,
         Err(e) => return failed(e),
@@ -388,6 +418,7 @@ async fn outgoing_detail(services: &opd_service::Services, id: &str) -> Result<D
         OutgoingPaymentState::Funding | OutgoingPaymentState::Sending
     );
     Ok(Detail {
+        wallet: p.wallet_address_id,
         facts,
         account: AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset),
         cancel: unfinished.then(|| format!("/dashboard/payments/outgoing/{}/cancel", p.id)),
@@ -426,6 +457,7 @@ async fn incoming_detail(services: &opd_service::Services, id: &str) -> Result<D
         fact("Created", display::datetime(p.created_at)),
     ];
     Ok(Detail {
+        wallet: p.wallet_address_id,
         facts,
         account: AccountKind::Incoming.account_id(&p.id.to_string(), &p.asset),
         cancel: None,
@@ -437,12 +469,22 @@ async fn incoming_detail(services: &opd_service::Services, id: &str) -> Result<D
 pub(crate) async fn cancel(
     State(state): State<AdminState>,
     Path(id): Path<String>,
-    _form: CheckedForm,
+    form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
     let Some(payment) = OutgoingPaymentId::parse(&id) else {
         return not_found("outgoing payment");
     };
+    let wallet = match operator::outgoing_payment(services, payment).await {
+        Ok(Some(p)) => p.wallet_address_id,
+        Ok(None) => return not_found("outgoing payment"),
+        Err(e) => return failed(e),
+    };
+    match may_see(services, &form.session, wallet).await {
+        Ok(true) => {}
+        Ok(false) => return not_found("outgoing payment"),
+        Err(e) => return failed(e),
+    }
     let back = format!("/dashboard/payments/outgoing/{payment}");
     match opd_service::payments::outgoing::lifecycle::cancel(services, payment).await {
         Ok(()) => done(&back, "cancelled"),

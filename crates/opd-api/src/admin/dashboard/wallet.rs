@@ -81,12 +81,18 @@ fn what(kind: TransferKind, incoming: bool) -> &'static str {
 }
 
 /// The wallet address `id` names.
-async fn wallet_of(services: &Services, id: &str) -> Result<WalletAddress, Response> {
+/// The wallet address `id`, if the session may see it.
+async fn wallet_of(
+    services: &Services,
+    session: &Session,
+    id: &str,
+) -> Result<WalletAddress, Response> {
     let Some(id) = WalletAddressId::parse(id) else {
         return Err(not_found("wallet address"));
     };
     match wallets::get(services, id).await {
-        Ok(w) => Ok(w),
+        Ok(w) if session.scope.may_see(&w) => Ok(w),
+        Ok(_) => Err(not_found("wallet address")),
         Err(ServiceError::NotFound(_)) => Err(not_found("wallet address")),
         Err(e) => Err(failed(e)),
     }
@@ -199,7 +205,7 @@ pub(crate) async fn page(
     uri: Uri,
 ) -> Response {
     let services = &state.app.services;
-    let wallet = match wallet_of(services, &id).await {
+    let wallet = match wallet_of(services, &session, &id).await {
         Ok(w) => w,
         Err(response) => return response,
     };
@@ -255,7 +261,7 @@ pub(crate) async fn move_money(
     form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    let wallet = match wallet_of(services, &id).await {
+    let wallet = match wallet_of(services, &form.session, &id).await {
         Ok(w) => w,
         Err(response) => return response,
     };

@@ -72,7 +72,7 @@ async fn render(
     refused: Option<(String, NewWallet)>,
 ) -> Response {
     let services = &state.app.services;
-    let wallets = match wallets::list(services, None).await {
+    let wallets = match wallets::list(services, session.scope.tenant()).await {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -157,7 +157,12 @@ pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -
             Asset::parse(&kept.asset_code, scale).map_err(|e| format!("Asset: {e}."))
         });
     let name = (!kept.public_name.is_empty()).then(|| kept.public_name.clone());
-    let operator = opd_core::TenantId::operator();
+    let operator = form
+        .session
+        .scope
+        .tenant()
+        .cloned()
+        .unwrap_or_else(opd_core::TenantId::operator);
     let created = match asset {
         Ok(asset) => wallets::create(&state.app.services, &operator, &kept.path, asset, name)
             .await
