@@ -7,7 +7,8 @@
 // liquidity, fees and rates set, the search box, retrying a failing
 // webhook and reading its payload, the ledger's accounts and check, the
 // settings with secrets masked, every page on a phone without sideways
-// scrolling, a form without its CSRF token refused, and signing out.
+// scrolling, a form without its CSRF token refused, signing out, and a
+// tenant signed in with its own token (its wallet addresses only).
 // Screenshots at desktop and phone width (see browser.mjs).
 
 import assert from 'node:assert/strict'
@@ -440,5 +441,28 @@ describe('operator dashboard in a browser', () => {
     const res = await rawFetch(dash, { redirect: 'manual', headers: { cookie: `${cookie.name}=${cookie.value}` } })
     assert.equal(res.status, 303)
     assert.equal(res.headers.get('location'), '/dashboard/login')
+  })
+
+  it("signs a tenant in with its own token: its wallet addresses only, no operator's pages", async () => {
+    const base = `${w.opd.publicUrl}/acme`
+    const made = await adminOk(w.admin, 'POST', '/tenants', { id: 'acme', publicName: 'Acme Pay', publicUrl: base }, 201)
+    await adminOk(w.admin, 'POST', '/wallet-addresses', { tenant: 'acme', path: 'dora', assetCode: 'USD', assetScale: 2 }, 201)
+    await page.goto(`${dash}/login`)
+    await page.getByLabel('Admin token').fill(made.adminToken)
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
+    assert.equal(new URL(page.url()).pathname, '/dashboard')
+    const text = await page.locator('main').innerText()
+    assert.match(text, /dora/)
+    for (const other of ['alice', 'bob', 'shop']) assert.doesNotMatch(text, new RegExp(`/${other}\\b`), `${other} on a tenant's page`)
+    const nav = await page.getByRole('navigation', { name: 'Dashboard' }).innerText()
+    assert.match(nav, /Wallet addresses/)
+    assert.match(nav, /Payments/)
+    for (const hidden of ['Peers', 'Fees and rates', 'Webhooks', 'Ledger', 'Settings', 'Grants']) assert.doesNotMatch(nav, new RegExp(hidden))
+    assert.equal(await page.getByRole('search').count(), 0, "the search finds every tenant's: not shown")
+    const res = await page.goto(`${dash}/peers`)
+    assert.equal(res.status(), 404)
+    await screenshots(page, 'dashboard-tenant-not-found')
+    await page.goto(dash)
+    await screenshots(page, 'dashboard-tenant')
   })
 })
