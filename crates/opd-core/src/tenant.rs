@@ -78,6 +78,9 @@ pub struct Tenant {
     pub public_url: Option<String>,
     /// Where its webhook events go; `None`: the server's webhook URL.
     pub webhook_url: Option<String>,
+    /// Its consent app, where its wallet owners approve grants; `None`:
+    /// the built-in consent page.
+    pub idp_consent_url: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -170,6 +170,7 @@ fn operator_site(config: &ServiceConfig) -> tenants::Site {
         public_url: config.public_url.clone(),
         auth_server_url: config.auth_server_url.clone(),
         webhook_url: config.webhook_url.clone(),
+        idp_consent_url: config.idp_consent_url.clone(),
     }
 }
 

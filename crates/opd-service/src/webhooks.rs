@@ -262,7 +262,8 @@ async fn destination(
     let own = sites.get(&e.tenant).and_then(|s| s.webhook_url.clone());
     match own {
         Some(url) if !e.tenant.is_operator() => {
-            let secret = crate::tenants::webhook_secret(services, &e.tenant).await?;
+            let which = opd_store::TenantSecret::Webhook;
+            let secret = crate::tenants::secrets::get(services, &e.tenant, which).await?;
             Ok(Some((url, secret)))
         }
         _ => Ok(services

@@ -37,7 +37,7 @@ pub use platform::faults::Faults;
 pub use platform::outbox::OutboxStore;
 pub use platform::retention::{Pruned, RetentionStore, PRUNE_BATCH};
 pub use platform::settings::{FeeRow, RateRow, SettingsStore};
-pub use tenants::{TenantDeletion, TenantStore};
+pub use tenants::{TenantDeletion, TenantSecret, TenantStore};
 pub use wallets::WalletStore;
 
 /// The result of every store operation.

@@ -10,6 +10,15 @@ use crate::platform::db::{params, Stmt};
 use crate::platform::rows::{corrupt, time, Columns};
 use crate::{SqlStore, StoreResult};
 
+/// A secret of a tenant's, stored sealed by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantSecret {
+    /// The key of its webhook events' signature.
+    Webhook,
+    /// What its consent app calls the identity-provider API with.
+    Idp,
+}
+
 /// What deleting a tenant did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TenantDeletion {
@@ -43,28 +52,34 @@ pub trait TenantStore: Send + Sync {
     async fn tenant_by_token(&self, token_digest: &str) -> StoreResult<Option<Tenant>>;
     /// Deletes a tenant that has no wallet addresses.
     async fn delete_tenant(&self, id: &TenantId) -> StoreResult<TenantDeletion>;
-    /// Replaces the tenant's webhook secret (sealed by the caller; `None`
+    /// Replaces one of the tenant's secrets (sealed by the caller; `None`
     /// removes it); `false` when there is no such tenant.
-    async fn set_tenant_webhook_secret(
+    async fn set_tenant_secret(
         &self,
         id: &TenantId,
+        which: TenantSecret,
         sealed: Option<&str>,
     ) -> StoreResult<bool>;
-    /// The tenant's webhook secret as sealed, if it has one.
-    async fn tenant_webhook_secret(&self, id: &TenantId) -> StoreResult<Option<String>>;
+    /// One of the tenant's secrets as sealed, if it has it.
+    async fn tenant_secret(
+        &self,
+        id: &TenantId,
+        which: TenantSecret,
+    ) -> StoreResult<Option<String>>;
 }
 
-const COLUMNS: &str = "id, public_name, public_url, webhook_url, created_at, updated_at";
+const COLUMNS: &str =
+    "id, public_name, public_url, webhook_url, idp_consent_url, created_at, updated_at";
 
 static INSERT: Stmt = Stmt::new(&[
-    "INSERT INTO tenants (id, public_name, public_url, webhook_url, token_digest, created_at, \
-     updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO tenants (id, public_name, public_url, webhook_url, idp_consent_url, token_digest, \
+     created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 ]);
 static BY_ID: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants WHERE id = ?"]);
 static LIST: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants ORDER BY id"]);
 static UPDATE: Stmt = Stmt::new(&[
-    "UPDATE tenants SET public_name = ?, public_url = ?, webhook_url = ?, updated_at = ? \
-     WHERE id = ?",
+    "UPDATE tenants SET public_name = ?, public_url = ?, webhook_url = ?, idp_consent_url = ?, \
+     updated_at = ? WHERE id = ?",
 ]);
 static SET_TOKEN: Stmt =
     Stmt::new(&["UPDATE tenants SET token_digest = ?, updated_at = ? WHERE id = ?"]);
@@ -74,11 +89,24 @@ static DELETE_EMPTY: Stmt = Stmt::new(&["DELETE FROM tenants WHERE id = ? \
 
 static SET_WEBHOOK_SECRET: Stmt =
     Stmt::new(&["UPDATE tenants SET webhook_secret = ? WHERE id = ?"]);
-static WEBHOOK_SECRET: Stmt = Stmt::new(&["SELECT webhook_secret FROM tenants WHERE id = ?"]);
+static WEBHOOK_SECRET: Stmt =
+    Stmt::new(&["SELECT webhook_secret AS secret FROM tenants WHERE id = ?"]);
+static SET_IDP_SECRET: Stmt = Stmt::new(&["UPDATE tenants SET idp_secret = ? WHERE id = ?"]);
+static IDP_SECRET: Stmt = Stmt::new(&["SELECT idp_secret AS secret FROM tenants WHERE id = ?"]);
+
+/// The statements that write and read `which`.
+fn secret_statements(which: TenantSecret) -> (&'static Stmt, &'static Stmt) {
+    match which {
+        TenantSecret::Webhook => (&SET_WEBHOOK_SECRET, &WEBHOOK_SECRET),
+        TenantSecret::Idp => (&SET_IDP_SECRET, &IDP_SECRET),
+    }
+}
 
 pub(crate) static STATEMENTS: &[&Stmt] = &[
     &SET_WEBHOOK_SECRET,
     &WEBHOOK_SECRET,
+    &SET_IDP_SECRET,
+    &IDP_SECRET,
     &INSERT,
     &BY_ID,
     &LIST,
@@ -94,6 +122,7 @@ fn tenant_from_row(row: &impl Columns) -> StoreResult<Tenant> {
         public_name: row.text("public_name")?,
         public_url: row.opt_text("public_url")?,
         webhook_url: row.opt_text("webhook_url")?,
+        idp_consent_url: row.opt_text("idp_consent_url")?,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
     })
@@ -107,6 +136,7 @@ impl TenantStore for SqlStore {
             &t.public_name,
             &t.public_url,
             &t.webhook_url,
+            &t.idp_consent_url,
             token_digest,
             t.created_at,
             t.updated_at,
@@ -130,6 +160,7 @@ impl TenantStore for SqlStore {
             &t.public_name,
             &t.public_url,
             &t.webhook_url,
+            &t.idp_consent_url,
             t.updated_at,
             t.id.as_str(),
         ];
@@ -151,24 +182,24 @@ impl TenantStore for SqlStore {
         row.as_ref().map(tenant_from_row).transpose()
     }
 
-    async fn set_tenant_webhook_secret(
+    async fn set_tenant_secret(
         &self,
         id: &TenantId,
+        which: TenantSecret,
         sealed: Option<&str>,
     ) -> StoreResult<bool> {
         let params = params![sealed, id.as_str()];
-        Ok(self.db.write(&SET_WEBHOOK_SECRET, params).await? > 0)
+        Ok(self.db.write(secret_statements(which).0, params).await? > 0)
     }
 
-    async fn tenant_webhook_secret(&self, id: &TenantId) -> StoreResult<Option<String>> {
-        let row = self
-            .db
-            .read_opt(&WEBHOOK_SECRET, params![id.as_str()])
-            .await?;
-        Ok(row
-            .map(|r| r.opt_text("webhook_secret"))
-            .transpose()?
-            .flatten())
+    async fn tenant_secret(
+        &self,
+        id: &TenantId,
+        which: TenantSecret,
+    ) -> StoreResult<Option<String>> {
+        let read = secret_statements(which).1;
+        let row = self.db.read_opt(read, params![id.as_str()]).await?;
+        Ok(row.map(|r| r.opt_text("secret")).transpose()?.flatten())
     }
 
     async fn delete_tenant(&self, id: &TenantId) -> StoreResult<TenantDeletion> {

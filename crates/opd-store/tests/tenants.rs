@@ -8,7 +8,7 @@ use opd_core::tenant::Tenant;
 use opd_core::wallet_address::{WalletAddress, WalletAddressPath};
 use opd_core::webhook::{EventKind, WebhookEvent};
 use opd_core::{Asset, Fee, SeededRandom, TenantId, Timestamp, WalletAddressId};
-use opd_store::{Store, StoreError, TenantDeletion};
+use opd_store::{Store, StoreError, TenantDeletion, TenantSecret};
 
 opd_testkit::conformance!(
     tenants_keep_their_wallet_addresses_apart,
@@ -29,6 +29,7 @@ fn tenant(id: &str, url: &str) -> Tenant {
         public_name: format!("Tenant {id}"),
         public_url: Some(url.into()),
         webhook_url: None,
+        idp_consent_url: None,
         created_at: at(0),
         updated_at: at(0),
     }
@@ -118,6 +119,7 @@ async fn tenants_are_unique_changed_and_deleted_only_when_empty(s: &dyn Store) {
     moved.public_name = "Bank A".into();
     moved.public_url = Some("https://opd.example/a".into());
     moved.webhook_url = Some("https://hooks.a.example/".into());
+    moved.idp_consent_url = Some("https://consent.a.example/".into());
     moved.updated_at = at(5);
     assert!(s.update_tenant(&moved).await.unwrap());
     assert_eq!(s.get_tenant(&a.id).await.unwrap(), Some(moved.clone()));
@@ -154,22 +156,28 @@ async fn tenants_are_unique_changed_and_deleted_only_when_empty(s: &dyn Store) {
 async fn webhook_events_and_secrets_keep_their_tenant(s: &dyn Store) {
     let a = tenant("a", "https://wallet.a.example");
     s.create_tenant(&a, "digest-a").await.unwrap();
-    assert_eq!(s.tenant_webhook_secret(&a.id).await.unwrap(), None);
+    let (hook, idp) = (TenantSecret::Webhook, TenantSecret::Idp);
+    assert_eq!(s.tenant_secret(&a.id, hook).await.unwrap(), None);
     assert!(s
-        .set_tenant_webhook_secret(&a.id, Some("sealed"))
+        .set_tenant_secret(&a.id, hook, Some("sealed"))
+        .await
+        .unwrap());
+    assert!(s
+        .set_tenant_secret(&a.id, idp, Some("other"))
         .await
         .unwrap());
     assert_eq!(
-        s.tenant_webhook_secret(&a.id).await.unwrap().as_deref(),
+        s.tenant_secret(&a.id, hook).await.unwrap().as_deref(),
         Some("sealed")
     );
-    assert!(s.set_tenant_webhook_secret(&a.id, None).await.unwrap());
-    assert_eq!(s.tenant_webhook_secret(&a.id).await.unwrap(), None);
+    assert_eq!(
+        s.tenant_secret(&a.id, idp).await.unwrap().as_deref(),
+        Some("other")
+    );
+    assert!(s.set_tenant_secret(&a.id, hook, None).await.unwrap());
+    assert_eq!(s.tenant_secret(&a.id, hook).await.unwrap(), None);
     let ghost = TenantId::parse("ghost").unwrap();
-    assert!(!s
-        .set_tenant_webhook_secret(&ghost, Some("x"))
-        .await
-        .unwrap());
+    assert!(!s.set_tenant_secret(&ghost, idp, Some("x")).await.unwrap());
 
     let event = |id: &str, tenant: &TenantId| WebhookEvent {
         id: id.into(),

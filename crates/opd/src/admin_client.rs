@@ -35,15 +35,22 @@ fn encode_segment(s: &str) -> String {
 /// The fields of a tenant's settings that were given.
 fn tenant_body(s: TenantSettings) -> anyhow::Result<Value> {
     let mut body = serde_json::json!({});
-    if let Some(file) = &s.webhook_secret_file {
-        let secret = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the webhook secret from {}", file.display()))?;
-        body["webhookSecret"] = Value::String(secret.trim().to_owned());
+    let files = [
+        ("webhookSecret", &s.webhook_secret_file),
+        ("idpSecret", &s.idp_secret_file),
+    ];
+    for (key, file) in files {
+        if let Some(file) = file {
+            let secret = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {key} from {}", file.display()))?;
+            body[key] = Value::String(secret.trim().to_owned());
+        }
     }
     for (key, value) in [
         ("publicName", s.public_name),
         ("publicUrl", s.public_url),
         ("webhookUrl", s.webhook_url),
+        ("idpConsentUrl", s.idp_consent_url),
     ] {
         if let Some(v) = value {
             body[key] = Value::String(v);

@@ -235,6 +235,12 @@ pub struct TenantSettings {
     /// The key its webhook events are signed with (Opd-Signature), read from this file.
     #[arg(long, value_name = "FILE")]
     pub webhook_secret_file: Option<std::path::PathBuf>,
+    /// Its own consent app, where its wallet owners approve grants [default: the built-in consent page].
+    #[arg(long)]
+    pub idp_consent_url: Option<String>,
+    /// What its consent app sends as x-idp-secret to the identity-provider API, read from this file.
+    #[arg(long, value_name = "FILE")]
+    pub idp_secret_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

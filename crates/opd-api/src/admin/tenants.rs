@@ -37,6 +37,9 @@ struct TenantAdmin {
     auth_server_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     webhook_url: Option<String>,
+    /// Its consent app; absent: the built-in consent page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idp_consent_url: Option<String>,
     operator: bool,
     created_at: String,
     updated_at: String,
@@ -56,6 +59,7 @@ fn tenant_admin(sites: &SiteTable, t: &Tenant) -> TenantAdmin {
             .unwrap_or_else(|| site.public_url.to_string()),
         auth_server_url: site.auth_server_url.clone(),
         webhook_url: t.webhook_url.clone(),
+        idp_consent_url: site.idp_consent_url.clone(),
         operator: t.id.is_operator(),
         created_at: t.created_at.to_rfc3339(),
         updated_at: t.updated_at.to_rfc3339(),
@@ -74,6 +78,11 @@ struct CreateTenant {
     /// The key of the `Opd-Signature` of its events (never shown again).
     #[serde(default, deserialize_with = "non_null")]
     webhook_secret: Option<String>,
+    #[serde(default, deserialize_with = "non_null")]
+    idp_consent_url: Option<String>,
+    /// What its consent app sends as `x-idp-secret` (never shown again).
+    #[serde(default, deserialize_with = "non_null")]
+    idp_secret: Option<String>,
 }
 
 /// A field that may be absent (unchanged), `null` (cleared) or a value.
@@ -92,6 +101,10 @@ struct UpdateTenant {
     webhook_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     webhook_secret: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    idp_consent_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    idp_secret: Option<Option<String>>,
 }
 
 async fn create_tenant(
@@ -105,6 +118,8 @@ async fn create_tenant(
         public_url: req.public_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(SecretString::from),
+        idp_consent_url: req.idp_consent_url,
+        idp_secret: req.idp_secret.map(SecretString::from),
     };
     let (tenant, token) = tenants::create(services, new).await?;
     let sites = services.sites.with(&tenant.id).await?;
@@ -141,6 +156,8 @@ async fn update_tenant(
         public_url: req.public_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(|s| s.map(SecretString::from)),
+        idp_consent_url: req.idp_consent_url,
+        idp_secret: req.idp_secret.map(|s| s.map(SecretString::from)),
     };
     let tenant = tenants::update(services, &id, patch).await?;
     let sites = services.sites.with(&tenant.id).await?;

@@ -25,7 +25,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use opd_gnap::{ClientIdent, GnapError, GrantRequest, RotateTokenResponse, ValidatedGrantRequest};
+use opd_gnap::{
+    ClientIdent, GnapError, GnapErrorCode, GrantRequest, RotateTokenResponse, ValidatedGrantRequest,
+};
 use opd_service::access::{self, AccessError};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
@@ -300,7 +302,19 @@ async fn start_interaction(
             None => error_page(services, &e),
         };
     }
-    match &services.config.idp_consent_url {
+    // The wallet address's tenant's consent app, if it has one.
+    let consent = match services.site_of(&interaction.wallet).await {
+        Ok(site) => site.idp_consent_url.clone(),
+        Err(e) => {
+            tracing::error!(error = %e, "the consent app of an interaction's tenant could not be read");
+            let unavailable = "the server cannot answer now; try again in a moment";
+            return error_page(
+                services,
+                &GnapError::new(GnapErrorCode::RequestDenied, unavailable),
+            );
+        }
+    };
+    match &consent {
         Some(consent) => {
             let name = client_name(&interaction);
             let uri = interaction
@@ -345,8 +359,21 @@ async fn finish_interaction(
 
 // The identity-provider API, for the operator's own consent app.
 
-fn idp_authorized(services: &Services, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(secret) = &services.config.idp_secret else {
+/// Whether the request carries the `x-idp-secret` of the consent app of
+/// `wallet`'s tenant (the server's `--idp-secret` for the operator's): one
+/// tenant's app never decides another's interactions.
+async fn idp_authorized(
+    services: &Services,
+    headers: &HeaderMap,
+    wallet: &opd_core::wallet_address::WalletAddress,
+) -> Result<(), ApiError> {
+    let secret = if wallet.tenant.is_operator() {
+        services.config.idp_secret.clone()
+    } else {
+        let which = opd_service::tenants::TenantSecret::Idp;
+        opd_service::tenants::secrets::get(services, &wallet.tenant, which).await?
+    };
+    let Some(secret) = &secret else {
         return Err(ApiError::not_found("route"));
     };
     let presented = headers
@@ -372,8 +399,8 @@ async fn idp_details(
     PathParams2(id, nonce): PathParams2,
 ) -> GnapResult<Json<serde_json::Value>> {
     let services = &state.services;
-    idp_authorized(services, &headers)?;
     let i = grants::open_interaction(services, &id, &nonce).await?;
+    idp_authorized(services, &headers, &i.wallet).await?;
     let access: Vec<_> = i
         .grant
         .access
@@ -400,13 +427,13 @@ async fn idp_decide(
     axum::extract::Path((id, nonce, decision)): axum::extract::Path<(String, String, String)>,
 ) -> GnapResult<(StatusCode, Json<serde_json::Value>)> {
     let services = &state.services;
-    idp_authorized(services, &headers)?;
     let approve = match decision.as_str() {
         "accept" => true,
         "reject" => false,
         _ => return Err(ApiError::not_found("route").into()),
     };
     let i = grants::open_interaction(services, &id, &nonce).await?;
+    idp_authorized(services, &headers, &i.wallet).await?;
     grants::decide_interaction(services, &i, approve).await?;
     // A path on the authorization server's origin (under its path).
     let prefix = services.config.auth_path_prefix();

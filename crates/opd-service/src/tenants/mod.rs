@@ -2,6 +2,7 @@
 //! shown once and stored as a digest), read, change, rotate its token,
 //! delete an empty one. Where each tenant is on the web is [`sites`].
 
+pub mod secrets;
 pub mod sites;
 
 use opd_core::tenant::{parse_public_name, Tenant};
@@ -10,13 +11,13 @@ use opd_core::TenantId;
 use opd_store::{StoreError, TenantDeletion};
 use sha2::{Digest, Sha256};
 
+pub use opd_store::TenantSecret;
 pub use sites::{Site, SiteTable, Sites};
 
 use crate::platform::changes::Change;
-use crate::platform::secrets;
 use crate::platform::urls::PublicUrl;
 use crate::{ServiceError, Services};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 
 /// What the operator gives to make a tenant.
 #[derive(Debug, Clone)]
@@ -27,6 +28,10 @@ pub struct NewTenant {
     pub webhook_url: Option<String>,
     /// The key of its events' `Opd-Signature`, stored sealed.
     pub webhook_secret: Option<SecretString>,
+    /// Its consent app (`None`: the built-in consent page).
+    pub idp_consent_url: Option<String>,
+    /// What its consent app calls the identity-provider API with.
+    pub idp_secret: Option<SecretString>,
 }
 
 /// What the operator changes; `None` leaves a field as it is, and
@@ -37,6 +42,20 @@ pub struct TenantPatch {
     pub public_url: Option<String>,
     pub webhook_url: Option<Option<String>>,
     pub webhook_secret: Option<Option<SecretString>>,
+    pub idp_consent_url: Option<Option<String>>,
+    pub idp_secret: Option<Option<SecretString>>,
+}
+
+impl TenantPatch {
+    /// Whether it changes anything the operator's tenant takes from the
+    /// server's configuration (everything but its name).
+    fn configured(&self) -> bool {
+        self.public_url.is_some()
+            || self.webhook_url.is_some()
+            || self.webhook_secret.is_some()
+            || self.idp_consent_url.is_some()
+            || self.idp_secret.is_some()
+    }
 }
 
 /// A tenant's admin token as shown once: `opd_tenant_` and 64 hex digits.
@@ -92,10 +111,11 @@ pub fn check_public_url(
     Ok(url)
 }
 
-fn check_webhook(url: Option<String>) -> Result<Option<String>, ServiceError> {
+/// An absolute http(s) URL a tenant gives (`what` names the field).
+fn check_url(url: Option<String>, what: &str) -> Result<Option<String>, ServiceError> {
     url.map(|u| match url::Url::parse(&u) {
         Ok(p) if matches!(p.scheme(), "http" | "https") => Ok(u),
-        _ => Err(invalid("webhookUrl must be an absolute http(s) URL")),
+        _ => Err(invalid(format!("{what} must be an absolute http(s) URL"))),
     })
     .transpose()
 }
@@ -119,7 +139,8 @@ pub async fn create(services: &Services, new: NewTenant) -> Result<(Tenant, Stri
         id,
         public_name: parse_public_name(&new.public_name).map_err(invalid)?,
         public_url: Some(url.to_string()),
-        webhook_url: check_webhook(new.webhook_url)?,
+        webhook_url: check_url(new.webhook_url, "webhookUrl")?,
+        idp_consent_url: check_url(new.idp_consent_url, "idpConsentUrl")?,
         created_at: now,
         updated_at: now,
     };
@@ -138,60 +159,17 @@ pub async fn create(services: &Services, new: NewTenant) -> Result<(Tenant, Stri
         }
         Err(e) => return Err(e.into()),
     }
-    if let Some(secret) = &new.webhook_secret {
-        set_webhook_secret(services, &tenant.id, Some(secret)).await?;
+    let given = [
+        (TenantSecret::Webhook, new.webhook_secret),
+        (TenantSecret::Idp, new.idp_secret),
+    ];
+    for (which, secret) in given {
+        if let Some(secret) = secret {
+            secrets::set(services, &tenant.id, which, Some(&secret)).await?;
+        }
     }
     services.changed(Change::Tenants).await;
     Ok((tenant, token))
-}
-
-/// What a tenant's webhook secret is sealed under: bound to its tenant,
-/// so a sealed value copied to another row does not open.
-fn webhook_secret_context(tenant: &TenantId) -> String {
-    format!("tenant-webhook-secret:{tenant}")
-}
-
-/// Stores a tenant's webhook secret, sealed (`None` removes it).
-async fn set_webhook_secret(
-    services: &Services,
-    tenant: &TenantId,
-    secret: Option<&SecretString>,
-) -> Result<(), ServiceError> {
-    let sealed = secret.map(|s| {
-        let context = webhook_secret_context(tenant);
-        let plain = s.expose_secret().as_bytes();
-        secrets::seal_value(
-            &services.config.secrets_key,
-            &context,
-            plain,
-            services.random.as_ref(),
-        )
-    });
-    services
-        .store
-        .set_tenant_webhook_secret(tenant, sealed.as_deref())
-        .await?;
-    Ok(())
-}
-
-/// A tenant's webhook secret, opened; `None` without one.
-pub async fn webhook_secret(
-    services: &Services,
-    tenant: &TenantId,
-) -> Result<Option<SecretString>, ServiceError> {
-    let Some(sealed) = services.store.tenant_webhook_secret(tenant).await? else {
-        return Ok(None);
-    };
-    let context = webhook_secret_context(tenant);
-    let (plain, _) = secrets::open_value(&services.config.secrets_key, &context, &sealed)
-        .ok_or_else(|| {
-            ServiceError::Internal(format!(
-                "tenant {tenant}'s webhook secret does not open with the secrets key"
-            ))
-        })?;
-    let plain = String::from_utf8(plain)
-        .map_err(|_| ServiceError::Internal("a webhook secret that is not text".into()))?;
-    Ok(Some(SecretString::from(plain)))
 }
 
 /// Every tenant, the operator's first.
@@ -219,10 +197,7 @@ pub async fn update(
     patch: TenantPatch,
 ) -> Result<Tenant, ServiceError> {
     let mut tenant = get(services, id).await?;
-    let urls_asked =
-        patch.public_url.is_some() || patch.webhook_url.is_some() || patch.webhook_secret.is_some();
-    let webhook_secret = patch.webhook_secret;
-    if tenant.id.is_operator() && urls_asked {
+    if tenant.id.is_operator() && patch.configured() {
         return Err(invalid(
             "the operator's tenant takes its URLs from the server's configuration",
         ));
@@ -237,7 +212,10 @@ pub async fn update(
         tenant.public_url = Some(url.to_string());
     }
     if let Some(url) = patch.webhook_url {
-        tenant.webhook_url = check_webhook(url)?;
+        tenant.webhook_url = check_url(url, "webhookUrl")?;
+    }
+    if let Some(url) = patch.idp_consent_url {
+        tenant.idp_consent_url = check_url(url, "idpConsentUrl")?;
     }
     tenant.updated_at = services.clock.now();
     match services.store.update_tenant(&tenant).await {
@@ -251,8 +229,14 @@ pub async fn update(
         }
         Err(e) => return Err(e.into()),
     }
-    if let Some(secret) = &webhook_secret {
-        set_webhook_secret(services, &tenant.id, secret.as_ref()).await?;
+    let given = [
+        (TenantSecret::Webhook, patch.webhook_secret),
+        (TenantSecret::Idp, patch.idp_secret),
+    ];
+    for (which, secret) in given {
+        if let Some(secret) = secret {
+            secrets::set(services, &tenant.id, which, secret.as_ref()).await?;
+        }
     }
     services.changed(Change::Tenants).await;
     Ok(tenant)
@@ -314,12 +298,14 @@ mod tests {
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://opd.example/auth".into(),
             webhook_url: None,
+            idp_consent_url: None,
         };
         let a = Tenant {
             id: TenantId::parse("a").unwrap(),
             public_name: "A".into(),
             public_url: Some("https://wallet.a.example".into()),
             webhook_url: None,
+            idp_consent_url: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         };

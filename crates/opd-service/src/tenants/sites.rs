@@ -31,6 +31,9 @@ pub struct Site {
     /// Where its webhook events go, if it has a URL of its own (the
     /// operator's: the server's `--webhook-url`).
     pub webhook_url: Option<String>,
+    /// Its consent app, if it has one (the operator's: the server's
+    /// `--idp-consent-url`); else the built-in consent page.
+    pub idp_consent_url: Option<String>,
 }
 
 impl Site {
@@ -162,6 +165,7 @@ fn site_of(t: &Tenant, operator: &Site) -> Option<Site> {
         public_url,
         auth_server_url: operator.auth_server_url.clone(),
         webhook_url: t.webhook_url.clone(),
+        idp_consent_url: t.idp_consent_url.clone(),
     })
 }
 
@@ -266,6 +270,7 @@ mod tests {
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://auth.opd.example/".into(),
             webhook_url: None,
+            idp_consent_url: None,
         }
     }
 
@@ -275,6 +280,7 @@ mod tests {
             public_name: id.to_uppercase(),
             public_url: Some(url.into()),
             webhook_url: None,
+            idp_consent_url: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         }

@@ -1,6 +1,7 @@
 -- Tenants: the wallet providers one opd serves. Each has its own public
 -- base URL (its own host, or a path prefix on the server's), public name,
--- webhook URL and secret, and an admin token (its SHA-256 digest). The operator's own tenant, `default`, takes its URLs from the
+-- webhook URL and secret, consent app, and an admin token (its SHA-256
+-- digest). The operator's own tenant, `default`, takes its URLs from the
 -- server's configuration (NULL here) and owns every wallet address made
 -- before tenants existed.
 CREATE TABLE tenants (
@@ -11,6 +12,10 @@ CREATE TABLE tenants (
     token_digest TEXT UNIQUE,
     -- Sealed under the server's secrets key, like peers' tokens.
     webhook_secret TEXT,
+    -- Its own consent app (NULL: the built-in consent page), and the
+    -- secret that app calls the identity-provider API with (sealed).
+    idp_consent_url TEXT,
+    idp_secret TEXT,
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );

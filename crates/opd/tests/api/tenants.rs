@@ -42,7 +42,13 @@ pub(crate) async fn tenants_with(
     let b = format!("{}/b", app.base);
     let mut tokens = Vec::new();
     for (id, url) in [("a", &a), ("b", &b)] {
-        let body = json!({ "id": id, "publicName": format!("Bank {id}"), "publicUrl": url });
+        // Their consent apps share the test identity provider's secret.
+        let body = json!({
+            "id": id,
+            "publicName": format!("Bank {id}"),
+            "publicUrl": url,
+            "idpSecret": opd_testkit::app::IDP_SECRET,
+        });
         let (s, v) = app.admin(Method::POST, "/tenants", Some(&body)).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
         let token = v["adminToken"].as_str().unwrap();
@@ -852,5 +858,90 @@ async fn a_tenant_signs_in_to_the_dashboard_and_sees_only_its_own() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    t.app.stop().await;
+}
+
+/// Starts an interactive outgoing-payment grant for `wallet` (a client of
+/// it, `reference` at the admin API) and follows the interaction's start:
+/// where it sends the browser, and the interaction's id and nonce.
+async fn interaction(t: &Tenants, reference: &str, wallet: &str, seed: u8) -> (String, String) {
+    let client = t.client(reference, wallet, seed).await;
+    let body = json!({
+        "access_token": { "access": [{ "type": "outgoing-payment", "actions": ["create"], "identifier": wallet, "limits": { "debitAmount": amount("100", "USD", 2) } }] },
+        "client": wallet,
+        "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://127.0.0.1:9/done", "nonce": "n1" } },
+    });
+    let r = client
+        .send(Method::POST, &format!("{}/", t.app.auth), None, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let redirect = r.body["interact"]["redirect"].as_str().unwrap().to_owned();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let start = browser.get(&redirect).send().await.unwrap();
+    assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let location = start.headers()["location"].to_str().unwrap().to_owned();
+    let ids = redirect.split("/interact/").nth(1).unwrap().to_owned();
+    (location, ids)
+}
+
+#[tokio::test]
+async fn each_tenant_s_consent_app_decides_its_own_interactions_only() {
+    let t = tenants(Db::Sqlite).await;
+    let own = json!({ "idpConsentUrl": "http://127.0.0.1:9/consent-a", "idpSecret": "idp-secret-of-tenant-a-0123" });
+    let (s, v) = t.app.admin(Method::PATCH, "/tenants/a", Some(&own)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["idpConsentUrl"], "http://127.0.0.1:9/consent-a");
+    assert!(!v.to_string().contains("idp-secret-of-tenant-a"), "{v}");
+    // b has no consent app, and so no identity-provider API, any more.
+    let none = json!({ "idpSecret": null });
+    let (s, v) = t.app.admin(Method::PATCH, "/tenants/b", Some(&none)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let bob = t.wallet(Some("b"), "bob", "USD").await;
+    let (to, a_ids) = interaction(&t, "a:alice", &alice, 111).await;
+    assert!(
+        to.starts_with("http://127.0.0.1:9/consent-a?interactId="),
+        "{to}"
+    );
+    // b has no consent app of its own: the built-in consent page.
+    let (to, b_ids) = interaction(&t, "b:bob", &bob, 112).await;
+    assert!(to.contains("/consent/"), "{to}");
+
+    let decide = |ids: &str, secret: &str| {
+        let url = format!("{}/idp/interactions/{ids}/accept", t.app.auth);
+        let secret = secret.to_owned();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("x-idp-secret", secret)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let server = opd_testkit::app::IDP_SECRET;
+    assert_eq!(
+        decide(&a_ids, server).await,
+        StatusCode::UNAUTHORIZED,
+        "the operator's app"
+    );
+    assert_eq!(
+        decide(&b_ids, "idp-secret-of-tenant-a-0123").await,
+        StatusCode::NOT_FOUND,
+        "a's app, b's interaction"
+    );
+    assert_eq!(
+        decide(&b_ids, server).await,
+        StatusCode::NOT_FOUND,
+        "b has no identity-provider API"
+    );
+    assert_eq!(
+        decide(&a_ids, "idp-secret-of-tenant-a-0123").await,
+        StatusCode::ACCEPTED
+    );
     t.app.stop().await;
 }
