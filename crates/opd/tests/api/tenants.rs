@@ -845,19 +845,45 @@ async fn a_tenant_signs_in_to_the_dashboard_and_sees_only_its_own() {
             "{list}"
         );
     }
-    // The operator's session sees every tenant's.
+    // The operator's session sees every tenant's, and picks one.
     let (browser, cookie) = dashboard_session(&t, &t.app.admin_token).await;
-    let r = browser
-        .get(format!(
-            "{}/dashboard/payments/outgoing/{}",
-            t.app.admin,
-            uuid(&paid.payment)
-        ))
-        .header(reqwest::header::COOKIE, &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+    let get = |path: String| {
+        let (browser, cookie) = (&browser, &cookie);
+        let url = format!("{}{path}", t.app.admin);
+        async move {
+            let r = browser
+                .get(url)
+                .header(reqwest::header::COOKIE, cookie)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.text().await.unwrap())
+        }
+    };
+    let (s, _) = get(format!(
+        "/dashboard/payments/outgoing/{}",
+        uuid(&paid.payment)
+    ))
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, all) = get("/dashboard".into()).await;
+    assert!(
+        all.contains(&alice) && all.contains(&bob) && all.contains(&carol),
+        "{all}"
+    );
+    assert!(
+        all.contains("<option value=\"a\">Bank a (a)</option>"),
+        "{all}"
+    );
+    let (_, only_a) = get("/dashboard?tenant=a".into()).await;
+    assert!(
+        only_a.contains(&alice) && !only_a.contains(&bob) && !only_a.contains(&carol),
+        "{only_a}"
+    );
+    assert!(
+        only_a.contains("<input type=\"hidden\" name=\"tenant\" value=\"a\">"),
+        "{only_a}"
+    );
     t.app.stop().await;
 }
 

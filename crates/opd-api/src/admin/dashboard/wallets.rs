@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Extension;
 use opd_core::ledger::AccountKind;
 use opd_core::wallet_address::WalletAddressPath;
-use opd_core::Asset;
+use opd_core::{Asset, TenantId};
 use opd_service::{operator, wallets};
 
 use super::{done, done_message, failed, form_state, query_pairs, refusal};
@@ -55,6 +55,11 @@ struct WalletsPage {
     /// The server's own wallet address (`.well-known/pay`), shown apart:
     /// it identifies this server to others and never holds money.
     server: Option<Row>,
+    /// The operator's tenant switcher (empty without other tenants, and
+    /// for a tenant's session): (id, label, chosen).
+    tenants: Vec<(String, String, bool)>,
+    /// The tenant new wallet addresses go to (its id).
+    tenant: String,
 }
 
 pub(crate) async fn page(
@@ -62,29 +67,48 @@ pub(crate) async fn page(
     Extension(session): Extension<Session>,
     uri: Uri,
 ) -> Response {
-    render(&state, &session, done_message(&query_pairs(&uri)), None).await
+    let query = query_pairs(&uri);
+    let chosen = super::param(&query, "tenant").and_then(|t| TenantId::parse(t).ok());
+    render(&state, &session, done_message(&query), None, chosen).await
 }
 
-async fn render(
-    state: &AdminState,
+/// The tenant a page shows: a tenant's session its own; the operator's
+/// the one it chose (`None`: every tenant).
+fn shown_tenant(session: &Session, chosen: Option<TenantId>) -> Option<TenantId> {
+    session.scope.tenant().cloned().or(chosen)
+}
+
+/// The operator's tenant switcher: every tenant, `chosen` marked (none
+/// for a tenant's session, or with no tenant but the operator's).
+async fn switcher(
+    services: &opd_service::Services,
     session: &Session,
-    notice: Option<&'static str>,
-    refused: Option<(String, NewWallet)>,
-) -> Response {
-    let services = &state.app.services;
-    let wallets = match wallets::list(services, session.scope.tenant()).await {
-        Ok(w) => w,
-        Err(e) => return failed(e),
-    };
-    let sites = match services.sites.table().await {
-        Ok(s) => s,
-        Err(e) => return failed(e),
-    };
-    // One read of the balances for the whole table.
-    let accounts = match operator::ledger_accounts(services).await {
-        Ok(a) => a,
-        Err(e) => return failed(e),
-    };
+    chosen: Option<&TenantId>,
+) -> Result<Vec<(String, String, bool)>, opd_service::ServiceError> {
+    if session.scope.tenant().is_some() {
+        return Ok(Vec::new());
+    }
+    let all = opd_service::tenants::list(services).await?;
+    if all.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut choices = vec![(String::new(), "Every tenant".to_owned(), chosen.is_none())];
+    choices.extend(all.into_iter().map(|t| {
+        let label = format!("{} ({})", t.public_name, t.id);
+        (t.id.to_string(), label, Some(&t.id) == chosen)
+    }));
+    Ok(choices)
+}
+
+/// The tenant's wallet addresses (every tenant's for `None`) as rows, with
+/// their balances (one read of the ledger for the whole table) and keys.
+async fn rows_of(
+    services: &opd_service::Services,
+    sites: &opd_service::tenants::SiteTable,
+    tenant: Option<&TenantId>,
+) -> Result<Vec<Row>, opd_service::ServiceError> {
+    let wallets = wallets::list(services, tenant).await?;
+    let accounts = operator::ledger_accounts(services).await?;
     let mut rows = Vec::with_capacity(wallets.len());
     for w in &wallets {
         let account = AccountKind::Wallet.account_id(&w.id.to_string(), &w.asset);
@@ -96,10 +120,7 @@ async fn render(
             |_| format!("{balance} (out of range)"),
             |v| display::amount(v, w.asset.code.as_str(), w.asset.scale),
         );
-        let keys = match wallets::keys(services, w.id).await {
-            Ok(k) => k,
-            Err(e) => return failed(e),
-        };
+        let keys = wallets::keys(services, w.id).await?;
         rows.push(Row {
             path: w.path.to_string(),
             id: w.id.to_string(),
@@ -118,12 +139,37 @@ async fn render(
             active: w.deactivated_at.is_none(),
         });
     }
+    Ok(rows)
+}
+
+async fn render(
+    state: &AdminState,
+    session: &Session,
+    notice: Option<&'static str>,
+    refused: Option<(String, NewWallet)>,
+    chosen: Option<TenantId>,
+) -> Response {
+    let services = &state.app.services;
+    let shown = shown_tenant(session, chosen);
+    let tenants = match switcher(services, session, shown.as_ref()).await {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let sites = match services.sites.table().await {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    let mut rows = match rows_of(services, &sites, shown.as_ref()).await {
+        Ok(r) => r,
+        Err(e) => return failed(e),
+    };
     let server_path = WalletAddressPath::server().to_string();
     let server = rows
         .iter()
         .position(|r| r.path == server_path)
         .map(|i| rows.remove(i));
     let (status, error, form) = form_state(refused);
+    let target = shown.unwrap_or_else(TenantId::operator);
     pages::render(
         status,
         &WalletsPage {
@@ -131,11 +177,13 @@ async fn render(
             css_href: CSS,
             nav: Nav::new("/dashboard", session),
             notice,
-            public_base: format!("{}/", services.config.public_url),
+            public_base: format!("{}/", sites.of(&target).public_url),
             error,
             form,
             rows,
             server,
+            tenants,
+            tenant: target.to_string(),
         },
     )
 }
@@ -157,21 +205,20 @@ pub(crate) async fn create(State(state): State<AdminState>, form: CheckedForm) -
             Asset::parse(&kept.asset_code, scale).map_err(|e| format!("Asset: {e}."))
         });
     let name = (!kept.public_name.is_empty()).then(|| kept.public_name.clone());
-    let operator = form
-        .session
-        .scope
-        .tenant()
-        .cloned()
-        .unwrap_or_else(opd_core::TenantId::operator);
+    // A tenant's session makes its own; the operator's, the chosen one's.
+    let chosen = TenantId::parse(&form.field("tenant")).ok();
+    let tenant = shown_tenant(&form.session, chosen.clone()).unwrap_or_else(TenantId::operator);
     let created = match asset {
-        Ok(asset) => wallets::create(&state.app.services, &operator, &kept.path, asset, name)
+        Ok(asset) => wallets::create(&state.app.services, &tenant, &kept.path, asset, name)
             .await
             .map_err(refusal),
         Err(message) => Err(Ok(message)),
     };
     match created {
         Ok(w) => done(&format!("/dashboard/wallets/{}", w.id), "wallet_created"),
-        Err(Ok(message)) => render(&state, &form.session, None, Some((message, kept))).await,
+        Err(Ok(message)) => {
+            render(&state, &form.session, None, Some((message, kept)), chosen).await
+        }
         Err(Err(e)) => failed(e),
     }
 }
