@@ -60,15 +60,9 @@ impl PublicUrl {
         format!("{}/outgoing-payments/{}", self.base, id)
     }
 
-    /// The quote a quote URL names, if it is ours and well formed (a
-    /// trailing slash is tolerated).
-    pub fn quote_id(&self, url: &str) -> Option<QuoteId> {
-        let rest = self.relative(url.trim_end_matches('/'))?;
-        QuoteId::parse(rest.strip_prefix("quotes/")?)
-    }
-
-    /// The part of `url` below this base, or `None` when `url` is not on
-    /// this server. Scheme and host compare case-insensitively; default
+    /// The part of `url` below this base, or `None` when `url` is not
+    /// under it. (Whether a URL is this server's at all is a question for
+    /// every tenant's base: `tenants::SiteTable::of_url`.) Scheme and host compare case-insensitively; default
     /// ports are implied.
     pub fn relative(&self, url: &str) -> Option<String> {
         self.relative_parsed(&Url::parse(url).ok()?)
@@ -103,11 +97,6 @@ impl PublicUrl {
     pub fn incoming_payment_id(&self, url: &str) -> Option<IncomingPaymentId> {
         let rest = self.relative(url)?;
         IncomingPaymentId::parse(rest.strip_prefix("incoming-payments/")?)
-    }
-
-    /// Whether a URL is on this server at all.
-    pub fn is_ours(&self, url: &str) -> bool {
-        self.relative(url).is_some()
     }
 }
 
