@@ -83,6 +83,7 @@ async fn handle(
         Err(_) => return payload_too_large().into_response(),
     };
     let target = target_uri(&parts, &state);
+    let as_uri = crate::resource_server::auth::as_uri_of(&parts.extensions, &state);
     let request_parts =
         opd_httpsig::RequestParts::new(&parts.method, &target, &parts.headers, Some(&body));
     // Only the authorization server's requests replace the credentials they
@@ -93,7 +94,7 @@ async fn handle(
         match replays::recall(&state.services, &request_parts).await {
             Ok(Some(stored)) => return replayed(&stored),
             Ok(None) => {}
-            Err(e) => return refusal(&state, e, resource_server),
+            Err(e) => return refusal(&as_uri, e, resource_server),
         }
     }
     let slot = ReplaySlot::default();
@@ -116,7 +117,7 @@ async fn handle(
                 match replays::settle(&state.services, &fingerprint, &slot, || outcome).await {
                     Ok(None) => response,
                     Ok(Some(stored)) => replayed(&stored),
-                    Err(e) => refusal(&state, e, resource_server),
+                    Err(e) => refusal(&as_uri, e, resource_server),
                 }
             }
         }
@@ -184,18 +185,14 @@ impl<F: Future<Output = Response> + Send + 'static> Drop for FinishOnDrop<F> {
 
 /// A refusal from the replay check, as the listener's JSON error: the
 /// resource server's 401s carry its `WWW-Authenticate` challenge.
-fn refusal(
-    state: &AppState,
-    e: opd_service::access::AccessError,
-    resource_server: bool,
-) -> Response {
+fn refusal(as_uri: &str, e: opd_service::access::AccessError, resource_server: bool) -> Response {
     use opd_service::access::AccessError;
     match e {
-        _ if resource_server => crate::resource_server::auth::access_error(&state.services, e),
+        _ if resource_server => crate::resource_server::auth::access_error(as_uri, e),
         AccessError::Replayed | AccessError::ReplayPending | AccessError::Answered => {
             replay_error(&e)
         }
-        other => crate::resource_server::auth::access_error(&state.services, other),
+        other => crate::resource_server::auth::access_error(as_uri, other),
     }
     .into_response()
 }

@@ -14,6 +14,8 @@ pub enum TenantError {
         "tenant id must be 1 to 32 of the characters a-z 0-9 -, starting with a letter or digit"
     )]
     Id,
+    #[error("tenant id {0:?} is the operator's")]
+    Reserved(String),
     #[error("publicName must be 1 to 256 characters, none of them control characters")]
     Name,
 }
@@ -34,6 +36,15 @@ impl TenantId {
             return Err(TenantError::Id);
         }
         Ok(Self(s.to_owned()))
+    }
+
+    /// Parses the id of a new tenant: any but the operator's.
+    pub fn parse_new(s: &str) -> Result<Self, TenantError> {
+        let id = Self::parse(s)?;
+        if id.is_operator() {
+            return Err(TenantError::Reserved(id.0));
+        }
+        Ok(id)
     }
 
     /// The operator's own tenant: it owns every wallet address made before
@@ -76,6 +87,9 @@ pub struct Tenant {
     /// or `https://opd.example/a`); `None` for the operator's tenant,
     /// whose base is the server's public URL.
     pub public_url: Option<String>,
+    /// Its own authorization server, at the root of a host of its own
+    /// (`https://auth.bank-a.example/`); `None`: the server's, shared.
+    pub auth_server_url: Option<String>,
     /// Where its webhook events go; `None`: the server's webhook URL.
     pub webhook_url: Option<String>,
     /// Its consent app, where its wallet owners approve grants; `None`:
@@ -98,6 +112,8 @@ mod tests {
             assert_eq!(TenantId::parse(bad), Err(TenantError::Id), "{bad:?}");
         }
         assert!(TenantId::operator().is_operator());
+        assert!(TenantId::parse_new("default").is_err());
+        assert!(TenantId::parse_new("acme").is_ok());
         assert!(!TenantId::parse("acme").unwrap().is_operator());
     }
 

@@ -169,6 +169,7 @@ fn operator_site(config: &ServiceConfig) -> tenants::Site {
         public_name: "default".into(),
         public_url: config.public_url.clone(),
         auth_server_url: config.auth_server_url.clone(),
+        auth_tenant: opd_core::TenantId::operator(),
         webhook_url: config.webhook_url.clone(),
         idp_consent_url: config.idp_consent_url.clone(),
     }

@@ -69,17 +69,18 @@ pub trait TenantStore: Send + Sync {
 }
 
 const COLUMNS: &str =
-    "id, public_name, public_url, webhook_url, idp_consent_url, created_at, updated_at";
+    "id, public_name, public_url, auth_server_url, webhook_url, idp_consent_url, created_at, \
+    updated_at";
 
 static INSERT: Stmt = Stmt::new(&[
-    "INSERT INTO tenants (id, public_name, public_url, webhook_url, idp_consent_url, token_digest, \
-     created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO tenants (id, public_name, public_url, auth_server_url, webhook_url, \
+     idp_consent_url, token_digest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 ]);
 static BY_ID: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants WHERE id = ?"]);
 static LIST: Stmt = Stmt::new(&["SELECT ", COLUMNS, " FROM tenants ORDER BY id"]);
 static UPDATE: Stmt = Stmt::new(&[
-    "UPDATE tenants SET public_name = ?, public_url = ?, webhook_url = ?, idp_consent_url = ?, \
-     updated_at = ? WHERE id = ?",
+    "UPDATE tenants SET public_name = ?, public_url = ?, auth_server_url = ?, webhook_url = ?, \
+     idp_consent_url = ?, updated_at = ? WHERE id = ?",
 ]);
 static SET_TOKEN: Stmt =
     Stmt::new(&["UPDATE tenants SET token_digest = ?, updated_at = ? WHERE id = ?"]);
@@ -121,6 +122,7 @@ fn tenant_from_row(row: &impl Columns) -> StoreResult<Tenant> {
         id: TenantId::parse(&row.text("id")?).map_err(|_| corrupt("tenant id"))?,
         public_name: row.text("public_name")?,
         public_url: row.opt_text("public_url")?,
+        auth_server_url: row.opt_text("auth_server_url")?,
         webhook_url: row.opt_text("webhook_url")?,
         idp_consent_url: row.opt_text("idp_consent_url")?,
         created_at: time(row, "created_at")?,
@@ -135,6 +137,7 @@ impl TenantStore for SqlStore {
             t.id.as_str(),
             &t.public_name,
             &t.public_url,
+            &t.auth_server_url,
             &t.webhook_url,
             &t.idp_consent_url,
             token_digest,
@@ -159,6 +162,7 @@ impl TenantStore for SqlStore {
         let params = params![
             &t.public_name,
             &t.public_url,
+            &t.auth_server_url,
             &t.webhook_url,
             &t.idp_consent_url,
             t.updated_at,

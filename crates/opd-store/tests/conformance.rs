@@ -515,6 +515,7 @@ fn grant(wallet: Option<&WalletAddress>, n: u64) -> GrantRecord {
     let at = Timestamp::from_unix_millis(T0);
     GrantRecord {
         id: GrantId::new(at, &SeededRandom::new(500 + n)),
+        tenant: opd_core::TenantId::operator(),
         state: "pending".into(),
         finalization: None,
         client_wallet_address: Some("https://client.example/app".into()),

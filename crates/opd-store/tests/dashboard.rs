@@ -132,6 +132,7 @@ fn grant(n: u64, state: &str) -> GrantRecord {
     let t = at(n as i64);
     GrantRecord {
         id: GrantId::new(t, &SeededRandom::new(500 + n)),
+        tenant: opd_core::TenantId::operator(),
         state: state.into(),
         finalization: None,
         client_wallet_address: Some("https://client.example/app".into()),

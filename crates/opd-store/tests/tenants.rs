@@ -28,6 +28,7 @@ fn tenant(id: &str, url: &str) -> Tenant {
         id: TenantId::parse(id).unwrap(),
         public_name: format!("Tenant {id}"),
         public_url: Some(url.into()),
+        auth_server_url: None,
         webhook_url: None,
         idp_consent_url: None,
         created_at: at(0),

@@ -49,6 +49,7 @@ fn tenant_body(s: TenantSettings) -> anyhow::Result<Value> {
     for (key, value) in [
         ("publicName", s.public_name),
         ("publicUrl", s.public_url),
+        ("authServerUrl", s.auth_server_url),
         ("webhookUrl", s.webhook_url),
         ("idpConsentUrl", s.idp_consent_url),
     ] {

@@ -229,6 +229,9 @@ pub struct TenantSettings {
     /// Where its wallet addresses are: its own host (https://wallet.a.example) or a path on the server's (https://opd.example/a).
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Its own authorization server: the root of a host of its own routed to the authorization server listener, such as https://auth.bank-a.example/ [default: the server's].
+    #[arg(long)]
+    pub auth_server_url: Option<String>,
     /// Where its webhook events go [default: the server's --webhook-url].
     #[arg(long)]
     pub webhook_url: Option<String>,

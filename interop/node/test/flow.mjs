@@ -135,7 +135,7 @@ export function flowTests(w) {
       assert.equal(doc.assetCode, 'USD')
       assert.equal(doc.assetScale, 2)
       // The grant endpoint at the origin root, trailing slash included.
-      assert.equal(doc.authServer, `${w.opd.authUrl}/`)
+      assert.equal(doc.authServer, w.grantEndpoint)
       assert.equal(doc.resourceServer, w.base)
     }
     const anonymous = await w.anon.walletAddress.get({ url: w.urls.alice })
@@ -159,8 +159,8 @@ export function flowTests(w) {
     assert.ok(isFinalizedGrantWithAccessToken(grant))
     assert.deepEqual(new Set(grant.access_token.access[0].actions), new Set(['create', 'read', 'list', 'complete']))
     assert.equal(grant.access_token.access[0].type, 'incoming-payment')
-    assert.ok(grant.access_token.manage.startsWith(`${w.opd.authUrl}/token/`), grant.access_token.manage)
-    assert.ok(grant.continue.uri.startsWith(`${w.opd.authUrl}/continue/`), grant.continue.uri)
+    assert.ok(grant.access_token.manage.startsWith(`${w.authUrl}/token/`), grant.access_token.manage)
+    assert.ok(grant.continue.uri.startsWith(`${w.authUrl}/continue/`), grant.continue.uri)
   })
 
   it('creates an incoming payment', async () => {
@@ -275,7 +275,7 @@ export function flowTests(w) {
     const { alice } = await wallets()
     const { pending, grant, finishLocation, hash, interactRef, clientNonce } = await outgoingGrant()
     assert.ok(isPendingGrant(pending))
-    assert.ok(pending.interact.redirect.startsWith(`${w.opd.authUrl}/`), pending.interact.redirect)
+    assert.ok(pending.interact.redirect.startsWith(`${w.authUrl}/`), pending.interact.redirect)
     assert.ok(finishLocation.startsWith('http://127.0.0.1:9/interop-finish?'), finishLocation)
     // opd documents the hash over the authServer exactly as published.
     assert.equal(hash, finishHash(clientNonce, pending.interact.finish, interactRef, alice.authServer))
@@ -434,7 +434,7 @@ export function flowTests(w) {
     const rotated = await w.client.token.rotate({ url: grant.access_token.manage, accessToken: grant.access_token.value })
     assert.notEqual(rotated.access_token.value, grant.access_token.value)
     assert.deepEqual(rotated.access_token.access, grant.access_token.access)
-    assert.ok(rotated.access_token.manage.startsWith(`${w.opd.authUrl}/token/`))
+    assert.ok(rotated.access_token.manage.startsWith(`${w.authUrl}/token/`))
     const list = { url: bob.resourceServer, walletAddress: bob.id }
     await w.client.incomingPayment.list({ ...list, accessToken: rotated.access_token.value })
     await expectClientError(w, () => w.client.incomingPayment.list({ ...list, accessToken: grant.access_token.value }), {

@@ -417,7 +417,7 @@ export function specOperation(world, method, url) {
   // Stand-ins for opd (the validator self-test) count as the resource server.
   const origin = world.aliases.has(u.origin) ? new URL(world.aliases.get(u.origin)).origin : u.origin
   const m = method.toLowerCase()
-  const auth = new URL(world.opd.authUrl)
+  const auth = new URL(world.authUrl)
   if (origin === auth.origin) {
     // Below the authorization server's path ('' at the origin root).
     const base = auth.pathname.replace(/\/$/, '')
@@ -524,8 +524,9 @@ function installRecorder(world) {
  * Makes the tenant `id` at `publicUrl` through the admin API (the
  * operator's token); returns its admin token.
  */
-export async function createTenant(admin, id, publicUrl) {
-  const made = await adminOk(admin, 'POST', '/tenants', { id, publicName: `Tenant ${id}`, publicUrl }, 201)
+export async function createTenant(admin, id, publicUrl, authServerUrl) {
+  const body = { id, publicName: `Tenant ${id}`, publicUrl, ...(authServerUrl ? { authServerUrl } : {}) }
+  const made = await adminOk(admin, 'POST', '/tenants', body, 201)
   return made.adminToken
 }
 
@@ -533,8 +534,9 @@ export async function createTenant(admin, id, publicUrl) {
  * A server with alice, bob and the client wallet address shop.
  *   opd     an opd already started (startOpd) to use instead of a new one;
  *           it is not stopped with the world
- *   tenant  { id, url(opd) }: make the tenant `id` at that public URL and
- *           the wallet addresses in it (world.base is then its URL)
+ *   tenant  { id, url(opd), authServer?(opd) }: make the tenant `id` at
+ *           that public URL (and with that authorization server of its
+ *           own) and the wallet addresses in it (world.base is then its URL)
  */
 export async function startWorld({ ilp = false, webhooks = false, extraArgs = [], ilpAddress, authPath, opd: shared, tenant } = {}) {
   await loadSpecs() // fails loudly when the specs are missing, before anything starts
@@ -558,7 +560,7 @@ export async function startWorld({ ilp = false, webhooks = false, extraArgs = []
     let ref = (p) => p
     if (tenant) {
       base = tenant.url(opd)
-      await createTenant(admin, tenant.id, base)
+      await createTenant(admin, tenant.id, base, tenant.authServer?.(opd))
       ref = (p) => `${tenant.id}:${p}`
     }
     // alice pays, bob is paid, shop is the client (its key signs every request).
@@ -581,7 +583,12 @@ export async function startWorld({ ilp = false, webhooks = false, extraArgs = []
       shop: `${base}/shop`
     }
     // aliases: origins of stand-ins that count as opd's Open Payments origin.
-    const world = { opd, base, admin, urls, shopKey, aliases: new Map(), webhooks: hooks }
+    // A tenant with an authorization server of its own (at the root of a
+    // host of its own), or the server's, shared.
+    const own = tenant?.authServer?.(opd)
+    const authUrl = own ? own.replace(/\/$/, '') : opd.authUrl
+    const grantEndpoint = own ?? opd.grantEndpoint
+    const world = { opd, base, authUrl, grantEndpoint, admin, urls, shopKey, aliases: new Map(), webhooks: hooks }
     world.recorder = installRecorder(world)
     world.client = await createAuthenticatedClient({
       walletAddressUrl: urls.shop,
@@ -826,7 +833,7 @@ export async function expectClientError(world, fn, expected) {
   if (res.status === 401 && op.kind === 'resource') {
     const header = res.headers.get('www-authenticate')
     // The challenge names the grant endpoint, which opd publishes as `authServer`.
-    assert.equal(header, `GNAP as_uri=${world.opd.grantEndpoint}`, 'WWW-Authenticate of a resource server 401')
+    assert.equal(header, `GNAP as_uri=${world.grantEndpoint}`, 'WWW-Authenticate of a resource server 401')
   }
   return { err, response: res }
 }

@@ -1,7 +1,8 @@
 // Two tenants of one opd, side by side, each through the whole Open
 // Payments flow (flow.mjs) with the official Node client: `bank` on a host
-// of its own (`localhost`, where the server's public URL is 127.0.0.1) and
-// `shop` on a path prefix of the server's host. Each world has its own
+// of its own (`localhost`, where the server's public URL is 127.0.0.1),
+// with an authorization server of its own there, and `shop` on a path
+// prefix of the server's host, with the server's authorization server. Each world has its own
 // alice, bob and client wallet address `shop`, made in its tenant; every
 // response is checked against the specs with the tenant's URL as base.
 // Afterwards, neither tenant's resources are found at the other's URLs.
@@ -22,10 +23,13 @@ after(async () => {
 })
 
 const hostOf = (o) => `http://localhost:${new URL(o.publicUrl).port}`
+// bank's own authorization server: the root of its own host on the
+// authorization server listener's port.
+const bankAuth = (o) => `http://localhost:${new URL(o.authUrl).port}/`
 const pathOf = (o) => `${o.publicUrl}/shop`
 
 describe('a tenant on a host of its own', () => {
-  flowTests(useWorld({ opd: shared, tenant: { id: 'bank', url: hostOf } }))
+  flowTests(useWorld({ opd: shared, tenant: { id: 'bank', url: hostOf, authServer: bankAuth } }))
 })
 
 describe('a tenant on a path of the server', () => {

@@ -73,6 +73,9 @@ struct CreateTenant {
     id: String,
     public_name: String,
     public_url: String,
+    /// Its own authorization server: the root of a host of its own.
+    #[serde(default, deserialize_with = "non_null")]
+    auth_server_url: Option<String>,
     #[serde(default, deserialize_with = "non_null")]
     webhook_url: Option<String>,
     /// The key of the `Opd-Signature` of its events (never shown again).
@@ -98,6 +101,8 @@ struct UpdateTenant {
     #[serde(default, deserialize_with = "non_null")]
     public_url: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
+    auth_server_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
     webhook_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     webhook_secret: Option<Option<String>>,
@@ -116,6 +121,7 @@ async fn create_tenant(
         id: req.id,
         public_name: req.public_name,
         public_url: req.public_url,
+        auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(SecretString::from),
         idp_consent_url: req.idp_consent_url,
@@ -154,6 +160,7 @@ async fn update_tenant(
     let patch = TenantPatch {
         public_name: req.public_name,
         public_url: req.public_url,
+        auth_server_url: req.auth_server_url,
         webhook_url: req.webhook_url,
         webhook_secret: req.webhook_secret.map(|s| s.map(SecretString::from)),
         idp_consent_url: req.idp_consent_url,

@@ -17,6 +17,7 @@ use opd_gnap::{AccessType, Action, ClientIdent};
 use opd_service::grants::{self, Interaction};
 use opd_service::Services;
 
+use super::site::{prefix_of, AuthTenant};
 use crate::client_network::ClientNet;
 use crate::extract::{PathParams2, RawBody};
 use crate::pages;
@@ -117,7 +118,7 @@ async fn page(
         }
     }
     let css_href = pages::auth_css(services);
-    let prefix = services.config.auth_path_prefix();
+    let prefix = prefix_of(services, &i.grant.record.tenant);
     let site = services.site_of(&i.wallet).await.ok();
     let view = ConsentPage {
         page_title: "Grant access?",
@@ -150,8 +151,13 @@ pub(crate) fn error_page(services: &Services, e: &opd_gnap::GnapError) -> Respon
 }
 
 /// The interaction if it exists and is open, or the page saying why not.
-async fn open(services: &Services, id: &str, nonce: &str) -> Result<Interaction, Response> {
-    let i = grants::open_interaction(services, id, nonce)
+async fn open(
+    services: &Services,
+    tenant: &opd_core::TenantId,
+    id: &str,
+    nonce: &str,
+) -> Result<Interaction, Response> {
+    let i = grants::open_interaction(services, tenant, id, nonce)
         .await
         .map_err(|e| error_page(services, &e))?;
     grants::interaction_is_open(services, &i).map_err(|e| error_page(services, &e))?;
@@ -165,11 +171,12 @@ fn secure(services: &Services) -> bool {
 /// `GET /consent/{id}/{nonce}`.
 pub(crate) async fn consent_page(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     headers: HeaderMap,
     PathParams2(id, nonce): PathParams2,
 ) -> Response {
     let services = &state.services;
-    let interaction = match open(services, &id, &nonce).await {
+    let interaction = match open(services, &tenant, &id, &nonce).await {
         Ok(i) => i,
         Err(page) => return page,
     };
@@ -189,7 +196,7 @@ pub(crate) async fn consent_page(
     if fresh {
         // Lax, not Strict: the user arrives here by a redirect from the
         // client's site, and the cookie must survive to the form's POST.
-        let path = format!("{}/consent", services.config.auth_path_prefix());
+        let path = format!("{}/consent", prefix_of(services, &tenant));
         let value = csrf::set_cookie(COOKIE, &cookie, &path, "Lax", secure(services), None);
         if let Ok(v) = HeaderValue::from_str(&value) {
             response.headers_mut().append(header::SET_COOKIE, v);
@@ -239,13 +246,14 @@ fn parse_form(body: &[u8]) -> Form {
 /// after wrong ones), then the decision.
 pub(crate) async fn consent_decision(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     ClientNet(network): ClientNet,
     headers: HeaderMap,
     PathParams2(id, nonce): PathParams2,
     RawBody(body): RawBody,
 ) -> Response {
     let services = &state.services;
-    let interaction = match open(services, &id, &nonce).await {
+    let interaction = match open(services, &tenant, &id, &nonce).await {
         Ok(i) => i,
         Err(page) => return page,
     };

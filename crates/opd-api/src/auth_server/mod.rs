@@ -19,6 +19,7 @@
 
 mod consent;
 mod consent_words;
+pub mod site;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -42,6 +43,7 @@ use crate::pages;
 use crate::resource_server::auth::{AuthRequestMeta, RequestMeta};
 use crate::AppState;
 use consent::{after_decision, error_page};
+use site::AuthTenant;
 
 /// The authorization server routes, under the path of its grant endpoint
 /// (`/gnap/continue/{id}` for `https://example.com/gnap`): a proxy
@@ -78,10 +80,15 @@ pub fn auth_router(state: AppState) -> Router {
         // Replayed grant requests, continuations and token calls get the
         // first response (see `crate::replays`).
         .layer(axum::middleware::from_fn_with_state(
-            state,
+            state.clone(),
             crate::replays::auth_server,
         ));
-    crate::with_common_layers(router)
+    let routes = crate::with_fallbacks(router)
+        .route_layer(axum::middleware::from_fn(crate::metrics::remember_route));
+    let router = Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn_with_state(state, site::resolve));
+    crate::edge_layers(router)
 }
 
 /// A GNAP error as a response, or one of opd's own (same JSON shape) where
@@ -162,6 +169,7 @@ fn presented_token(meta: &RequestMeta) -> GnapResult<String> {
 
 async fn grant_request(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     ClientNet(network): ClientNet,
     AuthRequestMeta(meta): AuthRequestMeta,
     RawBody(body): RawBody,
@@ -175,7 +183,7 @@ async fn grant_request(
     // client's allowance.
     let client = opd_service::access::client_identity(&validated.client);
     throttled(services.limits.grants.take(&format!("client:{client}")))?;
-    let response = grants::request_grant(services, validated, meta.claim()).await?;
+    let response = grants::request_grant(services, &tenant, validated, meta.claim()).await?;
     Ok(Json(response).into_response())
 }
 
@@ -201,13 +209,14 @@ struct ContinueBody {
 
 async fn continue_grant(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
     RawBody(body): RawBody,
 ) -> GnapResult<Response> {
     let services = &state.services;
     let token = presented_token(&meta)?;
-    let grant = grants::grant_for_continuation(services, &id, &token).await?;
+    let grant = grants::grant_for_continuation(services, &tenant, &id, &token).await?;
     verify(services, &meta, &body, &grant.client).await?;
     let interact_ref = if body.is_empty() {
         None
@@ -221,12 +230,13 @@ async fn continue_grant(
 
 async fn cancel_grant(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
 ) -> GnapResult<StatusCode> {
     let services = &state.services;
     let token = presented_token(&meta)?;
-    let grant = grants::grant_for_continuation(services, &id, &token).await?;
+    let grant = grants::grant_for_continuation(services, &tenant, &id, &token).await?;
     verify(services, &meta, &[], &grant.client).await?;
     grants::cancel_grant(services, &grant, meta.claim()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -234,13 +244,14 @@ async fn cancel_grant(
 
 async fn rotate_token(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
     RawBody(body): RawBody,
 ) -> GnapResult<Json<RotateTokenResponse>> {
     let services = &state.services;
     let token = presented_token(&meta)?;
-    let managed = grants::managed_token(services, &id, &token).await?;
+    let managed = grants::managed_token(services, &tenant, &id, &token).await?;
     verify(services, &meta, &body, &managed.grant.client).await?;
     let access_token = grants::rotate_token(services, &managed, meta.claim()).await?;
     Ok(Json(RotateTokenResponse { access_token }))
@@ -248,12 +259,13 @@ async fn rotate_token(
 
 async fn revoke_token(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     AuthRequestMeta(meta): AuthRequestMeta,
     PathParam(id): PathParam,
 ) -> GnapResult<StatusCode> {
     let services = &state.services;
     let token = presented_token(&meta)?;
-    let managed = grants::managed_token(services, &id, &token).await?;
+    let managed = grants::managed_token(services, &tenant, &id, &token).await?;
     verify(services, &meta, &[], &managed.grant.client).await?;
     grants::revoke_token(services, &managed, meta.claim()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -282,10 +294,11 @@ fn client_name(i: &Interaction) -> String {
 
 async fn start_interaction(
     State(state): State<AppState>,
+    tenant: AuthTenant,
     PathParams2(id, nonce): PathParams2,
 ) -> Response {
     let services = &state.services;
-    let interaction = match grants::open_interaction(services, &id, &nonce).await {
+    let interaction = match grants::open_interaction(services, &tenant.0, &id, &nonce).await {
         Ok(i) => i,
         Err(e) => return error_page(services, &e),
     };
@@ -331,7 +344,7 @@ async fn start_interaction(
             Redirect::to(&with_query(consent, &pairs)).into_response()
         }
         None => {
-            let prefix = services.config.auth_path_prefix();
+            let prefix = tenant.prefix(services);
             Redirect::to(&format!("{prefix}/consent/{id}/{nonce}")).into_response()
         }
     }
@@ -339,10 +352,11 @@ async fn start_interaction(
 
 async fn finish_interaction(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     PathParams2(id, nonce): PathParams2,
 ) -> Response {
     let services = &state.services;
-    match grants::open_interaction(services, &id, &nonce).await {
+    match grants::open_interaction(services, &tenant, &id, &nonce).await {
         Ok(i) if i.grant.record.interaction_state.as_deref() != Some("pending") => {
             after_decision(services, &i)
         }
@@ -395,11 +409,12 @@ async fn idp_authorized(
 
 async fn idp_details(
     State(state): State<AppState>,
+    AuthTenant(tenant): AuthTenant,
     headers: HeaderMap,
     PathParams2(id, nonce): PathParams2,
 ) -> GnapResult<Json<serde_json::Value>> {
     let services = &state.services;
-    let i = grants::open_interaction(services, &id, &nonce).await?;
+    let i = grants::open_interaction(services, &tenant, &id, &nonce).await?;
     idp_authorized(services, &headers, &i.wallet).await?;
     let access: Vec<_> = i
         .grant
@@ -423,6 +438,7 @@ async fn idp_details(
 
 async fn idp_decide(
     State(state): State<AppState>,
+    tenant: AuthTenant,
     headers: HeaderMap,
     axum::extract::Path((id, nonce, decision)): axum::extract::Path<(String, String, String)>,
 ) -> GnapResult<(StatusCode, Json<serde_json::Value>)> {
@@ -432,11 +448,11 @@ async fn idp_decide(
         "reject" => false,
         _ => return Err(ApiError::not_found("route").into()),
     };
-    let i = grants::open_interaction(services, &id, &nonce).await?;
+    let i = grants::open_interaction(services, &tenant.0, &id, &nonce).await?;
     idp_authorized(services, &headers, &i.wallet).await?;
     grants::decide_interaction(services, &i, approve).await?;
     // A path on the authorization server's origin (under its path).
-    let prefix = services.config.auth_path_prefix();
+    let prefix = tenant.prefix(services);
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "finish": format!("{prefix}/interact/{id}/{nonce}/finish") })),

@@ -19,7 +19,6 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use opd_gnap::{AccessType, Action};
 use opd_service::access::replays::{ReplaySlot, RequestClaim};
 use opd_service::access::{self, AccessError, Authenticated, Caller, Required};
-use opd_service::Services;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::RawBody;
@@ -36,6 +35,18 @@ pub struct RequestMeta {
     /// Where the signature check leaves its replay claim or answer (set by
     /// the replay layer on state-changing requests, see `crate::replays`).
     pub replay: Option<ReplaySlot>,
+    /// The authorization server a 401's challenge names: the request's
+    /// tenant's.
+    pub as_uri: String,
+}
+
+/// The authorization server of the request's tenant (the server's when
+/// no tenant was resolved).
+pub(crate) fn as_uri_of(extensions: &axum::http::Extensions, state: &AppState) -> String {
+    match extensions.get::<super::site::RequestSite>() {
+        Some(site) => site.0.auth_server_url.clone(),
+        None => state.services.config.auth_server_url.clone(),
+    }
 }
 
 /// The path and query as the client sent them: before any nesting
@@ -69,7 +80,12 @@ pub(crate) fn rs_target_uri(parts: &Parts, state: &AppState) -> String {
 /// what the client signed: `https://example.com/gnap` for a grant request
 /// to that `authServer`, `https://example.com/gnap/` for one sent there.
 pub(crate) fn as_target_uri(parts: &Parts, state: &AppState) -> String {
-    let origin = state.services.config.auth_origin();
+    let auth = parts
+        .extensions
+        .get::<crate::auth_server::site::AuthTenant>()
+        .map(|a| a.0.clone())
+        .unwrap_or_else(opd_core::TenantId::operator);
+    let origin = crate::auth_server::site::origin_of(&state.services, &auth);
     format!("{origin}{}", sent_path_and_query(parts))
 }
 
@@ -82,6 +98,7 @@ impl FromRequestParts<AppState> for RequestMeta {
             target_uri: rs_target_uri(parts, state),
             headers: parts.headers.clone(),
             replay: parts.extensions.get::<ReplaySlot>().cloned(),
+            as_uri: as_uri_of(&parts.extensions, state),
         })
     }
 }
@@ -108,13 +125,14 @@ impl FromRequestParts<AppState> for AuthRequestMeta {
             target_uri: as_target_uri(parts, state),
             headers: parts.headers.clone(),
             replay: parts.extensions.get::<ReplaySlot>().cloned(),
+            as_uri: state.services.config.auth_server_url.clone(),
         }))
     }
 }
 
 /// Maps an access refusal to its response.
-pub fn access_error(services: &Services, e: AccessError) -> ApiError {
-    let challenge = format!("GNAP as_uri={}", services.config.auth_server_url);
+pub fn access_error(as_uri: &str, e: AccessError) -> ApiError {
+    let challenge = format!("GNAP as_uri={as_uri}");
     let unauthorized = |code: &'static str, description: String| {
         let mut err = ApiError::new(StatusCode::UNAUTHORIZED, code, description);
         err.www_authenticate = Some(challenge.clone());
@@ -184,7 +202,7 @@ async fn authenticate(
     let slot = meta.replay.as_ref();
     access::authenticate(services, &parts, authorization, kind, action, slot)
         .await
-        .map_err(|e| access_error(services, e))
+        .map_err(|e| access_error(&meta.as_uri, e))
 }
 
 /// The kind of resource a protected handler serves (the access item's
@@ -277,11 +295,12 @@ pub mod action {
 #[derive(Debug)]
 pub struct Authorized<K, A> {
     authenticated: Authenticated,
-    state: AppState,
     body: Bytes,
     /// Where the signature check left its replay claim (state-changing
     /// requests).
     replay: Option<ReplaySlot>,
+    /// The authorization server refusals name.
+    as_uri: String,
     // `fn() -> _`: the markers are only names, whatever their auto traits.
     access: PhantomData<fn() -> (K, A)>,
 }
@@ -325,7 +344,7 @@ impl<K: AccessKind, A: AccessAction> Authorized<K, A> {
         };
         self.authenticated
             .require(required)
-            .map_err(|e| access_error(&self.state.services, e))
+            .map_err(|e| access_error(&self.as_uri, e))
     }
 }
 
@@ -347,9 +366,9 @@ impl<K: AccessKind, A: AccessAction> FromRequest<AppState> for Authorized<K, A> 
         let authenticated = authenticate(state, &meta, Some(&body), K::KIND, A::ACTION).await?;
         Ok(Self {
             authenticated,
-            state: state.clone(),
             body,
             replay: meta.replay,
+            as_uri: meta.as_uri,
             access: PhantomData,
         })
     }

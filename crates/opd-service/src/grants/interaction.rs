@@ -16,10 +16,12 @@ pub struct Interaction {
     pub wallet: WalletAddress,
 }
 
-/// The interaction at `/interact/{id}/{nonce}`, if it exists, the nonce
-/// matches and it is still open.
+/// The interaction at `/interact/{id}/{nonce}` of `tenant`'s
+/// authorization server, if it exists there and the nonce matches (one of
+/// another tenant's is unknown here).
 pub async fn open_interaction(
     services: &Services,
+    tenant: &opd_core::TenantId,
     interact_id: &str,
     nonce: &str,
 ) -> Result<Interaction, GnapError> {
@@ -32,10 +34,11 @@ pub async fn open_interaction(
         .await
         .map_err(store_error)?
         .ok_or_else(unknown)?;
-    if !record
-        .interact_nonce
-        .as_deref()
-        .is_some_and(|n| constant_time_eq(n.as_bytes(), nonce.as_bytes()))
+    if &record.tenant != tenant
+        || !record
+            .interact_nonce
+            .as_deref()
+            .is_some_and(|n| constant_time_eq(n.as_bytes(), nonce.as_bytes()))
     {
         return Err(unknown());
     }
@@ -136,7 +139,7 @@ pub fn finish_redirect(services: &Services, i: &Interaction) -> Option<String> {
                 record.client_nonce.as_deref().unwrap_or_default(),
                 record.interact_nonce.as_deref().unwrap_or_default(),
                 interact_ref,
-                &services.config.auth_server_url,
+                &services.sites.auth_server_now(&record.tenant),
             );
             let q: String = url::form_urlencoded::Serializer::new(String::new())
                 .append_pair("hash", &hash)

@@ -30,7 +30,7 @@ pub use request::*;
 pub use tokens::*;
 
 use opd_core::wallet_address::WalletAddress;
-use opd_core::GrantId;
+use opd_core::{GrantId, TenantId};
 use opd_gnap::{
     new_token, token_digest, AccessItem, AccessItemWire, AccessTokenResponse, ClientIdent,
     ContinueResponse, ContinueToken, GnapError, GrantState,
@@ -100,13 +100,11 @@ fn new_uuid_string(services: &Services) -> String {
     opd_core::ids::new_uuid_v7(services.clock.now(), services.random.as_ref()).to_string()
 }
 
-/// The URLs the authorization server hands out.
-fn auth_url(services: &Services, path: &str) -> String {
-    format!(
-        "{}/{}",
-        services.config.auth_server_url.trim_end_matches('/'),
-        path
-    )
+/// The URLs the authorization server hands out for a grant of `tenant`:
+/// under that tenant's grant endpoint.
+fn auth_url(services: &Services, tenant: &TenantId, path: &str) -> String {
+    let base = services.sites.auth_server_now(tenant);
+    format!("{}/{}", base.trim_end_matches('/'), path)
 }
 
 /// Mints an access token for a grant: the value (returned once, to the
@@ -133,13 +131,14 @@ fn mint_token(
 
 fn token_response(
     services: &Services,
+    tenant: &TenantId,
     value: String,
     record: &AccessTokenRecord,
     access: &[AccessItem],
 ) -> AccessTokenResponse {
     AccessTokenResponse {
         value,
-        manage: auth_url(services, &format!("token/{}", record.management_id)),
+        manage: auth_url(services, tenant, &format!("token/{}", record.management_id)),
         expires_in: Some(services.config.access_token_ttl.as_secs()),
         access: access.iter().map(AccessItem::to_response_wire).collect(),
     }
@@ -155,7 +154,11 @@ fn continue_response(
         access_token: ContinueToken {
             value: token.to_owned(),
         },
-        uri: auth_url(services, &format!("continue/{}", record.continue_id)),
+        uri: auth_url(
+            services,
+            &record.tenant,
+            &format!("continue/{}", record.continue_id),
+        ),
         wait: wait.then_some(services.config.continue_wait_secs),
     }
 }

@@ -3,11 +3,12 @@
 //! it decides on, decides by the rules in `rules` (plain values), then
 //! stores and answers.
 
-use opd_core::{GrantId, Timestamp, WalletAddressId};
+use opd_core::{GrantId, TenantId, Timestamp, WalletAddressId};
 use opd_gnap::{
     new_token, token_digest, AccessItem, AccessItemWire, ApprovedGrantResponse, ClientIdent,
     ContinueDecision, ContinueGrantResponse, ContinueResponse, ContinueToken, GnapError,
-    GrantResponse, GrantState, InteractResponse, PendingGrantResponse, ValidatedGrantRequest,
+    GnapErrorCode, GrantResponse, GrantState, InteractResponse, PendingGrantResponse,
+    ValidatedGrantRequest,
 };
 use opd_store::{AccessTokenRecord, GrantRecord};
 
@@ -26,11 +27,12 @@ mod rules;
 /// request's replay `claim`): waiting for a person, or issued at once.
 pub async fn request_grant(
     services: &Services,
+    tenant: &TenantId,
     request: ValidatedGrantRequest,
     claim: Option<&RequestClaim>,
 ) -> Result<GrantResponse, GnapError> {
     let now = services.clock.now();
-    let asked = read_asked(services, &request, now).await?;
+    let asked = read_asked(services, tenant, &request, now).await?;
     let interactive = request.requires_interaction();
     let owner = admit(
         &asked,
@@ -39,6 +41,7 @@ pub async fn request_grant(
     )?;
     let continue_token = new_token(services.random.as_ref());
     let mut record = new_record(services, &request, owner, now)?;
+    record.tenant = tenant.clone();
     record.continue_token_digest = token_digest(&continue_token);
     if interactive {
         set_state(&mut record, GrantState::Pending);
@@ -51,7 +54,7 @@ pub async fn request_grant(
         let nonce = record.interact_nonce.clone().unwrap_or_default();
         return Ok(GrantResponse::Pending(PendingGrantResponse {
             interact: InteractResponse {
-                redirect: auth_url(services, &format!("interact/{interact_id}/{nonce}")),
+                redirect: auth_url(services, tenant, &format!("interact/{interact_id}/{nonce}")),
                 finish: nonce,
             },
             continue_: continue_response(services, &record, &continue_token, true),
@@ -70,7 +73,7 @@ pub async fn request_grant(
         .await
         .map_err(store_error)?;
     Ok(GrantResponse::Approved(ApprovedGrantResponse {
-        access_token: token_response(services, value, &token, &request.access),
+        access_token: token_response(services, tenant, value, &token, &request.access),
         continue_: continue_response(services, &record, &continue_token, false),
     }))
 }
@@ -78,12 +81,25 @@ pub async fn request_grant(
 /// What `request` asks of this server (see [`Asked`]), read now.
 async fn read_asked(
     services: &Services,
+    tenant: &TenantId,
     request: &ValidatedGrantRequest,
     now: Timestamp,
 ) -> Result<Asked, GnapError> {
     let mut identifiers = Vec::new();
     for identifier in request.access.iter().filter_map(|i| i.identifier.as_ref()) {
         let wallet = local_wallet(services, identifier).await?;
+        // Only the wallet addresses that name this authorization server
+        // (their tenant's own, or the shared one) are its to grant.
+        let sites = services.sites.table().await.map_err(store_error)?;
+        if wallet
+            .as_ref()
+            .is_some_and(|w| &sites.of(&w.tenant).auth_tenant != tenant)
+        {
+            return Err(GnapError::new(
+                GnapErrorCode::InvalidRequest,
+                format!("{identifier} is not a wallet address of this authorization server"),
+            ));
+        }
         identifiers.push((identifier.clone(), wallet.map(|w| w.id)));
     }
     let waiting = match (&request.client, request.requires_interaction()) {
@@ -123,6 +139,7 @@ fn new_record(
     let finish = request.finish();
     Ok(GrantRecord {
         id: GrantId::new(now, services.random.as_ref()),
+        tenant: TenantId::operator(),
         state: String::new(),
         finalization: None,
         client_wallet_address,
@@ -149,6 +166,7 @@ fn new_record(
 /// continuation token. Wrong or missing → `invalid_continuation` (401).
 pub async fn grant_for_continuation(
     services: &Services,
+    tenant: &TenantId,
     continue_id: &str,
     token: &str,
 ) -> Result<Grant, GnapError> {
@@ -160,6 +178,10 @@ pub async fn grant_for_continuation(
         .await
         .map_err(store_error)?
         .ok_or_else(invalid)?;
+    // Another tenant's grant is not this authorization server's.
+    if &record.tenant != tenant {
+        return Err(invalid());
+    }
     let presented = token_digest(token);
     if !constant_time_eq(
         presented.as_bytes(),
@@ -212,7 +234,13 @@ pub async fn continue_grant(
             if !update_grant(services, &updated, Some(&token), claim).await? {
                 return Err(token_used());
             }
-            Some(token_response(services, value, &token, &grant.access))
+            Some(token_response(
+                services,
+                &record.tenant,
+                value,
+                &token,
+                &grant.access,
+            ))
         }
     };
     let wait = access_token.is_none().then_some(wait);
@@ -223,7 +251,11 @@ pub async fn continue_grant(
             access_token: ContinueToken {
                 value: continue_token,
             },
-            uri: auth_url(services, &format!("continue/{}", record.continue_id)),
+            uri: auth_url(
+                services,
+                &record.tenant,
+                &format!("continue/{}", record.continue_id),
+            ),
             wait,
         },
     })

@@ -26,6 +26,7 @@ pub struct ManagedToken {
 /// token's, or a revoked token, is `invalid_client` (401).
 pub async fn managed_token(
     services: &Services,
+    tenant: &opd_core::TenantId,
     management_id: &str,
     presented: &str,
 ) -> Result<ManagedToken, GnapError> {
@@ -52,6 +53,14 @@ pub async fn managed_token(
         .await
         .map_err(store_error)?
         .ok_or_else(|| internal("token grant"))?;
+    // Another tenant's token is unknown at this authorization server.
+    if &record.tenant != tenant {
+        return Err(GnapError::new(
+            GnapErrorCode::InvalidRotation,
+            "unknown token management URL",
+        )
+        .with_status(404));
+    }
     let grant = Grant::from_record(record)?;
     if grant.state.is_revoked() {
         return Err(GnapError::invalid_client("the grant was revoked").with_status(401));
@@ -83,7 +92,8 @@ pub async fn rotate_token(
     services
         .changed(crate::platform::changes::Change::Tokens)
         .await;
-    Ok(token_response(services, value, &new, &access))
+    let tenant = &managed.grant.record.tenant;
+    Ok(token_response(services, tenant, value, &new, &access))
 }
 
 /// `DELETE /token/{id}`; the request's replay `claim` is stored with the

@@ -15,7 +15,7 @@ pub use opd_store::TenantSecret;
 pub use sites::{Site, SiteTable, Sites};
 
 use crate::platform::changes::Change;
-use crate::platform::urls::PublicUrl;
+use crate::platform::urls::{grant_endpoint, PublicUrl};
 use crate::{ServiceError, Services};
 use secrecy::SecretString;
 
@@ -25,6 +25,8 @@ pub struct NewTenant {
     pub id: String,
     pub public_name: String,
     pub public_url: String,
+    /// Its own authorization server (see [`check_auth_server`]).
+    pub auth_server_url: Option<String>,
     pub webhook_url: Option<String>,
     /// The key of its events' `Opd-Signature`, stored sealed.
     pub webhook_secret: Option<SecretString>,
@@ -40,6 +42,7 @@ pub struct NewTenant {
 pub struct TenantPatch {
     pub public_name: Option<String>,
     pub public_url: Option<String>,
+    pub auth_server_url: Option<Option<String>>,
     pub webhook_url: Option<Option<String>>,
     pub webhook_secret: Option<Option<SecretString>>,
     pub idp_consent_url: Option<Option<String>>,
@@ -51,6 +54,7 @@ impl TenantPatch {
     /// server's configuration (everything but its name).
     fn configured(&self) -> bool {
         self.public_url.is_some()
+            || self.auth_server_url.is_some()
             || self.webhook_url.is_some()
             || self.webhook_secret.is_some()
             || self.idp_consent_url.is_some()
@@ -111,6 +115,40 @@ pub fn check_public_url(
     Ok(url)
 }
 
+/// A tenant's own authorization server: the root of a host of its own
+/// (`https://auth.bank-a.example/`), routed to the authorization server
+/// listener. At the root, because clients such as the Web Monetization
+/// extension take the grant endpoint to be the origin with `/` when they
+/// check the finish hash. Another tenant's or the server's host is taken.
+fn check_auth_server(
+    url: Option<String>,
+    tenant: &TenantId,
+    table: &SiteTable,
+) -> Result<Option<String>, ServiceError> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let endpoint = grant_endpoint(&url).map_err(|e| invalid(format!("authServerUrl: {e}")))?;
+    let parsed = url::Url::parse(&endpoint).map_err(|_| invalid("authServerUrl"))?;
+    if parsed.path() != "/" {
+        return Err(invalid(
+            "authServerUrl must be the root of a host of the tenant's own, such as https://auth.bank-a.example/",
+        ));
+    }
+    let host = parsed.host_str().unwrap_or_default();
+    let taken = table.all().iter().any(|s| {
+        &s.tenant != tenant
+            && url::Url::parse(&s.auth_server_url).is_ok_and(|u| u.host_str() == Some(host))
+    });
+    if taken {
+        return Err(ServiceError::Conflict {
+            code: "public_url_taken",
+            message: format!("{endpoint} is already another authorization server's host"),
+        });
+    }
+    Ok(Some(endpoint))
+}
+
 /// An absolute http(s) URL a tenant gives (`what` names the field).
 fn check_url(url: Option<String>, what: &str) -> Result<Option<String>, ServiceError> {
     url.map(|u| match url::Url::parse(&u) {
@@ -130,15 +168,17 @@ async fn operator_paths(services: &Services) -> Result<Vec<WalletAddressPath>, S
 
 /// Creates a tenant; returns it with its admin token (shown this once).
 pub async fn create(services: &Services, new: NewTenant) -> Result<(Tenant, String), ServiceError> {
-    let id = TenantId::parse(&new.id).map_err(invalid)?;
+    let id = TenantId::parse_new(&new.id).map_err(invalid)?;
     let table = services.sites.table().await?;
     let paths = operator_paths(services).await?;
     let url = check_public_url(&new.public_url, &id, &table, &paths)?;
     let now = services.clock.now();
+    let own_auth = check_auth_server(new.auth_server_url, &id, &table)?;
     let tenant = Tenant {
         id,
         public_name: parse_public_name(&new.public_name).map_err(invalid)?,
         public_url: Some(url.to_string()),
+        auth_server_url: own_auth,
         webhook_url: check_url(new.webhook_url, "webhookUrl")?,
         idp_consent_url: check_url(new.idp_consent_url, "idpConsentUrl")?,
         created_at: now,
@@ -210,6 +250,10 @@ pub async fn update(
         let paths = operator_paths(services).await?;
         let url = check_public_url(&url, &tenant.id, &table, &paths)?;
         tenant.public_url = Some(url.to_string());
+    }
+    if let Some(url) = patch.auth_server_url {
+        let table = services.sites.table().await?;
+        tenant.auth_server_url = check_auth_server(url, &tenant.id, &table)?;
     }
     if let Some(url) = patch.webhook_url {
         tenant.webhook_url = check_url(url, "webhookUrl")?;
@@ -297,6 +341,7 @@ mod tests {
             public_name: "opd".into(),
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://opd.example/auth".into(),
+            auth_tenant: TenantId::operator(),
             webhook_url: None,
             idp_consent_url: None,
         };
@@ -304,6 +349,7 @@ mod tests {
             id: TenantId::parse("a").unwrap(),
             public_name: "A".into(),
             public_url: Some("https://wallet.a.example".into()),
+            auth_server_url: None,
             webhook_url: None,
             idp_consent_url: None,
             created_at: Timestamp::from_unix_millis(0),

@@ -25,9 +25,14 @@ pub struct Site {
     pub public_name: String,
     /// The base of its wallet addresses and resources.
     pub public_url: PublicUrl,
-    /// The `authServer` its wallet address documents name (the server's:
-    /// every tenant's grants come from the one authorization server).
+    /// The `authServer` its wallet address documents name: its own (at
+    /// the root of a host of its own, see [`Site::auth_tenant`]) or the
+    /// server's, shared.
     pub auth_server_url: String,
+    /// Whose authorization server that is: this tenant's when it has its
+    /// own, else the operator's. Grants record it, and a grant, token or
+    /// interaction is only found at its authorization server.
+    pub auth_tenant: TenantId,
     /// Where its webhook events go, if it has a URL of its own (the
     /// operator's: the server's `--webhook-url`).
     pub webhook_url: Option<String>,
@@ -151,6 +156,28 @@ impl SiteTable {
         self.of(&wallet.tenant).wallet_url(wallet)
     }
 
+    /// The site whose own authorization server a request to the
+    /// authorization server listener is for, from its `Host`; the
+    /// operator's (the shared one) for any other host.
+    pub fn for_auth_host(&self, host: Option<&str>) -> Arc<Site> {
+        let host = host.map(host_only).unwrap_or_default();
+        let own_host = |s: &&Arc<Site>| {
+            url::Url::parse(&s.auth_server_url).is_ok_and(|u| u.host_str() == Some(host.as_str()))
+        };
+        self.sites
+            .iter()
+            .filter(|s| !s.tenant.is_operator() && s.auth_tenant == s.tenant)
+            .find(own_host)
+            .unwrap_or(&self.operator)
+            .clone()
+    }
+
+    /// The grant endpoint of the authorization server of `auth_tenant`
+    /// (the operator's: the server's).
+    pub fn auth_server_of(&self, auth_tenant: &TenantId) -> String {
+        self.of(auth_tenant).auth_server_url.clone()
+    }
+
     /// Every site, the operator's first.
     pub fn all(&self) -> &[Arc<Site>] {
         &self.sites
@@ -163,7 +190,14 @@ fn site_of(t: &Tenant, operator: &Site) -> Option<Site> {
         tenant: t.id.clone(),
         public_name: t.public_name.clone(),
         public_url,
-        auth_server_url: operator.auth_server_url.clone(),
+        auth_server_url: t
+            .auth_server_url
+            .clone()
+            .unwrap_or_else(|| operator.auth_server_url.clone()),
+        auth_tenant: match &t.auth_server_url {
+            Some(_) => t.id.clone(),
+            None => TenantId::operator(),
+        },
         webhook_url: t.webhook_url.clone(),
         idp_consent_url: t.idp_consent_url.clone(),
     })
@@ -252,6 +286,19 @@ impl Sites {
         Ok(self.with(tenant).await?.of(tenant))
     }
 
+    /// The grant endpoint of `auth_tenant`'s authorization server, from the
+    /// table as last read (a grant's tenant was resolved from it moments
+    /// before); the server's when the table does not have it.
+    pub fn auth_server_now(&self, auth_tenant: &TenantId) -> String {
+        let table = self
+            .table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone();
+        table.auth_server_of(auth_tenant)
+    }
+
     /// The operator's site.
     pub fn operator(&self) -> &Site {
         &self.operator
@@ -269,6 +316,7 @@ mod tests {
             public_name: "opd".into(),
             public_url: PublicUrl::parse("https://opd.example").unwrap(),
             auth_server_url: "https://auth.opd.example/".into(),
+            auth_tenant: TenantId::operator(),
             webhook_url: None,
             idp_consent_url: None,
         }
@@ -279,6 +327,7 @@ mod tests {
             id: TenantId::parse(id).unwrap(),
             public_name: id.to_uppercase(),
             public_url: Some(url.into()),
+            auth_server_url: None,
             webhook_url: None,
             idp_consent_url: None,
             created_at: Timestamp::from_unix_millis(0),

@@ -9,6 +9,9 @@ CREATE TABLE tenants (
     public_name TEXT NOT NULL,
     public_url TEXT UNIQUE,
     webhook_url TEXT,
+    -- Its own authorization server, at the root of a host of its own
+    -- (NULL: the server's, shared).
+    auth_server_url TEXT UNIQUE,
     token_digest TEXT UNIQUE,
     -- Sealed under the server's secrets key, like peers' tokens.
     webhook_secret TEXT,
@@ -39,6 +42,9 @@ ALTER TABLE fees_by_tenant RENAME TO fees;
 -- A dashboard session signed in with a tenant's token sees that tenant
 -- only (NULL: the operator's token, every tenant).
 ALTER TABLE dashboard_sessions ADD COLUMN tenant_id TEXT;
+
+-- Each grant is its tenant's authorization server's.
+ALTER TABLE grants ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';
 
 -- Each webhook event goes to its tenant's webhook URL.
 ALTER TABLE webhook_events ADD COLUMN tenant_id TEXT NOT NULL DEFAULT 'default';

@@ -82,11 +82,11 @@ pub trait GrantStore: Send + Sync {
 }
 
 static INSERT_GRANT: Stmt = Stmt::new(&[
-    "INSERT INTO grants (id, state, finalization, client_wallet_address, client_jwk, access, \
-     continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, \
+    "INSERT INTO grants (id, tenant_id, state, finalization, client_wallet_address, client_jwk, \
+     access, continue_id, continue_token_digest, interact_id, interact_nonce, interact_ref, \
      interaction_state, interaction_expires_at, finish_uri, client_nonce, wallet_address_id, \
      last_continued_at, version, created_at, updated_at) \
-     VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?)",
+     VALUES (?::uuid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?)",
 ]);
 static GRANT_BY_ID: Stmt =
     Stmt::new(&["SELECT ", GRANT_COLUMNS, " FROM grants WHERE id = ?::uuid"]);
@@ -194,6 +194,7 @@ impl GrantStore for SqlStore {
     ) -> StoreResult<()> {
         let params = params![
             g.id.to_string(),
+            g.tenant.as_str(),
             &g.state,
             &g.finalization,
             &g.client_wallet_address,

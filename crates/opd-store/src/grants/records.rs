@@ -1,14 +1,16 @@
 //! Grants and access tokens as stored, and how their rows read back.
 
-use opd_core::{GrantId, Timestamp, WalletAddressId};
+use opd_core::{GrantId, TenantId, Timestamp, WalletAddressId};
 
-use crate::platform::rows::{id, opt_time, time, uuid_from_text, Columns};
+use crate::platform::rows::{corrupt, id, opt_time, time, uuid_from_text, Columns};
 use crate::StoreResult;
 
 /// A grant as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRecord {
     pub id: GrantId,
+    /// The tenant whose authorization server issued it.
+    pub tenant: TenantId,
     /// `pending`, `approved` or `finalized`.
     pub state: String,
     /// With `finalized`: `issued`, `revoked` or `rejected`.
@@ -51,7 +53,7 @@ pub struct AccessTokenRecord {
     pub created_at: Timestamp,
 }
 
-pub(crate) const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, state, finalization, \
+pub(crate) const GRANT_COLUMNS: &str = "CAST(id AS TEXT) AS id, tenant_id, state, finalization, \
     client_wallet_address, client_jwk, access, continue_id, continue_token_digest, interact_id, \
     interact_nonce, interact_ref, interaction_state, interaction_expires_at, finish_uri, \
     client_nonce, CAST(wallet_address_id AS TEXT) AS wallet_address_id, last_continued_at, \
@@ -63,6 +65,7 @@ pub(super) const TOKEN_COLUMNS: &str =
 pub(crate) fn grant_from_row(row: &impl Columns) -> StoreResult<GrantRecord> {
     Ok(GrantRecord {
         id: GrantId::from_uuid(id(row, "id")?),
+        tenant: TenantId::parse(&row.text("tenant_id")?).map_err(|_| corrupt("tenant id"))?,
         state: row.text("state")?,
         finalization: row.opt_text("finalization")?,
         client_wallet_address: row.opt_text("client_wallet_address")?,

@@ -492,9 +492,10 @@ async fn no_route_lets_one_tenant_reach_another_s_resources() {
         { "type": "incoming-payment", "actions": all, "identifier": alice },
         { "type": "quote", "actions": ["create", "read"], "identifier": alice },
     ]);
-    let token = opd_testkit::app::grant_token_at(&t.app.auth, &client, access).await;
+    let token = opd_testkit::app::grant_token_at(&t.auth_of("a:alice"), &client, access).await;
     let outgoing =
-        opd_testkit::app::outgoing_token_at(&t.app.auth, &client, &alice, Value::Null).await;
+        opd_testkit::app::outgoing_token_at(&t.auth_of("a:alice"), &client, &alice, Value::Null)
+            .await;
     for (method, template, request) in op_requests(&t.a, &theirs) {
         let Some((m, url, body)) = request else {
             continue;

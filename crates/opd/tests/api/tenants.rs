@@ -59,6 +59,7 @@ pub(crate) async fn tenants_with(
     let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let http = reqwest::Client::builder()
         .resolve("wallet-a.test", loopback)
+        .resolve("auth-a.test", loopback)
         .build()
         .unwrap();
     Tenants {
@@ -71,6 +72,13 @@ pub(crate) async fn tenants_with(
 }
 
 impl Tenants {
+    /// The authorization server the wallet address `reference` names: the
+    /// server's, shared (no tenant here has one of its own but in the test
+    /// of that).
+    pub(crate) fn auth_of(&self, _reference: &str) -> String {
+        self.app.auth.clone()
+    }
+
     /// Creates `path` in `tenant` (`None`: the operator's); its URL.
     pub(crate) async fn wallet(&self, tenant: Option<&str>, path: &str, code: &str) -> String {
         let body = json!({ "tenant": tenant, "path": path, "assetCode": code, "assetScale": 2 });
@@ -126,7 +134,8 @@ impl Tenants {
         let seed = 70 + u8::try_from(from.0.len() + to.0.len()).unwrap();
         let payee = self.client(to.0, to.1, seed).await;
         let access = json!([{ "type": "incoming-payment", "actions": ["create", "read"], "identifier": to.1 }]);
-        let payee_token = opd_testkit::app::grant_token_at(&self.app.auth, &payee, access).await;
+        let payee_token =
+            opd_testkit::app::grant_token_at(&self.auth_of(to.0), &payee, access).await;
         let create = json!({ "walletAddress": to.1, "incomingAmount": amount(value, "USD", 2) });
         let url = format!("{}/incoming-payments", to.2);
         let r = payee
@@ -138,7 +147,8 @@ impl Tenants {
         let payer = self.client(from.0, from.1, seed + 1).await;
         let access =
             json!([{ "type": "quote", "actions": ["create", "read"], "identifier": from.1 }]);
-        let quote_token = opd_testkit::app::grant_token_at(&self.app.auth, &payer, access).await;
+        let quote_token =
+            opd_testkit::app::grant_token_at(&self.auth_of(from.0), &payer, access).await;
         let body = json!({ "walletAddress": from.1, "receiver": receiver, "method": "ilp" });
         let url = format!("{}/quotes", from.2);
         let r = payer
@@ -148,7 +158,8 @@ impl Tenants {
         let quote = r.body["id"].as_str().unwrap().to_owned();
         assert!(quote.starts_with(from.2), "{quote}");
         let token =
-            opd_testkit::app::outgoing_token_at(&self.app.auth, &payer, from.1, Value::Null).await;
+            opd_testkit::app::outgoing_token_at(&self.auth_of(from.0), &payer, from.1, Value::Null)
+                .await;
         let body = json!({ "walletAddress": from.1, "quoteId": quote });
         let url = format!("{}/outgoing-payments", from.2);
         let r = payer
@@ -275,7 +286,7 @@ async fn isolation(db: Db) {
         { "type": "incoming-payment", "actions": ["create", "read", "list", "complete"], "identifier": alice },
         { "type": "quote", "actions": ["create", "read"], "identifier": alice },
     ]);
-    let token = opd_testkit::app::grant_token_at(&t.app.auth, &client, access).await;
+    let token = opd_testkit::app::grant_token_at(&t.auth_of("a:alice"), &client, access).await;
     let send = |method: Method, url: String, body: Option<Value>| {
         let (client, token) = (&client, &token);
         async move { client.send(method, &url, Some(token), body.as_ref()).await }
@@ -590,7 +601,12 @@ async fn the_consent_page_names_the_tenant() {
         "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://127.0.0.1:9/done", "nonce": "n1" } },
     });
     let r = client
-        .send(Method::POST, &format!("{}/", t.app.auth), None, Some(&body))
+        .send(
+            Method::POST,
+            &format!("{}/", t.auth_of("a:alice")),
+            None,
+            Some(&body),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let redirect = r.body["interact"]["redirect"].as_str().unwrap();
@@ -710,7 +726,7 @@ async fn each_tenant_charges_its_own_fees_and_falls_back_to_the_operator_s() {
         let seed = 100 + u8::try_from(reference.len()).unwrap() + u8::from(want == "5");
         let client = t.client(reference, wallet, seed).await;
         let access = json!([{ "type": "quote", "actions": ["create"], "identifier": wallet }]);
-        let token = opd_testkit::app::grant_token_at(&t.app.auth, &client, access).await;
+        let token = opd_testkit::app::grant_token_at(&t.auth_of(reference), &client, access).await;
         let receiver = crate::payments::incoming(&t.app, &bob, "1000", "USD").await;
         let body = json!({ "walletAddress": wallet, "receiver": receiver, "method": "ilp" });
         let url = format!("{base}/quotes");
@@ -898,7 +914,12 @@ async fn interaction(t: &Tenants, reference: &str, wallet: &str, seed: u8) -> (S
         "interact": { "start": ["redirect"], "finish": { "method": "redirect", "uri": "http://127.0.0.1:9/done", "nonce": "n1" } },
     });
     let r = client
-        .send(Method::POST, &format!("{}/", t.app.auth), None, Some(&body))
+        .send(
+            Method::POST,
+            &format!("{}/", t.auth_of(reference)),
+            None,
+            Some(&body),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let redirect = r.body["interact"]["redirect"].as_str().unwrap().to_owned();
@@ -936,8 +957,8 @@ async fn each_tenant_s_consent_app_decides_its_own_interactions_only() {
     let (to, b_ids) = interaction(&t, "b:bob", &bob, 112).await;
     assert!(to.contains("/consent/"), "{to}");
 
-    let decide = |ids: &str, secret: &str| {
-        let url = format!("{}/idp/interactions/{ids}/accept", t.app.auth);
+    let decide = |tenant: &str, ids: &str, secret: &str| {
+        let url = format!("{}/idp/interactions/{ids}/accept", t.auth_of(tenant));
         let secret = secret.to_owned();
         async move {
             reqwest::Client::new()
@@ -951,23 +972,96 @@ async fn each_tenant_s_consent_app_decides_its_own_interactions_only() {
     };
     let server = opd_testkit::app::IDP_SECRET;
     assert_eq!(
-        decide(&a_ids, server).await,
+        decide("a:", &a_ids, server).await,
         StatusCode::UNAUTHORIZED,
         "the operator's app"
     );
     assert_eq!(
-        decide(&b_ids, "idp-secret-of-tenant-a-0123").await,
+        decide("b:", &b_ids, "idp-secret-of-tenant-a-0123").await,
         StatusCode::NOT_FOUND,
         "a's app, b's interaction"
     );
     assert_eq!(
-        decide(&b_ids, server).await,
+        decide("b:", &b_ids, server).await,
         StatusCode::NOT_FOUND,
         "b has no identity-provider API"
     );
     assert_eq!(
-        decide(&a_ids, "idp-secret-of-tenant-a-0123").await,
+        decide("a:", &a_ids, "idp-secret-of-tenant-a-0123").await,
         StatusCode::ACCEPTED
+    );
+    t.app.stop().await;
+}
+
+#[tokio::test]
+async fn each_tenant_has_its_own_authorization_server() {
+    let t = tenants(Db::Sqlite).await;
+    let port = t.app.auth.rsplit(':').next().unwrap().trim_end_matches('/');
+    let a_auth = format!("http://auth-a.test:{port}/");
+    let own = json!({ "authServerUrl": a_auth });
+    let (s, v) = t.app.admin(Method::PATCH, "/tenants/a", Some(&own)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["authServerUrl"], a_auth.as_str());
+    // A path is not a host of its own; b cannot take a's host.
+    for (tenant, url) in [("b", format!("{}/b", t.app.auth)), ("b", a_auth.clone())] {
+        let (s, v) = t
+            .app
+            .admin(
+                Method::PATCH,
+                &format!("/tenants/{tenant}"),
+                Some(&json!({ "authServerUrl": url })),
+            )
+            .await;
+        assert!(
+            s == StatusCode::BAD_REQUEST || s == StatusCode::CONFLICT,
+            "{url}: {s} {v}"
+        );
+    }
+    let alice = t.wallet(Some("a"), "alice", "USD").await;
+    let (s, doc) = t.get(&alice).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(doc["authServer"], a_auth.as_str(), "{doc}");
+    let client = t.client("a:alice", &alice, 121).await;
+    let access =
+        json!([{ "type": "incoming-payment", "actions": ["create", "read"], "identifier": alice }]);
+    let body = json!({ "access_token": { "access": access }, "client": alice });
+    // At a's authorization server: issued, its URLs under it.
+    let r = client.send(Method::POST, &a_auth, None, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let manage = r.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cont = r.body["continue"]["uri"].as_str().unwrap().to_owned();
+    assert!(manage.starts_with(&format!("{a_auth}token/")), "{manage}");
+    assert!(cont.starts_with(&format!("{a_auth}continue/")), "{cont}");
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    // At the shared one, a's wallet address is not its to grant.
+    let shared = format!("{}/", t.app.auth);
+    let r = client.send(Method::POST, &shared, None, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // a's token is unknown at the shared authorization server.
+    let id = manage.rsplit('/').next().unwrap();
+    let elsewhere = format!("{}/token/{id}", t.app.auth);
+    let r = client
+        .send(Method::POST, &elsewhere, Some(&token), None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{elsewhere}: {}", r.body);
+    let r = client.send(Method::POST, &manage, Some(&token), None).await;
+    assert_eq!(r.status, StatusCode::OK, "rotated at a's: {}", r.body);
+    // A resource server 401 at a's URLs names a's authorization server.
+    let r = client
+        .send(
+            Method::GET,
+            &format!("{}/incoming-payments?wallet-address={alice}", t.a),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    assert_eq!(
+        r.headers["www-authenticate"],
+        format!("GNAP as_uri={a_auth}").as_str()
     );
     t.app.stop().await;
 }

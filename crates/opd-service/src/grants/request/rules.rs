@@ -171,6 +171,7 @@ mod tests {
         let random = opd_core::SeededRandom::new(1);
         let record = GrantRecord {
             id: GrantId::new(NOW, &random),
+            tenant: opd_core::TenantId::operator(),
             state: String::new(),
             finalization: None,
             client_wallet_address: Some("https://client.example/c".into()),
