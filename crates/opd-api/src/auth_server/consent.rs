@@ -348,6 +348,11 @@ async fn password_step(
         Ok(grants::PasswordCheck::Wrong) => Err(shown
             .again(StatusCode::UNAUTHORIZED, "Wrong password.", None)
             .await),
+        Ok(grants::PasswordCheck::NotSet) => {
+            let message = "This wallet address has no owner password yet: ask your wallet \
+                           provider to set one.";
+            Err(shown.again(StatusCode::FORBIDDEN, message, None).await)
+        }
         Ok(grants::PasswordCheck::Paused(until)) => {
             let ms = until.unix_millis() - services.clock.now().unix_millis();
             let secs = u64::try_from(ms.saturating_add(999) / 1000)

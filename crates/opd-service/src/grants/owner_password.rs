@@ -194,8 +194,11 @@ pub async fn set_owner_password(
 pub enum PasswordCheck {
     /// The owner's password.
     Right,
-    /// Not the owner's password (or the owner has none).
+    /// Not the owner's password.
     Wrong,
+    /// The wallet address has no owner password yet: nobody approves by
+    /// password until its provider sets one.
+    NotSet,
     /// Not checked: approval by password is paused for this wallet address
     /// until then, after too many wrong passwords from anywhere.
     Paused(Timestamp),
@@ -206,6 +209,15 @@ pub enum PasswordCheck {
 /// means another attempt was counted, and at most `FAILURE_BUDGET` are
 /// counted before a pause, which ends every round at once.
 const SWAP_ROUNDS: u32 = 64;
+
+/// Whether the wallet address's owner has a password to approve grants
+/// with.
+pub async fn has_owner_password(
+    services: &Services,
+    wallet: WalletAddressId,
+) -> Result<bool, ServiceError> {
+    Ok(services.store.get_owner_password(wallet).await?.is_some())
+}
 
 /// Whether `password` is the wallet address owner's (constant time),
 /// counted against the wallet address's budget before it is compared.
@@ -218,7 +230,7 @@ pub async fn check_owner_password(
         return Ok(PasswordCheck::Paused(until));
     }
     let Some(stored) = services.store.get_owner_password(wallet).await? else {
-        return Ok(PasswordCheck::Wrong);
+        return Ok(PasswordCheck::NotSet);
     };
     let password = password.to_owned();
     // Off the async runtime (see `set_owner_password`).

@@ -1195,3 +1195,31 @@ async fn the_consent_page_names_the_receiver_and_warns_about_the_balance() {
         assert!(html.contains(&expected), "{expected}\n{html}");
     }
 }
+
+/// A wallet address without an owner password: the consent page says so,
+/// instead of answering every password "Wrong password.", and decides
+/// nothing.
+#[tokio::test]
+async fn a_wallet_without_an_owner_password_says_so_on_the_consent_page() {
+    let w = world(Db::Sqlite).await;
+    let dora = w.app.create_wallet("dora", "USD", 2).await;
+    let mut body = outgoing_grant(&w, Some(FINISH), "n-dora");
+    body["access_token"]["access"][0]["identifier"] = json!(dora);
+    let pending = ask(&w, &body).await;
+    let redirect = pending["interact"]["redirect"].as_str().unwrap();
+    let form = open_consent(&w.browser, redirect).await;
+    let answer = form
+        .post(&w.browser, "any password at all", "approve")
+        .await;
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    let html = answer.text().await.unwrap();
+    assert!(
+        html.contains(
+            "This wallet address has no owner password yet: ask your wallet provider to set one."
+        ) && !html.contains("Wrong password."),
+        "{html}"
+    );
+    // Nothing was decided: the client still waits.
+    let again = form.post(&w.browser, "another", "approve").await;
+    assert_eq!(again.status(), StatusCode::FORBIDDEN);
+}

@@ -598,3 +598,43 @@ async fn fees_and_rates_set_on_the_dashboard_are_what_the_admin_api_reads() {
     let (_, page) = d.get("/dashboard/pricing").await;
     assert!(page.contains("0.5 %") && page.contains("$0.10"), "{page}");
 }
+
+/// The wallet page says whether its owner can approve grants: a wallet
+/// address without an owner password is flagged.
+#[tokio::test]
+async fn the_wallet_page_flags_a_wallet_without_an_owner_password() {
+    let app = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    app.create_wallet("dora", "USD", 2).await;
+    app.create_wallet("erin", "USD", 2).await;
+    let body = json!({ "password": "erin's own password" });
+    let (s, _) = app
+        .admin(
+            Method::PUT,
+            "/wallet-addresses/erin/owner-password",
+            Some(&body),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let id = |path: &str| {
+        let app = &app;
+        let path = format!("/wallet-addresses/{path}");
+        async move {
+            app.admin(Method::GET, &path, None).await.1["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let (dora, erin) = (id("dora").await, id("erin").await);
+    let dash = signed_in(app).await;
+    let (_, page) = dash.get(&format!("/dashboard/wallets/{dora}")).await;
+    assert!(
+        page.contains("<dt>Owner password</dt><dd>not set yet: its owner cannot approve grants on the consent page</dd>"),
+        "{page}"
+    );
+    let (_, page) = dash.get(&format!("/dashboard/wallets/{erin}")).await;
+    assert!(
+        page.contains("<dt>Owner password</dt><dd>set</dd>"),
+        "{page}"
+    );
+}

@@ -219,14 +219,22 @@ pub(crate) async fn page(
         let keys = wallets::keys(services, wallet.id).await?;
         let grants = operator::grants(services, None, None, GRANTS_SEARCHED).await?;
         let (incoming, outgoing) = payments(services, &wallet).await?;
-        Ok::<_, ServiceError>((balance, transfers, keys, grants, incoming, outgoing))
+        let password = opd_service::grants::has_owner_password(services, wallet.id).await?;
+        let loaded = (balance, transfers, keys, grants, incoming, outgoing);
+        Ok::<_, ServiceError>((loaded, password))
     };
-    let (balance, transfers, keys, grants, incoming, outgoing) = match loaded.await {
+    let ((balance, transfers, keys, grants, incoming, outgoing), password) = match loaded.await {
         Ok(l) => l,
         Err(e) => return failed(e),
     };
     let rows = history(&wallet, &transfers);
-    let facts = facts(&wallet, &url, &balance);
+    let mut facts = facts(&wallet, &url, &balance);
+    let password = if password {
+        "set".to_owned()
+    } else {
+        "not set yet: its owner cannot approve grants on the consent page".to_owned()
+    };
+    facts.push(("Owner password".to_owned(), password));
     let keys = keys.iter().map(key_row).collect();
     let grants = grants
         .iter()
