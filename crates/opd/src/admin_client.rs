@@ -32,6 +32,25 @@ fn encode_segment(s: &str) -> String {
         .collect()
 }
 
+/// A password from a file, or standard input for `-`, without its line
+/// ending (the rest is kept: spaces may be part of it).
+fn read_password(file: &std::path::Path) -> anyhow::Result<String> {
+    let text = if file == std::path::Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("cannot read the password from standard input")?;
+        text
+    } else {
+        std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the password from {}", file.display()))?
+    };
+    let password = text.trim_end_matches(['\n', '\r']).to_owned();
+    if password.is_empty() {
+        anyhow::bail!("the password is empty");
+    }
+    Ok(password)
+}
+
 /// The fields of a tenant's settings that were given.
 fn tenant_body(s: TenantSettings) -> anyhow::Result<Value> {
     let mut body = serde_json::json!({});
@@ -199,7 +218,13 @@ impl AdminClient {
                 asset_code,
                 asset_scale,
                 public_name,
+                owner_password_file,
             } => {
+                // Read first: a file that cannot be read makes no wallet.
+                let password = owner_password_file
+                    .as_deref()
+                    .map(read_password)
+                    .transpose()?;
                 let mut body = serde_json::json!({ "path": path, "assetCode": asset_code, "assetScale": asset_scale });
                 if let Some(n) = public_name {
                     body["publicName"] = Value::String(n);
@@ -207,8 +232,22 @@ impl AdminClient {
                 if let Some(t) = tenant {
                     body["tenant"] = Value::String(t);
                 }
-                self.call(Method::POST, "/wallet-addresses", Some(body))
-                    .await
+                let made = self
+                    .call(Method::POST, "/wallet-addresses", Some(body))
+                    .await?;
+                if let Some(password) = password {
+                    let id = made["id"].as_str().unwrap_or_default().to_owned();
+                    self.set_owner_password(&id, &password).await?;
+                }
+                Ok(made)
+            }
+            WalletAddressCommand::Password {
+                wallet_address,
+                password_file,
+            } => {
+                let password = read_password(&password_file)?;
+                self.set_owner_password(&wallet_address, &password).await?;
+                Ok(serde_json::json!({ "ownerPassword": "set", "walletAddress": wallet_address }))
             }
             WalletAddressCommand::List { tenant } => {
                 let path = match tenant {
@@ -280,6 +319,18 @@ impl AdminClient {
                 Ok(serde_json::json!({ "deleted": id }))
             }
         }
+    }
+
+    /// Sets the owner password of a wallet address (id, path or
+    /// `tenant:path`).
+    async fn set_owner_password(&self, wallet: &str, password: &str) -> anyhow::Result<()> {
+        let path = format!(
+            "/wallet-addresses/{}/owner-password",
+            encode_segment(wallet)
+        );
+        let body = serde_json::json!({ "password": password });
+        self.call(reqwest::Method::PUT, &path, Some(body)).await?;
+        Ok(())
     }
 
     /// A deposit or withdrawal (`kind`) of `amount` in the wallet

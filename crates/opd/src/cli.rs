@@ -179,6 +179,17 @@ pub enum WalletAddressCommand {
         asset_scale: u8,
         #[arg(long)]
         public_name: Option<String>,
+        /// The password its owner approves grants with on the consent page, read from this file (`-`: standard input).
+        #[arg(long, value_name = "FILE")]
+        owner_password_file: Option<std::path::PathBuf>,
+    },
+    /// Set (or reset) the password a wallet address's owner approves grants with on the consent page.
+    Password {
+        /// The wallet address: its id, its path, or tenant:path.
+        wallet_address: String,
+        /// Read the password from this file (`-`: standard input).
+        #[arg(long, value_name = "FILE")]
+        password_file: std::path::PathBuf,
     },
     /// List wallet addresses (every tenant's, or one's).
     List {

@@ -610,3 +610,88 @@ async fn cli_helpers_print_server_text_inert() {
         "{err}"
     );
 }
+
+/// `opd wallet-address create --owner-password-file` and `opd
+/// wallet-address password` give a wallet address's owner a password to
+/// approve grants with (checked here as the consent page checks it).
+// The CLI blocks its thread while the server answers on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_helpers_set_the_owner_password() {
+    use opd_service::grants::{check_owner_password, has_owner_password, PasswordCheck};
+    let app = TestApp::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    std::fs::write(&first, "hana's first password\n").unwrap();
+    std::fs::write(&second, "hana's second password\n").unwrap();
+    let opd = |args: &[&str]| {
+        let out = opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-url", &app.admin, "--admin-token", &app.admin_token])
+                .args(args)
+                .env_remove("OPD_CONFIG"),
+        );
+        assert!(
+            out.status.success(),
+            "opd {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
+    };
+    let first_arg = first.to_str().unwrap();
+    let made = opd(&[
+        "wallet-address",
+        "create",
+        "--path",
+        "hana",
+        "--asset-code",
+        "USD",
+        "--asset-scale",
+        "2",
+        "--owner-password-file",
+        first_arg,
+    ]);
+    let id = opd_core::WalletAddressId::parse(made["id"].as_str().unwrap()).unwrap();
+    let services = app.services();
+    assert!(has_owner_password(services, id).await.unwrap());
+    let check = |pw: &'static str| check_owner_password(services, id, pw);
+    assert!(matches!(
+        check("hana's first password").await.unwrap(),
+        PasswordCheck::Right
+    ));
+    opd(&[
+        "wallet-address",
+        "password",
+        "hana",
+        "--password-file",
+        second.to_str().unwrap(),
+    ]);
+    assert!(matches!(
+        check("hana's first password").await.unwrap(),
+        PasswordCheck::Wrong
+    ));
+    assert!(matches!(
+        check("hana's second password").await.unwrap(),
+        PasswordCheck::Right
+    ));
+    // Without the flag, no password: the consent page says so.
+    let bare = opd(&[
+        "wallet-address",
+        "create",
+        "--path",
+        "ines",
+        "--asset-code",
+        "USD",
+        "--asset-scale",
+        "2",
+    ]);
+    let ines = opd_core::WalletAddressId::parse(bare["id"].as_str().unwrap()).unwrap();
+    assert!(!has_owner_password(services, ines).await.unwrap());
+    assert!(matches!(
+        check_owner_password(services, ines, "anything")
+            .await
+            .unwrap(),
+        PasswordCheck::NotSet
+    ));
+    app.stop().await;
+}
