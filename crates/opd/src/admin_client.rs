@@ -212,35 +212,7 @@ impl AdminClient {
     pub async fn wallet_address(&self, cmd: WalletAddressCommand) -> anyhow::Result<Value> {
         use reqwest::Method;
         match cmd {
-            WalletAddressCommand::Create {
-                path,
-                tenant,
-                asset_code,
-                asset_scale,
-                public_name,
-                owner_password_file,
-            } => {
-                // Read first: a file that cannot be read makes no wallet.
-                let password = owner_password_file
-                    .as_deref()
-                    .map(read_password)
-                    .transpose()?;
-                let mut body = serde_json::json!({ "path": path, "assetCode": asset_code, "assetScale": asset_scale });
-                if let Some(n) = public_name {
-                    body["publicName"] = Value::String(n);
-                }
-                if let Some(t) = tenant {
-                    body["tenant"] = Value::String(t);
-                }
-                let made = self
-                    .call(Method::POST, "/wallet-addresses", Some(body))
-                    .await?;
-                if let Some(password) = password {
-                    let id = made["id"].as_str().unwrap_or_default().to_owned();
-                    self.set_owner_password(&id, &password).await?;
-                }
-                Ok(made)
-            }
+            create @ WalletAddressCommand::Create { .. } => self.create_wallet(create).await,
             WalletAddressCommand::Password {
                 wallet_address,
                 password_file,
@@ -319,6 +291,43 @@ impl AdminClient {
                 Ok(serde_json::json!({ "deleted": id }))
             }
         }
+    }
+
+    /// `opd wallet-address create`: the wallet address, then its owner's
+    /// password when one is given (read first: a file that cannot be read
+    /// makes no wallet address).
+    async fn create_wallet(&self, cmd: WalletAddressCommand) -> anyhow::Result<Value> {
+        let WalletAddressCommand::Create {
+            path,
+            tenant,
+            asset_code,
+            asset_scale,
+            public_name,
+            owner_password_file,
+        } = cmd
+        else {
+            bail!("not a create command");
+        };
+        let password = owner_password_file
+            .as_deref()
+            .map(read_password)
+            .transpose()?;
+        let mut body =
+            serde_json::json!({ "path": path, "assetCode": asset_code, "assetScale": asset_scale });
+        if let Some(n) = public_name {
+            body["publicName"] = Value::String(n);
+        }
+        if let Some(t) = tenant {
+            body["tenant"] = Value::String(t);
+        }
+        let made = self
+            .call(reqwest::Method::POST, "/wallet-addresses", Some(body))
+            .await?;
+        if let Some(password) = password {
+            let id = made["id"].as_str().unwrap_or_default().to_owned();
+            self.set_owner_password(&id, &password).await?;
+        }
+        Ok(made)
     }
 
     /// Sets the owner password of a wallet address (id, path or
