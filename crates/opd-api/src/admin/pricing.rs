@@ -59,16 +59,7 @@ fn parse_asset_path(code: &str, scale: &str) -> ApiResult<Asset> {
 /// own when absent, every tenant's when listing), the token's own for a
 /// tenant (another's is not found).
 fn fee_tenant(scope: &AdminScope, query: &QueryPairs) -> ApiResult<Option<TenantId>> {
-    let asked = query
-        .single("tenant")?
-        .map(|t| super::wallets::tenant_param(Some(t)))
-        .transpose()?;
-    match (scope.tenant(), asked) {
-        (None, asked) => Ok(asked),
-        (Some(own), None) => Ok(Some(own.clone())),
-        (Some(own), Some(asked)) if &asked == own => Ok(Some(asked)),
-        (Some(_), Some(_)) => Err(ApiError::not_found("tenant")),
-    }
+    scope.tenant_asked(query.single("tenant")?)
 }
 
 async fn list_fees(

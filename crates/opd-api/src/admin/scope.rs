@@ -27,6 +27,21 @@ impl AdminScope {
         }
     }
 
+    /// The tenant a request names (`asked`, such as `?tenant=`): any for
+    /// the operator (`None` when it names none); for a tenant's token its
+    /// own, whether named or not, and another named is not found.
+    pub(crate) fn tenant_asked(&self, asked: Option<&str>) -> Result<Option<TenantId>, ApiError> {
+        let asked = asked
+            .map(|t| TenantId::parse(t).map_err(|_| ApiError::not_found("tenant")))
+            .transpose()?;
+        match (self, asked) {
+            (AdminScope::Operator, asked) => Ok(asked),
+            (AdminScope::Tenant(own), None) => Ok(Some(own.clone())),
+            (AdminScope::Tenant(own), Some(asked)) if &asked == own => Ok(Some(asked)),
+            (AdminScope::Tenant(_), Some(_)) => Err(ApiError::not_found("tenant")),
+        }
+    }
+
     /// The tenant a tenant's token is limited to.
     pub(crate) fn tenant(&self) -> Option<&TenantId> {
         match self {

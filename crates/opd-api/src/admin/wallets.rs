@@ -132,12 +132,9 @@ async fn create_wallet_address(
     let asset = Asset::parse(&req.asset_code, req.asset_scale)
         .map_err(|e| ApiError::invalid_request(e.to_string()))?;
     let services = &state.app.services;
-    let tenant = match (scope.tenant(), req.tenant.as_deref()) {
-        (None, asked) => tenant_param(asked)?,
-        (Some(own), None) => own.clone(),
-        (Some(own), Some(asked)) if asked == own.as_str() => own.clone(),
-        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
-    };
+    let tenant = scope
+        .tenant_asked(req.tenant.as_deref())?
+        .unwrap_or_else(TenantId::operator);
     let wallet = wallets::create(services, &tenant, &req.path, asset, req.public_name).await?;
     let sites = services.sites.with(&tenant).await?;
     Ok((StatusCode::CREATED, Json(wallet_admin(&sites, &wallet))))
@@ -150,16 +147,7 @@ async fn list_wallet_addresses(
     query: QueryPairs,
 ) -> ApiResult<Json<Vec<WalletAddressAdmin>>> {
     let services = &state.app.services;
-    let asked = query
-        .single("tenant")?
-        .map(|t| tenant_param(Some(t)))
-        .transpose()?;
-    let tenant = match (scope.tenant(), asked) {
-        (None, asked) => asked,
-        (Some(own), None) => Some(own.clone()),
-        (Some(own), Some(asked)) if &asked == own => Some(asked),
-        (Some(_), Some(_)) => return Err(ApiError::not_found("tenant")),
-    };
+    let tenant = scope.tenant_asked(query.single("tenant")?)?;
     let all = wallets::list(services, tenant.as_ref()).await?;
     let sites = services.sites.table().await?;
     Ok(Json(all.iter().map(|w| wallet_admin(&sites, w)).collect()))

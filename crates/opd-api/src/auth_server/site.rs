@@ -6,7 +6,6 @@
 //! authorization server that issued it.
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -66,11 +65,7 @@ pub async fn resolve(
     next: Next,
 ) -> Result<Response, ApiError> {
     let table = state.services.sites.table().await?;
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    let host = crate::resource_server::site::request_host(&request);
     let site = table.for_auth_host(host);
     let auth = AuthTenant(site.auth_tenant.clone());
     request.extensions_mut().insert(auth);

@@ -53,7 +53,7 @@ impl FromRequestParts<AppState> for RequestSite {
 }
 
 /// The request's host: `Host`, or the authority of an HTTP/2 request.
-fn request_host(request: &Request) -> Option<&str> {
+pub(crate) fn request_host(request: &Request) -> Option<&str> {
     request
         .headers()
         .get(header::HOST)

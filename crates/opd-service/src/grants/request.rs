@@ -86,11 +86,11 @@ async fn read_asked(
     now: Timestamp,
 ) -> Result<Asked, GnapError> {
     let mut identifiers = Vec::new();
+    let sites = services.sites.table().await.map_err(store_error)?;
     for identifier in request.access.iter().filter_map(|i| i.identifier.as_ref()) {
         let wallet = local_wallet(services, identifier).await?;
         // Only the wallet addresses that name this authorization server
         // (their tenant's own, or the shared one) are its to grant.
-        let sites = services.sites.table().await.map_err(store_error)?;
         if wallet
             .as_ref()
             .is_some_and(|w| &sites.of(&w.tenant).auth_tenant != tenant)
