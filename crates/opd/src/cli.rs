@@ -30,7 +30,9 @@ fn settings_of(subcommand: &str) -> &'static [&'static str] {
             "admin_token",
             "log_format",
         ],
-        "migrate" | "check" => &["config", "data_dir", "database_url", "log_format"],
+        "migrate" | "check" | "backup" | "restore" => {
+            &["config", "data_dir", "database_url", "log_format"]
+        }
         "tenant" | "wallet-address" | "key" | "peer" | "rate" | "fee" | "incoming-payment" => {
             ADMIN_HELPER
         }
@@ -137,6 +139,19 @@ pub enum Command {
         /// The server runs with `--external-funding`: received money may wait on incoming payments (reported, not a problem).
         #[arg(long, env = "OPD_EXTERNAL_FUNDING", num_args = 0..=1, default_missing_value = "true")]
         external_funding: Option<bool>,
+    },
+    /// Copy the embedded SQLite database into FILE, consistently, while the server runs (PostgreSQL sites use pg_dump or base backups).
+    Backup {
+        /// Where the copy goes; it must not exist.
+        file: PathBuf,
+    },
+    /// Put a backup made by `opd backup` in place of the SQLite database; refused while a server uses it.
+    Restore {
+        /// The backup to restore.
+        file: PathBuf,
+        /// Replace an existing database (it is kept beside, as `opd.sqlite.before-restore-<time>`).
+        #[arg(long)]
+        replace: bool,
     },
     /// Manage tenants (the wallet providers this server serves) through a running server's admin API; the operator's token only.
     #[command(subcommand)]

@@ -3,6 +3,7 @@
 pub mod admin_client;
 pub mod admin_listener;
 pub mod app;
+pub mod backups;
 pub mod cli;
 pub mod config;
 pub mod demo;

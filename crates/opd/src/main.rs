@@ -22,6 +22,15 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(_) => run_serve(settings, node).await,
         Command::Migrate => migrate(&settings).await,
         Command::Check { external_funding } => check(&settings, external_funding).await,
+        Command::Backup { file } => lines(opd::backups::backup(&settings.common, &file)),
+        Command::Restore { file, replace } => lines(opd::backups::restore(
+            &settings.common,
+            &file,
+            replace,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        )),
         Command::WalletAddress(cmd) => {
             one_line(async {
                 AdminClient::new(&settings.common)?
@@ -175,6 +184,23 @@ async fn one_line(
 ) -> anyhow::Result<()> {
     match work.await {
         Ok(value) => print(value),
+        Err(e) => {
+            print_error(&e);
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Prints a command's lines, or its error on one line without a
+/// backtrace.
+fn lines(work: anyhow::Result<Vec<String>>) -> anyhow::Result<()> {
+    match work {
+        Ok(lines) => {
+            for line in lines {
+                say!("{line}");
+            }
+            Ok(())
+        }
         Err(e) => {
             print_error(&e);
             std::process::exit(1);

@@ -4,8 +4,11 @@
 //! driven synchronously on the caller's thread by [`driver`], after
 //! `migrations` brought the schema up to date.
 
+mod backup;
 pub mod driver;
 mod migrations;
+
+pub use backup::{backup, restore, Copied};
 
 use std::path::Path;
 use std::time::Duration;
