@@ -52,6 +52,18 @@ impl ApiError {
         self
     }
 
+    /// The description deployed Open Payments clients match exactly when
+    /// an outgoing payment is refused for its grant or its balance:
+    /// `unauthorized` (they then mark the wallet out of funds for the
+    /// grant). The reason stays in the details; other errors are left as
+    /// they are.
+    pub fn as_clients_expect(mut self) -> Self {
+        if matches!(self.code, "insufficient_balance" | "insufficient_grant") {
+            self.description = "unauthorized".into();
+        }
+        self
+    }
+
     pub fn invalid_request(description: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", description)
     }
@@ -103,10 +115,8 @@ impl From<ServiceError> for ApiError {
             }
             S::NotFound(what) => ApiError::not_found(what),
             S::InvalidQuote(m) => bad("invalid_quote", m),
-            // Deployed clients read exactly "unauthorized" as "this grant is
-            // used up / out of funds"; the reason goes in the details.
             S::Forbidden { code, message } => {
-                ApiError::new(StatusCode::FORBIDDEN, code, "unauthorized")
+                ApiError::new(StatusCode::FORBIDDEN, code, message.clone())
                     .with_detail("reason", Value::String(message))
             }
             S::InsufficientBalance {
@@ -171,20 +181,13 @@ fn rates_unavailable() -> ApiError {
     e
 }
 
-/// 403 `insufficient_balance`. Deployed clients read exactly
-/// "unauthorized"; the reason and both amounts go in the details.
+/// 403 `insufficient_balance`, both amounts in the details.
 fn insufficient_balance(available: &opd_core::Amount, required: &opd_core::Amount) -> ApiError {
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        "insufficient_balance",
-        "unauthorized",
-    )
-    .with_detail(
-        "reason",
-        Value::String("the wallet address's balance is too low".into()),
-    )
-    .with_detail("available", json!(AmountWire::from(available)))
-    .with_detail("required", json!(AmountWire::from(required)))
+    let reason = "the wallet address's balance does not cover the amount";
+    ApiError::new(StatusCode::FORBIDDEN, "insufficient_balance", reason)
+        .with_detail("reason", Value::String(reason.into()))
+        .with_detail("available", json!(AmountWire::from(available)))
+        .with_detail("required", json!(AmountWire::from(required)))
 }
 
 /// 429 `too_many_requests`, retried after at least a second.
@@ -256,5 +259,27 @@ mod tests {
                 api.description
             );
         }
+    }
+
+    #[test]
+    fn an_out_of_funds_refusal_says_why_and_says_unauthorized_only_where_clients_match_it() {
+        let usd = opd_core::Asset::parse("USD", 2).unwrap();
+        let refusal = || ServiceError::InsufficientBalance {
+            available: opd_core::Amount::new(499, usd.clone()),
+            required: opd_core::Amount::new(500, usd.clone()),
+        };
+        let for_people = ApiError::from(refusal());
+        assert_eq!(
+            for_people.description,
+            "the wallet address's balance does not cover the amount"
+        );
+        let for_clients = ApiError::from(refusal()).as_clients_expect();
+        assert_eq!(for_clients.description, "unauthorized");
+        assert_eq!(
+            for_clients.details.unwrap()["reason"],
+            "the wallet address's balance does not cover the amount"
+        );
+        let other = ApiError::from(ServiceError::UnknownWalletAddress).as_clients_expect();
+        assert_eq!(other.description, "unknown wallet address");
     }
 }

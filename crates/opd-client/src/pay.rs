@@ -59,6 +59,10 @@ pub trait Progress {
 #[derive(Debug, Clone)]
 pub struct Paid {
     pub incoming_payment: Value,
+    /// The incoming payment's URL, as this client reached it: a receiver's
+    /// public view need not carry its `id` (the reference server's does
+    /// not).
+    pub incoming_payment_url: String,
     pub quote: Value,
     /// As the paying server recorded it once it ended.
     pub outgoing_payment: Value,
@@ -93,7 +97,11 @@ impl Paid {
         }
         s.push_str(&format!(
             "  incoming payment  {}\n  outgoing payment  {}\n",
-            Untrusted(self.incoming_payment["id"].as_str().unwrap_or("?")),
+            Untrusted(
+                self.incoming_payment["id"]
+                    .as_str()
+                    .unwrap_or(&self.incoming_payment_url)
+            ),
             Untrusted(self.outgoing_payment["id"].as_str().unwrap_or("?"))
         ));
         s
@@ -145,6 +153,7 @@ pub async fn pay(
     });
     Ok(Paid {
         incoming_payment,
+        incoming_payment_url: incoming.url,
         quote,
         outgoing_payment: outgoing,
         delivered,
@@ -352,4 +361,27 @@ async fn follow(
 
 fn amount_in(v: &Value, field: &str) -> anyhow::Result<Amount> {
     Amount::from_json(&v[field]).ok_or_else(|| anyhow::anyhow!("no {field} in {v}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Paid;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_receiver_without_an_id_is_named_by_its_url() {
+        let paid = Paid {
+            incoming_payment: json!({ "receivedAmount": { "value": "5", "assetCode": "USD", "assetScale": 2 } }),
+            incoming_payment_url: "https://rafiki.example/incoming-payments/1".into(),
+            quote: Value::Null,
+            outgoing_payment: json!({ "id": "https://opd.example/outgoing-payments/2" }),
+            delivered: None,
+        };
+        assert!(
+            paid.summary()
+                .contains("incoming payment  https://rafiki.example/incoming-payments/1\n"),
+            "{}",
+            paid.summary()
+        );
+    }
 }

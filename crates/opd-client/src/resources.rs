@@ -95,10 +95,43 @@ pub fn address(input: &str) -> anyhow::Result<String> {
     }
 }
 
+/// When `input` named no scheme and `https` was assumed for `url`: what
+/// to write instead for a server that speaks plain http.
+fn https_assumed(input: &str, url: &str) -> Option<String> {
+    let input = input.trim();
+    if input.starts_with("https://") || input.starts_with("http://") {
+        return None;
+    }
+    let parsed = url::Url::parse(url).ok()?;
+    let host = parsed.host_str()?;
+    let host = match parsed.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    let plain = url.replacen("https://", "http://", 1);
+    Some(format!(
+        "https was assumed for {host}; use {plain} for a plain-http server"
+    ))
+}
+
+/// The public document at `url` (read from `input`); a server that cannot
+/// be reached at an assumed `https` URL is answered with how to name it
+/// over plain http.
+async fn public_document(client: &Client, input: &str, url: &str) -> anyhow::Result<Value> {
+    match client.get_public(url).await {
+        Ok(v) => Ok(v),
+        Err(e @ crate::http::ClientError::Transport { .. }) => match https_assumed(input, url) {
+            Some(hint) => Err(anyhow::Error::new(e).context(hint)),
+            None => Err(e.into()),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Reads a wallet address document (`url` as [`address`] reads it).
 pub async fn wallet_address(client: &Client, url: &str) -> anyhow::Result<WalletAddress> {
-    let url = &address(url)?;
-    let v = client.get_public(url).await?;
+    let (input, url) = (url, &address(url)?);
+    let v = public_document(client, input, url).await?;
     WalletAddress::from_json(&v)
         .ok_or_else(|| anyhow::anyhow!("{url} is not a wallet address: {v}"))
 }
@@ -116,8 +149,8 @@ pub enum Receiver {
 /// Tells a wallet address from an incoming payment by its public document
 /// (only a wallet address names a `resourceServer`).
 pub async fn receiver(client: &Client, url: &str) -> anyhow::Result<Receiver> {
-    let url = &address(url)?;
-    let v = client.get_public(url).await?;
+    let (input, url) = (url, &address(url)?);
+    let v = public_document(client, input, url).await?;
     if let Some(w) = WalletAddress::from_json(&v) {
         return Ok(Receiver::WalletAddress(w));
     }
@@ -231,7 +264,25 @@ pub async fn list(
 
 #[cfg(test)]
 mod tests {
-    use super::address;
+    use super::{address, https_assumed};
+
+    #[test]
+    fn a_pointer_or_a_url_without_scheme_is_told_how_to_name_plain_http() {
+        let url = address("$127.0.0.1:8080/bob").unwrap();
+        assert_eq!(
+            https_assumed("$127.0.0.1:8080/bob", &url).unwrap(),
+            "https was assumed for 127.0.0.1:8080; use http://127.0.0.1:8080/bob for a plain-http server"
+        );
+        assert!(https_assumed("wallet.example/a", "https://wallet.example/a").is_some());
+        assert_eq!(
+            https_assumed("https://w.example/a", "https://w.example/a"),
+            None
+        );
+        assert_eq!(
+            https_assumed("http://w.example/a", "http://w.example/a"),
+            None
+        );
+    }
 
     #[test]
     fn addresses_are_read_as_people_write_them() {

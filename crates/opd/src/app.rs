@@ -229,6 +229,10 @@ pub async fn start(
     random: Arc<dyn Random>,
 ) -> anyhow::Result<Running> {
     let budget = prepare(&settings)?;
+    // Bound before anything is written: a server that cannot listen
+    // leaves no data directory behind.
+    let bound = Bound::bind(&settings).await?;
+    create_data_dir(&settings)?;
     let (admin_token, admin_token_generated) = admin_token(&settings, random.as_ref())?;
     let sealing_key = secrets_key(&settings, random.as_ref())?;
     let store = open_store(&settings).await?;
@@ -236,7 +240,6 @@ pub async fn start(
         (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
         _ => None,
     };
-    let bound = Bound::bind(&settings).await?;
     let urls = Urls::new(&settings, tls.is_some(), &bound)?;
     let mut config = service_config(&settings, urls.public.clone(), urls.grant_endpoint.clone())?;
     config.secrets_key = sealing_key;
@@ -290,8 +293,7 @@ pub async fn start(
 
 /// What is checked and made ready before anything is opened or bound: the
 /// admin API on loopback unless allowed elsewhere, the authorization
-/// server's URL, the open-file budget, the data directory (0700) and the
-/// default SQLite file (0600), and the metrics recorder.
+/// server's URL, the open-file budget and the metrics recorder.
 fn prepare(settings: &Settings) -> anyhow::Result<crate::descriptors::Budget> {
     if !settings.common.admin_listen.ip().is_loopback() && !settings.serve.allow_remote_admin {
         bail!(
@@ -303,16 +305,21 @@ fn prepare(settings: &Settings) -> anyhow::Result<crate::descriptors::Budget> {
         auth_grant_endpoint(url)?;
     }
     let budget = file_budget(settings)?;
+    // Once per process, whatever the number of servers it starts (see
+    // `opd_api::metrics`).
+    opd_api::metrics::install();
+    Ok(budget)
+}
+
+/// The data directory (0700) and the default SQLite file (0600).
+fn create_data_dir(settings: &Settings) -> anyhow::Result<()> {
     if settings.common.database_is_default() || !settings.common.data_dir.as_os_str().is_empty() {
         create_private_dir(&settings.common.data_dir)?;
     }
     if settings.common.database_is_default() {
         create_private_file(&settings.common.data_dir.join("opd.sqlite"))?;
     }
-    // Once per process, whatever the number of servers it starts (see
-    // `opd_api::metrics`).
-    opd_api::metrics::install();
-    Ok(budget)
+    Ok(())
 }
 
 /// Opens the database (SQLite held by this process alone; PostgreSQL

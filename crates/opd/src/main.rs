@@ -9,9 +9,19 @@ use opd::config::{ConfigFile, Settings};
 use opd_core::untrusted;
 use opd_core::{OsRandom, SystemClock};
 use secrecy::ExposeSecret;
+use std::io::Write as _;
 
+/// A failure is printed for people: what failed, then why, on two lines;
+/// never a backtrace, whatever `RUST_BACKTRACE` says.
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
+    if let Err(e) = run().await {
+        print_failure(&e);
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     // Checks the command line (and answers --help) before anything else;
     // its settings are then read again over the file's.
     let cli = opd::cli::parse();
@@ -133,6 +143,16 @@ fn print(value: serde_json::Value) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// What failed (the outermost context), then its causes on a second line.
+fn print_failure(e: &anyhow::Error) {
+    let mut out = format!("error: {}", untrusted::lines(&e.to_string()));
+    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+    if !causes.is_empty() {
+        out.push_str(&format!("\n  cause: {}", untrusted::lines(&causes.join("; "))));
+    }
+    let _ = writeln!(std::io::stderr(), "{out}");
 }
 
 /// An error of `opd client` or an admin helper, which may quote a server:

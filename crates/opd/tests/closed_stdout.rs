@@ -1,7 +1,9 @@
 //! `opd serve` outlives whoever reads its standard output: with the pipe
 //! closed before it prints its first line (a supervisor or terminal gone),
 //! it drops its own lines and keeps serving, instead of panicking on the
-//! first `println!`.
+//! first `println!`. And when it cannot start (its port is taken), it says
+//! so in two lines, without a backtrace whatever `RUST_BACKTRACE` says, and
+//! leaves no data directory behind.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -62,4 +64,37 @@ async fn serve_keeps_serving_when_its_standard_output_closes() {
     assert!(alice.status().is_success());
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn a_server_that_cannot_listen_says_why_in_two_lines_and_writes_nothing() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("new-data");
+    let out = Command::new(env!("CARGO_BIN_EXE_opd"))
+        .args([
+            "serve",
+            &format!("--listen=127.0.0.1:{port}"),
+            &format!("--data-dir={}", data.display()),
+        ])
+        .current_dir(dir.path())
+        .env_remove("OPD_CONFIG")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Log lines (the open-file budget) aside, what a person reads.
+    let said: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("node=")).collect();
+    assert_eq!(
+        said,
+        [
+            format!("error: cannot listen on 127.0.0.1:{port} (Open Payments)").as_str(),
+            "  cause: Address already in use (os error 98)",
+        ],
+        "{stderr}"
+    );
+    assert!(!data.exists(), "no data directory for a server that never ran");
+    drop(taken);
 }

@@ -54,7 +54,9 @@ pub(super) async fn create_outgoing_payment(
         client: Some(caller.client.clone()),
         grant: Some(grant_context(&caller)),
     };
-    let (payment, wallet, spent) = op::create(services, input, auth.claim()).await?;
+    let (payment, wallet, spent) = op::create(services, input, auth.claim())
+        .await
+        .map_err(|e| ApiError::from(e).as_clients_expect())?;
     let mut body = OutgoingPaymentWire::new(&payment, &wallet, site.public_url());
     body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
     body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);

@@ -286,8 +286,22 @@ impl Outbound {
     }
 
     /// Checks `url` before any connection: its scheme, and its host when
-    /// it is an address (names are checked when resolved).
+    /// it is an address (names are checked when resolved). A refusal is
+    /// logged for the operator (the host only: paths and queries can carry
+    /// tokens), who otherwise learns of it only from whoever asked.
     pub fn check(&self, url: &str) -> Result<url::Url, OutboundError> {
+        let checked = self.checked(url);
+        if let Err(e) = &checked {
+            let host = url::Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            tracing::info!(%host, error = %e, "an outbound request was refused");
+        }
+        checked
+    }
+
+    fn checked(&self, url: &str) -> Result<url::Url, OutboundError> {
         let url = url::Url::parse(url).map_err(|_| OutboundError::BadUrl)?;
         if !matches!(url.scheme(), "http" | "https")
             || !url.username().is_empty()

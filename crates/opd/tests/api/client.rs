@@ -374,6 +374,23 @@ async fn the_command_line_says_why_and_reads_addresses_as_people_write_them() {
         .await,
     );
     assert!(no_address.contains("is not an address"), "{no_address}");
+    // A payment pointer at a plain-http server: https was assumed.
+    let pointer = format!("${}", alice.strip_prefix("http://").unwrap());
+    let assumed = stderr(
+        &opd_client(
+            &profile,
+            &proxy,
+            &["incoming-payment", "create", "--wallet-address", &pointer],
+        )
+        .await,
+    );
+    assert!(
+        assumed.contains(&format!(
+            "https was assumed for {}; use {alice} for a plain-http server",
+            app.base.strip_prefix("http://").unwrap()
+        )),
+        "{assumed}"
+    );
 }
 
 /// The outgoing payment `out` (as a client read it) as the paying server
