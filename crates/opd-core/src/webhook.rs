@@ -101,15 +101,16 @@ mod tests {
         assert_eq!(EventKind::parse("payment.done"), None);
     }
 
-    /// The README's list of webhooks names every kind opd sends, and no
-    /// other (`a.b|c` stands for `a.b` and `a.c`).
+    /// The operator's guide's list of webhooks (`docs/operating.md`,
+    /// "Payments and the ledger") names every kind opd sends, and no other
+    /// (`a.b|c` stands for `a.b` and `a.c`).
     #[test]
-    fn the_readme_lists_every_webhook() {
-        let readme = include_str!("../../../README.md");
-        let start = readme
+    fn the_operating_guide_lists_every_webhook() {
+        let guide = include_str!("../../../docs/operating.md");
+        let start = guide
             .find("- Webhooks (")
-            .expect("the README lists the webhooks");
-        let list = &readme[start..];
+            .expect("the operator's guide lists the webhooks");
+        let list = &guide[start..];
         let list = &list[..list.find(") are written").expect("the list ends")];
         let mut named: Vec<String> = Vec::new();
         for quoted in list.split('`').skip(1).step_by(2) {

@@ -6,8 +6,9 @@
 //! field's doc comment is its `--help` text; its `#[arg]` attribute gives
 //! its flag (the field's name in kebab-case), its environment variable
 //! and its built-in default; its name in snake_case is its key in the
-//! configuration file. The README's configuration table is checked
-//! against these declarations by a test (`config/tests.rs`).
+//! configuration file. The configuration table of the operator's guide
+//! (`docs/operating.md`) is checked against these declarations by a test
+//! (`config/tests.rs`).
 //!
 //! The layers are merged by two generic steps, never field by field:
 //!

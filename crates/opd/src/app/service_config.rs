@@ -214,7 +214,7 @@ mod tests {
     }
 
     /// `opd serve` runs with the flags' defaults (`config.rs`, which the
-    /// README's table is checked against), the service's own tests and
+    /// operator's guide's table is checked against), the service's own tests and
     /// embedders with `ServiceConfig::new`, `IlpLimits::default` and
     /// `VerifyPolicy::default`. Both read the same constants
     /// (`opd_service::defaults`, `VerifyPolicy::DEFAULT_*`); this checks

@@ -1,6 +1,6 @@
 //! The configuration's tests: the order of the layers, the file's keys,
-//! the secrets kept out of `Debug`, and the README's configuration table
-//! against the declarations.
+//! the secrets kept out of `Debug`, and the configuration table of the
+//! operator's guide (`docs/operating.md`) against the declarations.
 
 use std::net::SocketAddr;
 
@@ -242,8 +242,8 @@ fn secrets_never_show_in_debug() {
     assert!(shown.contains("REDACTED"));
 }
 
-/// One row of the README's configuration table, as the declarations say it
-/// must begin.
+/// One row of the operator's guide's configuration table, as the
+/// declarations say it must begin.
 struct Row {
     /// `` `--listen` / `listen` ``: the flag and the file key.
     flag: String,
@@ -290,7 +290,7 @@ fn declared_rows() -> Vec<Row> {
         .collect()
 }
 
-/// Whether a README cell says `expected`, possibly followed by a comment
+/// Whether a table cell says `expected`, possibly followed by a comment
 /// (after a space); backticks only format it.
 fn says(cell: &str, expected: &str) -> bool {
     let unquoted = |s: &str| s.replace('`', "");
@@ -304,11 +304,12 @@ fn says(cell: &str, expected: &str) -> bool {
 }
 
 #[test]
-fn the_readme_table_matches_the_declared_settings() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+fn the_configuration_table_matches_the_declared_settings() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/operating.md");
+    let guide =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     // The rows of flags: `| flag / key | environment | default | meaning |`.
-    let table: Vec<Vec<&str>> = readme
+    let table: Vec<Vec<&str>> = guide
         .lines()
         .filter(|line| line.starts_with("| `--"))
         .map(|line| line.trim_matches('|').split('|').map(str::trim).collect())
@@ -335,7 +336,7 @@ fn the_readme_table_matches_the_declared_settings() {
     }
     assert!(
         problems.is_empty(),
-        "README.md's configuration table does not match the settings declared in \
+        "docs/operating.md's configuration table does not match the settings declared in \
          crates/opd/src/config.rs. Make these rows begin as shown (one row each; \
          a default or environment cell may go on with a comment after a space), \
          and remove rows of no setting:\n{}",

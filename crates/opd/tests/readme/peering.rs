@@ -1,10 +1,12 @@
-//! The README's "Peering two opd servers, step by step", verbatim (see
-//! [`crate::person`]): the commands between `<!-- peering:begin -->` and
-//! `<!-- peering:end -->`, run in a fresh directory. Two servers start,
+//! The peering guide's "Peering two opd servers, step by step"
+//! (`docs/peering.md`), verbatim (see [`crate::person`]): the commands
+//! between `<!-- peering:begin -->` and `<!-- peering:end -->`, run in a
+//! fresh directory, where the servers' data directories go under
+//! `walkthrough/` (git-ignored in the repository). Two servers start,
 //! carol's EUR wallet address is made on B, the servers are peered and
 //! given a rate, shop pays carol 10.00 EUR from alice on A (the test
 //! approves on A's consent page with the password A printed), and the
-//! README's checks must show the money where it belongs: carol has exactly
+//! walkthrough's checks must show the money where it belongs: carol has exactly
 //! 10.00 EUR, alice paid what was sent (no more than the quote's debit
 //! amount), A's liquidity on B went down by that much and B's on A up by
 //! as much, and both ledgers balance.
@@ -20,7 +22,8 @@ use opd_testkit::spec::{Server, Servers};
 use serde_json::Value;
 
 use crate::person::{
-    command, lines, output_of, pay_with_consent, readme_commands, wait_for, Killed,
+    assert_git_ignored, command, lines, marked_commands, output_of, pay_with_consent, wait_for,
+    Document, Killed,
 };
 
 /// The walkthrough's ports: A's four listeners, then B's.
@@ -78,31 +81,54 @@ fn minor(v: &Value) -> i128 {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
-    let moved = Moved::free();
-    let commands: Vec<Vec<String>> = readme_commands("peering")
-        .iter()
-        .map(|c| c.iter().map(|a| moved.apply(a)).collect())
-        .collect();
-    let step = |i: usize, starts: &[&str]| {
-        assert!(
-            commands[i].starts_with(&starts.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()),
-            "step {i} of the walkthrough is `{}`: {:?}",
-            starts.join(" "),
-            commands[i]
-        );
-        &commands[i]
-    };
-    assert_eq!(commands.len(), 15, "{commands:?}");
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = ValidatingProxy::start().await;
+/// The walkthrough's commands, its ports moved, and the directory a person
+/// runs them in.
+struct Walkthrough {
+    commands: Vec<Vec<String>>,
+    dir: tempfile::TempDir,
+}
 
-    // A and B, each in its terminal.
+impl Walkthrough {
+    fn read(moved: &Moved) -> Self {
+        let commands: Vec<Vec<String>> = marked_commands(Document::Peering, "peering")
+            .iter()
+            .map(|c| c.iter().map(|a| moved.apply(a)).collect())
+            .collect();
+        assert_eq!(commands.len(), 15, "{commands:?}");
+        Self {
+            commands,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// Command `i`, which must begin with `starts`.
+    fn step(&self, i: usize, starts: &[&str]) -> &[String] {
+        let command = &self.commands[i];
+        assert!(
+            command.starts_with(&starts.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()),
+            "step {i} of the walkthrough is `{}`: {command:?}",
+            starts.join(" "),
+        );
+        command
+    }
+
+    /// Runs command `i` (which begins with `starts`), which must succeed.
+    async fn run(&self, i: usize, starts: &[&str]) -> (Value, String) {
+        run(self.step(i, starts), self.dir()).await
+    }
+}
+
+/// A and B, each in its terminal: the servers, and alice's password (A
+/// prints it).
+fn start_servers(walk: &Walkthrough) -> (Vec<Killed>, String) {
     let mut servers = Vec::new();
     let mut password = None;
     for (i, ready) in [(0, "alice's password"), (1, "admin token")] {
-        let mut process = command(step(i, &["serve"]), dir.path())
+        let mut process = command(walk.step(i, &["serve"]), walk.dir())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -119,42 +145,33 @@ async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
         std::thread::spawn(move || out.iter().for_each(drop));
         servers.push(Killed(process));
     }
+    (servers, password.unwrap())
+}
 
-    // carol's wallet address, the peering, B's liquidity for A, the rates.
-    let (carol, _) = run(step(2, &["wallet-address", "create"]), dir.path()).await;
+/// carol's wallet address, the peering, B's liquidity for A, the rates.
+async fn set_up(walk: &Walkthrough) {
+    let (carol, _) = walk.run(2, &["wallet-address", "create"]).await;
     assert_eq!(carol["assetCode"], "EUR", "{carol}");
     for i in 3..=4 {
-        run(step(i, &["peer", "create"]), dir.path()).await;
+        walk.run(i, &["peer", "create"]).await;
     }
-    let (deposit, _) = run(step(5, &["peer", "deposit"]), dir.path()).await;
+    let (deposit, _) = walk.run(5, &["peer", "deposit"]).await;
     assert!(!deposit.is_null());
     for i in 6..=7 {
-        run(step(i, &["rate", "set"]), dir.path()).await;
+        walk.run(i, &["rate", "set"]).await;
     }
+}
 
-    // The payment, approved with alice's password on A's consent page,
-    // which names carol's incoming payment on B as what it may pay, and
-    // what carol gets by the client's quote.
-    let only_to = format!("Only to {}/incoming-payments/", moved.url(9080));
-    let gets =
-        "The newest quote to this receiver gives it 10.00 EUR in its own currency for $11.23";
-    let printed = pay_with_consent(
-        step(8, &["client", "--profile", "a/client.json", "pay"]),
-        dir.path(),
-        &password.unwrap(),
-        &[&only_to, gets],
-        &proxy,
-    )
-    .await;
-
-    // The README's checks, and what they must show.
-    let (carol, _) = run(step(9, &["wallet-address", "balance"]), dir.path()).await;
+/// The walkthrough's checks, and what they must show (`printed`: what the
+/// payment printed, for the failure message).
+async fn check_the_money(walk: &Walkthrough, printed: &[String]) {
+    let (carol, _) = walk.run(9, &["wallet-address", "balance"]).await;
     assert_eq!(
         carol["balance"],
         serde_json::json!({"value": "1000", "assetCode": "EUR", "assetScale": 2}),
         "carol has exactly the 10.00 EUR"
     );
-    let (alice, _) = run(step(10, &["wallet-address", "balance"]), dir.path()).await;
+    let (alice, _) = walk.run(10, &["wallet-address", "balance"]).await;
     assert_eq!(alice["balance"]["assetCode"], "USD");
     let sent = 10_000 - minor(&alice["balance"]["value"]);
     // At 0.9 less the 1 % slippage the quote allows, 10.00 EUR cost at
@@ -163,22 +180,44 @@ async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
         (1112..=1123).contains(&sent),
         "alice paid {sent} cents: {printed:?}"
     );
-    let (a_on_b, _) = run(step(11, &["peer", "balance"]), dir.path()).await;
+    let (a_on_b, _) = walk.run(11, &["peer", "balance"]).await;
     assert_eq!(
         minor(&a_on_b["balance"]),
         10_000 - sent,
         "A's liquidity on B: {a_on_b}"
     );
-    let (b_on_a, _) = run(step(12, &["peer", "balance"]), dir.path()).await;
+    let (b_on_a, _) = walk.run(12, &["peer", "balance"]).await;
     assert_eq!(
         minor(&b_on_a["balance"]),
         sent,
         "B's liquidity on A: {b_on_a}"
     );
     for i in 13..=14 {
-        let (_, text) = run(step(i, &["check"]), dir.path()).await;
+        let (_, text) = walk.run(i, &["check"]).await;
         assert!(text.contains("ledger balanced"), "{text}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peering_walkthrough_pays_carol_across_two_servers() {
+    let moved = Moved::free();
+    let walk = Walkthrough::read(&moved);
+    let proxy = ValidatingProxy::start().await;
+    let (servers, password) = start_servers(&walk);
+    set_up(&walk).await;
+
+    // The payment, approved with alice's password on A's consent page,
+    // which names carol's incoming payment on B as what it may pay, and
+    // what carol gets by the client's quote.
+    let only_to = format!("Only to {}/incoming-payments/", moved.url(9080));
+    let gets =
+        "The newest quote to this receiver gives it 10.00 EUR in its own currency for $11.23";
+    let pay = walk.step(
+        8,
+        &["client", "--profile", "walkthrough/a/client.json", "pay"],
+    );
+    let printed = pay_with_consent(pay, walk.dir(), &password, &[&only_to, gets], &proxy).await;
+    check_the_money(&walk, &printed).await;
 
     let mut both = Servers::default();
     for (public, auth) in [(8080, 8081), (9080, 9081)] {
@@ -196,4 +235,7 @@ async fn the_readme_peering_walkthrough_pays_carol_across_two_servers() {
         ],
     );
     drop(servers);
+    // What the walkthrough made in the directory it ran in (the servers'
+    // data, their secrets) would be ignored by git in the repository.
+    assert_git_ignored(walk.dir());
 }

@@ -1,6 +1,7 @@
 //! What the test plays: a person at a terminal and a browser, running the
-//! README's commands. The commands are read from between the README's
-//! `<!-- NAME:begin -->` and `<!-- NAME:end -->` marks; each runs as a
+//! commands of a walkthrough. The commands are read from between a
+//! document's `<!-- NAME:begin -->` and `<!-- NAME:end -->` marks (the
+//! README's quickstart, the peering guide's walkthrough); each runs as a
 //! process of this build's `opd` in place of `cargo run --release --`
 //! (the same binary, built by the test run; a release build here would
 //! only cost minutes), with none of the caller's `OPD_*` settings (a
@@ -16,17 +17,45 @@ use opd_testkit::proxy::ValidatingProxy;
 
 pub(crate) const PREFIX: &str = "cargo run --release -- ";
 
-/// The commands of the README between `<!-- name:begin -->` and
+/// A document with walkthroughs a person runs, marked for the tests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Document {
+    /// `README.md`: the quickstart.
+    Readme,
+    /// `docs/peering.md`: peering two opd servers, step by step.
+    Peering,
+}
+
+impl Document {
+    /// The document's path from the repository's root.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Self::Readme => "README.md",
+            Self::Peering => "docs/peering.md",
+        }
+    }
+
+    /// The document's text, as this build was compiled with it.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Self::Readme => include_str!("../../../../README.md"),
+            Self::Peering => include_str!("../../../../docs/peering.md"),
+        }
+    }
+}
+
+/// The commands of `doc` between `<!-- name:begin -->` and
 /// `<!-- name:end -->`, each as its arguments after [`PREFIX`]; a line
 /// ending in ` \` goes on on the next.
-pub(crate) fn readme_commands(name: &str) -> Vec<Vec<String>> {
-    let readme = include_str!("../../../../README.md");
-    let (_, rest) = readme
+pub(crate) fn marked_commands(doc: Document, name: &str) -> Vec<Vec<String>> {
+    let path = doc.path();
+    let (_, rest) = doc
+        .text()
         .split_once(&format!("<!-- {name}:begin -->"))
-        .unwrap_or_else(|| panic!("the README marks its {name} commands"));
+        .unwrap_or_else(|| panic!("{path} marks its {name} commands"));
     let (block, _) = rest
         .split_once(&format!("<!-- {name}:end -->"))
-        .unwrap_or_else(|| panic!("the {name} commands end"));
+        .unwrap_or_else(|| panic!("the {name} commands of {path} end"));
     let joined = block.replace(" \\\n", " ");
     joined
         .lines()
@@ -39,6 +68,31 @@ pub(crate) fn readme_commands(name: &str) -> Vec<Vec<String>> {
             cmd.split_whitespace().map(str::to_owned).collect()
         })
         .collect()
+}
+
+/// Checks that git would ignore everything a walkthrough made in `dir`,
+/// had it been run at the repository's root: each entry of `dir` is named
+/// by a root-anchored line of the repository's `.gitignore` (`/opd-data`).
+pub(crate) fn assert_git_ignored(dir: &std::path::Path) {
+    let ignored: Vec<&str> = include_str!("../../../../.gitignore")
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix('/'))
+        .map(|name| name.trim_end_matches('/'))
+        .collect();
+    let mut made: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    made.sort();
+    assert!(!made.is_empty(), "the walkthrough made nothing in {dir:?}");
+    for name in &made {
+        assert!(
+            ignored.contains(&name.as_str()),
+            "the walkthrough made {name} (all: {made:?}), which .gitignore does not name \
+             (as /{name}): run at the repository's root, it would land untracked in the \
+             repository"
+        );
+    }
 }
 
 /// How long any one thing the test waits for may take.
@@ -236,16 +290,36 @@ pub(crate) async fn pay_with_consent(
     let consent = wait_for(&pay_err, "/interact/", &mut pay_seen)
         .trim()
         .to_owned();
+    approve_in_browser(&consent, password, on_page).await;
 
-    // The person, in a browser: the consent page, the payer's password,
-    // Approve, then the redirect back to the waiting client.
+    // The client sends the payment and follows it to the end.
+    let status = exit_of(pay, "`opd client pay` after the approval").await;
+    while let Ok(line) = pay_err.recv_timeout(Duration::from_millis(100)) {
+        pay_seen.push(line);
+    }
+    let printed: Vec<String> = pay_out.try_iter().collect();
+    assert!(
+        status.success(),
+        "pay failed:\n{}\n{}",
+        pay_seen.join("\n"),
+        printed.join("\n")
+    );
+    assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
+    printed
+}
+
+/// The person, in a browser: opens the `consent` address the client
+/// printed, checks the page shows each of `on_page`, enters the payer's
+/// `password`, approves, then follows the redirect back to the waiting
+/// client.
+async fn approve_in_browser(consent: &str, password: &str, on_page: &[&str]) {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let r = browser.get(&consent).send().await.unwrap();
+    let r = browser.get(consent).send().await.unwrap();
     assert!(r.status().is_redirection(), "{}", r.status());
-    let page_url = url::Url::parse(&consent)
+    let page_url = url::Url::parse(consent)
         .unwrap()
         .join(r.headers()["location"].to_str().unwrap())
         .unwrap();
@@ -276,19 +350,4 @@ pub(crate) async fn pay_with_consent(
     let finish = r.headers()["location"].to_str().unwrap().to_owned();
     let r = browser.get(&finish).send().await.unwrap();
     assert!(r.status().is_success(), "{}", r.status());
-
-    // The client sends the payment and follows it to the end.
-    let status = exit_of(pay, "`opd client pay` after the approval").await;
-    while let Ok(line) = pay_err.recv_timeout(Duration::from_millis(100)) {
-        pay_seen.push(line);
-    }
-    let printed: Vec<String> = pay_out.try_iter().collect();
-    assert!(
-        status.success(),
-        "pay failed:\n{}\n{}",
-        pay_seen.join("\n"),
-        printed.join("\n")
-    );
-    assert!(printed.iter().any(|l| l == "Paid."), "{printed:?}");
-    printed
 }

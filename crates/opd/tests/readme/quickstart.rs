@@ -26,8 +26,8 @@ use opd_testkit::proxy::ValidatingProxy;
 use opd_testkit::spec::{Server, Servers};
 
 use crate::person::{
-    client_command, command, lines, output_of, pay_with_consent, readme_commands, wait_for, Killed,
-    DEADLINE, PREFIX,
+    assert_git_ignored, client_command, command, lines, marked_commands, output_of,
+    pay_with_consent, wait_for, Document, Killed, DEADLINE, PREFIX,
 };
 
 /// The server's listeners: Open Payments, authorization, admin, ILP.
@@ -96,6 +96,18 @@ struct Running {
     ports: Ports,
 }
 
+impl Running {
+    /// The password the server printed for `who` (`bob`).
+    fn printed_password(&self, who: &str) -> String {
+        self.seen
+            .iter()
+            .find(|l| l.contains(&format!("{who}'s password")))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("the server prints {who}'s password: {:?}", self.seen))
+            .to_owned()
+    }
+}
+
 /// Starts the quickstart's `serve` command in `dir` on free ports, up to
 /// three times when a port was taken meanwhile (the server then exits);
 /// returns once it printed alice's password.
@@ -146,11 +158,95 @@ fn start_server(serve: &[String], dir: &std::path::Path) -> (Running, String) {
     panic!("the server did not start in 3 tries:\n{}", tries.join("\n"));
 }
 
+/// The server's first lines after the password: it names the dashboard
+/// and where its sign-in token is, and prints the README's next command
+/// (`pay`, its ports moved).
+fn check_what_the_server_prints(server: &mut Running, pay: &[String]) {
+    let next = wait_for(&server.out, "client pay", &mut server.seen);
+    let dashboard = format!(
+        "dashboard: {}/dashboard (sign in with the admin token in opd-data/admin-token)",
+        server.ports.admin()
+    );
+    assert!(
+        server.seen.iter().any(|l| l == &dashboard),
+        "the server names the dashboard: {:?}",
+        server.seen
+    );
+    assert_eq!(
+        next.trim(),
+        format!("{PREFIX}{}", pay.join(" ")),
+        "the server prints the README's next command"
+    );
+}
+
+/// The admin API of the quickstart's server, with its token.
+struct Admin {
+    url: String,
+    token: String,
+}
+
+impl Admin {
+    fn of(server: &Running, dir: &std::path::Path) -> Self {
+        let token = std::fs::read_to_string(dir.join("opd-data/admin-token")).unwrap();
+        Self {
+            url: server.ports.admin(),
+            token: token.trim().to_owned(),
+        }
+    }
+
+    /// `GET path`, which must succeed.
+    async fn get(&self, path: &str) -> serde_json::Value {
+        let (s, v) =
+            opd_testkit::app::admin_at(&self.url, &self.token, reqwest::Method::GET, path, None)
+                .await;
+        assert!(s.is_success(), "{path}: {s} {v}");
+        v
+    }
+
+    /// The balance of wallet address `path`, in minor units.
+    async fn balance(&self, path: &str) -> String {
+        let v = self.get(&format!("/wallet-addresses/{path}/balance")).await;
+        v["balance"]["value"].as_str().unwrap().to_owned()
+    }
+}
+
+/// bob has the money: received money goes to the wallet address's
+/// balance, and the ledger stays balanced.
+async fn check_bob_has_it(admin: &Admin) {
+    let v = admin.get("/wallet-addresses/bob/balance").await;
+    assert_eq!(
+        v["balance"],
+        serde_json::json!({"value": "1234", "assetCode": "USD", "assetScale": 2}),
+        "bob's balance after the quickstart"
+    );
+    let v = admin.get("/ledger/check").await;
+    assert_eq!(v["balanced"], true, "{v}");
+}
+
+/// The quickstart's `pay` command with bob and alice swapped: bob pays
+/// alice.
+fn bob_pays_alice(pay: &[String], ports: Ports) -> Vec<String> {
+    let (bob, alice) = (
+        format!("{}/bob", ports.public()),
+        format!("{}/alice", ports.public()),
+    );
+    let swapped: Vec<String> = pay
+        .iter()
+        .map(|a| match a {
+            a if *a == bob => alice.clone(),
+            a if *a == alice => bob.clone(),
+            other => other.clone(),
+        })
+        .collect();
+    assert_ne!(swapped, pay, "the README's pay command names bob and alice");
+    swapped
+}
+
 // Several threads: the test waits for the client's lines blocking its
 // thread, while the proxy (a task) must go on serving the client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_quickstart_pays_bob() {
-    let readme = readme_commands("quickstart");
+    let readme = marked_commands(Document::Readme, "quickstart");
     assert_eq!(readme.len(), 3, "serve, pay, list: {readme:?}");
     assert_eq!(readme[0][..2], ["serve", "--demo"]);
     let dir = tempfile::tempdir().unwrap();
@@ -163,22 +259,7 @@ async fn the_readme_quickstart_pays_bob() {
         .iter()
         .map(|c| c.iter().map(|a| ports.apply(a)).collect())
         .collect();
-    let next = wait_for(&server.out, "client pay", &mut server.seen);
-    // It names the dashboard, and where its sign-in token is.
-    let dashboard = format!(
-        "dashboard: {}/dashboard (sign in with the admin token in opd-data/admin-token)",
-        ports.admin()
-    );
-    assert!(
-        server.seen.iter().any(|l| l == &dashboard),
-        "the server names the dashboard: {:?}",
-        server.seen
-    );
-    assert_eq!(
-        next.trim(),
-        format!("{PREFIX}{}", commands[1].join(" ")),
-        "the server prints the README's next command"
-    );
+    check_what_the_server_prints(&mut server, &commands[1]);
 
     // 2. The payment, which prints the consent page to open.
     pay_with_consent(&commands[1], dir.path(), &password, &["12.34"], &proxy).await;
@@ -192,80 +273,21 @@ async fn the_readme_quickstart_pays_bob() {
     assert!(status.success(), "{text}{errors}");
     assert!(text.contains("  received        12.34 USD\n"), "{text}");
     assert!(text.contains("  completed       yes\n"), "{text}");
-
-    // bob has the money: received money goes to the wallet address's
-    // balance, and the ledger stays balanced.
-    let token = std::fs::read_to_string(dir.path().join("opd-data/admin-token")).unwrap();
-    let admin = &ports.admin();
-    let (s, v) = opd_testkit::app::admin_at(
-        admin,
-        token.trim(),
-        reqwest::Method::GET,
-        "/wallet-addresses/bob/balance",
-        None,
-    )
-    .await;
-    assert!(s.is_success(), "{s} {v}");
-    assert_eq!(
-        v["balance"],
-        serde_json::json!({"value": "1234", "assetCode": "USD", "assetScale": 2}),
-        "bob's balance after the quickstart"
-    );
-    let (s, v) = opd_testkit::app::admin_at(
-        admin,
-        token.trim(),
-        reqwest::Method::GET,
-        "/ledger/check",
-        None,
-    )
-    .await;
-    assert!(s.is_success(), "{s} {v}");
-    assert_eq!(v["balanced"], true, "{v}");
+    let admin = Admin::of(&server, dir.path());
+    check_bob_has_it(&admin).await;
 
     // 4. bob pays it on: all 12.34 USD back to alice, approved with bob's
     // password, funded by what he received.
-    let bob_password = server
-        .seen
-        .iter()
-        .find(|l| l.contains("bob's password"))
-        .and_then(|l| l.rsplit(' ').next())
-        .unwrap_or_else(|| panic!("the server prints bob's password: {:?}", server.seen))
-        .to_owned();
-    let (bob, alice) = (
-        format!("{}/bob", ports.public()),
-        format!("{}/alice", ports.public()),
-    );
-    let pay_on: Vec<String> = commands[1]
-        .iter()
-        .map(|a| match a {
-            a if *a == bob => alice.clone(),
-            a if *a == alice => bob.clone(),
-            other => other.clone(),
-        })
-        .collect();
-    assert_ne!(
-        pay_on, commands[1],
-        "the README's pay command names bob and alice"
-    );
+    let bob_password = server.printed_password("bob");
+    let pay_on = bob_pays_alice(&commands[1], ports);
     pay_with_consent(&pay_on, dir.path(), &bob_password, &["12.34"], &proxy).await;
-    let balance = |path: &'static str| {
-        let (token, admin) = (token.clone(), admin.clone());
-        async move {
-            let (s, v) = opd_testkit::app::admin_at(
-                &admin,
-                token.trim(),
-                reqwest::Method::GET,
-                &format!("/wallet-addresses/{path}/balance"),
-                None,
-            )
-            .await;
-            assert!(s.is_success(), "{s} {v}");
-            v["balance"]["value"].as_str().unwrap().to_owned()
-        }
-    };
-    assert_eq!(balance("bob").await, "0", "bob paid all he received on");
     assert_eq!(
-        balance("alice").await,
+        admin.balance("bob").await,
+        "0",
+        "bob paid all he received on"
+    );
+    assert_eq!(
+        admin.balance("alice").await,
         "10000",
         "alice has her 100.00 USD back"
     );
@@ -281,4 +303,8 @@ async fn the_readme_quickstart_pays_bob() {
             "list-incoming-payments",
         ],
     );
+    drop(server);
+    // What the quickstart made in the directory it ran in (its data
+    // directory) would be ignored by git in the repository.
+    assert_git_ignored(dir.path());
 }

@@ -2,8 +2,8 @@
 //! `POST /dashboard/peers`: a new peer; `POST /dashboard/peers/{id}/liquidity`:
 //! a deposit or withdrawal of a peer's liquidity.
 //!
-//! A peer's liquidity has one meaning everywhere (the README's): what the
-//! peer may still send us before the operators settle.
+//! A peer's liquidity has one meaning everywhere (`docs/peering.md`'s):
+//! what the peer may still send us before the operators settle.
 
 use askama::Template;
 use axum::extract::{Path, State};
