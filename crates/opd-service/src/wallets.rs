@@ -178,6 +178,43 @@ pub async fn add_key(
     }
 }
 
+/// A public key as a person pastes it: a JWK (`{"kid", "kty", "crv",
+/// "x", ...}`), the admin API's `{"jwk": {...}}`, a key set with one key
+/// (`{"keys": [...]}`), or any of these in base64 (what the Web
+/// Monetization extension shows its user to copy).
+pub fn pasted_key(text: &str) -> Result<PublicKey, String> {
+    let text = text.trim();
+    let json: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(_) => base64::engine::general_purpose::STANDARD
+            .decode(text.replace(['\n', '\r', ' '], ""))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or("that is not a JWK: paste the key's JSON, or its base64")?,
+    };
+    let jwk = if let Some(keys) = json["keys"].as_array() {
+        match keys.as_slice() {
+            [one] => one.clone(),
+            _ => return Err("the key set must hold exactly one key".into()),
+        }
+    } else if json["jwk"].is_object() {
+        json["jwk"].clone()
+    } else {
+        json
+    };
+    let member = |name: &str| jwk[name].as_str().unwrap_or_default().to_owned();
+    let optional = |name: &str| jwk[name].as_str().map(str::to_owned);
+    PublicKey::from_jwk_parts(
+        &member("kid"),
+        &member("kty"),
+        &member("crv"),
+        optional("alg").as_deref(),
+        optional("use").as_deref(),
+        &member("x"),
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// Admin: revokes a key; it disappears from the JWKS at once.
 pub async fn revoke_key(
     services: &Services,
@@ -367,5 +404,37 @@ impl crate::Services {
             self.wallets.by_id.insert(id, w.clone());
         }
         Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pasted_key;
+    use base64::Engine as _;
+
+    const JWK: &str = r#"{"kid":"wm-key","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+
+    #[test]
+    fn a_key_is_read_however_it_was_copied() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(JWK);
+        for pasted in [
+            JWK.to_owned(),
+            format!("  {JWK}\n"),
+            format!(r#"{{"jwk":{JWK}}}"#),
+            format!(r#"{{"keys":[{JWK}]}}"#),
+            b64.clone(),
+            format!("{}\n{}", &b64[..20], &b64[20..]),
+        ] {
+            let key = pasted_key(&pasted).unwrap_or_else(|e| panic!("{pasted}: {e}"));
+            assert_eq!(key.kid, "wm-key");
+        }
+        for bad in [
+            "",
+            "hello",
+            r#"{"keys":[]}"#,
+            r#"{"kid":"k","kty":"RSA","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#,
+        ] {
+            assert!(pasted_key(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -150,7 +150,10 @@ fn print_failure(e: &anyhow::Error) {
     let mut out = format!("error: {}", untrusted::lines(&e.to_string()));
     let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
     if !causes.is_empty() {
-        out.push_str(&format!("\n  cause: {}", untrusted::lines(&causes.join("; "))));
+        out.push_str(&format!(
+            "\n  cause: {}",
+            untrusted::lines(&causes.join("; "))
+        ));
     }
     let _ = writeln!(std::io::stderr(), "{out}");
 }

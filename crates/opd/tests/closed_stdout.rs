@@ -95,6 +95,9 @@ fn a_server_that_cannot_listen_says_why_in_two_lines_and_writes_nothing() {
         ],
         "{stderr}"
     );
-    assert!(!data.exists(), "no data directory for a server that never ran");
+    assert!(
+        !data.exists(),
+        "no data directory for a server that never ran"
+    );
     drop(taken);
 }

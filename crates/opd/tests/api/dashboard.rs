@@ -29,6 +29,34 @@ impl Dash {
             .unwrap();
         (r.status(), r.text().await.unwrap())
     }
+
+    /// Sends a form of the page at `page` (with that page's form token) to
+    /// `action`: the status, and where it sends the browser or the page
+    /// it answers.
+    async fn post(
+        &self,
+        page: &str,
+        action: &str,
+        fields: &[(&str, &str)],
+    ) -> (StatusCode, String) {
+        let (_, html) = self.get(page).await;
+        let csrf = csrf_of(&html);
+        let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf)];
+        form.extend_from_slice(fields);
+        let r = self
+            .browser
+            .post(format!("{}{action}", self.app.admin))
+            .header(COOKIE, &self.cookie)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        match r.headers().get(LOCATION) {
+            Some(to) => (status, to.to_str().unwrap().to_owned()),
+            None => (status, r.text().await.unwrap()),
+        }
+    }
 }
 
 async fn signed_in(app: TestApp) -> Dash {
@@ -636,5 +664,125 @@ async fn the_wallet_page_flags_a_wallet_without_an_owner_password() {
     assert!(
         page.contains("<dt>Owner password</dt><dd>set</dd>"),
         "{page}"
+    );
+}
+
+/// The wallet page's own forms: the owner password set (and refused when
+/// weak or mistyped), a key pasted as base64 added then revoked (the key
+/// set shows it, then not), and deactivation (refused unconfirmed).
+#[tokio::test]
+async fn the_wallet_page_sets_the_password_adds_and_revokes_keys_and_deactivates() {
+    use base64::Engine as _;
+    let app = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    let url = app.create_wallet("dora", "USD", 2).await;
+    let id = app
+        .admin(Method::GET, "/wallet-addresses/dora", None)
+        .await
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wallet_id = opd_core::WalletAddressId::parse(&id).unwrap();
+    let dash = signed_in(app).await;
+    let page = format!("/dashboard/wallets/{id}");
+    let action = |what: &str| format!("/dashboard/wallets/{id}/{what}");
+    let password = action("password");
+    let (s, html) = dash
+        .post(
+            &page,
+            &password,
+            &[
+                ("password", "a good long one"),
+                ("confirm", "a good long 1"),
+            ],
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html.contains("The two passwords differ"), "{html}");
+    let (s, html) = dash
+        .post(
+            &page,
+            &password,
+            &[("password", "password1"), ("confirm", "password1")],
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html.contains("most commonly used"), "{html}");
+    let services = dash.app.services();
+    assert!(
+        !opd_service::grants::has_owner_password(services, wallet_id)
+            .await
+            .unwrap()
+    );
+    let (s, to) = dash
+        .post(
+            &page,
+            &password,
+            &[
+                ("password", "dora's garden gate"),
+                ("confirm", "dora's garden gate"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (s, to.as_str()),
+        (
+            StatusCode::SEE_OTHER,
+            format!("{page}?done=password_set").as_str()
+        )
+    );
+    assert!(opd_service::grants::has_owner_password(services, wallet_id)
+        .await
+        .unwrap());
+
+    let jwk = r#"{"kid":"wm-key","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+    let pasted = base64::engine::general_purpose::STANDARD.encode(jwk);
+    let (s, html) = dash
+        .post(&page, &action("keys"), &[("jwk", "not a key")])
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html.contains("That key was not added"), "{html}");
+    let (s, to) = dash.post(&page, &action("keys"), &[("jwk", &pasted)]).await;
+    assert_eq!(
+        (s, to),
+        (StatusCode::SEE_OTHER, format!("{page}?done=key_added"))
+    );
+    let jwks = || async {
+        reqwest::get(format!("{url}/jwks.json"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    assert!(jwks().await.contains("wm-key"));
+    let (s, to) = dash
+        .post(&page, &action("keys/revoke"), &[("kid", "wm-key")])
+        .await;
+    assert_eq!(
+        (s, to),
+        (StatusCode::SEE_OTHER, format!("{page}?done=key_revoked"))
+    );
+    assert!(!jwks().await.contains("wm-key"));
+
+    let (s, html) = dash.post(&page, &action("deactivate"), &[]).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html.contains("Tick the box"), "{html}");
+    assert_eq!(reqwest::get(&url).await.unwrap().status(), StatusCode::OK);
+    let (s, to) = dash
+        .post(&page, &action("deactivate"), &[("confirm", "yes")])
+        .await;
+    assert_eq!(
+        (s, to),
+        (StatusCode::SEE_OTHER, format!("{page}?done=deactivated"))
+    );
+    assert_eq!(
+        reqwest::get(&url).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    let (_, html) = dash.get(&page).await;
+    assert!(
+        !html.contains("password-form") && !html.contains("key-form"),
+        "{html}"
     );
 }

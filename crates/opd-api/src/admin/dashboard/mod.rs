@@ -26,6 +26,7 @@ mod peers;
 mod pricing;
 mod search;
 mod wallet;
+mod wallet_actions;
 mod wallets;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -68,6 +69,10 @@ const TENANT_PAGES: &[&str] = &[
     "/dashboard/wallets",
     "/dashboard/wallets/{id}",
     "/dashboard/wallets/{id}/money",
+    "/dashboard/wallets/{id}/password",
+    "/dashboard/wallets/{id}/keys",
+    "/dashboard/wallets/{id}/keys/revoke",
+    "/dashboard/wallets/{id}/deactivate",
     "/dashboard/payments",
     "/dashboard/payments/{kind}/{id}",
     "/dashboard/payments/outgoing/{id}/cancel",
@@ -82,6 +87,22 @@ pub(crate) fn routes(state: AdminState) -> Router {
         .route("/dashboard/wallets", post(wallets::create))
         .route("/dashboard/wallets/{id}", get(wallet::page))
         .route("/dashboard/wallets/{id}/money", post(wallet::move_money))
+        .route(
+            "/dashboard/wallets/{id}/password",
+            post(wallet_actions::set_password),
+        )
+        .route(
+            "/dashboard/wallets/{id}/keys",
+            post(wallet_actions::add_key),
+        )
+        .route(
+            "/dashboard/wallets/{id}/keys/revoke",
+            post(wallet_actions::revoke_key),
+        )
+        .route(
+            "/dashboard/wallets/{id}/deactivate",
+            post(wallet_actions::deactivate),
+        )
         .route("/dashboard/payments", get(payments::list))
         .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
         .route(
@@ -384,6 +405,10 @@ pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
         "rate_set" => "The rate is set: new quotes use it.",
         "rate_removed" => "The rate is removed.",
         "wallet_deposited" => "The money was deposited.",
+        "password_set" => "The owner password is set: its owner approves grants with it.",
+        "key_added" => "The key is added: clients signing with it are recognised at once.",
+        "key_revoked" => "The key is revoked: signatures made with it are refused at once.",
+        "deactivated" => "The wallet address is deactivated: it answers as if it did not exist.",
         "wallet_withdrawn" => "The money was withdrawn.",
         "bad_wallet_amount" => {
             "That amount is not a positive number in the wallet address's asset."

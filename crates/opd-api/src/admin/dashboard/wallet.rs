@@ -3,7 +3,8 @@
 //! form), keys, the grants naming it, its newest incoming and outgoing
 //! payments, and its balance history (deposits, payments, money received,
 //! refunds, withdrawals). `POST /dashboard/wallets/{id}/money` moves money
-//! in or out.
+//! in or out; the forms that change the wallet address itself are in
+//! [`super::wallet_actions`].
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -54,7 +55,13 @@ struct WalletPage {
     css_href: &'static str,
     nav: Nav,
     notice: Option<&'static str>,
+    /// Why the form just sent was refused (shown beside the forms).
+    error: Option<String>,
     id: String,
+    /// Whether it is deactivated (no more forms that change it).
+    deactivated: bool,
+    /// Whether its owner has a password (the form says set or reset).
+    password_set: bool,
     facts: Vec<(String, String)>,
     keys: Vec<(String, String)>,
     grants: Vec<grants::Row>,
@@ -80,9 +87,8 @@ fn what(kind: TransferKind, incoming: bool) -> &'static str {
     }
 }
 
-/// The wallet address `id` names.
 /// The wallet address `id`, if the session may see it.
-async fn wallet_of(
+pub(super) async fn wallet_of(
     services: &Services,
     session: &Session,
     id: &str,
@@ -209,16 +215,29 @@ pub(crate) async fn page(
         Ok(w) => w,
         Err(response) => return response,
     };
-    let url = match services.site_of(&wallet).await {
-        Ok(site) => site.wallet_url(&wallet),
+    let notice = done_message(&query_pairs(&uri));
+    render(services, &session, &wallet, notice, None).await
+}
+
+/// The page of `wallet`, with the notice of the last form, or why it was
+/// refused (`error`, with status 400).
+pub(super) async fn render(
+    services: &Services,
+    session: &Session,
+    wallet: &WalletAddress,
+    notice: Option<&'static str>,
+    error: Option<String>,
+) -> Response {
+    let url = match services.site_of(wallet).await {
+        Ok(site) => site.wallet_url(wallet),
         Err(e) => return failed(e),
     };
     let loaded = async {
-        let balance = opd_service::ledger::balance(services, &wallet).await?;
-        let transfers = opd_service::ledger::transfers(services, &wallet, 200).await?;
+        let balance = opd_service::ledger::balance(services, wallet).await?;
+        let transfers = opd_service::ledger::transfers(services, wallet, 200).await?;
         let keys = wallets::keys(services, wallet.id).await?;
         let grants = operator::grants(services, None, None, GRANTS_SEARCHED).await?;
-        let (incoming, outgoing) = payments(services, &wallet).await?;
+        let (incoming, outgoing) = payments(services, wallet).await?;
         let password = opd_service::grants::has_owner_password(services, wallet.id).await?;
         let loaded = (balance, transfers, keys, grants, incoming, outgoing);
         Ok::<_, ServiceError>((loaded, password))
@@ -227,8 +246,9 @@ pub(crate) async fn page(
         Ok(l) => l,
         Err(e) => return failed(e),
     };
-    let rows = history(&wallet, &transfers);
-    let mut facts = facts(&wallet, &url, &balance);
+    let rows = history(wallet, &transfers);
+    let mut facts = facts(wallet, &url, &balance);
+    let password_set = password;
     let password = if password {
         "set".to_owned()
     } else {
@@ -241,14 +261,22 @@ pub(crate) async fn page(
         .filter(|g| names_wallet(&g.access, &url))
         .map(grants::row)
         .collect();
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
     pages::render(
-        StatusCode::OK,
+        status,
         &WalletPage {
             page_title: "Wallet address",
             css_href: CSS,
-            nav: Nav::new("/dashboard", &session),
-            notice: done_message(&query_pairs(&uri)),
+            nav: Nav::new("/dashboard", session),
+            notice,
+            error,
             id: wallet.id.to_string(),
+            deactivated: wallet.deactivated_at.is_some(),
+            password_set,
             facts,
             keys,
             grants,
