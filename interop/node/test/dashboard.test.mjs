@@ -195,6 +195,40 @@ describe('operator dashboard in a browser', () => {
     assert.equal(dora.publicName, 'Dora')
   })
 
+  it('sets an owner password, adds and revokes a key, and deactivates on the wallet page', async () => {
+    const dora = await adminOk(w.admin, 'GET', '/wallet-addresses/dora')
+    await page.goto(`${dash}/wallets/${dora.id}`)
+    assert.match(await page.locator('main').innerText(), /Its owner has no password yet/)
+    await page.getByLabel('New password').fill('dora keeps bees')
+    await page.getByLabel('The same again').fill('dora keeps bess')
+    const [mistyped] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Set the password' }).click()])
+    assert.equal(mistyped.status(), 400)
+    assert.match(await page.getByRole('alert').innerText(), /The two passwords differ/)
+    await page.getByLabel('New password').fill('dora keeps bees')
+    await page.getByLabel('The same again').fill('dora keeps bees')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Set the password' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The owner password is set: its owner approves grants with it.')
+    assert.ok(await page.getByRole('button', { name: 'Reset the password' }).isVisible())
+
+    // A key as the Web Monetization extension shows it: base64 of its JWK.
+    const jwk = { kid: 'wm-dora', kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }
+    await page.getByLabel('Add a key: its public JWK, as JSON or base64').fill(Buffer.from(JSON.stringify(jwk)).toString('base64'))
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Add the key' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The key is added: clients signing with it are recognised at once.')
+    const jwks = async () => (await (await fetch(`${w.base}/dora/jwks.json`)).json()).keys.map((k) => k.kid)
+    assert.deepEqual(await jwks(), ['wm-dora'])
+    await screenshots(page, 'dashboard-wallet-forms')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Revoke key wm-dora' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The key is revoked: signatures made with it are refused at once.')
+    assert.deepEqual(await jwks(), [])
+
+    await page.getByLabel('Deactivate this wallet address for good').check()
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Deactivate' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The wallet address is deactivated: it answers as if it did not exist.')
+    assert.equal((await fetch(`${w.base}/dora`)).status, 404)
+    assert.equal(await page.getByRole('button', { name: 'Deactivate' }).count(), 0)
+  })
+
   it('filters payments and opens one with its transfers', async () => {
     await page.goto(`${dash}/payments`)
     await page.getByLabel('Wallet address', { exact: true }).selectOption({ label: 'alice' })
