@@ -262,6 +262,17 @@ describe('operator dashboard in a browser', () => {
     assert.match(transfers, /alice \(USD\)/)
     assert.match(transfers, /wallet address/)
     await screenshots(page, 'dashboard-payment')
+
+    // bob's incoming payment says whose it is and what paid it.
+    await page.goto(`${dash}/payments?kind=incoming`)
+    const incomingId = payment.receiver.split('/').pop()
+    await Promise.all([page.waitForNavigation(), page.getByRole('link', { name: incomingId }).click()])
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Incoming payment')
+    assert.match(await page.locator('dl.facts').innerText(), new RegExp(`Wallet address\\s+${w.urls.bob}`))
+    const paidBy = await page.getByRole('region', { name: 'Paid by' }).innerText()
+    assert.match(paidBy, new RegExp(`local payment\\s+${paymentId}\\s+1\\s+\\$12\\.34`))
+    assert.ok(!(await page.locator('main').innerText()).includes('No money has moved'))
+    await screenshots(page, 'dashboard-incoming-payment')
   })
 
   it('revokes a grant: its token stops working', async () => {

@@ -339,6 +339,39 @@ async fn payments_pages(db: Db) {
             || incoming.contains("<dt>Received money</dt><dd>on the wallet address's balance</dd>"),
         "{incoming}"
     );
+    assert!(
+        incoming.contains("Nothing has paid it yet."),
+        "the cancelled one: {incoming}"
+    );
+    // The one the first payment paid names its wallet address, its payer
+    // and the money's transfer, though the money went to bob's balance.
+    let paid = d
+        .app
+        .services()
+        .store
+        .get_outgoing_payment(opd_core::OutgoingPaymentId::parse(&ids[0]).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let (s, incoming) = d
+        .get(&format!(
+            "/dashboard/payments/incoming/{}",
+            paid.receiver.rsplit('/').next().unwrap()
+        ))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let bob_url = format!("<dt>Wallet address</dt><dd>{bob}</dd>");
+    assert!(incoming.contains(&bob_url), "{incoming}");
+    let payer = format!(
+        "<td data-label=\"What\">local payment</td><td data-label=\"From\" class=\"url small\"><a href=\"/dashboard/payments/outgoing/{0}\">{0}</a></td><td data-label=\"Credits\" class=\"num\">1</td><td data-label=\"Amount\" class=\"num\">$1.00</td>",
+        ids[0]
+    );
+    assert!(incoming.contains(&payer), "{incoming}");
+    assert!(
+        incoming.contains("<td data-label=\"Kind\">deliver</td>")
+            && !incoming.contains("No money has moved"),
+        "{incoming}"
+    );
     let (s, _) = d.get("/dashboard/grants?before=nonsense&state=bogus").await;
     assert_eq!(s, StatusCode::OK);
     let (s, _) = d.get("/dashboard/payments/outgoing/not-an-id").await;

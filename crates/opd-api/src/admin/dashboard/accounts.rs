@@ -61,6 +61,21 @@ impl Names {
         Ok(Self { wallets, peers })
     }
 
+    /// Names from (id, path) and (id, name) pairs, for tests.
+    #[cfg(test)]
+    pub(crate) fn of(wallets: &[(&str, &str)], peers: &[(&str, &str)]) -> Self {
+        let own = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        Self {
+            wallets: own(wallets),
+            peers: own(peers),
+        }
+    }
+
     /// `account` by name.
     pub(crate) fn name(&self, account: &str) -> AccountName {
         let mut parts = account.splitn(3, ':');

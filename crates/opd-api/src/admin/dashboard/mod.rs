@@ -19,6 +19,7 @@
 
 mod accounts;
 mod grants;
+mod incoming;
 mod login;
 mod operations;
 mod payments;

@@ -1,7 +1,7 @@
 //! `GET /dashboard/payments`: incoming or outgoing payments of every wallet
 //! address, filtered by wallet address and state, newest first, a page at a
 //! time; `GET /dashboard/payments/{kind}/{id}`: one payment with its
-//! transfers.
+//! transfers (an incoming payment's page is built by [`super::incoming`]).
 
 use std::collections::HashMap;
 
@@ -10,9 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::{AccountKind, Receipts, Transfer};
+use opd_core::ledger::{AccountKind, Transfer};
 use opd_core::outgoing_payment::OutgoingPaymentState;
-use opd_core::{Asset, IncomingPaymentId, OutgoingPaymentId, WalletAddressId};
+use opd_core::{Asset, OutgoingPaymentId, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::wallets;
 
@@ -308,6 +308,8 @@ struct PaymentPage {
     transfers: Vec<TransferRow>,
     /// Where the cancel form posts, for an outgoing payment not finished.
     cancel: Option<String>,
+    incoming: bool,
+    paid_by: Vec<super::incoming::Source>,
 }
 
 fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
@@ -328,15 +330,21 @@ fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
 
 /// What the detail page shows of a payment: its facts (label, value), the
 /// ledger account whose transfers are listed, and where a cancel posts.
-struct Detail {
+pub(super) struct Detail {
     /// Whose payment it is.
-    wallet: WalletAddressId,
-    facts: Vec<(String, String)>,
-    account: String,
-    cancel: Option<String>,
+    pub(super) wallet: WalletAddressId,
+    pub(super) facts: Vec<(String, String)>,
+    pub(super) account: String,
+    pub(super) cancel: Option<String>,
+    /// Its transfers, when the builder found them itself (an incoming
+    /// payment's may be on its wallet address's account); else those of
+    /// `account`.
+    pub(super) transfers: Option<Vec<Transfer>>,
+    /// What paid it (incoming payments).
+    pub(super) paid_by: Vec<super::incoming::Source>,
 }
 
-fn amount(v: u64, a: &Asset) -> String {
+pub(super) fn amount(v: u64, a: &Asset) -> String {
     display::amount(v, a.code.as_str(), a.scale)
 }
 
@@ -349,7 +357,7 @@ pub(crate) async fn detail(
     let services = &state.app.services;
     let found = match kind.as_str() {
         "outgoing" => outgoing_detail(services, &id).await,
-        "incoming" => incoming_detail(services, &id).await,
+        "incoming" => super::incoming::detail(services, &id).await,
         _ => return not_found("payment"),
     };
     let detail = match found {
@@ -361,9 +369,12 @@ pub(crate) async fn detail(
         Ok(false) => return not_found("payment"),
         Err(e) => return failed(e),
     }
-    let transfers = match operator::transfers_of(services, &detail.account, 200).await {
-        Ok(t) => t,
-        Err(e) => return failed(e),
+    let transfers = match detail.transfers {
+        Some(found) => found,
+        None => match operator::transfers_of(services, &detail.account, 200).await {
+            Ok(t) => t,
+            Err(e) => return failed(e),
+        },
     };
     let names = match Names::load(services).await {
         Ok(n) => n,
@@ -384,6 +395,8 @@ pub(crate) async fn detail(
             facts: facts.collect(),
             transfers: transfer_rows(&transfers, &names),
             cancel: detail.cancel,
+            incoming: kind == "incoming",
+            paid_by: detail.paid_by,
         },
     )
 }
@@ -422,45 +435,8 @@ async fn outgoing_detail(services: &opd_service::Services, id: &str) -> Result<D
         facts,
         account: AccountKind::Outgoing.account_id(&p.id.to_string(), &p.debit.asset),
         cancel: unfinished.then(|| format!("/dashboard/payments/outgoing/{}/cancel", p.id)),
-    })
-}
-
-/// An incoming payment's detail; the page to answer when there is none.
-async fn incoming_detail(services: &opd_service::Services, id: &str) -> Result<Detail, Response> {
-    let Some(id) = IncomingPaymentId::parse(id) else {
-        return Err(not_found("incoming payment"));
-    };
-    let p = match operator::incoming_payment(services, id).await {
-        Ok(Some(p)) => p,
-        Ok(None) => return Err(not_found("incoming payment")),
-        Err(e) => return Err(failed(e)),
-    };
-    let fact = |label: &str, value: String| (label.to_owned(), value);
-    // Where what it received went: the wallet address's balance (balance
-    // mode), or its own account until withdrawn.
-    let received_to = match services.config.receipts() {
-        Receipts::ToWallet => fact("Received money", "on the wallet address's balance".into()),
-        Receipts::Held => match operator::unwithdrawn(services, p.id).await {
-            Ok(v) => fact("Waiting for withdrawal", amount(v, &p.asset)),
-            Err(e) => return Err(failed(e)),
-        },
-    };
-    let incoming = p.incoming_amount.map(|v| amount(v, &p.asset));
-    let facts = vec![
-        fact("Id", p.id.to_string()),
-        fact("Completed", if p.completed { "yes" } else { "no" }.into()),
-        fact("Incoming amount", incoming.unwrap_or_else(|| "any".into())),
-        fact("Received", amount(p.received_amount, &p.asset)),
-        received_to,
-        fact("Client", p.client.clone().unwrap_or_default()),
-        fact("Expires", display::datetime(p.expires_at)),
-        fact("Created", display::datetime(p.created_at)),
-    ];
-    Ok(Detail {
-        wallet: p.wallet_address_id,
-        facts,
-        account: AccountKind::Incoming.account_id(&p.id.to_string(), &p.asset),
-        cancel: None,
+        transfers: None,
+        paid_by: Vec::new(),
     })
 }
 
