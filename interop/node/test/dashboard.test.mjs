@@ -279,7 +279,10 @@ describe('operator dashboard in a browser', () => {
     await page.goto(`${dash}/grants`)
     // The newest grant is the outgoing-payment grant of the payment.
     const first = page.locator('tbody tr').first()
-    assert.match(await first.innerText(), /outgoing-payment: create, read/)
+    const grantRow = await first.innerText()
+    assert.match(grantRow, /outgoing-payment: create, read/)
+    assert.ok(grantRow.includes(`for ${w.urls.alice}`), grantRow)
+    assert.ok(grantRow.includes('limits: debit $50.00'), grantRow)
     await screenshots(page, 'dashboard-grants')
     await Promise.all([page.waitForNavigation(), first.getByRole('button', { name: /^Revoke grant/ }).click()])
     assert.equal(await page.getByRole('status').innerText(), 'The grant is revoked: its tokens no longer work.')
