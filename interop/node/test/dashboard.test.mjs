@@ -114,7 +114,8 @@ describe('operator dashboard in a browser', () => {
   })
 
   it('refuses a wrong admin token, then signs in with the right one', async () => {
-    const res = await page.goto(dash)
+    // Asked for a page: signed in, the browser lands on it.
+    const res = await page.goto(`${dash}/payments?kind=incoming`)
     assert.equal(new URL(page.url()).pathname, '/dashboard/login', 'without a session the dashboard sends the browser to sign in')
     assert.equal(res.status(), 200)
     await page.getByLabel('Admin token').fill('not the admin token')
@@ -124,7 +125,8 @@ describe('operator dashboard in a browser', () => {
     await screenshots(page, 'dashboard-login')
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN)
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign in' }).click()])
-    assert.equal(new URL(page.url()).pathname, '/dashboard')
+    const landed = new URL(page.url())
+    assert.equal(landed.pathname + landed.search, '/dashboard/payments?kind=incoming', 'back to the page asked for')
     const [cookie] = await browser.context.cookies(dash)
     // Named for the port: dashboards of two servers on one host (browsers
     // share a host's cookies across ports) keep their sessions.

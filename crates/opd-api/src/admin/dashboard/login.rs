@@ -22,6 +22,29 @@ struct LoginPage<'a> {
     css_href: &'a str,
     error: Option<String>,
     csrf: String,
+    /// The dashboard page to return to once signed in.
+    next: Option<String>,
+}
+
+/// Where to go once signed in, when `raw` names a page of the dashboard
+/// (a path of this listener only: never another site, `//host` or a
+/// backslash trick, and not the sign-in or sign-out page).
+pub(crate) fn safe_next(raw: &str) -> Option<String> {
+    let path = raw.split(['?', '#']).next().unwrap_or_default();
+    let ours = path == "/dashboard" || path.starts_with("/dashboard/");
+    let plain = !raw.contains("//")
+        && !raw.contains('\\')
+        && raw.chars().all(|c| c.is_ascii_graphic())
+        && !path.contains("/..")
+        && !matches!(path, "/dashboard/login" | "/dashboard/logout");
+    (ours && plain).then(|| raw.to_owned())
+}
+
+/// The `next` parameter of a query or form body, when safe.
+fn next_of(pairs: &[u8]) -> Option<String> {
+    url::form_urlencoded::parse(pairs)
+        .find(|(k, _)| k == "next")
+        .and_then(|(_, v)| safe_next(&v))
 }
 
 /// The cookie the sign-in form's token is bound to.
@@ -31,10 +54,10 @@ const LOGIN_PURPOSE: &str = "dashboard-login";
 /// The sign-in page for the browser's cookie (`None`: a new one is set).
 fn login_page(
     state: &AdminState,
-    name: &str,
-    cookie: Option<String>,
+    (name, cookie): (&str, Option<String>),
     status: StatusCode,
     error: Option<String>,
+    next: Option<String>,
 ) -> Response {
     let services = &state.app.services;
     let (cookie, fresh) = match cookie {
@@ -48,6 +71,7 @@ fn login_page(
             css_href: CSS,
             error,
             csrf: csrf::token(services, LOGIN_PURPOSE, "", &cookie),
+            next,
         },
     );
     if fresh {
@@ -59,11 +83,16 @@ fn login_page(
     response
 }
 
-/// `GET /dashboard/login`.
-pub(crate) async fn form(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+/// `GET /dashboard/login[?next=<page>]`.
+pub(crate) async fn form(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+) -> Response {
     let name = cookie_name(LOGIN_COOKIE, &headers);
     let cookie = csrf::cookie(&headers, &name);
-    login_page(&state, &name, cookie, StatusCode::OK, None)
+    let next = next_of(uri.query().unwrap_or_default().as_bytes());
+    login_page(&state, (&name, cookie), StatusCode::OK, None, next)
 }
 
 /// `POST /dashboard/login`: the token (a wrong one answered after the same
@@ -78,7 +107,13 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     let Ok(body) = axum::body::to_bytes(request.into_body(), crate::extract::MAX_BODY_BYTES).await
     else {
         let error = Some("The form could not be read.".into());
-        return login_page(&state, &name, cookie, StatusCode::BAD_REQUEST, error);
+        return login_page(
+            &state,
+            (&name, cookie),
+            StatusCode::BAD_REQUEST,
+            error,
+            None,
+        );
     };
     let field = |name: &str| {
         url::form_urlencoded::parse(&body)
@@ -98,7 +133,14 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
     // Slowed, not locked out: see `AdminState::token_matches`.
     if tenant.is_none() && !state.token_matches(token.trim()).await {
         let error = Some("That is not the admin token.".into());
-        return login_page(&state, &name, cookie, StatusCode::UNAUTHORIZED, error);
+        let next = next_of(&body);
+        return login_page(
+            &state,
+            (&name, cookie),
+            StatusCode::UNAUTHORIZED,
+            error,
+            next,
+        );
     }
     if let Some(proof) = proof {
         proof.prove();
@@ -118,7 +160,8 @@ pub(crate) async fn submit(State(state): State<AdminState>, request: Request) ->
         false,
         u64::try_from(SESSION_SECS).ok(),
     );
-    let mut response = Redirect::to("/dashboard").into_response();
+    let to = next_of(&body).unwrap_or_else(|| "/dashboard".to_owned());
+    let mut response = Redirect::to(&to).into_response();
     if let Ok(v) = HeaderValue::from_str(&set) {
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
@@ -149,4 +192,34 @@ pub(crate) async fn logout(
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn only_a_page_of_the_dashboard_is_returned_to() {
+        for ok in [
+            "/dashboard",
+            "/dashboard/payments?kind=incoming&state=open",
+            "/dashboard/wallets/01a2",
+        ] {
+            assert_eq!(safe_next(ok).as_deref(), Some(ok));
+        }
+        for bad in [
+            "https://evil.example/dashboard",
+            "//evil.example/dashboard",
+            "/dashboard//evil.example",
+            "/\\evil.example",
+            "/dashboard/../admin",
+            "/dashboardx",
+            "/dashboard/login",
+            "/dashboard/logout",
+            "/dashboard/a b",
+            "",
+        ] {
+            assert_eq!(safe_next(bad), None, "{bad}");
+        }
+    }
 }

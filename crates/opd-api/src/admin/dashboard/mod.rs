@@ -198,7 +198,24 @@ async fn require_session(
             request.extensions_mut().insert(session);
             next.run(request).await
         }
-        None => Redirect::to("/dashboard/login").into_response(),
+        None => Redirect::to(&login_then(&request)).into_response(),
+    }
+}
+
+/// The sign-in page, returning afterwards to the page a browser asked for
+/// (a page it reads; a form sent without a session is not sent again).
+fn login_then(request: &Request) -> String {
+    let asked = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/dashboard");
+    match login::safe_next(asked) {
+        Some(next) if request.method() == axum::http::Method::GET && next != "/dashboard" => {
+            let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
+            format!("/dashboard/login?next={next}")
+        }
+        _ => "/dashboard/login".to_owned(),
     }
 }
 
