@@ -136,7 +136,11 @@ async fn sessions_are_stored_as_digests_and_pages_need_one() {
         .await
         .unwrap();
     assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
-    assert_eq!(anonymous.headers()[LOCATION], "/dashboard/login");
+    // The sign-in page returns to the page asked for.
+    assert_eq!(
+        anonymous.headers()[LOCATION],
+        "/dashboard/login?next=%2Fdashboard%2Fgrants"
+    );
     let d = signed_in(app).await;
     let value = d.cookie.split_once('=').unwrap().1;
     let store = &d.app.services().store;
