@@ -402,6 +402,22 @@ describe('operator dashboard in a browser', () => {
     const created = peers.find((p) => p.name === 'form-bank')
     assert.equal(created.maxPacketAmount, '5000')
     assert.equal(created.http.outgoing.endpoint, 'http://127.0.0.1:9/ilp')
+
+    // Edited on its own page (its tokens kept), then deleted: it holds nothing.
+    await Promise.all([page.waitForNavigation(), page.getByRole('link', { name: 'Edit peer form-bank' }).click()])
+    assert.equal(await page.getByLabel('Largest packet it may send').inputValue(), '50.00')
+    await page.getByLabel('Largest packet it may send').fill('25.00')
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Save the peer' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The peer is saved: packets use its new settings at once.')
+    const edited = (await adminOk(w.admin, 'GET', '/peers')).find((p) => p.name === 'form-bank')
+    assert.equal(edited.maxPacketAmount, '2500')
+    assert.equal(edited.http.outgoing.endpoint, 'http://127.0.0.1:9/ilp')
+    assert.ok(!(await page.content()).includes('form-outgoing-secret'))
+    await screenshots(page, 'dashboard-peer')
+    await page.getByLabel('Delete this peer').check()
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Delete the peer' }).click()])
+    assert.equal(await page.getByRole('status').innerText(), 'The peer is deleted.')
+    assert.equal((await adminOk(w.admin, 'GET', '/peers')).find((p) => p.name === 'form-bank'), undefined)
   })
 
   it('sets a fee and a rate on the Fees and rates page', async () => {

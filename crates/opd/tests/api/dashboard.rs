@@ -823,3 +823,95 @@ async fn the_wallet_page_sets_the_password_adds_and_revokes_keys_and_deactivates
         "{html}"
     );
 }
+
+/// A peer is changed on its page (a token left empty is kept), and
+/// deleted only once it holds no liquidity.
+#[tokio::test]
+async fn a_peer_is_edited_and_deleted_once_it_holds_nothing() {
+    let app = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    let (s, peer) = app
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(&json!({ "name": "p", "staticIlpAddress": "test.p", "asset": { "code": "USD", "scale": 2 },
+                "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "to-p" },
+                          "incoming": { "authTokens": ["from-p"] } } })),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{peer}");
+    let id = peer["id"].as_str().unwrap().to_owned();
+    money_at(&app, &id, "deposits", "d1").await;
+    let dash = signed_in(app).await;
+    let page = format!("/dashboard/peers/{id}");
+    let (_, html) = dash.get(&page).await;
+    assert!(
+        html.contains("value=\"http://127.0.0.1:9/ilp\"") && html.contains("$5.00"),
+        "{html}"
+    );
+    assert!(!html.contains("to-p"), "tokens are never shown: {html}");
+    let fields = [
+        ("name", "partner"),
+        ("address", "test.p"),
+        ("endpoint", "http://127.0.0.1:9/ilp"),
+        ("routes", "test.p, test.q"),
+        ("max_packet", "1.50"),
+        ("low", ""),
+        ("high", ""),
+        ("outgoing_token", ""),
+        ("incoming_token", ""),
+    ];
+    let (s, to) = dash.post(&page, &page, &fields).await;
+    assert_eq!(
+        (s, to),
+        (StatusCode::SEE_OTHER, format!("{page}?done=peer_updated"))
+    );
+    let (_, saved) = dash
+        .app
+        .admin(Method::GET, &format!("/peers/{id}"), None)
+        .await;
+    assert_eq!(saved["name"], "partner");
+    assert_eq!(saved["maxPacketAmount"], "150");
+    assert_eq!(saved["routes"], json!(["test.p", "test.q"]));
+    assert_eq!(
+        saved["http"]["outgoing"]["endpoint"],
+        "http://127.0.0.1:9/ilp"
+    );
+    let kept = dash
+        .app
+        .services()
+        .store
+        .get_peer(opd_core::PeerId::parse(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.incoming_tokens, 1, "the incoming token is kept");
+
+    let delete = format!("{page}/delete");
+    let (s, html) = dash.post(&page, &delete, &[("confirm", "yes")]).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html.contains("withdraw it first"), "{html}");
+    let (s, _) = dash
+        .app
+        .admin(Method::GET, &format!("/peers/{id}"), None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "not deleted while it holds liquidity");
+    money_at(&dash.app, &id, "withdrawals", "w1").await;
+    let (s, to) = dash.post(&page, &delete, &[("confirm", "yes")]).await;
+    assert_eq!(
+        (s, to.as_str()),
+        (StatusCode::SEE_OTHER, "/dashboard/peers?done=peer_deleted")
+    );
+    let (s, _) = dash
+        .app
+        .admin(Method::GET, &format!("/peers/{id}"), None)
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
+
+async fn money_at(app: &TestApp, id: &str, path: &str, key: &str) {
+    let body = json!({ "amount": "500", "idempotencyKey": key });
+    let (s, v) = app
+        .admin(Method::POST, &format!("/peers/{id}/{path}"), Some(&body))
+        .await;
+    assert!(s.is_success(), "{v}");
+}

@@ -23,6 +23,7 @@ mod incoming;
 mod login;
 mod operations;
 mod payments;
+mod peer;
 mod peers;
 mod pricing;
 mod search;
@@ -117,6 +118,8 @@ pub(crate) fn routes(state: AdminState) -> Router {
             "/dashboard/peers/{id}/liquidity",
             post(peers::move_liquidity),
         )
+        .route("/dashboard/peers/{id}", get(peer::page).post(peer::update))
+        .route("/dashboard/peers/{id}/delete", post(peer::delete))
         .route("/dashboard/pricing", get(pricing::page))
         .route("/dashboard/fees", post(pricing::set_fee))
         .route("/dashboard/rates", post(pricing::set_rate))
@@ -417,6 +420,8 @@ pub(crate) fn done_message(query: &[(String, String)]) -> Option<&'static str> {
         "no_webhook_url" => "No webhook URL is configured: the event cannot be sent.",
         "deposited" => "The liquidity was deposited.",
         "peer_created" => "The peer is created.",
+        "peer_updated" => "The peer is saved: packets use its new settings at once.",
+        "peer_deleted" => "The peer is deleted.",
         "wallet_created" => "The wallet address is created.",
         "fee_set" => "The fee is set: new quotes use it.",
         "fee_removed" => "The fee is removed.",

@@ -1,6 +1,7 @@
 //! `GET /dashboard/peers`: the Interledger peers with their liquidity;
 //! `POST /dashboard/peers`: a new peer; `POST /dashboard/peers/{id}/liquidity`:
-//! a deposit or withdrawal of a peer's liquidity.
+//! a deposit or withdrawal of a peer's liquidity (one peer's page, to
+//! change or delete it, is [`super::peer`]).
 //!
 //! A peer's liquidity has one meaning everywhere (`docs/peering.md`'s):
 //! what the peer may still send us before the operators settle.
