@@ -55,6 +55,29 @@ fn sending(limits: Option<&OutgoingLimits>) -> Ask {
     Ask { what, details }
 }
 
+/// How long the consent page waits for a receiver's server to say whose
+/// receiver it is.
+const RECEIVER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Who and where a receiver on another server is: the server by the host
+/// the URL names (what opd would pay), and the wallet address that server
+/// says it pays (on its own origin only), when it answers in time.
+async fn elsewhere(services: &Services, receiver: &str) -> String {
+    let host = url::Url::parse(receiver)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| receiver.to_owned());
+    let resolve = opd_service::payments::receivers::remote::resolve(services, receiver);
+    let wallet = match tokio::time::timeout(RECEIVER_WAIT, resolve).await {
+        Ok(Ok(remote)) => remote.wallet_address,
+        _ => None,
+    };
+    match wallet {
+        Some(wallet) => format!("The receiver is {wallet}, at another wallet provider ({host})."),
+        None => format!("The receiver is at another wallet provider ({host}): {receiver}."),
+    }
+}
+
 /// What the owner should know before letting a client send: who the
 /// receiver is (its wallet address and name, when it is served here) and
 /// what it asks for in its own asset, and whether the limit is more than
@@ -68,8 +91,8 @@ pub(super) async fn sending_notes(
     if let Some(receiver) = &limits.receiver {
         let local = opd_service::payments::receivers::local(services, receiver).await;
         if !matches!(local, Ok(Ok(_))) {
-            // On another server: not fetched from here, but the newest
-            // quote to it says what it would get.
+            notes.push(elsewhere(services, receiver).await);
+            // The newest quote to it says what it would get.
             if let Ok(Some(quote)) =
                 opd_service::payments::quotes::latest_to(services, wallet, receiver).await
             {

@@ -216,7 +216,19 @@ async fn the_peering_walkthrough_pays_carol_across_two_servers() {
         8,
         &["client", "--profile", "walkthrough/a/client.json", "pay"],
     );
-    let printed = pay_with_consent(pay, walk.dir(), &password, &[&only_to, gets], &proxy).await;
+    // Who and where the receiver is, as B says (on B's own origin).
+    let who = format!(
+        "The receiver is {}/carol, at another wallet provider (127.0.0.1).",
+        moved.url(9080)
+    );
+    let printed = pay_with_consent(
+        pay,
+        walk.dir(),
+        &password,
+        &[&only_to, gets, &who],
+        &proxy,
+    )
+    .await;
     check_the_money(&walk, &printed).await;
 
     let mut both = Servers::default();

@@ -51,6 +51,9 @@ pub struct RemoteReceiver {
     /// Where to send ILP packets; `None` when it offers no `ilp` method
     /// (a completed or expired incoming payment shows none).
     pub ilp: Option<IlpDestination>,
+    /// The wallet address it pays, as its server says, and only when that
+    /// is on the receiver's own origin: a server may not name another's.
+    pub wallet_address: Option<String>,
 }
 
 impl std::fmt::Debug for RemoteReceiver {
@@ -62,6 +65,7 @@ impl std::fmt::Debug for RemoteReceiver {
             .field("received_amount", &self.received_amount)
             .field("completed", &self.completed)
             .field("ilp", &self.ilp)
+            .field("wallet_address", &self.wallet_address)
             .finish()
     }
 }
@@ -97,6 +101,8 @@ struct IncomingPaymentDoc {
     expires_at: Option<String>,
     #[serde(default)]
     methods: Vec<PaymentMethod>,
+    #[serde(default)]
+    wallet_address: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -192,7 +198,15 @@ fn parse(url: &str, bytes: &[u8]) -> Result<RemoteReceiver, ServiceError> {
         completed: doc.completed,
         expires_at,
         ilp,
+        wallet_address: doc.wallet_address.and_then(|w| on_origin_of(&w, url)),
     })
+}
+
+/// `claimed` as a URL in plain ASCII (how it is shown), when it shares
+/// scheme, host and port with `url`.
+fn on_origin_of(claimed: &str, url: &str) -> Option<String> {
+    let (claimed, url) = (url::Url::parse(claimed).ok()?, url::Url::parse(url).ok()?);
+    (claimed.origin() == url.origin() && url.origin().is_tuple()).then(|| claimed.to_string())
 }
 
 /// A 32-byte secret in base64url (with or without padding) or base64.
@@ -236,6 +250,16 @@ mod tests {
         assert_eq!(ilp.address.as_str(), "test.b.x");
         assert!(r.is_active(Timestamp::parse_rfc3339("2029-01-01T00:00:00Z").unwrap()));
         assert!(!r.is_active(Timestamp::parse_rfc3339("2030-01-01T00:00:00Z").unwrap()));
+        assert_eq!(r.wallet_address.as_deref(), Some("https://b.example/bob"));
+        // A server naming a wallet address of another origin is not believed.
+        let mut claimed = doc.clone();
+        claimed["walletAddress"] = serde_json::json!("https://bank.example/alice");
+        let r = parse(
+            "https://b.example/incoming-payments/x",
+            claimed.to_string().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.wallet_address, None);
     }
 
     #[test]
