@@ -149,17 +149,11 @@ async fn receive_finish(
             grant_endpoint,
         )
         .map_err(|e| anyhow::anyhow!(e));
-        let message = match &consent {
-            Ok(Consent::Approved(_)) => {
-                "Approved. You can close this window and return to the terminal."
-            }
-            Ok(Consent::Refused(_)) => "Not approved. You can close this window.",
-            Err(_) => "This answer could not be verified. You can close this window.",
-        };
-        let page = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>opd client</title></head>\
-             <body style=\"font-family:sans-serif;margin:3em\"><p>{message}</p></body></html>"
-        );
+        let page = crate::finish_page::page(match &consent {
+            Ok(Consent::Approved(_)) => crate::finish_page::Outcome::Approved,
+            Ok(Consent::Refused(_)) => crate::finish_page::Outcome::Refused,
+            Err(_) => crate::finish_page::Outcome::Unverified,
+        });
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
             page.len()

@@ -17,6 +17,7 @@
 
 pub mod amount;
 pub mod cli;
+mod finish_page;
 pub mod gnap;
 pub mod http;
 pub mod pay;

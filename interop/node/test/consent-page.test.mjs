@@ -5,8 +5,12 @@
 // password before the right one. Screenshots at desktop and phone width (see browser.mjs).
 
 import assert from 'node:assert/strict'
+import { spawn, execFileSync } from 'node:child_process'
 import crypto from 'node:crypto'
+import fs from 'node:fs'
 import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 
 import { isFinalizedGrantWithAccessToken, isPendingGrant } from '@interledger/open-payments'
@@ -15,6 +19,7 @@ import { launchBrowser, screenshots } from './browser.mjs'
 import {
   OWNER_PASSWORD,
   adminOk,
+  opdBin,
   clientWithKey,
   newEd25519Key,
   nonInteractiveGrant,
@@ -198,5 +203,44 @@ describe('consent page in a browser', () => {
     assert.ok(new URL(page.url()).searchParams.get('interact_ref'), page.url())
     assert.ok(grant)
     await page.close()
+  })
+
+  it('lands on the opd client\'s finish page, in the consent page\'s look', async () => {
+    // A profile of shop's with a key of its own, registered at shop.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'opd-finish-'))
+    const profile = path.join(dir, 'client.json')
+    const made = JSON.parse(execFileSync(opdBin(), ['client', '--profile', profile, 'keys', 'generate', '--wallet-address', w.urls.shop, '--key-id', `finish-${crypto.randomUUID()}`, '--json']))
+    await adminOk(w.admin, 'POST', '/wallet-addresses/shop/keys', { jwk: made.jwk }, [201])
+    const pay = spawn(opdBin(), ['client', '--profile', profile, 'pay', w.urls.bob, '--from', w.urls.alice, '--amount', '0.01'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const exited = new Promise((resolve) => pay.on('exit', resolve))
+    let said = ''
+    const consentUrl = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no consent URL: ${said}`)), 30_000)
+      pay.stderr.on('data', (chunk) => {
+        said += chunk
+        const found = said.match(/Open this page to approve[^\n]*\n\n\s+(\S+)/)
+        if (found) {
+          clearTimeout(timer)
+          resolve(found[1])
+        }
+      })
+    })
+    const page = await browser.context.newPage()
+    await page.goto(consentUrl)
+    await page.getByLabel('Password of your wallet address').fill(OWNER_PASSWORD)
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Approve' }).click()])
+    assert.equal(new URL(page.url()).hostname, '127.0.0.1', 'the client\'s own loopback page')
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Approved')
+    const look = await page.evaluate(() => ({
+      body: getComputedStyle(document.body).backgroundColor,
+      card: getComputedStyle(document.querySelector('.card')).backgroundColor,
+      font: getComputedStyle(document.body).fontFamily
+    }))
+    assert.deepEqual([look.body, look.card], ['rgb(246, 248, 250)', 'rgb(255, 255, 255)'], 'the consent page\'s colours')
+    assert.match(look.font, /system-ui/)
+    await screenshots(page, 'client-finish')
+    await page.close()
+    assert.equal(await exited, 0, said)
+    fs.rmSync(dir, { recursive: true, force: true })
   })
 })

@@ -221,14 +221,8 @@ async fn the_peering_walkthrough_pays_carol_across_two_servers() {
         "The receiver is {}/carol, at another wallet provider (127.0.0.1).",
         moved.url(9080)
     );
-    let printed = pay_with_consent(
-        pay,
-        walk.dir(),
-        &password,
-        &[&only_to, gets, &who],
-        &proxy,
-    )
-    .await;
+    let printed =
+        pay_with_consent(pay, walk.dir(), &password, &[&only_to, gets, &who], &proxy).await;
     check_the_money(&walk, &printed).await;
 
     let mut both = Servers::default();
