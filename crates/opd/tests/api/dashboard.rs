@@ -586,6 +586,11 @@ async fn search_opens_what_it_finds() {
         (id.clone(), format!("/dashboard/payments/incoming/{id}")),
         (d.app.url("bob"), format!("/dashboard/wallets/{bob}")),
         ("bob".to_owned(), format!("/dashboard/wallets/{bob}")),
+        // A payment pointer of this plain-http server.
+        (
+            format!("${}", bob_url.strip_prefix("http://").unwrap()),
+            format!("/dashboard/wallets/{bob}"),
+        ),
     ] {
         let r = search(q.clone()).await.unwrap();
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{q}");

@@ -36,24 +36,30 @@ struct SearchPage {
     found: Vec<Found>,
 }
 
-/// `q` as a URL when it is written as one: a payment pointer becomes its
-/// `https://` URL.
-fn as_url(q: &str) -> Option<String> {
+/// `q` as the URLs it may stand for: a URL itself; a payment pointer its
+/// `https://` URL, and its `http://` one too (the pointer says no scheme,
+/// and a server behind no TLS serves plain http).
+fn as_urls(q: &str) -> Vec<String> {
     if let Some(rest) = q.strip_prefix('$') {
-        return Some(if rest.contains('/') {
-            format!("https://{rest}")
+        let rest = if rest.contains('/') {
+            rest.to_owned()
         } else {
-            format!("https://{rest}/.well-known/pay")
-        });
+            format!("{rest}/.well-known/pay")
+        };
+        return vec![format!("https://{rest}"), format!("http://{rest}")];
     }
-    q.contains("://").then(|| q.to_owned())
+    if q.contains("://") {
+        vec![q.to_owned()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// Everything `q` names.
 async fn find(services: &Services, q: &str) -> Result<Vec<Found>, ServiceError> {
     let mut found = Vec::new();
     let sites = services.sites.table().await?;
-    let url = as_url(q);
+    let urls = as_urls(q);
     // An id, alone or as the last segment of a URL.
     let last = q.trim_end_matches('/').rsplit('/').next().unwrap_or(q);
     if let Some(id) = OutgoingPaymentId::parse(last) {
@@ -82,11 +88,12 @@ async fn find(services: &Services, q: &str) -> Result<Vec<Found>, ServiceError> 
         }
     }
     // A wallet address: its URL here, or its path.
-    let path = match &url {
-        Some(u) => sites.wallet_path(u),
-        None => WalletAddressPath::parse_any(q.trim_matches('/'))
+    let path = if urls.is_empty() {
+        WalletAddressPath::parse_any(q.trim_matches('/'))
             .ok()
-            .map(|p| (opd_core::TenantId::operator(), p)),
+            .map(|p| (opd_core::TenantId::operator(), p))
+    } else {
+        urls.iter().find_map(|u| sites.wallet_path(u))
     };
     if let Some((tenant, path)) = path {
         if let Some(w) = operator::wallet_address_at(services, &tenant, &path).await? {
@@ -156,19 +163,22 @@ pub(crate) async fn page(
 
 #[cfg(test)]
 mod tests {
-    use super::as_url;
+    use super::as_urls;
 
     #[test]
     fn payment_pointers_and_urls_are_read_as_urls() {
         assert_eq!(
-            as_url("$wallet.example/alice").as_deref(),
-            Some("https://wallet.example/alice")
+            as_urls("$wallet.example/alice"),
+            ["https://wallet.example/alice", "http://wallet.example/alice"]
         );
         assert_eq!(
-            as_url("$wallet.example").as_deref(),
-            Some("https://wallet.example/.well-known/pay")
+            as_urls("$127.0.0.1:8080"),
+            [
+                "https://127.0.0.1:8080/.well-known/pay",
+                "http://127.0.0.1:8080/.well-known/pay"
+            ]
         );
-        assert_eq!(as_url("http://x/alice").as_deref(), Some("http://x/alice"));
-        assert_eq!(as_url("alice"), None);
+        assert_eq!(as_urls("http://x/alice"), ["http://x/alice"]);
+        assert!(as_urls("alice").is_empty());
     }
 }
