@@ -286,6 +286,25 @@ pub async fn set_rates(
     Ok(())
 }
 
+/// Admin use case: sets one rate of a base asset code (or with `None`
+/// removes it), the base's other rates kept; `false` when there was no
+/// such rate to remove.
+pub async fn set_rate(
+    services: &crate::Services,
+    base: &AssetCode,
+    counter: &AssetCode,
+    rate: Option<Rate>,
+) -> Result<bool, ServiceError> {
+    let changed = services
+        .store
+        .set_rate(base, counter, rate, services.clock.now())
+        .await?;
+    services
+        .changed(crate::platform::changes::Change::Pricing)
+        .await;
+    Ok(changed)
+}
+
 /// Admin use case: sets or clears the rates URL.
 pub async fn set_rates_url(
     services: &crate::Services,

@@ -509,6 +509,36 @@ async fn fees_and_rates_are_stored_exactly(s: &dyn Store) {
     assert_eq!(rates.len(), 2);
     assert_eq!(rates[0].rate.to_string(), "0.9123456789012345678");
     assert_eq!(rates[1].counter, code("JPY"));
+    // One rate set or removed, the base's others kept.
+    let gbp = Some(Rate::parse("0.8").unwrap());
+    assert!(s
+        .set_rate(&code("USD"), &code("GBP"), gbp, at)
+        .await
+        .unwrap());
+    let eur = Some(Rate::parse("0.95").unwrap());
+    assert!(s
+        .set_rate(&code("USD"), &code("EUR"), eur, at)
+        .await
+        .unwrap());
+    assert!(s
+        .set_rate(&code("USD"), &code("JPY"), None, at)
+        .await
+        .unwrap());
+    assert!(!s
+        .set_rate(&code("USD"), &code("JPY"), None, at)
+        .await
+        .unwrap());
+    let rates: Vec<_> = s
+        .list_rates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.counter.to_string(), r.rate.to_string()))
+        .collect();
+    assert_eq!(
+        rates,
+        [("EUR".into(), "0.95".into()), ("GBP".into(), "0.8".into())]
+    );
 }
 
 fn grant(wallet: Option<&WalletAddress>, n: u64) -> GrantRecord {

@@ -64,7 +64,7 @@ pub struct CommonArgs {
         default_value = "127.0.0.1:8082"
     )]
     pub admin_listen: SocketAddr,
-    /// Where the admin helpers (`wallet-address`, `key`, `peer`, `rate`, `fee`, `incoming-payment`) reach the admin API [default: http://<admin-listen>].
+    /// Where the admin helpers (`tenant`, `wallet-address`, `key`, `peer`, `rate`, `fee`, `incoming-payment`) reach the admin API [default: http://<admin-listen>].
     #[arg(long, env = "OPD_ADMIN_URL", global = true)]
     pub admin_url: Option<String>,
     /// Admin API bearer token [default: generated on first start into <data-dir>/admin-token].

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use opd::admin_client::AdminClient;
+use opd::admin_client::{AdminClient, Answer};
 use opd::cli::Command;
 use opd::config::{ConfigFile, Settings};
 use opd_core::untrusted;
@@ -41,36 +41,33 @@ async fn run() -> anyhow::Result<()> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         )),
-        Command::WalletAddress(cmd) => {
-            one_line(async {
-                AdminClient::new(&settings.common)?
-                    .wallet_address(cmd)
-                    .await
-            })
-            .await
+        Command::WalletAddress(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.wallet_address(h.command).await }).await
         }
-        Command::Tenant(cmd) => {
-            one_line(async { AdminClient::new(&settings.common)?.tenant(cmd).await }).await
+        Command::Tenant(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.tenant(h.command).await }).await
         }
-        Command::Key(cmd) => {
-            one_line(async { AdminClient::new(&settings.common)?.key(cmd).await }).await
+        Command::Key(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.key(h.command).await }).await
         }
-        Command::Peer(cmd) => {
-            one_line(async { AdminClient::new(&settings.common)?.peer(cmd).await }).await
+        Command::Peer(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.peer(h.command).await }).await
         }
-        Command::Rate(cmd) => {
-            one_line(async { AdminClient::new(&settings.common)?.rate(cmd).await }).await
+        Command::Rate(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.rate(h.command).await }).await
         }
-        Command::Fee(cmd) => {
-            one_line(async { AdminClient::new(&settings.common)?.fee(cmd).await }).await
+        Command::Fee(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.fee(h.command).await }).await
         }
-        Command::IncomingPayment(cmd) => {
-            one_line(async {
-                AdminClient::new(&settings.common)?
-                    .incoming_payment(cmd)
-                    .await
-            })
-            .await
+        Command::IncomingPayment(h) => {
+            let client = AdminClient::new(&settings.common);
+            answer(h.json, async { client?.incoming_payment(h.command).await }).await
         }
         Command::Client(args) => {
             // A person reads this: the error's chain on one line, without
@@ -132,15 +129,20 @@ macro_rules! say {
     }};
 }
 
-/// An admin helper's answer: the server's JSON, inert on a terminal
-/// (bidirectional and C1 controls as JSON escapes, which read back the
-/// same).
-fn print(value: serde_json::Value) -> anyhow::Result<()> {
-    if !value.is_null() {
+/// An admin helper's answer: with `--json` the admin API's JSON, inert on
+/// a terminal (bidirectional and C1 controls as JSON escapes, which read
+/// back the same); otherwise its lines for people, inert too (their
+/// server text went through `Untrusted` already; this is the last pass).
+fn print(answer: &Answer, json: bool) -> anyhow::Result<()> {
+    if json {
         say!(
             "{}",
-            untrusted::json(&serde_json::to_string_pretty(&value)?)
+            untrusted::json(&serde_json::to_string_pretty(&answer.json)?)
         );
+    } else {
+        for line in &answer.lines {
+            say!("{}", untrusted::lines(line));
+        }
     }
     Ok(())
 }
@@ -200,13 +202,15 @@ async fn run_serve(settings: Settings, node: String) -> anyhow::Result<()> {
     running.serve_until(shutdown_signal()).await
 }
 
-/// Prints an admin helper's answer, or its error as `opd client` does:
-/// one line (then any details), without a backtrace.
-async fn one_line(
-    work: impl std::future::Future<Output = anyhow::Result<serde_json::Value>>,
+/// Prints an admin helper's answer (its JSON with `json`), or its error
+/// as `opd client` does: one line (then any details), without a
+/// backtrace.
+async fn answer(
+    json: bool,
+    work: impl std::future::Future<Output = anyhow::Result<Answer>>,
 ) -> anyhow::Result<()> {
     match work.await {
-        Ok(value) => print(value),
+        Ok(answer) => print(&answer, json),
         Err(e) => {
             print_error(&e);
             std::process::exit(1);

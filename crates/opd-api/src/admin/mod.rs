@@ -8,7 +8,8 @@
 //! - `GET|POST /wallet-addresses/{ref}/keys`,
 //!   `DELETE /wallet-addresses/{ref}/keys/{kid}`
 //! - `GET /fees`, `PUT|DELETE /fees/{assetCode}/{assetScale}`
-//! - `GET /rates`, `PUT /rates/{base}`, `PUT /rates-url`
+//! - `GET /rates`, `PUT /rates/{base}` (all of a base's),
+//!   `PUT|DELETE /rates/{base}/{counter}` (one), `PUT /rates-url`
 //! - `PUT /wallet-addresses/{ref}/owner-password`: the password the owner
 //!   approves grants with on the built-in consent page
 //! - `POST /introspect`: GNAP token introspection (token-introspection.yaml)

@@ -2,7 +2,9 @@
 //! the configuration file's). Fees are per tenant (a tenant's token sets
 //! its own; the operator's sets any with `?tenant=`, its own without);
 //! exchange rates are the server's, as its connector converts on its one
-//! ILP address.
+//! ILP address. `PUT /rates/{base}` replaces every rate of a base;
+//! `PUT|DELETE /rates/{base}/{counter}` sets or removes one, the base's
+//! others kept (as the dashboard and `opd rate set` do).
 
 use std::collections::BTreeMap;
 
@@ -26,6 +28,10 @@ pub(super) fn routes() -> Router<AdminState> {
         .route("/fees/{code}/{scale}", put(set_fee).delete(delete_fee))
         .route("/rates", get(list_rates))
         .route("/rates/{base}", put(set_rates))
+        .route(
+            "/rates/{base}/{counter}",
+            put(set_one_rate).delete(delete_one_rate),
+        )
         .route("/rates-url", put(set_rates_url))
 }
 
@@ -171,6 +177,45 @@ async fn set_rates(
         rates.push((counter, rate));
     }
     pricing::set_rates(&state.app.services, &base, &rates).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The body of `PUT /rates/{base}/{counter}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRate {
+    /// A string (`"0.91"`) or a number.
+    rate: Rate,
+}
+
+/// The asset codes of `/rates/{base}/{counter}`.
+fn rate_pair(base: &str, counter: &str) -> ApiResult<(AssetCode, AssetCode)> {
+    let code = |c: &str| AssetCode::parse(c).map_err(|e| ApiError::invalid_request(e.to_string()));
+    Ok((code(base)?, code(counter)?))
+}
+
+/// `PUT /rates/{base}/{counter}` `{rate}`: sets one rate, the base's
+/// others kept.
+async fn set_one_rate(
+    State(state): State<AdminState>,
+    PathParams2(base, counter): PathParams2,
+    JsonBody { value: req, .. }: JsonBody<SetRate>,
+) -> ApiResult<StatusCode> {
+    let (base, counter) = rate_pair(&base, &counter)?;
+    pricing::set_rate(&state.app.services, &base, &counter, Some(req.rate)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /rates/{base}/{counter}`: removes one rate, the base's others
+/// kept; 404 when there is none.
+async fn delete_one_rate(
+    State(state): State<AdminState>,
+    PathParams2(base, counter): PathParams2,
+) -> ApiResult<StatusCode> {
+    let (base, counter) = rate_pair(&base, &counter)?;
+    if !pricing::set_rate(&state.app.services, &base, &counter, None).await? {
+        return Err(ApiError::not_found("rate"));
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -56,6 +56,15 @@ pub trait SettingsStore: Send + Sync {
         rates: &[(AssetCode, Rate)],
         at: Timestamp,
     ) -> StoreResult<()>;
+    /// Sets one rate of `base` (or with `None` removes it), its other
+    /// rates kept; `false` when there was no such rate to remove.
+    async fn set_rate(
+        &self,
+        base: &AssetCode,
+        counter: &AssetCode,
+        rate: Option<Rate>,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
     async fn list_rates(&self) -> StoreResult<Vec<RateRow>>;
 }
 
@@ -81,6 +90,12 @@ static DELETE_RATES: Stmt = Stmt::new(&["DELETE FROM exchange_rates WHERE base =
 static INSERT_RATE: Stmt = Stmt::new(&[
     "INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?)",
 ]);
+static UPSERT_RATE: Stmt = Stmt::new(&[
+    "INSERT INTO exchange_rates (base, counter, rate, updated_at) VALUES (?, ?, ?, ?) \
+     ON CONFLICT (base, counter) DO UPDATE SET rate = excluded.rate, updated_at = excluded.updated_at",
+]);
+static DELETE_RATE: Stmt =
+    Stmt::new(&["DELETE FROM exchange_rates WHERE base = ? AND counter = ?"]);
 static LIST_RATES: Stmt = Stmt::new(&[
     "SELECT base, counter, rate, updated_at FROM exchange_rates ORDER BY base, counter",
 ]);
@@ -94,6 +109,8 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &LIST_FEES,
     &DELETE_RATES,
     &INSERT_RATE,
+    &UPSERT_RATE,
+    &DELETE_RATE,
     &LIST_RATES,
 ];
 
@@ -205,6 +222,26 @@ impl SettingsStore for SqlStore {
             .await?;
         }
         tx.commit().await
+    }
+
+    async fn set_rate(
+        &self,
+        base: &AssetCode,
+        counter: &AssetCode,
+        rate: Option<Rate>,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        let n = match rate {
+            Some(rate) => {
+                let params = params![base.as_str(), counter.as_str(), rate.to_string(), at];
+                self.db.write(&UPSERT_RATE, params).await?
+            }
+            None => {
+                let params = params![base.as_str(), counter.as_str()];
+                self.db.write(&DELETE_RATE, params).await?
+            }
+        };
+        Ok(n > 0)
     }
 
     async fn list_rates(&self) -> StoreResult<Vec<RateRow>> {

@@ -136,7 +136,7 @@ async fn cli_helpers_take_a_url_names_and_say_what_went_wrong() {
         String::from_utf8_lossy(&created.stderr)
     );
     // By name, where an id is taken.
-    let got = run(&["peer", "get", "bank"], &app.admin_token);
+    let got = run(&["peer", "get", "bank", "--json"], &app.admin_token);
     assert!(
         got.status.success(),
         "{}",
@@ -164,8 +164,7 @@ async fn cli_helpers_take_a_url_names_and_say_what_went_wrong() {
         String::from_utf8_lossy(&deposited.stderr)
     );
     let balance = run(&["peer", "balance", "bank"], &app.admin_token);
-    let balance: serde_json::Value = serde_json::from_slice(&balance.stdout).unwrap();
-    assert_eq!(balance["balance"], "175", "{balance}");
+    assert_eq!(String::from_utf8_lossy(&balance.stdout), "bank: 1.75 USD\n");
     let negative = run(
         &["peer", "deposit", "bank", "--amount", "-1"],
         &app.admin_token,
@@ -218,21 +217,15 @@ async fn cli_helpers_manage_wallet_addresses_and_keys() {
         "EUR",
         "--asset-scale",
         "2",
+        "--json",
     ]);
     let created: serde_json::Value = serde_json::from_str(&created).unwrap();
     assert_eq!(created["url"], app.url("frank"));
     let jwk = r#"{"kid":"cli-key","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
-    opd(&["key", "add", "--wallet-address", "frank", "--jwk", jwk]);
+    opd(&["key", "add", "frank", "--jwk", jwk]);
     let (_, keys) = app.get(&app.url("frank/jwks.json")).await;
     assert_eq!(keys["keys"][0]["kid"], "cli-key");
-    opd(&[
-        "key",
-        "revoke",
-        "--wallet-address",
-        "frank",
-        "--kid",
-        "cli-key",
-    ]);
+    opd(&["key", "revoke", "frank", "cli-key"]);
     let (_, keys) = app.get(&app.url("frank/jwks.json")).await;
     assert!(keys["keys"].as_array().unwrap().is_empty());
     let list = opd(&["wallet-address", "list"]);
@@ -428,7 +421,7 @@ async fn empty_movements_and_bad_keys_are_refused() {
 
 // The CLI blocks its thread while the server answers on another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_helpers_move_money_and_set_rates_and_fees() {
+async fn cli_helpers_move_money_and_set_peers_in_the_assets_units() {
     let app = TestApp::spawn().await;
     let opd = |args: &[&str]| {
         opd_testkit::output(
@@ -438,8 +431,9 @@ async fn cli_helpers_move_money_and_set_rates_and_fees() {
                 .env_remove("OPD_CONFIG"),
         )
     };
+    // The admin API's JSON, which --json prints.
     let ok = |args: &[&str]| {
-        let out = opd(args);
+        let out = opd(&[args, &["--json"]].concat());
         assert!(
             out.status.success(),
             "opd {args:?}: {}",
@@ -485,39 +479,7 @@ async fn cli_helpers_move_money_and_set_rates_and_fees() {
         "{err}"
     );
 
-    // Rates: every rate of the base replaced by the given ones.
-    ok(&["rate", "set", "USD", "EUR=0.9", "GBP=0.8"]);
-    assert_eq!(
-        ok(&["rate", "list"])["rates"]["USD"],
-        json!({"EUR": "0.9", "GBP": "0.8"})
-    );
-    ok(&["rate", "set", "USD", "EUR=0.95"]);
-    assert_eq!(
-        ok(&["rate", "list"])["rates"]["USD"],
-        json!({"EUR": "0.95"})
-    );
-    let bad = opd(&["rate", "set", "USD", "EUR"]);
-    let err = String::from_utf8_lossy(&bad.stderr).into_owned();
-    assert!(err.contains("is not COUNTER=RATE"), "{err}");
-
-    // Fees: the fixed part in the asset's units.
-    ok(&[
-        "fee",
-        "set",
-        "--asset-code",
-        "USD",
-        "--asset-scale",
-        "2",
-        "--fixed",
-        "0.10",
-        "--basis-points",
-        "50",
-    ]);
-    let fees = ok(&["fee", "list"]);
-    assert_eq!(fees[0]["fixed"], "10", "{fees}");
-    assert_eq!(fees[0]["basisPoints"], 50, "{fees}");
-    ok(&["fee", "delete", "--asset-code", "USD", "--asset-scale", "2"]);
-    assert_eq!(ok(&["fee", "list"]), json!([]));
+    // Rates and fees: `crate::cli_helpers`.
 
     // A peer's amounts in the peering's asset (scale 3 here), or in minor
     // units when asked.
@@ -584,11 +546,19 @@ async fn cli_helpers_print_server_text_inert() {
             .chars()
             .any(|c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
     };
-    let got = run(&app.admin, &["wallet-address", "get", "bob"]);
+    let got = run(&app.admin, &["wallet-address", "get", "bob", "--json"]);
     let out = String::from_utf8(got.stdout).unwrap();
     assert!(got.status.success() && inert(&out), "{out:?}");
     let wallet: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(wallet["publicName"], name);
+    // As text, every value on its line, its controls shown as code points.
+    let got = run(&app.admin, &["wallet-address", "get", "bob"]);
+    let out = String::from_utf8(got.stdout).unwrap();
+    assert!(got.status.success() && inert(&out), "{out:?}");
+    assert!(
+        out.contains("public name: Bob[U+202E]kcab[U+009B]2J[U+001B][8m[U+007F]\n"),
+        "{out}"
+    );
 
     // An admin API (here a hostile one) refusing with controls in its error.
     let hostile = crate::client::answering(
@@ -629,6 +599,7 @@ async fn cli_helpers_set_the_owner_password() {
             std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
                 .args(["--admin-url", &app.admin, "--admin-token", &app.admin_token])
                 .args(args)
+                .arg("--json")
                 .env_remove("OPD_CONFIG"),
         );
         assert!(

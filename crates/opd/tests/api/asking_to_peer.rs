@@ -19,14 +19,21 @@ use serde_json::{json, Value};
 use crate::amount;
 use crate::remote::{admin_ok, balanced, paying, peer_id, set_rate, Pair};
 
-/// `opd peer auto-peer <url>` against `app`'s admin API: its JSON output.
+/// `opd peer auto-peer <url> --json` against `app`'s admin API: its JSON
+/// output.
 fn auto_peer_command(app: &TestApp, url: &str) -> Value {
     let addr = app.admin.trim_start_matches("http://").to_owned();
     let out = opd_testkit::output(
         std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
             .args(["--admin-listen", &addr, "--admin-token", &app.admin_token])
             .args(["peer", "auto-peer", url, "--asset-code", "USD"])
-            .args(["--asset-scale", "2", "--max-packet-amount", "1000.00"])
+            .args([
+                "--asset-scale",
+                "2",
+                "--max-packet-amount",
+                "1000.00",
+                "--json",
+            ])
             .env_remove("OPD_CONFIG"),
     );
     assert!(

@@ -12,14 +12,15 @@ use sha2::{Digest, Sha256};
 
 use crate::amount;
 
-struct Dash {
-    app: TestApp,
-    browser: reqwest::Client,
-    cookie: String,
+/// A signed-in dashboard session.
+pub(crate) struct Dash {
+    pub(crate) app: TestApp,
+    pub(crate) browser: reqwest::Client,
+    pub(crate) cookie: String,
 }
 
 impl Dash {
-    async fn get(&self, path: &str) -> (StatusCode, String) {
+    pub(crate) async fn get(&self, path: &str) -> (StatusCode, String) {
         let r = self
             .browser
             .get(format!("{}{path}", self.app.admin))
@@ -59,7 +60,7 @@ impl Dash {
     }
 }
 
-async fn signed_in(app: TestApp) -> Dash {
+pub(crate) async fn signed_in(app: TestApp) -> Dash {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -464,7 +465,7 @@ async fn the_peers_page_shows_who_created_each_peer() {
 }
 
 /// The value of the form token on a page.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     html.split("name=\"csrf\" value=\"")
         .nth(1)
         .and_then(|s| s.split('"').next())

@@ -17,6 +17,7 @@ mod asking_to_peer;
 mod auth;
 mod auth_path;
 mod auto_peering;
+mod cli_helpers;
 mod client;
 mod client_networks;
 mod connector;

@@ -908,27 +908,36 @@ async fn externally_funded(db: Db) {
     assert_eq!(first["amount"], amount("300", "USD", 2));
     let (s, again) = w.app.admin(Method::POST, &withdrawals, Some(&key)).await;
     assert_eq!((s, &again), (StatusCode::OK, &first), "the first answer");
-    // The same from the terminal.
-    let out = opd_testkit::output(
-        std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-            .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
-            .args(["--admin-token", &w.app.admin_token])
-            .args([
-                "incoming-payment",
-                "withdraw",
-                ip_uuid,
-                "--idempotency-key",
-                "take-1",
-            ])
-            .env_remove("OPD_CONFIG"),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The same from the terminal: the amount in its asset's units, or
+    // the first answer with --json.
+    let withdraw = |extra: &[&str]| {
+        let out = opd_testkit::output(
+            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
+                .args(["--admin-listen", w.app.admin.trim_start_matches("http://")])
+                .args(["--admin-token", &w.app.admin_token])
+                .args([
+                    "incoming-payment",
+                    "withdraw",
+                    ip_uuid,
+                    "--idempotency-key",
+                    "take-1",
+                ])
+                .args(extra)
+                .env_remove("OPD_CONFIG"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let printed: Value = serde_json::from_str(&withdraw(&["--json"])).unwrap();
     assert_eq!(printed, first, "the CLI prints the first answer");
+    assert_eq!(
+        withdraw(&[]),
+        format!("withdrew 3.00 USD received by incoming payment {ip_uuid}\n")
+    );
     let (s, more) = w
         .app
         .admin(

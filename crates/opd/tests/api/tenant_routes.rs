@@ -323,6 +323,20 @@ fn admin_requests(b: &Theirs) -> Vec<Row> {
         ),
         (
             "PUT",
+            "/rates/{base}/{counter}",
+            r(
+                Method::PUT,
+                "/rates/USD/EUR".into(),
+                Some(json!({ "rate": "0.9" })),
+            ),
+        ),
+        (
+            "DELETE",
+            "/rates/{base}/{counter}",
+            r(Method::DELETE, "/rates/USD/EUR".into(), None),
+        ),
+        (
+            "PUT",
             "/rates-url",
             r(
                 Method::PUT,

@@ -502,14 +502,15 @@ async fn the_operator_manages_tenants() {
     t.app.stop().await;
 }
 
-/// `opd <args>` against the test server's admin API with `token`: its
-/// standard output as JSON, or its standard error when it failed.
+/// `opd <args> --json` against the test server's admin API with `token`:
+/// its standard output as JSON, or its standard error when it failed.
 fn opd(app: &TestApp, token: &str, args: &[&str]) -> Result<Value, String> {
     let out = opd_testkit::output(
         std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
             .args(["--admin-listen", app.admin.trim_start_matches("http://")])
             .args(["--admin-token", token])
             .args(args)
+            .arg("--json")
             .env_remove("OPD_CONFIG"),
     );
     if out.status.success() {

@@ -19,7 +19,6 @@ use std::process::Stdio;
 
 use opd_testkit::proxy::ValidatingProxy;
 use opd_testkit::spec::{Server, Servers};
-use serde_json::Value;
 
 use crate::person::{
     assert_git_ignored, command, lines, marked_commands, output_of, pay_with_consent, wait_for,
@@ -61,24 +60,25 @@ impl Moved {
     }
 }
 
-/// Runs a command of the walkthrough that must succeed; its JSON output
-/// (or `Null` for text).
-async fn run(args: &[String], dir: &std::path::Path) -> (Value, String) {
+/// Runs a command of the walkthrough that must succeed; what it printed.
+async fn run(args: &[String], dir: &std::path::Path) -> String {
     let (status, out, err) = output_of(command(args, dir), &args.join(" ")).await;
     assert!(
         status.success(),
         "`opd {}` failed:\n{out}{err}",
         args.join(" ")
     );
-    (serde_json::from_str(&out).unwrap_or(Value::Null), out)
+    out
 }
 
-/// An amount the admin API wrote as a string of minor units.
-fn minor(v: &Value) -> i128 {
-    v.as_str()
-        .unwrap_or_else(|| panic!("not an amount: {v}"))
-        .parse()
-        .unwrap()
+/// The cents of `who`'s balance as a helper prints it, one line: `alice:
+/// 88.88 USD` in `code`.
+fn cents(printed: &str, who: &str, code: &str) -> i128 {
+    let amount = printed
+        .strip_prefix(&format!("{who}: "))
+        .and_then(|rest| rest.strip_suffix(&format!(" {code}\n")))
+        .unwrap_or_else(|| panic!("not {who}'s balance in {code}: {printed:?}"));
+    opd_core::decimal::parse_decimal(amount, 2).unwrap().into()
 }
 
 /// The walkthrough's commands, its ports moved, and the directory a person
@@ -116,8 +116,9 @@ impl Walkthrough {
         command
     }
 
-    /// Runs command `i` (which begins with `starts`), which must succeed.
-    async fn run(&self, i: usize, starts: &[&str]) -> (Value, String) {
+    /// Runs command `i` (which begins with `starts`), which must succeed:
+    /// what it printed.
+    async fn run(&self, i: usize, starts: &[&str]) -> String {
         run(self.step(i, starts), self.dir()).await
     }
 }
@@ -150,50 +151,57 @@ fn start_servers(walk: &Walkthrough) -> (Vec<Killed>, String) {
 
 /// carol's wallet address, the peering, B's liquidity for A, the rates.
 async fn set_up(walk: &Walkthrough) {
-    let (carol, _) = walk.run(2, &["wallet-address", "create"]).await;
-    assert_eq!(carol["assetCode"], "EUR", "{carol}");
+    let carol = walk.run(2, &["wallet-address", "create"]).await;
+    assert!(
+        carol.starts_with("wallet address created: carol  ")
+            && carol.ends_with("  EUR (scale 2)\n"),
+        "{carol}"
+    );
     for i in 3..=4 {
-        walk.run(i, &["peer", "create"]).await;
+        let peer = walk.run(i, &["peer", "create"]).await;
+        assert!(peer.starts_with("peer created: "), "{peer}");
     }
-    let (deposit, _) = walk.run(5, &["peer", "deposit"]).await;
-    assert!(!deposit.is_null());
+    let deposit = walk.run(5, &["peer", "deposit"]).await;
+    assert_eq!(
+        deposit,
+        "deposited 100.00 USD to peer a; liquidity 100.00 USD\n"
+    );
     for i in 6..=7 {
-        walk.run(i, &["rate", "set"]).await;
+        let rate = walk.run(i, &["rate", "set"]).await;
+        assert_eq!(rate, "rate set: 1 USD = 0.9 EUR\n");
     }
 }
 
 /// The walkthrough's checks, and what they must show (`printed`: what the
 /// payment printed, for the failure message).
 async fn check_the_money(walk: &Walkthrough, printed: &[String]) {
-    let (carol, _) = walk.run(9, &["wallet-address", "balance"]).await;
+    let carol = walk.run(9, &["wallet-address", "balance"]).await;
     assert_eq!(
-        carol["balance"],
-        serde_json::json!({"value": "1000", "assetCode": "EUR", "assetScale": 2}),
+        carol, "carol: 10.00 EUR\n",
         "carol has exactly the 10.00 EUR"
     );
-    let (alice, _) = walk.run(10, &["wallet-address", "balance"]).await;
-    assert_eq!(alice["balance"]["assetCode"], "USD");
-    let sent = 10_000 - minor(&alice["balance"]["value"]);
+    let alice = walk.run(10, &["wallet-address", "balance"]).await;
+    let sent = 10_000 - cents(&alice, "alice", "USD");
     // At 0.9 less the 1 % slippage the quote allows, 10.00 EUR cost at
     // most ceil(1000 / 0.891) = 1123 cents; at 0.9 exactly, 1112 at least.
     assert!(
         (1112..=1123).contains(&sent),
         "alice paid {sent} cents: {printed:?}"
     );
-    let (a_on_b, _) = walk.run(11, &["peer", "balance"]).await;
+    let a_on_b = walk.run(11, &["peer", "balance"]).await;
     assert_eq!(
-        minor(&a_on_b["balance"]),
+        cents(&a_on_b, "a", "USD"),
         10_000 - sent,
         "A's liquidity on B: {a_on_b}"
     );
-    let (b_on_a, _) = walk.run(12, &["peer", "balance"]).await;
+    let b_on_a = walk.run(12, &["peer", "balance"]).await;
     assert_eq!(
-        minor(&b_on_a["balance"]),
+        cents(&b_on_a, "b", "USD"),
         sent,
         "B's liquidity on A: {b_on_a}"
     );
     for i in 13..=14 {
-        let (_, text) = walk.run(i, &["check"]).await;
+        let text = walk.run(i, &["check"]).await;
         assert!(text.contains("ledger balanced"), "{text}");
     }
 }

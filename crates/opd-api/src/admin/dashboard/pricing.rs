@@ -253,20 +253,10 @@ pub(crate) async fn set_rate(State(state): State<AdminState>, form: CheckedForm)
         Ok(p) => p,
         Err(e) => return refused(&state, &form, e).await,
     };
-    let current = match operator::rates(services).await {
-        Ok(r) => r,
-        Err(e) => return failed(e),
-    };
-    let mut rates: Vec<(AssetCode, Rate)> = current
-        .into_iter()
-        .filter(|r| r.base == base && r.counter != counter)
-        .map(|r| (r.counter, r.rate))
-        .collect();
     let removed = rate.is_none();
-    rates.extend(rate.map(|r| (counter, r)));
-    match pricing::set_rates(services, &base, &rates).await {
-        Ok(()) if removed => done("/dashboard/pricing", "rate_removed"),
-        Ok(()) => done("/dashboard/pricing", "rate_set"),
+    match pricing::set_rate(services, &base, &counter, rate).await {
+        Ok(_) if removed => done("/dashboard/pricing", "rate_removed"),
+        Ok(_) => done("/dashboard/pricing", "rate_set"),
         Err(e) => refused(&state, &form, e).await,
     }
 }
