@@ -169,7 +169,10 @@ mod tests {
     fn payment_pointers_and_urls_are_read_as_urls() {
         assert_eq!(
             as_urls("$wallet.example/alice"),
-            ["https://wallet.example/alice", "http://wallet.example/alice"]
+            [
+                "https://wallet.example/alice",
+                "http://wallet.example/alice"
+            ]
         );
         assert_eq!(
             as_urls("$127.0.0.1:8080"),
