@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::config::CommonArgs;
 
 mod keys;
+mod password;
 mod peers;
 mod pricing;
 mod render;

@@ -1,32 +1,14 @@
 //! `opd wallet-address ...` (wallet addresses, their owners' passwords and
 //! their money) and `opd incoming-payment withdraw`.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use super::password;
 use super::render::{self, typed, Asset};
 use super::{encode_segment, minor, move_body, AdminClient, Answer};
 use crate::cli::{IncomingPaymentCommand, Movement, WalletAddressCommand};
-
-/// A password from a file, or standard input for `-`, without its line
-/// ending (the rest is kept: spaces may be part of it).
-fn read_password(file: &std::path::Path) -> anyhow::Result<String> {
-    let text = if file == std::path::Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .context("cannot read the password from standard input")?;
-        text
-    } else {
-        std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the password from {}", file.display()))?
-    };
-    let password = text.trim_end_matches(['\n', '\r']).to_owned();
-    if password.is_empty() {
-        anyhow::bail!("the password is empty");
-    }
-    Ok(password)
-}
 
 /// `/wallet-addresses/{wallet}` and what follows.
 fn wallet_path(wallet: &str, rest: &str) -> String {
@@ -53,8 +35,11 @@ impl AdminClient {
             WalletAddressCommand::Password {
                 wallet_address,
                 password_file,
+                prompt,
             } => {
-                let password = read_password(&password_file)?;
+                let Some(password) = password::given(password_file.as_deref(), prompt)? else {
+                    bail!("give the password with --password-file or --prompt");
+                };
                 self.set_owner_password(&wallet_address, &password).await?;
                 Ok(Answer::line(
                     json!({ "ownerPassword": "set", "walletAddress": wallet_address }),
@@ -121,14 +106,12 @@ impl AdminClient {
             asset_scale,
             public_name,
             owner_password_file,
+            prompt,
         } = cmd
         else {
             bail!("not a create command");
         };
-        let password = owner_password_file
-            .as_deref()
-            .map(read_password)
-            .transpose()?;
+        let password = password::given(owner_password_file.as_deref(), prompt)?;
         let mut body = json!({ "path": path, "assetCode": asset_code, "assetScale": asset_scale });
         if let Some(n) = public_name {
             body["publicName"] = Value::String(n);

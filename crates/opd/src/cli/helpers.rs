@@ -42,16 +42,27 @@ pub enum WalletAddressCommand {
         #[arg(long)]
         public_name: Option<String>,
         /// The password its owner approves grants with on the consent page, read from this file (`-`: standard input).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
         owner_password_file: Option<PathBuf>,
+        /// Type its owner's password at the terminal instead (asked twice, not shown).
+        #[arg(long)]
+        prompt: bool,
     },
     /// Set (or reset) the password a wallet address's owner approves grants with on the consent page.
     Password {
         #[arg(help = WALLET)]
         wallet_address: String,
         /// Read the password from this file (`-`: standard input).
-        #[arg(long, value_name = "FILE")]
-        password_file: PathBuf,
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "prompt",
+            conflicts_with = "prompt"
+        )]
+        password_file: Option<PathBuf>,
+        /// Type the password at the terminal instead (asked twice, not shown).
+        #[arg(long)]
+        prompt: bool,
     },
     /// List wallet addresses (every tenant's, or one's): path, URL, asset.
     List {

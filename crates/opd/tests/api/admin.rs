@@ -664,5 +664,55 @@ async fn cli_helpers_set_the_owner_password() {
             .unwrap(),
         PasswordCheck::NotSet
     ));
+    // Typed at a terminal (a pseudo-terminal of `script`): asked twice,
+    // never echoed; two that differ change nothing.
+    let command = format!(
+        "{} --admin-url {} --admin-token {} wallet-address password ines --prompt",
+        env!("CARGO_BIN_EXE_opd"),
+        app.admin,
+        app.admin_token
+    );
+    fn typed(command: String, answers: &'static str) -> std::process::Output {
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("OPD_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("script (util-linux) runs opd on a pseudo-terminal");
+        // Each answer once its question is up: a terminal discards what
+        // was typed before echo went off.
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            for line in answers.split_inclusive('\n') {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let _ = std::io::Write::write_all(&mut stdin, line.as_bytes());
+            }
+        });
+        child.wait_with_output().unwrap()
+    }
+    let again = command.clone();
+    let mistyped = tokio::task::spawn_blocking(move || typed(again, "ines one\nines two\n"));
+    let out = mistyped.await.unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("The same again:") && said.contains("the two passwords differ"),
+        "{said}"
+    );
+    assert!(!has_owner_password(services, ines).await.unwrap());
+    let out =
+        tokio::task::spawn_blocking(move || typed(command, "ines typed this\nines typed this\n"))
+            .await
+            .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("owner password set: ines"), "{said}");
+    assert!(!said.contains("ines typed this"), "never echoed: {said}");
+    assert!(matches!(
+        check_owner_password(services, ines, "ines typed this")
+            .await
+            .unwrap(),
+        PasswordCheck::Right
+    ));
     app.stop().await;
 }
