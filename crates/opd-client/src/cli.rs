@@ -26,7 +26,7 @@ use crate::http::Client;
 use crate::pay::{self, Payment, Progress};
 use crate::profile::{self, Profile};
 use crate::render;
-use crate::resources;
+use crate::resources::{self, WalletAddress};
 
 /// `opd client`.
 #[derive(Debug, Args)]
@@ -620,6 +620,20 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
     Ok(())
 }
 
+/// The owner's consent to pay exactly `quote` (its debit, its receiver)
+/// from `wallet`.
+async fn consent_to_quote(
+    client: &Client,
+    wallet: &WalletAddress,
+    quote: &str,
+    wait: Duration,
+) -> anyhow::Result<gnap::Issued> {
+    let access = TokenFor::Access(resources::quote_access(wallet));
+    let q = read(client, quote, &access).await?;
+    let limits = json!({ "debitAmount": q["debitAmount"], "receiver": q["receiver"] });
+    resources::outgoing_token(client, wallet, Some(limits), wait, Output::consent_prompt).await
+}
+
 async fn outgoing_command(
     client: &Client,
     cmd: OutgoingCommand,
@@ -636,15 +650,8 @@ async fn outgoing_command(
             let (token, granted) = match token {
                 Some(t) => (t, None),
                 None => {
-                    // Consent for exactly this quote: its debit, its receiver.
-                    let access = TokenFor::Access(resources::quote_access(&wallet));
-                    let q = read(client, &quote, &access).await?;
-                    let limits =
-                        json!({ "debitAmount": q["debitAmount"], "receiver": q["receiver"] });
                     let wait = Duration::from_secs(consent_wait_secs);
-                    let consent = Output::consent_prompt;
-                    let t = resources::outgoing_token(client, &wallet, Some(limits), wait, consent)
-                        .await?;
+                    let t = consent_to_quote(client, &wallet, &quote, wait).await?;
                     (t.token.value.clone(), Some(t))
                 }
             };

@@ -174,27 +174,7 @@ async fn ten_payments_with_one_profile_reuse_their_grants() {
         assert_eq!(mode & 0o777, 0o600);
     }
 
-    // `incoming-payment create` reuses the payments' grant too; the same
-    // request three times at once is three incoming payments, not one
-    // answered thrice (opd answers identical signed bytes as one request).
-    let create = [
-        "--json",
-        "incoming-payment",
-        "create",
-        "--wallet-address",
-        &bob,
-        "--amount",
-        "2.00",
-    ];
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let ip: Value =
-            serde_json::from_str(&stdout(&super::opd_client(&profile, &proxy, &create).await))
-                .unwrap();
-        ids.push(ip["id"].as_str().unwrap().to_owned());
-    }
-    ids.dedup();
-    assert_eq!(ids.len(), 3, "{ids:?}");
+    three_identical_creates_are_three(&profile, &proxy, &bob).await;
     let grants = held(&app, shop).await;
     assert_eq!(count(&grants, "incoming-payment"), 1, "{grants:?}");
 
@@ -226,6 +206,33 @@ async fn ten_payments_with_one_profile_reuse_their_grants() {
             "create-quote",
         ],
     );
+}
+
+/// `incoming-payment create` reuses the payments' grant too; the same
+/// request three times at once is three incoming payments, not one
+/// answered thrice (opd answers identical signed bytes as one request).
+async fn three_identical_creates_are_three(
+    profile: &std::path::Path,
+    proxy: &ValidatingProxy,
+    bob: &str,
+) {
+    let create = [
+        "--json",
+        "incoming-payment",
+        "create",
+        "--wallet-address",
+        bob,
+        "--amount",
+        "2.00",
+    ];
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let out = stdout(&super::opd_client(profile, proxy, &create).await);
+        let ip: Value = serde_json::from_str(&out).unwrap();
+        ids.push(ip["id"].as_str().unwrap().to_owned());
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "{ids:?}");
 }
 
 /// A payment that fails after its grants were asked for leaves none of
