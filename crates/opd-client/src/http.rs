@@ -7,6 +7,7 @@
 //! authorities of `--ca-file`; a refused certificate is named (not
 //! trusted, expired, another host's) as the server names it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use opd_core::certificates::CertificateProblem;
@@ -16,6 +17,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+use crate::grants::KeptGrants;
 use crate::profile::Profile;
 
 /// How long one request may take.
@@ -72,6 +74,9 @@ impl ClientError {
 pub struct Client {
     pub profile: Profile,
     http: reqwest::Client,
+    /// The grants it reuses: for this process only unless
+    /// [`keeping_grants`](Self::keeping_grants) says where.
+    pub kept: Arc<KeptGrants>,
 }
 
 impl Client {
@@ -96,13 +101,26 @@ impl Client {
         Ok(Self {
             profile,
             http: builder.build()?,
+            kept: Arc::default(),
         })
+    }
+
+    /// The same client, reusing `kept` grants (those of its profile file).
+    pub fn keeping_grants(self, kept: KeptGrants) -> Self {
+        Self {
+            kept: Arc::new(kept),
+            ..self
+        }
     }
 
     /// A client sending through `http` instead of its own HTTP client (the
     /// tests pass one going through a recording proxy).
     pub fn with_http(profile: Profile, http: reqwest::Client) -> Self {
-        Self { profile, http }
+        Self {
+            profile,
+            http,
+            kept: Arc::default(),
+        }
     }
 
     /// An unsigned `GET` (wallet address documents, public incoming

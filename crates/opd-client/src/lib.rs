@@ -10,7 +10,9 @@
 //! - [`amount`]: `12.34` ⇄ minor units, exactly;
 //! - [`profile`]: the client's identity file;
 //! - [`http`]: signed requests and server errors;
-//! - [`gnap`]: grants, consent through a loopback redirect, tokens;
+//! - [`gnap`]: grants, consent through a loopback redirect, tokens,
+//!   cancellation;
+//! - [`kept`] and [`grants`]: grants kept in the profile and reused;
 //! - [`resources`]: wallet addresses, receivers, the grant each request needs;
 //! - [`pay`]: the whole payment in one command;
 //! - [`render`] and [`cli`]: the command line.
@@ -19,7 +21,9 @@ pub mod amount;
 pub mod cli;
 mod finish_page;
 pub mod gnap;
+pub mod grants;
 pub mod http;
+pub mod kept;
 pub mod pay;
 pub mod profile;
 pub mod render;

@@ -6,6 +6,12 @@
 //! at the end is what that server recorded once the payment ended, never
 //! a figure read while it was still sending.
 //!
+//! The grants it needs do not pile up: the incoming-payment and quote
+//! grants are kept in the profile and reused by the next payment
+//! ([`crate::grants`]); the outgoing-payment grant, one per payment (its
+//! limits are this payment's), is cancelled when the payment fails, from
+//! a refused consent to a payment that did not complete.
+//!
 //! The Open Payments view of an outgoing payment says `failed` but not
 //! whether it is still sending. opd servers say it in a header
 //! (`opd-payment-state`); for other servers the payment is taken as ended
@@ -19,6 +25,8 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::amount::{parse_decimal, Amount};
+use crate::gnap::{self, Continuation};
+use crate::grants::{self, TokenFor};
 use crate::http::Client;
 use crate::resources::{self, Receiver, WalletAddress};
 
@@ -111,25 +119,45 @@ impl Paid {
 /// The receiver's side: its incoming payment and how to read it.
 struct Incoming {
     url: String,
-    /// A token to read it, when this client made it.
-    token: Option<String>,
+    /// A token to read it (for the receiver's incoming payments, kept),
+    /// when this client made it.
+    token: Option<TokenFor>,
     /// Its asset, when known (for `--amount` on an incoming payment).
     asset: Option<(String, u8)>,
     /// What it had received before this payment.
     received_before: u64,
 }
 
-/// Runs the whole payment; an error says at which step it stopped.
+/// Runs the whole payment; an error says at which step it stopped. When
+/// it fails, the outgoing-payment grant asked for it is cancelled; grants
+/// that could not be kept in the profile are cancelled either way.
 pub async fn pay(
     client: &Client,
     p: &Payment,
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Paid> {
+    let mut outgoing_grant = None;
+    let paid = pay_steps(client, p, progress, &mut outgoing_grant).await;
+    // Nothing will use them: the profile could not keep them.
+    let _ = grants::cancel_unsaved(client).await;
+    match (paid, outgoing_grant) {
+        (Err(e), Some(grant)) => Err(gnap::cancelled_after(client, &grant, e).await),
+        (paid, _) => paid,
+    }
+}
+
+/// [`pay`]'s steps; `outgoing_grant` is set once the sender consented.
+async fn pay_steps(
+    client: &Client,
+    p: &Payment,
+    progress: &mut dyn Progress,
+    outgoing_grant: &mut Option<Continuation>,
+) -> anyhow::Result<Paid> {
     let sender = resources::wallet_address(client, &p.from).await?;
     let incoming = incoming_payment(client, p, progress).await?;
 
     let (quote, debit, receive, token, id) =
-        match prepare(client, p, &sender, &incoming, progress).await {
+        match prepare(client, p, &sender, &incoming, progress, outgoing_grant).await {
             Ok(prepared) => prepared,
             Err(e) => return Err(close_unpaid(client, &incoming, e).await),
         };
@@ -161,15 +189,16 @@ pub async fn pay(
 }
 
 /// Everything before the payment exists: the quote, the consent and the
-/// outgoing payment itself; its id.
+/// outgoing payment itself; its id. `outgoing_grant` is set once the
+/// sender consented.
 async fn prepare(
     client: &Client,
     p: &Payment,
     sender: &WalletAddress,
     incoming: &Incoming,
     progress: &mut dyn Progress,
+    outgoing_grant: &mut Option<Continuation>,
 ) -> anyhow::Result<(Value, Amount, Amount, crate::gnap::Token, String)> {
-    let quote_token = resources::quote_token(client, sender).await?;
     let mut body = json!({ "walletAddress": sender.id, "receiver": incoming.url, "method": "ilp" });
     if let Some(text) = &p.debit_amount {
         body["debitAmount"] = sender
@@ -187,7 +216,9 @@ async fn prepare(
         }
         .to_json();
     }
-    let quote = resources::create(client, sender, "quotes", &quote_token.value, &body).await?;
+    let token = TokenFor::Access(resources::quote_access(sender));
+    let quotes = sender.collection("quotes");
+    let quote = grants::signed(client, &token, Method::POST, &quotes, Some(&body)).await?;
     let debit = amount_in(&quote, "debitAmount")?;
     let receive = amount_in(&quote, "receiveAmount")?;
     // The name is the sender's server's: inert, or it could hide this
@@ -198,10 +229,12 @@ async fn prepare(
     ));
 
     let limits = json!({ "debitAmount": debit.to_json(), "receiver": incoming.url });
-    let token = resources::outgoing_token(client, sender, Some(limits), p.consent_wait, |url| {
+    let granted = resources::outgoing_token(client, sender, Some(limits), p.consent_wait, |url| {
         progress.consent(url);
     })
     .await?;
+    outgoing_grant.clone_from(&granted.grant);
+    let token = granted.token;
     progress.step("Approved.");
 
     let body = json!({ "walletAddress": sender.id, "quoteId": quote["id"] });
@@ -222,7 +255,7 @@ async fn close_unpaid(client: &Client, incoming: &Incoming, e: anyhow::Error) ->
         return e;
     };
     let url = format!("{}/complete", incoming.url);
-    match client.signed(Method::POST, &url, Some(token), None).await {
+    match grants::signed(client, token, Method::POST, &url, None).await {
         Ok(_) => anyhow::anyhow!(
             "{e:#}; nothing was paid, and the incoming payment made for it was closed ({})",
             Untrusted(&incoming.url)
@@ -243,14 +276,14 @@ async fn incoming_payment(
 ) -> anyhow::Result<Incoming> {
     match resources::receiver(client, &p.receiver).await? {
         Receiver::WalletAddress(w) => {
-            let token = resources::incoming_token(client, &w).await?;
+            let token = TokenFor::Access(resources::incoming_access(&w));
             let mut body =
                 json!({ "walletAddress": w.id, "metadata": { "description": "opd client pay" } });
             if let (Some(text), None) = (&p.amount, &p.debit_amount) {
                 body["incomingAmount"] = w.amount(parse_decimal(text, w.asset_scale)?).to_json();
             }
-            let ip =
-                resources::create(client, &w, "incoming-payments", &token.value, &body).await?;
+            let collection = w.collection("incoming-payments");
+            let ip = grants::signed(client, &token, Method::POST, &collection, Some(&body)).await?;
             let url = ip["id"]
                 .as_str()
                 .ok_or_else(|| anyhow::anyhow!("the incoming payment has no id: {ip}"))?
@@ -262,7 +295,7 @@ async fn incoming_payment(
             ));
             Ok(Incoming {
                 url,
-                token: Some(token.value),
+                token: Some(token),
                 asset: Some((w.asset_code.clone(), w.asset_scale)),
                 received_before: 0,
             })
@@ -284,13 +317,10 @@ async fn incoming_payment(
 /// The incoming payment as its reader sees it: in full with the token,
 /// else its public view.
 async fn read_incoming(client: &Client, incoming: &Incoming) -> anyhow::Result<Value> {
+    let url = &incoming.url;
     Ok(match &incoming.token {
-        Some(t) => {
-            client
-                .signed(Method::GET, &incoming.url, Some(t), None)
-                .await?
-        }
-        None => client.get_public(&incoming.url).await?,
+        Some(token) => grants::signed(client, token, Method::GET, url, None).await?,
+        None => client.get_public(url).await?,
     })
 }
 

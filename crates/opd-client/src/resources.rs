@@ -1,7 +1,7 @@
 //! Open Payments resources as a client reaches them: wallet address
 //! documents, and the grants each kind of request needs (incoming payments
-//! and quotes without interaction, outgoing payments with the user's
-//! consent).
+//! and quotes without interaction, kept and reused through
+//! [`crate::grants`]; outgoing payments with the user's consent).
 
 use std::time::Duration;
 
@@ -9,8 +9,9 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::amount::Amount;
-use crate::gnap::{self, Token};
+use crate::gnap::{self, Issued};
 use crate::http::{Client, ClientError};
+use crate::kept::Wanted;
 
 /// What the incoming-payment grants ask for: everything a payee's client
 /// does with its incoming payments. Not `list-all`: servers (the reference
@@ -163,46 +164,50 @@ pub async fn receiver(client: &Client, url: &str) -> anyhow::Result<Receiver> {
     anyhow::bail!("{url} is neither a wallet address nor an incoming payment")
 }
 
-/// A token for `wallet`'s incoming payments (no interaction).
-pub async fn incoming_token(client: &Client, wallet: &WalletAddress) -> Result<Token, ClientError> {
-    gnap::request(
-        client,
-        &wallet.auth_server,
-        json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS, "identifier": wallet.id }]),
-    )
-    .await
+/// The origin of `url` (where a token for it may go); `url` itself when
+/// it is no URL.
+pub(crate) fn origin(url: &str) -> String {
+    url::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.origin().ascii_serialization())
 }
 
-/// A token for incoming payments at `auth_server` when only an incoming
-/// payment's URL is known (its public view names the server).
-pub async fn incoming_token_at(client: &Client, auth_server: &str) -> Result<Token, ClientError> {
-    gnap::request(
-        client,
-        auth_server,
-        json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS }]),
-    )
-    .await
+/// The access for `wallet`'s incoming payments (a non-interactive grant).
+pub fn incoming_access(wallet: &WalletAddress) -> Wanted {
+    Wanted {
+        auth_server: wallet.auth_server.clone(),
+        resource_server: origin(&wallet.resource_server),
+        access: json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS, "identifier": wallet.id }]),
+    }
 }
 
-/// A token for quotes of `wallet` (no interaction).
-pub async fn quote_token(client: &Client, wallet: &WalletAddress) -> Result<Token, ClientError> {
-    gnap::request(
-        client,
-        &wallet.auth_server,
-        json!([{ "type": "quote", "actions": ["create", "read", "read-all"], "identifier": wallet.id }]),
-    )
-    .await
+/// The access for the incoming payment at `url` when only its URL is
+/// known (its public view names the authorization server).
+pub fn incoming_access_at(auth_server: &str, url: &str) -> Wanted {
+    Wanted {
+        auth_server: auth_server.to_owned(),
+        resource_server: origin(url),
+        access: json!([{ "type": "incoming-payment", "actions": INCOMING_ACTIONS }]),
+    }
+}
+
+/// The access for quotes of `wallet` (a non-interactive grant).
+pub fn quote_access(wallet: &WalletAddress) -> Wanted {
+    Wanted {
+        auth_server: wallet.auth_server.clone(),
+        resource_server: origin(&wallet.resource_server),
+        access: json!([{ "type": "quote", "actions": ["create", "read", "read-all"], "identifier": wallet.id }]),
+    }
 }
 
 /// A token to create and read outgoing payments of `wallet`, within
-/// `limits` when given, once its owner consents in a browser.
+/// `limits` when given, once its owner consents in a browser; with where
+/// to cancel the grant.
 pub async fn outgoing_token(
     client: &Client,
     wallet: &WalletAddress,
     limits: Option<Value>,
     wait: Duration,
     show: impl FnOnce(&str),
-) -> anyhow::Result<Token> {
+) -> anyhow::Result<Issued> {
     let mut item = json!({ "type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": wallet.id });
     if let Some(l) = limits {
         item["limits"] = l;

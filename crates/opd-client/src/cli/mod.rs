@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use crate::amount::{parse_decimal, Amount};
 use crate::gnap;
+use crate::grants::{self, call_with, KeptGrants, TokenFor};
 use crate::http::Client;
 use crate::pay::{self, Payment, Progress};
 use crate::profile::{self, Profile};
@@ -53,9 +54,11 @@ pub async fn run(args: ClientArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let client = client_for(Profile::load(&path)?, args.ca_file.as_deref())?;
+    let (profile, kept) = Profile::load_with_grants(&path)?;
+    let client = client_for(profile, args.ca_file.as_deref())?
+        .keeping_grants(KeptGrants::in_profile(path, kept));
     let out = Output { json: args.json };
-    match args.command {
+    let done = match args.command {
         ClientCommand::Keys(KeysCommand::Generate { .. }) => Ok(()),
         ClientCommand::Keys(KeysCommand::Show) => {
             out.value(&serde_json::to_value(client.profile.jwk())?, |v| {
@@ -73,6 +76,20 @@ pub async fn run(args: ClientArgs) -> anyhow::Result<()> {
         ClientCommand::IncomingPayment(cmd) => incoming_command(&client, cmd, &out).await,
         ClientCommand::Quote(cmd) => quote_command(&client, cmd, &out).await,
         ClientCommand::OutgoingPayment(cmd) => outgoing_command(&client, cmd, &out).await,
+    };
+    release_unsaved(&client).await;
+    done
+}
+
+/// After a command: the grants it could not keep in the profile are
+/// cancelled (nothing can use them), and why they were not kept is said.
+async fn release_unsaved(client: &Client) {
+    let _ = grants::cancel_unsaved(client).await;
+    if let Some(why) = client.kept.write_failed() {
+        eprintln!(
+            "note: grants are not kept for reuse: {}",
+            untrusted::lines(&why)
+        );
     }
 }
 
@@ -214,7 +231,8 @@ async fn grant_command(client: &Client, a: GrantArgs, out: &Output) -> anyhow::R
         Duration::from_secs(a.consent_wait_secs),
         Output::consent_prompt,
     )
-    .await?;
+    .await?
+    .token;
     out.value(&gnap::token_json(&token), |_| token_text(&token));
     Ok(())
 }
@@ -245,46 +263,26 @@ async fn token_command(client: &Client, cmd: TokenCommand, out: &Output) -> anyh
     Ok(())
 }
 
-/// The given token, or a new non-interactive one for `wallet`'s incoming
-/// payments.
-async fn incoming_token(
-    client: &Client,
-    wallet: &WalletAddress,
-    given: Option<String>,
-) -> anyhow::Result<String> {
-    Ok(match given {
-        Some(t) => t,
-        None => resources::incoming_token(client, wallet).await?.value,
-    })
-}
-
-/// The given token, or a new non-interactive one for `wallet`'s quotes.
-async fn quote_token(
-    client: &Client,
-    wallet: &WalletAddress,
-    given: Option<String>,
-) -> anyhow::Result<String> {
-    Ok(match given {
-        Some(t) => t,
-        None => resources::quote_token(client, wallet).await?.value,
-    })
-}
-
-/// The token for one incoming payment known by URL: the given one, or a
-/// grant at the authorization server its public view names.
+/// The token for one incoming payment known by URL: the given one, or
+/// one for the authorization server its public view names.
 async fn token_for_incoming(
     client: &Client,
     url: &str,
     given: Option<String>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<TokenFor> {
     if let Some(t) = given {
-        return Ok(t);
+        return Ok(TokenFor::Given(t));
     }
     let public = client.get_public(url).await?;
     let auth = public["authServer"]
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("{url} names no authorization server: {public}"))?;
-    Ok(resources::incoming_token_at(client, auth).await?.value)
+    Ok(TokenFor::Access(resources::incoming_access_at(auth, url)))
+}
+
+/// `GET url` with the token.
+async fn read(client: &Client, url: &str, token: &TokenFor) -> anyhow::Result<Value> {
+    Ok(grants::signed(client, token, Method::GET, url, None).await?)
 }
 
 async fn incoming_command(
@@ -301,7 +299,7 @@ async fn incoming_command(
             token,
         } => {
             let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = incoming_token(client, &wallet, token).await?;
+            let token = TokenFor::given_or(token, || resources::incoming_access(&wallet));
             let mut body = json!({ "walletAddress": wallet.id });
             if let Some(text) = amount {
                 body["incomingAmount"] = wallet
@@ -317,12 +315,13 @@ async fn incoming_command(
                 body["metadata"] = serde_json::from_str(&m)
                     .map_err(|e| anyhow::anyhow!("--metadata is not JSON: {e}"))?;
             }
-            let ip = resources::create(client, &wallet, "incoming-payments", &token, &body).await?;
+            let collection = wallet.collection("incoming-payments");
+            let ip = grants::signed(client, &token, Method::POST, &collection, Some(&body)).await?;
             out.resource(&ip);
         }
         IncomingCommand::Get { url, token } => {
             let token = token_for_incoming(client, &url, token).await?;
-            out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
+            out.resource(&read(client, &url, &token).await?);
         }
         IncomingCommand::List {
             wallet_address,
@@ -330,24 +329,19 @@ async fn incoming_command(
             cursor,
             token,
         } => {
-            let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = incoming_token(client, &wallet, token).await?;
-            let items = resources::list(
-                client,
-                &wallet,
-                "incoming-payments",
-                &token,
-                first,
-                cursor.as_deref(),
-            )
+            let wallet = &resources::wallet_address(client, &wallet_address).await?;
+            let token = TokenFor::given_or(token, || resources::incoming_access(wallet));
+            let cursor = cursor.as_deref();
+            let items = call_with(client, &token, |t| async move {
+                resources::list(client, wallet, "incoming-payments", &t, first, cursor).await
+            })
             .await?;
             out.list(items, "incoming payments");
         }
         IncomingCommand::Complete { url, token } => {
             let token = token_for_incoming(client, &url, token).await?;
-            let done = client
-                .signed(Method::POST, &format!("{url}/complete"), Some(&token), None)
-                .await?;
+            let url = format!("{url}/complete");
+            let done = grants::signed(client, &token, Method::POST, &url, None).await?;
             out.resource(&done);
         }
     }
@@ -364,7 +358,7 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
             token,
         } => {
             let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = quote_token(client, &wallet, token).await?;
+            let token = TokenFor::given_or(token, || resources::quote_access(&wallet));
             let mut body =
                 json!({ "walletAddress": wallet.id, "receiver": receiver, "method": "ilp" });
             if let Some(text) = debit_amount {
@@ -380,7 +374,8 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
                 let value = parse_decimal(&text, asset.asset_scale)?;
                 body["receiveAmount"] = Amount { value, ..asset }.to_json();
             }
-            let q = resources::create(client, &wallet, "quotes", &token, &body).await?;
+            let quotes = wallet.collection("quotes");
+            let q = grants::signed(client, &token, Method::POST, &quotes, Some(&body)).await?;
             out.resource(&q);
         }
         QuoteCommand::Get {
@@ -389,11 +384,25 @@ async fn quote_command(client: &Client, cmd: QuoteCommand, out: &Output) -> anyh
             token,
         } => {
             let wallet = resources::wallet_address(client, &wallet_address).await?;
-            let token = quote_token(client, &wallet, token).await?;
-            out.resource(&client.signed(Method::GET, &url, Some(&token), None).await?);
+            let token = TokenFor::given_or(token, || resources::quote_access(&wallet));
+            out.resource(&read(client, &url, &token).await?);
         }
     }
     Ok(())
+}
+
+/// The owner's consent to pay exactly `quote` (its debit, its receiver)
+/// from `wallet`.
+async fn consent_to_quote(
+    client: &Client,
+    wallet: &WalletAddress,
+    quote: &str,
+    wait: Duration,
+) -> anyhow::Result<gnap::Issued> {
+    let access = TokenFor::Access(resources::quote_access(wallet));
+    let q = read(client, quote, &access).await?;
+    let limits = json!({ "debitAmount": q["debitAmount"], "receiver": q["receiver"] });
+    resources::outgoing_token(client, wallet, Some(limits), wait, Output::consent_prompt).await
 }
 
 async fn outgoing_command(
@@ -412,31 +421,25 @@ async fn outgoing_command(
             let (token, granted) = match token {
                 Some(t) => (t, None),
                 None => {
-                    // Consent for exactly this quote: its debit, its receiver.
-                    let quote_token = resources::quote_token(client, &wallet).await?;
-                    let q = client
-                        .signed(Method::GET, &quote, Some(&quote_token.value), None)
-                        .await?;
-                    let limits =
-                        json!({ "debitAmount": q["debitAmount"], "receiver": q["receiver"] });
-                    let t = resources::outgoing_token(
-                        client,
-                        &wallet,
-                        Some(limits),
-                        Duration::from_secs(consent_wait_secs),
-                        Output::consent_prompt,
-                    )
-                    .await?;
-                    (t.value.clone(), Some(t))
+                    let wait = Duration::from_secs(consent_wait_secs);
+                    let t = consent_to_quote(client, &wallet, &quote, wait).await?;
+                    (t.token.value.clone(), Some(t))
                 }
             };
             let body = json!({ "walletAddress": wallet.id, "quoteId": quote });
-            let payment =
-                resources::create(client, &wallet, "outgoing-payments", &token, &body).await?;
+            let created =
+                resources::create(client, &wallet, "outgoing-payments", &token, &body).await;
+            let payment = match (created, granted.as_ref().and_then(|g| g.grant.as_ref())) {
+                // The grant was asked for this payment only.
+                (Err(e), Some(grant)) => {
+                    return Err(gnap::cancelled_after(client, grant, e.into()).await)
+                }
+                (created, _) => created?,
+            };
             // A script needs the token to read the payment later.
             let mut shown = payment.clone();
             if let Some(t) = granted {
-                shown["accessToken"] = gnap::token_json(&t);
+                shown["accessToken"] = gnap::token_json(&t.token);
             }
             out.value(&shown, |_| render::resource(&payment));
         }

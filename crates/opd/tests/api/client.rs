@@ -6,7 +6,8 @@
 //! finish redirect to the client's loopback port (the consent page itself
 //! has its own browser tests). The client's traffic goes through a
 //! recording proxy (`opd_testkit::proxy`), so that every Open Payments and
-//! GNAP response it received is validated against the spec.
+//! GNAP response it received is validated against the spec. The grants
+//! a payment leaves behind are counted in [`grants`].
 
 use std::process::Output;
 
@@ -20,6 +21,8 @@ use serde_json::{json, Value};
 
 use crate::amount;
 use crate::remote::{admin_ok, balance, balanced, pair_of, Pair};
+
+mod grants;
 
 /// Records the steps and answers the consent page as the owner would.
 struct Owner {
@@ -410,25 +413,30 @@ async fn recorded(a: &TestApp, out: &Value) -> opd_core::outgoing_payment::Outgo
 /// serves the requests), its HTTP going through `proxy` (which its HTTP
 /// client, like any reqwest client, takes from `HTTP_PROXY`).
 async fn opd_client(profile: &std::path::Path, proxy: &ValidatingProxy, args: &[&str]) -> Output {
-    let mut all = vec![
-        "client".to_owned(),
-        format!("--profile={}", profile.display()),
-    ];
-    all.extend(args.iter().map(|a| (*a).to_owned()));
-    let proxy = proxy.url.clone();
-    tokio::task::spawn_blocking(move || {
-        opd_testkit::output(
-            std::process::Command::new(env!("CARGO_BIN_EXE_opd"))
-                .args(&all)
-                .env_remove("OPD_CLIENT_PROFILE")
-                .env_remove("NO_PROXY")
-                .env_remove("no_proxy")
-                .env("HTTP_PROXY", &proxy)
-                .env("http_proxy", &proxy),
-        )
-    })
-    .await
-    .unwrap()
+    let mut command = client_command(profile, proxy, args);
+    tokio::task::spawn_blocking(move || opd_testkit::output(&mut command))
+        .await
+        .unwrap()
+}
+
+/// The command `opd client --profile <profile> <args>`, its HTTP going
+/// through `proxy`.
+fn client_command(
+    profile: &std::path::Path,
+    proxy: &ValidatingProxy,
+    args: &[&str],
+) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_opd"));
+    command
+        .arg("client")
+        .arg(format!("--profile={}", profile.display()))
+        .args(args)
+        .env_remove("OPD_CLIENT_PROFILE")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env("HTTP_PROXY", &proxy.url)
+        .env("http_proxy", &proxy.url);
+    command
 }
 
 fn stdout(o: &Output) -> String {
