@@ -13,6 +13,7 @@ pub mod metrics;
 mod pages;
 mod replays;
 pub mod resource_server;
+mod views;
 pub mod wire;
 
 use std::sync::Arc;

@@ -187,17 +187,20 @@ pub async fn grants(
     limit: i64,
 ) -> Result<Vec<GrantSummary>, ServiceError> {
     let found = services.store.all_grants(state, before, limit).await?;
-    Ok(found
-        .into_iter()
-        .map(|g| GrantSummary {
+    Ok(found.into_iter().map(GrantSummary::from).collect())
+}
+
+impl From<opd_store::GrantRecord> for GrantSummary {
+    fn from(g: opd_store::GrantRecord) -> Self {
+        Self {
             id: g.id,
             state: g.state,
             finalization: g.finalization,
             client_wallet_address: g.client_wallet_address,
             access: g.access,
             created_at: g.created_at,
-        })
-        .collect())
+        }
+    }
 }
 
 /// The newest `limit` webhook events with their last error; only the

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use access::replays::{FinishedRequest, ReplayStore, StoredRequest};
+pub use grants::owners::OwnerStore;
 pub use grants::{AccessTokenRecord, GrantRecord, GrantStore};
 pub use interledger::holds::{HoldOutcome, HoldStore};
 pub use interledger::peers::{AutoPeerOutcome, AutoPeeringLimits, PeerStore};
@@ -64,6 +65,7 @@ pub trait Store:
     + PacketStore
     + RetentionStore
     + OperatorStore
+    + OwnerStore
     + Send
     + Sync
     + 'static
@@ -198,6 +200,7 @@ fn all_statements(backend: Backend) -> Vec<&'static platform::db::Stmt> {
         wallets::STATEMENTS.to_vec(),
         tenants::STATEMENTS.to_vec(),
         grants::STATEMENTS.to_vec(),
+        grants::owners::STATEMENTS.to_vec(),
         access::statements(),
         interledger::statements(),
         payments::statements(backend),

@@ -306,10 +306,14 @@ struct Shown<'a> {
 }
 
 impl Shown<'_> {
-    async fn again(&self, status: StatusCode, error: &str, retry_after: Option<u64>) -> Response {
+    async fn refused(&self, refusal: super::password::Refusal) -> Response {
         let (services, i) = (self.services, self.interaction);
-        let mut response = page(services, i, self.here, self.cookie, status, Some(error)).await;
-        if let Some(v) = retry_after.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
+        let error = Some(refusal.message.as_str());
+        let mut response = page(services, i, self.here, self.cookie, refusal.status, error).await;
+        let retry = refusal
+            .retry_after
+            .map(|s| HeaderValue::from_str(&s.to_string()));
+        if let Some(Ok(v)) = retry {
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         response
@@ -334,40 +338,16 @@ async fn password_step(
     let keys = [by_wallet.as_str(), by_interaction.as_str()];
     let lockout = &services.limits.password_lockout;
     if let Err(wait) = lockout.attempt(&keys) {
-        let secs = wait.as_secs().max(1);
-        let message = format!("Too many wrong passwords. Try again in {secs} seconds.");
-        let status = StatusCode::TOO_MANY_REQUESTS;
-        return Err(shown.again(status, &message, Some(secs)).await);
+        let refusal = super::password::too_many(wait.as_secs().max(1));
+        return Err(shown.refused(refusal).await);
     }
     let check = grants::check_owner_password(services, interaction.wallet.id, password).await;
-    match check {
-        Ok(grants::PasswordCheck::Right) => {
+    match check.map(|c| super::password::judged(c, services.clock.now())) {
+        Ok(Ok(())) => {
             lockout.succeeded(&keys);
             Ok(())
         }
-        Ok(grants::PasswordCheck::Wrong) => Err(shown
-            .again(StatusCode::UNAUTHORIZED, "Wrong password.", None)
-            .await),
-        Ok(grants::PasswordCheck::NotSet) => {
-            let message = "This wallet address has no owner password yet: ask your wallet \
-                           provider to set one.";
-            Err(shown.again(StatusCode::FORBIDDEN, message, None).await)
-        }
-        Ok(grants::PasswordCheck::Paused(until)) => {
-            let ms = until.unix_millis() - services.clock.now().unix_millis();
-            let secs = u64::try_from(ms.saturating_add(999) / 1000)
-                .unwrap_or(1)
-                .max(1);
-            let minutes = secs.div_ceil(60);
-            let message = format!(
-                "Approval by password is paused for this wallet address after too many wrong \
-                 passwords. Try again in {minutes} minute{}, or ask your provider to set your \
-                 password again.",
-                if minutes == 1 { "" } else { "s" }
-            );
-            let status = StatusCode::TOO_MANY_REQUESTS;
-            Err(shown.again(status, &message, Some(secs)).await)
-        }
+        Ok(Err(refusal)) => Err(shown.refused(refusal).await),
         Err(e) => {
             tracing::error!(error = %e, "password check failed");
             Err(pages::message(

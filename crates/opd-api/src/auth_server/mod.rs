@@ -13,12 +13,15 @@
 //!   (`/consent/{id}/{nonce}`), then to `/interact/{id}/{nonce}/finish`,
 //!   which redirects to the client's finish URI;
 //! - `/idp/interactions/{id}/{nonce}[/accept|/reject]`: the identity
-//!   provider API for the operator's own consent app (`x-idp-secret`).
+//!   provider API for the operator's own consent app (`x-idp-secret`);
+//! - `GET|POST /wallet/<path>`: the wallet owner's own page ([`owner`]).
 //!
 //! Errors are GNAP error objects `{"error":{"code","description"}}`.
 
 mod consent;
 mod consent_words;
+mod owner;
+mod password;
 pub mod site;
 
 use axum::extract::State;
@@ -63,6 +66,7 @@ pub fn auth_router(state: AppState) -> Router {
             get(consent::consent_page).post(consent::consent_decision),
         )
         .route(pages::AUTH_CSS, get(pages::stylesheet))
+        .route("/wallet/{*path}", get(owner::page).post(owner::act))
         .route("/idp/interactions/{id}/{nonce}", get(idp_details))
         .route(
             "/idp/interactions/{id}/{nonce}/{decision}",

@@ -21,11 +21,13 @@
 
 pub mod interaction;
 pub mod owner_password;
+pub mod owners;
 pub mod request;
 pub mod tokens;
 
 pub use interaction::*;
 pub use owner_password::*;
+pub use owners::*;
 pub use request::*;
 pub use tokens::*;
 

@@ -186,6 +186,9 @@ pub async fn set_owner_password(
         .store
         .set_owner_password(wallet, &hash, services.clock.now())
         .await?;
+    // Whoever was signed in on the owner's page with the old one is not
+    // any more.
+    services.store.delete_owner_sessions(wallet).await?;
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use crate::platform::db::{params, Param, Stmt, Tx};
 use crate::platform::rows::Columns as _;
 use crate::{SqlStore, StoreResult};
 
+pub mod owners;
 mod records;
 
 pub(crate) use records::{grant_from_row, GRANT_COLUMNS};

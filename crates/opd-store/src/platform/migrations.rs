@@ -80,6 +80,12 @@ macro_rules! migrations_of {
                 "0014_owner_login_budget.sql"
             ),
             $crate::platform::migrations::migration!($folder, 15, "tenants", "0015_tenants.sql"),
+            $crate::platform::migrations::migration!(
+                $folder,
+                16,
+                "owner pages",
+                "0016_owner_pages.sql"
+            ),
         ]
     };
 }

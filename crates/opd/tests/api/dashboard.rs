@@ -454,7 +454,7 @@ async fn the_peers_page_shows_who_created_each_peer() {
     assert!(html.contains("<th scope=\"col\">Created by</th>"), "{html}");
     let row = |name: &str| {
         html.split("<tr ")
-            .find(|r| r.contains(&format!("<strong>{name}</strong>")))
+            .find(|r| r.contains(&format!("\">{name}</a></strong>")))
             .unwrap()
             .to_owned()
     };

@@ -34,6 +34,7 @@ mod limits;
 mod metrics;
 mod outage;
 mod outbound;
+mod owner_page;
 mod payments;
 mod quotes;
 mod reference_server;

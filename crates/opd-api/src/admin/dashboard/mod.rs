@@ -19,16 +19,12 @@
 
 mod accounts;
 mod grants;
-mod incoming;
 mod login;
 mod operations;
 mod payments;
-mod peer;
 mod peers;
 mod pricing;
 mod search;
-mod wallet;
-mod wallet_actions;
 mod wallets;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -87,23 +83,26 @@ pub(crate) fn routes(state: AdminState) -> Router {
     let signed_in = Router::new()
         .route("/dashboard", get(wallets::page))
         .route("/dashboard/wallets", post(wallets::create))
-        .route("/dashboard/wallets/{id}", get(wallet::page))
-        .route("/dashboard/wallets/{id}/money", post(wallet::move_money))
+        .route("/dashboard/wallets/{id}", get(wallets::wallet::page))
+        .route(
+            "/dashboard/wallets/{id}/money",
+            post(wallets::wallet::move_money),
+        )
         .route(
             "/dashboard/wallets/{id}/password",
-            post(wallet_actions::set_password),
+            post(wallets::wallet_actions::set_password),
         )
         .route(
             "/dashboard/wallets/{id}/keys",
-            post(wallet_actions::add_key),
+            post(wallets::wallet_actions::add_key),
         )
         .route(
             "/dashboard/wallets/{id}/keys/revoke",
-            post(wallet_actions::revoke_key),
+            post(wallets::wallet_actions::revoke_key),
         )
         .route(
             "/dashboard/wallets/{id}/deactivate",
-            post(wallet_actions::deactivate),
+            post(wallets::wallet_actions::deactivate),
         )
         .route("/dashboard/payments", get(payments::list))
         .route("/dashboard/payments/{kind}/{id}", get(payments::detail))
@@ -118,8 +117,11 @@ pub(crate) fn routes(state: AdminState) -> Router {
             "/dashboard/peers/{id}/liquidity",
             post(peers::move_liquidity),
         )
-        .route("/dashboard/peers/{id}", get(peer::page).post(peer::update))
-        .route("/dashboard/peers/{id}/delete", post(peer::delete))
+        .route(
+            "/dashboard/peers/{id}",
+            get(peers::peer::page).post(peers::peer::update),
+        )
+        .route("/dashboard/peers/{id}/delete", post(peers::peer::delete))
         .route("/dashboard/pricing", get(pricing::page))
         .route("/dashboard/fees", post(pricing::set_fee))
         .route("/dashboard/rates", post(pricing::set_rate))

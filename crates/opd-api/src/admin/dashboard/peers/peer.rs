@@ -17,8 +17,8 @@ use opd_core::PeerId;
 use opd_service::interledger::peers::{self, PeerInput};
 use opd_service::ServiceError;
 
-use super::{done, done_message, failed, not_found, query_pairs, refusal};
-use super::{CheckedForm, Nav, Session, CSS};
+use crate::admin::dashboard::{done, done_message, failed, not_found, query_pairs, refusal};
+use crate::admin::dashboard::{CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 

@@ -1,10 +1,12 @@
 //! `GET /dashboard/peers`: the Interledger peers with their liquidity;
 //! `POST /dashboard/peers`: a new peer; `POST /dashboard/peers/{id}/liquidity`:
 //! a deposit or withdrawal of a peer's liquidity (one peer's page, to
-//! change or delete it, is [`super::peer`]).
+//! change or delete it, is [`peer`]).
 //!
 //! A peer's liquidity has one meaning everywhere (`docs/peering.md`'s):
 //! what the peer may still send us before the operators settle.
+
+pub(super) mod peer;
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -16,8 +18,8 @@ use opd_core::Asset;
 use opd_service::interledger::peers::{self, PeerInput};
 use opd_service::ServiceError;
 
-use super::{done, done_message, failed, form_state, query_pairs, refusal};
-use super::{CheckedForm, Nav, Session, CSS};
+use crate::admin::dashboard::{done, done_message, failed, form_state, query_pairs, refusal};
+use crate::admin::dashboard::{CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -202,11 +204,11 @@ pub(crate) async fn move_liquidity(
 ) -> Response {
     let services = &state.app.services;
     let Some(id) = opd_core::PeerId::parse(&id) else {
-        return super::not_found("peer");
+        return crate::admin::dashboard::not_found("peer");
     };
     let peer = match peers::get(services, id).await {
         Ok(p) => p,
-        Err(ServiceError::NotFound(_)) => return super::not_found("peer"),
+        Err(ServiceError::NotFound(_)) => return crate::admin::dashboard::not_found("peer"),
         Err(e) => return failed(e),
     };
     let Some(amount) = display::parse_decimal(&form.field("amount"), peer.asset.scale) else {

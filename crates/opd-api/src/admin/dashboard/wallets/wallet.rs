@@ -11,33 +11,23 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::Extension;
-use opd_core::ledger::{AccountKind, Transfer, TransferKind};
 use opd_core::wallet_address::{WalletAddress, WalletAddressKey};
 use opd_core::{Amount, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::{wallets, ServiceError, Services};
 
-use super::grants;
-use super::{done, done_message, failed, not_found, query_pairs, CheckedForm, Nav, Session, CSS};
+use crate::admin::dashboard::grants;
+use crate::admin::dashboard::{
+    done, done_message, failed, not_found, query_pairs, CheckedForm, Nav, Session, CSS,
+};
 use crate::admin::state::AdminState;
+use crate::views::wallet_history::{history, HistoryRow};
 use crate::{display, pages};
 
 /// How many of each list the page shows (the Payments page has them all).
 const NEWEST: i64 = 10;
 /// How many of the newest grants are searched for those naming it.
 const GRANTS_SEARCHED: i64 = 200;
-
-/// One transfer in or out of a wallet address, as its history shows it.
-struct HistoryRow {
-    /// What it was for the wallet: `received`, `payment`, `deposit`...
-    what: &'static str,
-    kind: String,
-    /// The payment (or the wallet address, for the operator's moves).
-    reference: String,
-    /// Signed: `+` in, `−` out.
-    amount: String,
-    created: String,
-}
 
 /// A payment in one of the page's short lists.
 struct PaymentRow {
@@ -71,20 +61,6 @@ struct WalletPage {
     /// Sent back with the money form, so that sending it twice moves the
     /// money once.
     idempotency: String,
-}
-
-/// What a transfer was for the wallet it credited (`incoming`) or debited.
-fn what(kind: TransferKind, incoming: bool) -> &'static str {
-    match (kind, incoming) {
-        (TransferKind::Deposit, _) => "deposit",
-        (TransferKind::Withdrawal, _) => "withdrawal",
-        // Money an incoming payment received lands here (balance mode);
-        // `settle` moved money that was held on an incoming payment.
-        (TransferKind::Deliver | TransferKind::Receive | TransferKind::Settle, true) => "received",
-        (TransferKind::Refund, _) => "refund",
-        (_, false) => "payment",
-        (_, true) => "credit",
-    }
 }
 
 /// The wallet address `id`, if the session may see it.
@@ -151,26 +127,6 @@ fn names_wallet(access: &str, url: &str) -> bool {
         .unwrap_or_default()
         .iter()
         .any(|item| item["identifier"] == url)
-}
-
-/// Its balance history: every transfer in or out, signed.
-fn history(wallet: &WalletAddress, transfers: &[Transfer]) -> Vec<HistoryRow> {
-    let account = AccountKind::Wallet.account_id(&wallet.id.to_string(), &wallet.asset);
-    let (code, scale) = (wallet.asset.code.as_str(), wallet.asset.scale);
-    transfers
-        .iter()
-        .map(|t| {
-            let incoming = t.credit_account == account;
-            let sign = if incoming { "+" } else { "−" };
-            HistoryRow {
-                what: what(t.kind, incoming),
-                kind: t.kind.as_str().to_owned(),
-                reference: t.reference.clone().unwrap_or_default(),
-                amount: format!("{sign}{}", display::amount(t.amount, code, scale)),
-                created: display::datetime(t.created_at),
-            }
-        })
-        .collect()
 }
 
 /// What the page says of the wallet address itself.

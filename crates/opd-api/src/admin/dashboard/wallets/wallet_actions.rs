@@ -19,7 +19,7 @@ use opd_core::wallet_address::WalletAddress;
 use opd_service::{grants, wallets, ServiceError};
 
 use super::wallet::{render, wallet_of};
-use super::{done, failed, refusal, CheckedForm};
+use crate::admin::dashboard::{done, failed, refusal, CheckedForm};
 use crate::admin::state::AdminState;
 
 /// The wallet address of the form, if the session may see it.

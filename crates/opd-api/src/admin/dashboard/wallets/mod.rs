@@ -2,6 +2,9 @@
 //! the server's own identity apart; `POST /dashboard/wallets`: a new wallet
 //! address.
 
+pub(super) mod wallet;
+pub(super) mod wallet_actions;
+
 use askama::Template;
 use axum::extract::State;
 use axum::http::Uri;
@@ -12,8 +15,8 @@ use opd_core::wallet_address::WalletAddressPath;
 use opd_core::{Asset, TenantId};
 use opd_service::{operator, wallets};
 
-use super::{done, done_message, failed, form_state, query_pairs, refusal};
-use super::{CheckedForm, Nav, Session, CSS};
+use crate::admin::dashboard::{done, done_message, failed, form_state, query_pairs, refusal};
+use crate::admin::dashboard::{CheckedForm, Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -68,7 +71,8 @@ pub(crate) async fn page(
     uri: Uri,
 ) -> Response {
     let query = query_pairs(&uri);
-    let chosen = super::param(&query, "tenant").and_then(|t| TenantId::parse(t).ok());
+    let chosen =
+        crate::admin::dashboard::param(&query, "tenant").and_then(|t| TenantId::parse(t).ok());
     render(&state, &session, done_message(&query), None, chosen).await
 }
 

@@ -16,9 +16,9 @@ use opd_core::ledger::{AccountKind, Receipts, Transfer, TransferKind};
 use opd_core::{IncomingPaymentId, OutgoingPaymentId};
 use opd_service::{operator, wallets, ServiceError, Services};
 
-use super::accounts::{account_asset, Names};
-use super::payments::{amount, Detail};
-use super::{failed, not_found};
+use super::{amount, Detail};
+use crate::admin::dashboard::accounts::{account_asset, Names};
+use crate::admin::dashboard::{failed, not_found};
 use crate::display;
 
 /// How many of the wallet address's newest transfers are searched for

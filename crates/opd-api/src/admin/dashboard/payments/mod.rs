@@ -1,7 +1,9 @@
 //! `GET /dashboard/payments`: incoming or outgoing payments of every wallet
 //! address, filtered by wallet address and state, newest first, a page at a
 //! time; `GET /dashboard/payments/{kind}/{id}`: one payment with its
-//! transfers (an incoming payment's page is built by [`super::incoming`]).
+//! transfers (an incoming payment's page is built by [`incoming`]).
+
+mod incoming;
 
 use std::collections::HashMap;
 
@@ -16,9 +18,11 @@ use opd_core::{Asset, OutgoingPaymentId, WalletAddressId};
 use opd_service::operator::{self, IncomingFilter, OutgoingFilter};
 use opd_service::wallets;
 
-use super::accounts::{account_asset, AccountName, Names};
-use super::{done, done_message, failed, not_found, param, query_pairs, CheckedForm};
-use super::{Nav, Session, CSS};
+use crate::admin::dashboard::accounts::{account_asset, AccountName, Names};
+use crate::admin::dashboard::{
+    done, done_message, failed, not_found, param, query_pairs, CheckedForm,
+};
+use crate::admin::dashboard::{Nav, Session, CSS};
 use crate::admin::state::AdminState;
 use crate::{display, pages};
 
@@ -309,7 +313,7 @@ struct PaymentPage {
     /// Where the cancel form posts, for an outgoing payment not finished.
     cancel: Option<String>,
     incoming: bool,
-    paid_by: Vec<super::incoming::Source>,
+    paid_by: Vec<incoming::Source>,
 }
 
 fn transfer_rows(transfers: &[Transfer], names: &Names) -> Vec<TransferRow> {
@@ -341,7 +345,7 @@ pub(super) struct Detail {
     /// `account`.
     pub(super) transfers: Option<Vec<Transfer>>,
     /// What paid it (incoming payments).
-    pub(super) paid_by: Vec<super::incoming::Source>,
+    pub(super) paid_by: Vec<incoming::Source>,
 }
 
 pub(super) fn amount(v: u64, a: &Asset) -> String {
@@ -357,7 +361,7 @@ pub(crate) async fn detail(
     let services = &state.app.services;
     let found = match kind.as_str() {
         "outgoing" => outgoing_detail(services, &id).await,
-        "incoming" => super::incoming::detail(services, &id).await,
+        "incoming" => incoming::detail(services, &id).await,
         _ => return not_found("payment"),
     };
     let detail = match found {
