@@ -159,6 +159,25 @@ impl SiteTable {
     /// The site whose own authorization server a request to the
     /// authorization server listener is for, from its `Host`; the
     /// operator's (the shared one) for any other host.
+    /// The wallet owner's own page: `/wallet/<path>` at the authorization
+    /// server that approves its grants, `<path>` read below the public URL
+    /// of the site that server is for (its tenant's own, or the server's).
+    /// None for a tenant on a host of its own that shares the server's
+    /// authorization server.
+    pub fn owner_page(&self, wallet: &WalletAddress) -> Option<String> {
+        let site = self.of(&wallet.tenant);
+        let served = if site.auth_tenant == site.tenant {
+            &site
+        } else {
+            &self.operator
+        };
+        let url = site.wallet_url(wallet);
+        let base = served.public_url.as_str().trim_end_matches('/');
+        let rest = url.strip_prefix(base)?.strip_prefix('/')?;
+        let auth = site.auth_server_url.trim_end_matches('/');
+        Some(format!("{auth}/wallet/{rest}"))
+    }
+
     pub fn for_auth_host(&self, host: Option<&str>) -> Arc<Site> {
         let host = host.map(host_only).unwrap_or_default();
         let own_host = |s: &&Arc<Site>| {
@@ -394,6 +413,46 @@ mod tests {
             t.of(&TenantId::parse("gone").unwrap()).tenant,
             TenantId::operator()
         );
+    }
+
+    #[test]
+    fn an_owners_page_is_at_the_authorization_server_of_its_wallet() {
+        let mut own = tenant("d", "https://d.example");
+        own.auth_server_url = Some("https://auth.d.example/".into());
+        let t = SiteTable::new(
+            operator(),
+            &[
+                own,
+                tenant("b", "https://opd.example/b"),
+                tenant("a", "https://wallet.a.example"),
+            ],
+        );
+        let wallet = |tenant: &str, path: &str| WalletAddress {
+            id: opd_core::WalletAddressId::new(
+                Timestamp::from_unix_millis(0),
+                &opd_core::SeededRandom::new(1),
+            ),
+            tenant: TenantId::parse(tenant).unwrap(),
+            path: WalletAddressPath::parse(path).unwrap(),
+            asset: opd_core::Asset::parse("USD", 2).unwrap(),
+            public_name: None,
+            created_at: Timestamp::from_unix_millis(0),
+            deactivated_at: None,
+        };
+        let page = |tenant: &str, path: &str| t.owner_page(&wallet(tenant, path));
+        assert_eq!(
+            page("default", "alice").as_deref(),
+            Some("https://auth.opd.example/wallet/alice")
+        );
+        assert_eq!(
+            page("d", "alice").as_deref(),
+            Some("https://auth.d.example/wallet/alice")
+        );
+        assert_eq!(
+            page("b", "alice").as_deref(),
+            Some("https://auth.opd.example/wallet/b/alice")
+        );
+        assert_eq!(page("a", "alice"), None);
     }
 
     #[test]

@@ -729,6 +729,10 @@ async fn the_wallet_page_sets_the_password_adds_and_revokes_keys_and_deactivates
     let dash = signed_in(app).await;
     let page = format!("/dashboard/wallets/{id}");
     let action = |what: &str| format!("/dashboard/wallets/{id}/{what}");
+    // Where its owner signs in to their own page.
+    let (_, html) = dash.get(&page).await;
+    let owners = format!("<dd>{}/wallet/dora</dd>", dash.app.auth);
+    assert!(html.contains(&owners), "{html}");
     let password = action("password");
     let (s, html) = dash
         .post(

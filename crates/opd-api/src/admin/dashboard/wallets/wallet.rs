@@ -195,13 +195,15 @@ pub(super) async fn render(
         let grants = operator::grants(services, None, None, GRANTS_SEARCHED).await?;
         let (incoming, outgoing) = payments(services, wallet).await?;
         let password = opd_service::grants::has_owner_password(services, wallet.id).await?;
+        let owner_page = services.sites.table().await?.owner_page(wallet);
         let loaded = (balance, transfers, keys, grants, incoming, outgoing);
-        Ok::<_, ServiceError>((loaded, password))
+        Ok::<_, ServiceError>((loaded, password, owner_page))
     };
-    let ((balance, transfers, keys, grants, incoming, outgoing), password) = match loaded.await {
-        Ok(l) => l,
-        Err(e) => return failed(e),
-    };
+    let ((balance, transfers, keys, grants, incoming, outgoing), password, owner_page) =
+        match loaded.await {
+            Ok(l) => l,
+            Err(e) => return failed(e),
+        };
     let rows = history(wallet, &transfers);
     let mut facts = facts(wallet, &url, &balance);
     let password_set = password;
@@ -211,6 +213,9 @@ pub(super) async fn render(
         "not set yet: its owner cannot approve grants on the consent page".to_owned()
     };
     facts.push(("Owner password".to_owned(), password));
+    if let Some(page) = owner_page {
+        facts.push(("Owner's page".to_owned(), page));
+    }
     let keys = keys.iter().map(key_row).collect();
     let grants = grants
         .iter()
