@@ -147,3 +147,68 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
             })
     }
 }
+
+/// An HTML form's fields, sent `application/x-www-form-urlencoded` or
+/// `multipart/form-data` (a form with a file input, whose file is read as
+/// text, within the body limit). Fields with the same name keep their
+/// order; unreadable input is an empty form, which every page refuses for
+/// its missing token.
+#[derive(Debug, Default)]
+pub struct FormFields(pub Vec<(String, String)>);
+
+impl FormFields {
+    /// The value of field `name` (empty when absent).
+    pub fn field(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// The first of the fields `names` that is not blank (a key pasted,
+    /// else its file): empty when none is given.
+    pub fn first_given(&self, names: &[&str]) -> String {
+        names
+            .iter()
+            .map(|n| self.field(n))
+            .find(|v| !v.trim().is_empty())
+            .unwrap_or_default()
+    }
+
+    /// The fields of a urlencoded body.
+    pub fn urlencoded(body: &[u8]) -> Self {
+        Self(url::form_urlencoded::parse(body).into_owned().collect())
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for FormFields {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let multipart = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("multipart/form-data"));
+        if !multipart {
+            let RawBody(body) = RawBody::from_request(req, state).await?;
+            return Ok(Self::urlencoded(&body));
+        }
+        let Ok(mut parts) = axum::extract::Multipart::from_request(req, state).await else {
+            return Ok(Self::default());
+        };
+        let mut fields = Vec::new();
+        while let Ok(Some(part)) = parts.next_field().await {
+            let name = part.name().unwrap_or_default().to_owned();
+            match part.text().await {
+                Ok(text) => fields.push((name, text)),
+                Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                    return Err(payload_too_large())
+                }
+                Err(_) => return Ok(Self::default()),
+            }
+        }
+        Ok(Self(fields))
+    }
+}

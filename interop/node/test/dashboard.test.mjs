@@ -212,9 +212,9 @@ describe('operator dashboard in a browser', () => {
     assert.equal(await page.getByRole('status').innerText(), 'The owner password is set: its owner approves grants with it.')
     assert.ok(await page.getByRole('button', { name: 'Reset the password' }).isVisible())
 
-    // A key as the Web Monetization extension shows it: base64 of its JWK.
+    // A key as a file (a JWK saved by a client); pasting is tested over HTTP.
     const jwk = { kid: 'wm-dora', kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }
-    await page.getByLabel('Add a key: its public JWK, as JSON or base64').fill(Buffer.from(JSON.stringify(jwk)).toString('base64'))
+    await page.getByLabel('Or its file').setInputFiles({ name: 'wm-dora.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(jwk)) })
     await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Add the key' }).click()])
     assert.equal(await page.getByRole('status').innerText(), 'The key is added: clients signing with it are recognised at once.')
     const jwks = async () => (await (await fetch(`${w.base}/dora/jwks.json`)).json()).keys.map((k) => k.kid)

@@ -925,3 +925,66 @@ async fn money_at(app: &TestApp, id: &str, path: &str, key: &str) {
         .await;
     assert!(s.is_success(), "{v}");
 }
+
+/// A `multipart/form-data` body of text fields, as a browser sends a form
+/// with a file input.
+fn multipart(fields: &[(&str, &str)]) -> (String, String) {
+    let boundary = "----opd-test-boundary-7d1c";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}.json\"\r\nContent-Type: application/json\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// A key sent as a file (multipart) is added with the form's token, and
+/// refused without it.
+#[tokio::test]
+async fn a_key_file_is_added_with_the_forms_token_only() {
+    let app = TestApp::spawn_with(Db::Sqlite, |_| {}).await;
+    let url = app.create_wallet("erin", "USD", 2).await;
+    let id = app
+        .admin(Method::GET, "/wallet-addresses/erin", None)
+        .await
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dash = signed_in(app).await;
+    let (_, html) = dash.get(&format!("/dashboard/wallets/{id}")).await;
+    let csrf = csrf_of(&html);
+    let jwk = r#"{"kid":"erin-file","kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+    let post = |fields: Vec<(&'static str, String)>| {
+        let borrowed: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (content_type, body) = multipart(&borrowed);
+        dash.browser
+            .post(format!("{}/dashboard/wallets/{id}/keys", dash.app.admin))
+            .header(COOKIE, &dash.cookie)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
+            .send()
+    };
+    let jwks = || async {
+        reqwest::get(format!("{url}/jwks.json"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let r = post(vec![("jwk_file", jwk.to_owned())]).await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(!jwks().await.contains("erin-file"));
+    let r = post(vec![
+        ("csrf", csrf),
+        ("jwk", String::new()),
+        ("jwk_file", jwk.to_owned()),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(jwks().await.contains("erin-file"));
+}

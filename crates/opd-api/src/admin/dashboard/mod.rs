@@ -230,17 +230,19 @@ fn login_then(request: &Request) -> String {
 /// forget the check.
 pub(crate) struct CheckedForm {
     pub(crate) session: Session,
-    /// The `application/x-www-form-urlencoded` body.
-    pub(crate) body: axum::body::Bytes,
+    /// The form's fields (urlencoded, or multipart with a file).
+    fields: crate::extract::FormFields,
 }
 
 impl CheckedForm {
     /// The value of field `name` (empty when absent).
     pub(crate) fn field(&self, name: &str) -> String {
-        url::form_urlencoded::parse(&self.body)
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default()
+        self.fields.field(name)
+    }
+
+    /// The first of the fields `names` that is not blank.
+    pub(crate) fn first_given(&self, names: &[&str]) -> String {
+        self.fields.first_given(names)
     }
 }
 
@@ -251,10 +253,10 @@ impl axum::extract::FromRequest<AdminState> for CheckedForm {
         let Some(session) = request.extensions().get::<Session>().cloned() else {
             return Err(refused());
         };
-        let body = axum::body::Bytes::from_request(request, state)
+        let fields = crate::extract::FormFields::from_request(request, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let form = Self { session, body };
+        let form = Self { session, fields };
         let token = form.field("csrf");
         if csrf::verify(
             &state.app.services,

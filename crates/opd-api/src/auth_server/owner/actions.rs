@@ -13,24 +13,7 @@ use super::{cookie_header, done, failed, sign_in_page, view, Owned, SESSION_COOK
 use super::{LOGIN_COOKIE, LOGIN_PURPOSE};
 use crate::auth_server::password;
 use crate::csrf;
-
-/// A posted form's fields.
-pub(super) struct Form(Vec<(String, String)>);
-
-impl Form {
-    pub(super) fn parse(body: &[u8]) -> Self {
-        Self(url::form_urlencoded::parse(body).into_owned().collect())
-    }
-
-    /// The value of field `name` (empty when absent).
-    pub(super) fn field(&self, name: &str) -> String {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    }
-}
+use crate::extract::FormFields;
 
 /// The sign-in form: its token, then the password (each attempt counted
 /// before it is checked), then a new session in a new cookie.
@@ -39,7 +22,7 @@ pub(super) async fn sign_in(
     headers: &HeaderMap,
     owned: &Owned,
     network: &ClientNetwork,
-    form: &Form,
+    form: &FormFields,
 ) -> Response {
     let binding = owned.wallet.id.to_string();
     let cookie = csrf::cookie(headers, LOGIN_COOKIE);
@@ -111,7 +94,7 @@ pub(super) async fn signed_in_action(
     services: &Services,
     owned: &Owned,
     cookie: &str,
-    form: &Form,
+    form: &FormFields,
 ) -> Response {
     let wallet = owned.wallet.id;
     let outcome = match form.field("action").as_str() {
@@ -122,7 +105,7 @@ pub(super) async fn signed_in_action(
                 .map(|fresh| if fresh { "revoked" } else { "already_revoked" }),
             None => Err(ServiceError::NotFound("grant")),
         },
-        "add-key" => match wallets::pasted_key(&form.field("jwk")) {
+        "add-key" => match wallets::pasted_key(&form.first_given(&["jwk", "jwk_file"])) {
             Ok(key) => wallets::add_key(services, wallet, key)
                 .await
                 .map(|_| "key_added"),

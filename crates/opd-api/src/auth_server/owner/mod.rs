@@ -34,7 +34,7 @@ use opd_service::Services;
 
 use super::site::{prefix_of, AuthTenant};
 use crate::client_network::ClientNet;
-use crate::extract::RawBody;
+use crate::extract::FormFields;
 use crate::{csrf, pages, AppState};
 
 /// The session cookie, and the cookie the sign-in form's token is bound to.
@@ -206,14 +206,13 @@ pub(crate) async fn act(
     ClientNet(network): ClientNet,
     headers: HeaderMap,
     Path(path): Path<String>,
-    RawBody(body): RawBody,
+    form: FormFields,
 ) -> Response {
     let services = &state.services;
     let owned = match owned(services, &tenant, &headers, &path).await {
         Ok(o) => o,
         Err(response) => return response,
     };
-    let form = actions::Form::parse(&body);
     if form.field("action") == "sign-in" {
         return actions::sign_in(services, &headers, &owned, &network, &form).await;
     }

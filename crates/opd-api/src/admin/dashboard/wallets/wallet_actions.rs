@@ -3,9 +3,9 @@
 //!
 //! - `POST /dashboard/wallets/{id}/password` `{password, confirm}`: sets or
 //!   resets the password its owner approves grants with;
-//! - `POST /dashboard/wallets/{id}/keys` `{jwk}`: adds a key, pasted as
-//!   JSON or base64 (what a client such as the Web Monetization extension
-//!   shows its user);
+//! - `POST /dashboard/wallets/{id}/keys` `{jwk | jwk_file}`: adds a key,
+//!   pasted as JSON or base64 (what a client such as the Web Monetization
+//!   extension shows its user) or sent as a file (multipart);
 //! - `POST /dashboard/wallets/{id}/keys/revoke` `{kid}`: revokes one;
 //! - `POST /dashboard/wallets/{id}/deactivate` `{confirm}`: deactivates it
 //!   (it then answers 404 to everyone, and cannot be undone).
@@ -92,7 +92,7 @@ pub(crate) async fn add_key(
         Ok(w) => w,
         Err(response) => return response,
     };
-    let key = match wallets::pasted_key(&form.field("jwk")) {
+    let key = match wallets::pasted_key(&form.first_given(&["jwk", "jwk_file"])) {
         Ok(key) => key,
         Err(reason) => {
             let reason = format!("That key was not added: {reason}.");
