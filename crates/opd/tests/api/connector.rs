@@ -277,3 +277,95 @@ async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
     assert_eq!(liquidity(&app, &to).await, 0);
     balanced(&app).await;
 }
+
+/// B between sender A and a hostile next hop C that answers every packet
+/// with a Fulfill whose fulfillment does not hash to the condition: A gets
+/// F05 and its liquidity at B is what it was, to the unit; C's is
+/// untouched; B's ledger balances.
+#[tokio::test]
+async fn a_forged_fulfill_from_the_next_hop_moves_nothing_upstream() {
+    use opd_testkit::hostile::{Behaviour, HostileHop};
+    let b = node(Db::Sqlite, "test.b").await;
+    let hop = HostileHop::start().await;
+    hop.always(Behaviour::ForgeFulfill);
+    let a_at_b = peer(
+        &b,
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
+        10_000,
+    )
+    .await;
+    let c_at_b = peer(
+        &b,
+        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(), "routes": ["test.c"],
+                "http": { "outgoing": { "endpoint": hop.url, "authToken": "b-to-c" } } }),
+        0,
+    )
+    .await;
+    let secret = [7u8; 32];
+    let Packet::Reject(r) = send(
+        &b,
+        "a-to-b",
+        stream_prepare(&b, "test.c.bob", &secret, 700, false, 30_000),
+    )
+    .await
+    else {
+        panic!("a forged fulfillment is no proof: the packet is rejected")
+    };
+    assert_eq!(r.code, ErrorCode::F05_WRONG_CONDITION);
+    assert_eq!(hop.packets_seen(), 1, "the packet did reach the next hop");
+    assert_eq!(liquidity(&b, &a_at_b).await, 10_000, "A's liquidity at B");
+    assert_eq!(liquidity(&b, &c_at_b).await, 0, "C's liquidity at B");
+    balanced(&b).await;
+}
+
+/// A hold left by a crash is voided a margin (1 s) after its expiry, not
+/// before: at expiry + 999 ms and + 1000 ms it still holds (an answer
+/// arriving in time may still post it), at + 1001 ms it is voided.
+#[tokio::test]
+async fn a_hold_is_voided_only_a_margin_after_its_expiry() {
+    let app = node(Db::Sqlite, "test.b").await;
+    let from = peer(
+        &app,
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
+                "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
+        1_000,
+    )
+    .await;
+    let to = peer(
+        &app,
+        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(),
+                "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "x" } } }),
+        0,
+    )
+    .await;
+    let services = app.services();
+    let start = app.clock.now();
+    let asset = opd_core::Asset::parse("USD", 2).unwrap();
+    let hold = opd_core::peer::Hold {
+        id: "hold-boundary".into(),
+        incoming_peer: opd_core::PeerId::parse(&from).unwrap(),
+        incoming_asset: asset.clone(),
+        outgoing_peer: opd_core::PeerId::parse(&to).unwrap(),
+        outgoing_asset: asset,
+        amount_in: 400,
+        amount_out: 400,
+        expires_at: start.plus_millis(5_000),
+        created_at: start,
+    };
+    assert_eq!(
+        services.store.ilp_hold(&hold).await.unwrap(),
+        opd_store::HoldOutcome::Held
+    );
+    let void = || opd_service::interledger::connector::void_expired_once(services);
+    app.clock.advance_millis(5_999);
+    assert_eq!(void().await.unwrap(), 0, "expiry + 999 ms: still held");
+    app.clock.advance_millis(1);
+    assert_eq!(void().await.unwrap(), 0, "expiry + 1000 ms: still held");
+    assert_eq!(liquidity(&app, &from).await, 600);
+    app.clock.advance_millis(1);
+    assert_eq!(void().await.unwrap(), 1, "expiry + 1001 ms: voided");
+    assert_eq!(liquidity(&app, &from).await, 1_000);
+    assert_eq!(liquidity(&app, &to).await, 0);
+    balanced(&app).await;
+}

@@ -1124,8 +1124,8 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         "{text}"
     );
 
-    // opd starts again in balance mode, twice: the money moves once.
-    for start in 0..2 {
+    // A start of opd, on the database, in external-funding mode or not.
+    let start = |external: bool| {
         let dir = tempfile::tempdir().unwrap();
         let mut settings = opd::config::Settings::for_data_dir(dir.path());
         let any_port = "127.0.0.1:0".parse().unwrap();
@@ -1134,14 +1134,51 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
         settings.common.admin_listen = any_port;
         settings.serve.ilp_listen = any_port;
         settings.serve.workers = false;
+        settings.serve.external_funding = external;
         on_db(&mut settings);
-        let running = opd::app::start(
-            settings,
-            std::sync::Arc::new(opd_core::ManualClock::new(opd_core::Timestamp::now_utc())),
-            std::sync::Arc::new(opd_core::SeededRandom::new(43)),
-        )
+        async move {
+            let running = opd::app::start(
+                settings,
+                std::sync::Arc::new(opd_core::ManualClock::new(opd_core::Timestamp::now_utc())),
+                std::sync::Arc::new(opd_core::SeededRandom::new(43)),
+            )
+            .await
+            .unwrap();
+            (running, dir)
+        }
+    };
+    let settles = |transfers: Vec<opd_core::ledger::Transfer>| {
+        transfers
+            .into_iter()
+            .filter(|t| t.kind == opd_core::ledger::TransferKind::Settle)
+            .count()
+    };
+    // Restarted in external-funding mode, opd moves nothing: the operator
+    // may have paid the money out already.
+    let (running, _dir) = start(true).await;
+    let services = &running.services;
+    let bob = opd_service::wallets::by_path(services, &opd_core::TenantId::operator(), "bob")
         .await
         .unwrap();
+    let got = opd_service::ledger::balance(services, &bob).await.unwrap();
+    assert_eq!(got.value, 0, "external mode: nothing moved to bob");
+    let all = services.store.ledger_all_transfers().await.unwrap();
+    assert_eq!(settles(all), 0, "external mode: no transfer moved it");
+    let held = opd_service::ledger::check(services.store.as_ref(), Receipts::Held)
+        .await
+        .unwrap();
+    assert!(held.problems.is_empty(), "balanced: {held:?}");
+    running.shutdown().await.unwrap();
+    let (ok, text) = check(&["--external-funding"]);
+    assert!(
+        ok && text.contains("await the withdrawal of 1234"),
+        "{text}"
+    );
+
+    // opd starts again in balance mode, twice: the money moves once.
+    for start_number in 0..2 {
+        let (running, _dir) = start(false).await;
+        let start = start_number;
         let services = &running.services;
         let after = opd_service::ledger::check(services.store.as_ref(), Receipts::ToWallet)
             .await
@@ -1155,14 +1192,7 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
             got.value, 1234,
             "start {start}: bob has what he received, once"
         );
-        let moved = services
-            .store
-            .ledger_all_transfers()
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|t| t.kind == opd_core::ledger::TransferKind::Settle)
-            .count();
+        let moved = settles(services.store.ledger_all_transfers().await.unwrap());
         assert_eq!(moved, 1, "start {start}: one transfer moved it");
         running.shutdown().await.unwrap();
     }
