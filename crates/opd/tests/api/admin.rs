@@ -716,3 +716,50 @@ async fn cli_helpers_set_the_owner_password() {
     ));
     app.stop().await;
 }
+
+/// A deposit or a withdrawal sent again with its idempotency key gets the
+/// first answer and moves the money once; the key with other parameters is
+/// refused. The balance and the transfers say so to the unit.
+#[tokio::test]
+async fn a_repeated_deposit_or_withdrawal_key_moves_money_once() {
+    let app = TestApp::spawn().await;
+    app.create_wallet("gina", "USD", 2).await;
+    let post = |path: &'static str, amount: &'static str, key: &'static str| {
+        let app = &app;
+        async move {
+            let body = serde_json::json!({ "amount": amount, "idempotencyKey": key });
+            app.admin(
+                Method::POST,
+                &format!("/wallet-addresses/gina/{path}"),
+                Some(&body),
+            )
+            .await
+        }
+    };
+    let balance = || async {
+        let (_, v) = app
+            .admin(Method::GET, "/wallet-addresses/gina/balance", None)
+            .await;
+        v["balance"]["value"].as_str().unwrap().to_owned()
+    };
+    let (s, first) = post("deposits", "500", "dep-1").await;
+    assert_eq!(s, StatusCode::CREATED, "{first}");
+    let (s, again) = post("deposits", "500", "dep-1").await;
+    assert_eq!(s, StatusCode::OK, "{again}");
+    assert_eq!(again, first, "the first answer");
+    let (s, other) = post("deposits", "501", "dep-1").await;
+    assert_eq!(
+        (s, other["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("idempotency_key_reused"))
+    );
+    assert_eq!(balance().await, "500");
+    let (s, out) = post("withdrawals", "200", "wd-1").await;
+    assert_eq!(s, StatusCode::CREATED, "{out}");
+    let (s, out_again) = post("withdrawals", "200", "wd-1").await;
+    assert_eq!((s, &out_again), (StatusCode::OK, &out));
+    assert_eq!(balance().await, "300");
+    let (_, transfers) = app
+        .admin(Method::GET, "/wallet-addresses/gina/transfers", None)
+        .await;
+    assert_eq!(transfers.as_array().unwrap().len(), 2, "{transfers}");
+}

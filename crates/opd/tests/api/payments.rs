@@ -1202,9 +1202,18 @@ async fn money_left_on_incoming_payments_moves_to_wallets_at_start_up() {
 
 #[tokio::test]
 async fn one_grant_spends_its_limit_afresh_in_each_interval() {
+    spends_afresh_in_each_interval(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn one_grant_spends_its_limit_afresh_in_each_interval_on_postgres() {
+    spends_afresh_in_each_interval(Db::Postgres).await;
+}
+
+async fn spends_afresh_in_each_interval(db: Db) {
     // Tokens live three days here, so one grant (one token) spans two of
     // its daily intervals: what it spent yesterday does not count today.
-    let w = world_with(Db::Sqlite, |s| s.serve.access_token_ttl_secs = 3 * 86_400).await;
+    let w = world_with(db, |s| s.serve.access_token_ttl_secs = 3 * 86_400).await;
     let now = w.app.clock.now();
     let day_start =
         opd_core::Timestamp::from_unix_millis(now.unix_millis() - now.unix_millis() % 86_400_000);
