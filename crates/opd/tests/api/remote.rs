@@ -354,11 +354,21 @@ impl Paying {
         }
     }
 
-    /// It failed and alice has all her money back.
+    /// bob at B has exactly what his incoming payment says it received,
+    /// on his balance (B credits received money to the wallet address).
+    pub(crate) async fn bob_has(&self, value: &str) {
+        let (_, got) = self.b.get(&self.receiver).await;
+        assert_eq!(got["receivedAmount"], amount(value, "EUR", 2), "{got}");
+        assert_eq!(balance(&self.b, "bob").await, value, "bob's balance at B");
+        balanced(&self.b).await;
+    }
+
+    /// It failed and alice has all her money back; bob got nothing.
     pub(crate) async fn failed_with_money_back(&self) {
         assert_eq!(self.read().await["failed"], true);
         assert_eq!(balance(&self.a, "alice").await, "10000");
         balanced(&self.a).await;
+        self.bob_has("0").await;
     }
 }
 
@@ -379,6 +389,7 @@ async fn alice_pays_bob_across_servers(db: Db) {
     let (_, got) = w.b.get(&w.receiver).await;
     assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
     assert_eq!(got["completed"], true);
+    w.bob_has("1000").await;
     // A's payment: sent what 1000 EUR cents cost at B's rate (0.9, rounded
     // down per packet), at most the quoted debit; the rest back to alice.
     assert_eq!(w.read().await["failed"], false);
@@ -435,6 +446,9 @@ async fn a_peer_out_of_liquidity_pauses_the_payment_until_it_is_funded() {
     );
     let (_, got) = w.b.get(&w.receiver).await;
     assert_eq!(got["completed"], false);
+    // What arrived so far is on bob's balance already.
+    w.bob_has(got["receivedAmount"]["value"].as_str().unwrap())
+        .await;
 
     // The operator at B adds liquidity; A retries after its delay and the
     // payment completes with exactly the quoted delivery.
@@ -448,8 +462,7 @@ async fn a_peer_out_of_liquidity_pauses_the_payment_until_it_is_funded() {
     .await;
     w.a.clock.advance_millis(1_000);
     assert!(matches!(w.step().await, Step::Completed(_)));
-    let (_, got) = w.b.get(&w.receiver).await;
-    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    w.bob_has("1000").await;
     let sent = w.sent().await;
     assert_eq!(balance(&w.a, "alice").await, (10_000 - sent).to_string());
     balanced(&w.a).await;
@@ -569,8 +582,7 @@ async fn after_a_crash_sending_resumes_from_what_the_receiver_reports() {
     // rest: B gets exactly 1000, and A's books count the packet once.
     w.a.clock.advance_millis(1_000);
     assert!(matches!(w.step().await, Step::Completed(_)));
-    let (_, got) = w.b.get(&w.receiver).await;
-    assert_eq!(got["receivedAmount"], amount("1000", "EUR", 2));
+    w.bob_has("1000").await;
     let sent = w.sent().await;
     assert!((1112..=1123).contains(&sent), "sent {sent}");
     assert_eq!(peer_balance(&w.a, "b").await, sent);
