@@ -821,3 +821,50 @@ async fn the_authorization_server_of_a_receivers_collection_is_kept_until_a_read
     assert!(resolve(6).await.is_err());
     assert_eq!(counts(), (3, 9), "one read, no asking again");
 }
+
+/// B receives in two assets: a quote to bob's EUR receiver and, within the
+/// kept-path lifetime, one to carol's GBP receiver on the same server each
+/// get their own path (their own rate): the second is not priced at the
+/// first's.
+#[tokio::test]
+async fn receivers_of_two_assets_on_one_server_get_their_own_quotes() {
+    let Pair { a, b } = pair().await;
+    admin_ok(
+        &b,
+        Method::PUT,
+        "/rates/USD",
+        json!({ "rates": { "EUR": "0.9", "GBP": "0.8" } }),
+    )
+    .await;
+    admin_ok(
+        &a,
+        Method::PUT,
+        "/rates/USD",
+        json!({ "rates": { "EUR": "0.9", "GBP": "0.8" } }),
+    )
+    .await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", 10_000).await;
+    let to_bob = incoming_at_b(&b, "1000").await;
+    let carol = b.create_wallet("carol", "GBP", 2).await;
+    let (s, ip) = b
+        .post(
+            &b.url("incoming-payments"),
+            &json!({ "walletAddress": carol, "incomingAmount": amount("1000", "GBP", 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let to_carol = ip["id"].as_str().unwrap().to_owned();
+    let (s, eur) = quote(&a, &alice, &to_bob, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{eur}");
+    let (s, gbp) = quote(&a, &alice, &to_carol, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{gbp}");
+    assert_eq!(eur["receiveAmount"], amount("1000", "EUR", 2));
+    assert_eq!(eur["debitAmount"], amount("1123", "USD", 2));
+    assert_eq!(gbp["receiveAmount"], amount("1000", "GBP", 2));
+    assert_eq!(
+        gbp["debitAmount"],
+        amount("1263", "USD", 2),
+        "at 0.8, not at 0.9"
+    );
+}
