@@ -36,6 +36,10 @@ pub enum Behaviour {
     /// Forwards; the receiver's reply (Fulfill or Reject) is re-encrypted
     /// claiming this amount arrived. Needs the secret.
     Claim(u64),
+    /// Forwards; the receiver's reply is re-encrypted without its
+    /// `ConnectionAssetDetails` frame: a receiver that does not state its
+    /// asset. Needs the secret.
+    HideAsset,
     /// Forwards; the receiver's reply claims its amount times `num / den`
     /// (a probe lying high or low). Needs the secret.
     ScaleClaim { num: u64, den: u64 },
@@ -241,6 +245,31 @@ fn reclaim(secret: &[u8; 32], data: &[u8], claim: impl Fn(u64) -> u64) -> Option
     reply.encrypt_with(secret, [9; 12]).ok()
 }
 
+/// `answer` with its STREAM reply's asset details taken out.
+fn hide_asset(secret: Option<[u8; 32]>, answer: Vec<u8>) -> Vec<u8> {
+    let Some(secret) = secret else {
+        return answer;
+    };
+    let without = |data: &[u8]| -> Option<Vec<u8>> {
+        let mut reply = StreamPacket::decrypt_and_decode(&secret, data).ok()?;
+        reply
+            .frames
+            .retain(|f| !matches!(f, opd_ilp::stream::Frame::ConnectionAssetDetails { .. }));
+        reply.encrypt_with(&secret, [9; 12]).ok()
+    };
+    match Packet::decode(&answer) {
+        Ok(Packet::Fulfill(f)) => match without(&f.data) {
+            Some(data) => Fulfill { data, ..f }.encode(),
+            None => answer,
+        },
+        Ok(Packet::Reject(r)) => match without(&r.data) {
+            Some(data) => Reject { data, ..r }.encode(),
+            None => answer,
+        },
+        _ => answer,
+    }
+}
+
 /// `answer` with its STREAM reply's claim rewritten.
 fn rewrite_claim(secret: Option<[u8; 32]>, answer: Vec<u8>, claim: impl Fn(u64) -> u64) -> Vec<u8> {
     let Some(secret) = secret else {
@@ -326,6 +355,7 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
         Behaviour::Claim(claim) => {
             rewrite_claim(secret, forward(&shared, upstream, body).await, |_| claim)
         }
+        Behaviour::HideAsset => hide_asset(secret, forward(&shared, upstream, body).await),
         Behaviour::ScaleClaim { num, den } => {
             let answer = forward(&shared, upstream, body).await;
             rewrite_claim(secret, answer, |old| {

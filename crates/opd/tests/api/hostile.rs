@@ -34,6 +34,20 @@ pub(crate) struct Hostile {
 /// secret; the payment created, nothing sent. `adjust` changes A's
 /// settings.
 pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> Hostile {
+    let (pair, hop) = behind_hop(db, adjust).await;
+    let w = paying(pair).await;
+    // The quote's probe is kept a few seconds; these tests are about what
+    // the worker's own probe and packets meet, so it is let go stale.
+    let stale = i64::try_from(PATH_TTL.as_millis()).unwrap();
+    w.a.clock.advance_millis(stale);
+    w.b.clock.advance_millis(stale);
+    let baseline = hop.packets_seen();
+    Hostile { w, hop, baseline }
+}
+
+/// A and B on `db` (their clocks together), A's route to B through an
+/// honest hop that knows the receiver's secret.
+async fn behind_hop(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> (Pair, HostileHop) {
     let a = TestApp::spawn_with(db, |s| {
         s.serve.ilp_address = "test.a".into();
         s.serve.access_token_ttl_secs = LONG_TOKENS_SECS;
@@ -77,14 +91,7 @@ pub(crate) async fn hostile_on(db: Db, adjust: impl FnOnce(&mut opd::config::Set
     // Each server's clock starts at the time it was spawned: B's is set
     // to A's, so packet expiries mean the same on both.
     sync_clocks(&a, &b);
-    let w = paying(Pair { a, b }).await;
-    // The quote's probe is kept a few seconds; these tests are about what
-    // the worker's own probe and packets meet, so it is let go stale.
-    let stale = i64::try_from(PATH_TTL.as_millis()).unwrap();
-    w.a.clock.advance_millis(stale);
-    w.b.clock.advance_millis(stale);
-    let baseline = hop.packets_seen();
-    Hostile { w, hop, baseline }
+    (Pair { a, b }, hop)
 }
 
 /// Moves the clock that is behind up to the other's.
@@ -832,4 +839,41 @@ async fn a_receiver_whose_claims_reach_the_quote_completes_the_payment_even_if_i
         }
     );
     assert_eq!(h.w.sent().await, 1100);
+}
+
+/// A receiving server whose receivers do not state their asset (the hop
+/// takes `ConnectionAssetDetails` out of their replies), receiving in two
+/// assets: within the kept-path lifetime, a quote to its GBP receiver is
+/// judged on a path of its own, not on the EUR receiver's kept one. B
+/// converts to GBP at 0.5 where A expects 0.8: the GBP path cannot carry
+/// the quote, which is refused, though the EUR path kept from a moment
+/// before could.
+#[tokio::test]
+async fn receivers_silent_about_their_asset_are_quoted_each_on_its_own_path() {
+    let (Pair { a, b }, hop) = behind_hop(Db::Sqlite, |_| {}).await;
+    hop.always(Behaviour::HideAsset);
+    let rates = |gbp: &str| json!({ "rates": { "EUR": "0.9", "GBP": gbp } });
+    admin_ok(&a, Method::PUT, "/rates/USD", rates("0.8")).await;
+    admin_ok(&b, Method::PUT, "/rates/USD", rates("0.5")).await;
+    let alice = a.create_wallet("alice", "USD", 2).await;
+    a.deposit("alice", ALICE_START).await;
+    let to_bob = crate::remote::incoming_at_b(&b, "1000").await;
+    let carol = b.create_wallet("carol", "GBP", 2).await;
+    let (s, ip) = b
+        .post(
+            &b.url("incoming-payments"),
+            &json!({ "walletAddress": carol, "incomingAmount": crate::amount("1000", "GBP", 2) }),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    let to_carol = ip["id"].as_str().unwrap();
+    let (s, eur) = crate::remote::quote(&a, &alice, &to_bob, json!({})).await;
+    assert_eq!(s, StatusCode::CREATED, "{eur}");
+    assert_eq!(eur["debitAmount"], crate::amount("1123", "USD", 2));
+    let (s, gbp) = crate::remote::quote(&a, &alice, to_carol, json!({})).await;
+    assert_eq!(
+        (s, gbp["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("insufficient_exchange_rate")),
+        "the GBP path probed on its own: {gbp}"
+    );
 }
