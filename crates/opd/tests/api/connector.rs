@@ -216,28 +216,28 @@ async fn forwards(db: Db) {
     balanced(&b).await;
 }
 
-#[tokio::test]
-async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
-    let app = node(Db::Sqlite, "test.b").await;
+/// B with peers a (1 000 of liquidity) and c, and a hold of 400 from a
+/// to c expiring 5 s from now: what a node leaves when it dies between
+/// taking a packet's money and any answer. Returns a's and c's ids.
+async fn holding(app: &TestApp, id: &str) -> (String, String) {
     let from = peer(
-        &app,
+        app,
         json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
                 "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
         1_000,
     )
     .await;
     let to = peer(
-        &app,
+        app,
         json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(),
                 "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "x" } } }),
         0,
     )
     .await;
-    let services = app.services();
     let now = app.clock.now();
     let asset = opd_core::Asset::parse("USD", 2).unwrap();
     let hold = opd_core::peer::Hold {
-        id: "hold-1".into(),
+        id: id.into(),
         incoming_peer: opd_core::PeerId::parse(&from).unwrap(),
         incoming_asset: asset.clone(),
         outgoing_peer: opd_core::PeerId::parse(&to).unwrap(),
@@ -247,12 +247,19 @@ async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
         expires_at: now.plus_millis(5_000),
         created_at: now,
     };
-    // The node took the money, then died before any answer.
     assert_eq!(
-        services.store.ilp_hold(&hold).await.unwrap(),
+        app.services().store.ilp_hold(&hold).await.unwrap(),
         opd_store::HoldOutcome::Held
     );
-    assert_eq!(liquidity(&app, &from).await, 600);
+    assert_eq!(liquidity(app, &from).await, 600);
+    (from, to)
+}
+
+#[tokio::test]
+async fn a_hold_left_by_a_crash_is_voided_after_its_expiry() {
+    let app = node(Db::Sqlite, "test.b").await;
+    let (from, to) = holding(&app, "hold-1").await;
+    let services = app.services();
     assert_eq!(
         opd_service::interledger::connector::void_expired_once(services)
             .await
@@ -325,38 +332,8 @@ async fn a_forged_fulfill_from_the_next_hop_moves_nothing_upstream() {
 #[tokio::test]
 async fn a_hold_is_voided_only_a_margin_after_its_expiry() {
     let app = node(Db::Sqlite, "test.b").await;
-    let from = peer(
-        &app,
-        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(),
-                "http": { "incoming": { "authTokens": ["a-to-b"] } } }),
-        1_000,
-    )
-    .await;
-    let to = peer(
-        &app,
-        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(),
-                "http": { "outgoing": { "endpoint": "http://127.0.0.1:9/ilp", "authToken": "x" } } }),
-        0,
-    )
-    .await;
+    let (from, to) = holding(&app, "hold-boundary").await;
     let services = app.services();
-    let start = app.clock.now();
-    let asset = opd_core::Asset::parse("USD", 2).unwrap();
-    let hold = opd_core::peer::Hold {
-        id: "hold-boundary".into(),
-        incoming_peer: opd_core::PeerId::parse(&from).unwrap(),
-        incoming_asset: asset.clone(),
-        outgoing_peer: opd_core::PeerId::parse(&to).unwrap(),
-        outgoing_asset: asset,
-        amount_in: 400,
-        amount_out: 400,
-        expires_at: start.plus_millis(5_000),
-        created_at: start,
-    };
-    assert_eq!(
-        services.store.ilp_hold(&hold).await.unwrap(),
-        opd_store::HoldOutcome::Held
-    );
     let void = || opd_service::interledger::connector::void_expired_once(services);
     app.clock.advance_millis(5_999);
     assert_eq!(void().await.unwrap(), 0, "expiry + 999 ms: still held");
