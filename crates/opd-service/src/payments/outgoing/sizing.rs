@@ -368,6 +368,27 @@ mod tests {
     }
 
     #[test]
+    fn a_path_refusing_every_packet_as_too_large_fails_after_a_few_tries() {
+        let mut s = sizing(MaxPacket::Unknown, 1_000, 1_000);
+        let size = Size {
+            amount: 100,
+            min_delivery: 100,
+        };
+        // The same F08 each time: the path's largest packet stays 99.
+        let f08 = || {
+            Answer::TooLarge(Some(AmountTooLarge {
+                received_amount: 100,
+                maximum_amount: 99,
+            }))
+        };
+        for _ in 0..MAX_SHRINKS {
+            assert_eq!(s.outcome(size, f08()), Outcome::Smaller);
+        }
+        let reason = "the path rejects every packet as too large";
+        assert_eq!(s.outcome(size, f08()), Outcome::Fail(reason.into()));
+    }
+
+    #[test]
     fn errors_and_closes_pause_or_fail() {
         let mut s = sizing(MaxPacket::Unknown, 1_000, 1_000);
         let size = Size {
