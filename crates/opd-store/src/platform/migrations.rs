@@ -80,6 +80,8 @@ macro_rules! migrations_of {
                 "0014_owner_login_budget.sql"
             ),
             $crate::platform::migrations::migration!($folder, 15, "tenants", "0015_tenants.sql"),
+            // 16 is the owner-session store of another branch.
+            $crate::platform::migrations::migration!($folder, 17, "spsp", "0017_spsp.sql"),
         ]
     };
 }
