@@ -213,15 +213,34 @@ async fn receipt_headers_come_together_or_not_at_all() {
 }
 
 #[tokio::test]
-async fn with_spsp_off_a_wallet_address_answers_only_its_document() {
-    let app = TestApp::spawn_with(Db::Sqlite, |s| s.serve.spsp = false).await;
-    app.create_wallet("bob", "USD", 2).await;
-    let r = query(&app, "bob", SPSP, &[]).await;
+async fn with_spsp_off_a_wallet_address_answers_only_its_document_and_takes_no_spsp_money() {
+    let w = crate::ilp::world_with(Db::Sqlite, |s| s.serve.spsp = false).await;
+    let app = &w.app;
+    let r = query(app, "bob", SPSP, &[]).await;
     let s = r.status();
     crate::assert_error(s, &r.json().await.unwrap(), 406, "not_acceptable");
-    let r = query(&app, "bob", "application/json, application/spsp4+json", &[]).await;
+    let r = query(app, "bob", "application/json, application/spsp4+json", &[]).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()[CONTENT_TYPE], "application/json");
+    // Credentials made while SPSP was on pay nothing now.
+    let bob = app
+        .services()
+        .wallet_by_id(bob_id(app).await)
+        .await
+        .unwrap()
+        .unwrap();
+    let credentials =
+        opd_service::interledger::spsp::credentials(app.services(), &bob, None).unwrap();
+    let to = Spsp {
+        address: credentials.ilp_address.as_str().to_owned(),
+        secret: credentials.shared_secret,
+        receipts_enabled: false,
+    };
+    let Packet::Reject(r) = send_packet(app, packet(app, &to, 10, 0, true)).await else {
+        panic!("refused")
+    };
+    assert_eq!(r.code, ErrorCode::F02_UNREACHABLE);
+    assert_eq!(liquidity(&w).await, "1000");
 }
 
 #[tokio::test]
