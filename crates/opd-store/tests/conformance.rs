@@ -2085,6 +2085,13 @@ async fn spsp_money_held_in_external_mode_is_withdrawn_once(s: &dyn Store) {
     credit_all(s, &bank, &[held(5)], &clock_at(at)).await;
     let again = s.withdraw_spsp(bob.id, &usd, "spsp:k2", "d", at).await;
     assert!(matches!(again.unwrap(), LedgerOutcome::Posted(ref t) if t.amount == 5));
+    // Started in balance mode later: what is held goes to the wallet
+    // address, once.
+    credit_all(s, &bank, &[held(9)], &clock_at(at)).await;
+    assert_eq!(s.settle_received(at).await.unwrap(), 1);
+    assert_eq!(s.settle_received(at).await.unwrap(), 0);
+    assert_eq!(balance_of(s, AccountKind::Spsp, &bob_id).await, 0);
+    assert_eq!(balance_of(s, AccountKind::Wallet, &bob_id).await, 9);
     assert_ledger_balanced(s).await;
 }
 

@@ -34,7 +34,6 @@
 //! transaction that marks them reported, so each amount is announced
 //! exactly once across nodes.
 
-use opd_core::ledger::{AccountKind, Receipts};
 use opd_core::wallet_address::WalletAddress;
 use opd_core::webhook::EventKind;
 use opd_core::{Amount, AmountWire, IncomingPaymentId, WalletAddressId};
@@ -217,21 +216,6 @@ pub async fn withdraw(
         });
     }
     Ok((transfer, new))
-}
-
-/// What `wallet` received over SPSP and the operator has not withdrawn
-/// (external mode; 0 in balance mode without a read).
-pub async fn held(services: &Services, wallet: &WalletAddress) -> Result<u64, ServiceError> {
-    if services.config.receipts() == Receipts::ToWallet {
-        return Ok(0);
-    }
-    let id = AccountKind::Spsp.account_id(&wallet.id.to_string(), &wallet.asset);
-    let accounts = services.store.ledger_accounts().await?;
-    let balance = accounts
-        .iter()
-        .find(|a| a.id == id)
-        .map_or(0, |a| a.balance);
-    u64::try_from(balance).map_err(|_| ServiceError::corrupt("SPSP balance"))
 }
 
 #[cfg(test)]
