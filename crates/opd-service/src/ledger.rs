@@ -18,6 +18,11 @@ pub(crate) fn check_movement(amount: u64, idempotency_key: &str) -> Result<(), S
             "amount must be greater than 0".into(),
         ));
     }
+    check_key(idempotency_key)
+}
+
+/// An idempotency key has 1 to 200 characters.
+pub(crate) fn check_key(idempotency_key: &str) -> Result<(), ServiceError> {
     if idempotency_key.is_empty() || idempotency_key.len() > 200 {
         return Err(ServiceError::InvalidRequest(
             "idempotencyKey must be 1 to 200 characters".into(),
@@ -69,11 +74,7 @@ pub async fn withdraw_received(
     id: opd_core::IncomingPaymentId,
     idempotency_key: &str,
 ) -> Result<(Transfer, opd_core::Asset, bool), ServiceError> {
-    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
-        return Err(ServiceError::InvalidRequest(
-            "idempotencyKey must be 1 to 200 characters".into(),
-        ));
-    }
+    check_key(idempotency_key)?;
     let payment = services
         .store
         .get_incoming_payment(id)

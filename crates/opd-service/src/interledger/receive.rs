@@ -25,10 +25,11 @@ use super::spsp::PaymentTag;
 use crate::platform::metrics::Via;
 use crate::{ServiceError, Services};
 
-/// The STREAM receiver for Prepares addressed to our incoming payments:
-/// reads the connection ([`open`]), decides what the packet's request
-/// gets ([`reply_for_verdict`]), credits money ([`credit`]) and answers by
-/// what the credit did ([`reply_for_credit`]).
+/// The STREAM receiver for Prepares addressed to our incoming payments and
+/// payment pointers: reads the connection ([`open`]), decides what the
+/// packet's request gets ([`reply_for_verdict`]), credits money
+/// ([`credit`]) and answers by what the credit did ([`reply_for_credit`]),
+/// with the receipt it earned ([`receipt_for`]).
 pub(super) async fn receive(
     services: &Services,
     peer: &Peer,
@@ -78,7 +79,8 @@ impl Receiver {
     }
 }
 
-/// What opd answers a Prepare addressed to an incoming payment.
+/// What opd answers a Prepare addressed to an incoming payment or a
+/// payment pointer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reply {
     /// Fulfill, with the STREAM reply.

@@ -188,11 +188,7 @@ pub async fn withdraw(
     wallet: &WalletAddress,
     idempotency_key: &str,
 ) -> Result<(opd_core::ledger::Transfer, bool), ServiceError> {
-    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
-        return Err(ServiceError::InvalidRequest(
-            "idempotencyKey must be 1 to 200 characters".into(),
-        ));
-    }
+    crate::ledger::check_key(idempotency_key)?;
     let digest = opd_core::hex::lower(&Sha256::digest(
         format!("spsp-withdrawal|{}", wallet.id).as_bytes(),
     ));

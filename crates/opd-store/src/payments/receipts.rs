@@ -68,6 +68,46 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &ACCOUNT_BALANCE,
 ];
 
+/// Moves everything `from` holds (received money: an incoming payment's
+/// account, a wallet address's SPSP account) to the settlement account
+/// under an idempotency key, committing when it posted: a repeat with the
+/// same request digest answers the first transfer, another request
+/// `KeyReused`; nothing held posts (and records) nothing, with amount 0.
+pub(crate) async fn withdraw_all(
+    mut tx: Tx<'_>,
+    from: AccountRef<'_>,
+    reference: &str,
+    (key, request_digest): (&str, &str),
+    at: Timestamp,
+) -> StoreResult<LedgerOutcome> {
+    // The balance locked first: a concurrent request with the same key
+    // waits here (PostgreSQL), then finds the first one's transfer
+    // below and answers it, rather than withdrawing what is left.
+    let amount = locked_balance(&mut tx, &from.id()).await?;
+    if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
+        return Ok(repeat);
+    }
+    let posting = Posting {
+        debit: from,
+        credit: AccountRef::settlement(from.asset),
+        amount,
+        kind: TransferKind::Withdrawal,
+        reference: Some(reference),
+        key: Some((key, request_digest)),
+        at,
+    };
+    match post(&mut tx, posting).await? {
+        Ok(t) => {
+            tx.commit().await?;
+            Ok(LedgerOutcome::Posted(t))
+        }
+        // The whole balance, locked: neither can happen.
+        Err(PostError::Insufficient { .. }) | Err(PostError::Overflow) => {
+            Err(corrupt("a withdrawal of received money"))
+        }
+    }
+}
+
 /// The balance of `account` locked for this transaction, 0 when it does
 /// not exist (nothing was ever received).
 pub(crate) async fn locked_balance(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
@@ -171,32 +211,8 @@ impl ReceiptStore for SqlStore {
         };
         let asset = rows::asset(&payment.text("asset_code")?, payment.int("asset_scale")?)?;
         let from = AccountRef::new(AccountKind::Incoming, &id, &asset);
-        // The balance locked first: a concurrent request with the same key
-        // waits here (PostgreSQL), then finds the first one's transfer
-        // below and answers it, rather than withdrawing what is left.
-        let amount = locked_balance(&mut tx, &from.id()).await?;
-        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
-            return Ok(Some(repeat));
-        }
-        let posting = Posting {
-            debit: from,
-            credit: AccountRef::settlement(&asset),
-            amount,
-            kind: TransferKind::Withdrawal,
-            reference: Some(&id),
-            key: Some((key, request_digest)),
-            at,
-        };
-        Ok(Some(match post(&mut tx, posting).await? {
-            Ok(t) => {
-                tx.commit().await?;
-                LedgerOutcome::Posted(t)
-            }
-            // The whole balance, locked: neither can happen.
-            Err(PostError::Insufficient { .. }) | Err(PostError::Overflow) => {
-                return Err(corrupt("incoming payment withdrawal"))
-            }
-        }))
+        let key = (key, request_digest);
+        Ok(Some(withdraw_all(tx, from, &id, key, at).await?))
     }
 
     async fn unwithdrawn(&self, incoming: IncomingPaymentId) -> StoreResult<u64> {

@@ -7,11 +7,11 @@
 //! wallet address's SPSP account holds ([`SpspStore::withdraw_spsp`]).
 
 use async_trait::async_trait;
-use opd_core::ledger::{AccountKind, LedgerOutcome, PostError, TransferKind};
+use opd_core::ledger::{AccountKind, LedgerOutcome};
 use opd_core::{Asset, Timestamp, WalletAddressId};
 
-use crate::ledger::{post, repeated, AccountRef, Posting};
-use crate::payments::receipts::locked_balance;
+use crate::ledger::AccountRef;
+use crate::payments::receipts::withdraw_all;
 use crate::platform::db::{params, Stmt};
 use crate::platform::facts::Uncommitted;
 use crate::platform::rows::{self, corrupt, Columns};
@@ -168,33 +168,8 @@ impl SpspStore for SqlStore {
     ) -> StoreResult<LedgerOutcome> {
         let id = wallet.to_string();
         let from = AccountRef::new(AccountKind::Spsp, &id, asset);
-        let mut tx = self.db.begin().await?;
-        // The balance locked first: a concurrent request with the same key
-        // waits here (PostgreSQL), then finds the first one's transfer
-        // below and answers it, rather than withdrawing what is left.
-        let amount = locked_balance(&mut tx, &from.id()).await?;
-        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
-            return Ok(repeat);
-        }
-        let posting = Posting {
-            debit: from,
-            credit: AccountRef::settlement(asset),
-            amount,
-            kind: TransferKind::Withdrawal,
-            reference: Some(&id),
-            key: Some((key, request_digest)),
-            at,
-        };
-        match post(&mut tx, posting).await? {
-            Ok(t) => {
-                tx.commit().await?;
-                Ok(LedgerOutcome::Posted(t))
-            }
-            // The whole balance, locked: neither can happen.
-            Err(PostError::Insufficient { .. }) | Err(PostError::Overflow) => {
-                Err(corrupt("SPSP withdrawal"))
-            }
-        }
+        let tx = self.db.begin().await?;
+        withdraw_all(tx, from, &id, (key, request_digest), at).await
     }
 }
 
