@@ -158,6 +158,15 @@ mod tests {
             bad[i] ^= 1;
             assert!(verify_receipt(&bad, &[0x5a; 32]).is_err(), "byte {i}");
         }
+        // Two bytes of the HMAC changed alike (their differences would
+        // cancel out if they were only XORed together) are still refused.
+        let mut twice = r;
+        twice[30] ^= 0x10;
+        twice[40] ^= 0x10;
+        assert_eq!(
+            verify_receipt(&twice, &[0x5a; 32]),
+            Err(ReceiptError::Signature)
+        );
         assert_eq!(
             verify_receipt(&r[..57], &[0x5a; 32]),
             Err(ReceiptError::Length)
