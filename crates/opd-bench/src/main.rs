@@ -35,6 +35,19 @@ enum Scenario {
     PayRemote,
 }
 
+/// Whom `ilp-receive`'s packets pay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum IlpReceiver {
+    /// One incoming payment with a large `incomingAmount`.
+    IncomingPayment,
+    /// bob, by his payment pointer (SPSP credentials).
+    PaymentPointer,
+    /// bob, by his payment pointer, with STREAM receipts (a verifier's
+    /// nonce and secret on the SPSP query).
+    PaymentPointerWithReceipts,
+}
+
 impl Scenario {
     /// Whether it makes payments (and measures their completion).
     fn pays(self) -> bool {
@@ -71,6 +84,10 @@ struct Args {
     /// The running opd's ILP-over-HTTP endpoint (for `ilp-receive`).
     #[arg(long)]
     ilp_url: Option<String>,
+    /// What `ilp-receive` pays: an incoming payment's credentials, or bob's
+    /// payment pointer (SPSP credentials, with STREAM receipts or not).
+    #[arg(long, value_enum, default_value = "incoming-payment")]
+    ilp_receiver: IlpReceiver,
     /// Nodes to start on the one PostgreSQL database of --database-url,
     /// with one public URL; requests are spread over them in turn.
     #[arg(long, default_value_t = 1)]
@@ -87,6 +104,9 @@ struct Args {
 #[serde(rename_all = "camelCase")]
 struct Report {
     scenario: Scenario,
+    /// For `ilp-receive`: whom the packets paid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ilp_receiver: Option<IlpReceiver>,
     backend: String,
     connections: usize,
     seconds: f64,
@@ -699,9 +719,10 @@ async fn one_request(s: &Setup, scenario: Scenario, n: u64) -> anyhow::Result<bo
     Ok(r.status.is_success())
 }
 
-/// Sets up `ilp-receive`: a peer with ample liquidity and one incoming
-/// payment that takes far more than the run sends.
-async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
+/// Sets up `ilp-receive`: a peer with ample liquidity and the receiver's
+/// STREAM credentials: one incoming payment that takes far more than the
+/// run sends, or bob's payment pointer.
+async fn ilp_setup(server: &Server, s: &Setup, receiver: IlpReceiver) -> anyhow::Result<IlpTarget> {
     let peer = server
         .admin(
             Method::POST,
@@ -719,6 +740,10 @@ async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
             json!({ "amount": "9000000000000000000", "idempotencyKey": "bench-liquidity" }),
         )
         .await?;
+    if receiver != IlpReceiver::IncomingPayment {
+        let (address, secret) = spsp_credentials(s, receiver).await?;
+        return IlpTarget::new(&server.ilp, s.client.http.clone(), address, secret);
+    }
     let amount = json!({ "value": "9000000000000000000", "assetCode": "USD", "assetScale": 2 });
     let ip = post(
         s,
@@ -738,6 +763,30 @@ async fn ilp_setup(server: &Server, s: &Setup) -> anyhow::Result<IlpTarget> {
         .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?;
     let address = method["ilpAddress"].as_str().unwrap_or_default().to_owned();
     IlpTarget::new(&server.ilp, s.client.http.clone(), address, secret)
+}
+
+/// bob's SPSP credentials, with receipts for a verifier when asked.
+async fn spsp_credentials(s: &Setup, receiver: IlpReceiver) -> anyhow::Result<(String, [u8; 32])> {
+    use base64::Engine as _;
+    let mut query = s
+        .client
+        .http
+        .get(&s.bob)
+        .header(reqwest::header::ACCEPT, "application/spsp4+json");
+    if receiver == IlpReceiver::PaymentPointerWithReceipts {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        query = query
+            .header("Receipt-Nonce", b64.encode(rand::random::<[u8; 16]>()))
+            .header("Receipt-Secret", b64.encode(rand::random::<[u8; 32]>()));
+    }
+    let body: Value = query.send().await?.error_for_status()?.json().await?;
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(body["shared_secret"].as_str().unwrap_or_default())?;
+    let secret = secret
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("the shared secret is not 32 bytes"))?;
+    let address = body["destination_account"].as_str().unwrap_or_default();
+    Ok((address.to_owned(), secret))
 }
 
 /// The receiver used by `create-quote`: one open incoming payment.
@@ -834,7 +883,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
     };
     setup.nodes.extend(others.iter().map(|o| o.base.clone()));
     if args.scenario == Scenario::IlpReceive {
-        setup.ilp = Some(ilp_setup(&server, &setup).await?);
+        setup.ilp = Some(ilp_setup(&server, &setup, args.ilp_receiver).await?);
     }
     let setup = Arc::new(setup);
     let all: Vec<&Server> = std::iter::once(&server).chain(&others).collect();
@@ -972,6 +1021,7 @@ async fn run(args: Args) -> anyhow::Result<Report> {
         .then(|| percentiles(completions.lock().map(|c| c.clone()).unwrap_or_default()));
     Ok(Report {
         scenario: args.scenario,
+        ilp_receiver: (args.scenario == Scenario::IlpReceive).then_some(args.ilp_receiver),
         backend,
         connections: args.connections,
         seconds: elapsed,
@@ -1004,6 +1054,9 @@ async fn run(args: Args) -> anyhow::Result<Report> {
 
 fn print_table(r: &Report) {
     println!("scenario                 {:?} ({})", r.scenario, r.backend);
+    if let Some(receiver) = r.ilp_receiver {
+        println!("paying                   {receiver:?}");
+    }
     println!("connections              {}", r.connections);
     println!("nodes                    {}", r.nodes);
     println!("duration                 {:.1} s", r.seconds);

@@ -57,6 +57,10 @@ pub enum AccountKind {
     /// Money received by an incoming payment (owner: payment id), held
     /// there only in external mode ([`Receipts::Held`]) until withdrawn.
     Incoming,
+    /// Money a wallet address received over SPSP, paid by its payment
+    /// pointer without an incoming payment (owner: wallet address id),
+    /// held there only in external mode until withdrawn.
+    Spsp,
     /// Sending fees earned by the operator (owner: `fees`).
     Fees,
     /// The outside world for one asset (owner: `settlement`).
@@ -74,6 +78,7 @@ impl AccountKind {
             Self::Wallet => "wallet",
             Self::Outgoing => "outgoing",
             Self::Incoming => "incoming",
+            Self::Spsp => "spsp",
             Self::Fees => "fees",
             Self::Settlement => "settlement",
             Self::Peer => "peer",
@@ -86,6 +91,7 @@ impl AccountKind {
             "wallet" => Self::Wallet,
             "outgoing" => Self::Outgoing,
             "incoming" => Self::Incoming,
+            "spsp" => Self::Spsp,
             "fees" => Self::Fees,
             "settlement" => Self::Settlement,
             "peer" => Self::Peer,
@@ -135,7 +141,9 @@ pub enum TransferKind {
     /// Back from a failed or cancelled payment.
     Refund,
     /// From a peer's liquidity to an incoming payment, for an ILP packet
-    /// opd fulfilled.
+    /// opd fulfilled (the reference names the incoming payment); or to a
+    /// wallet address paid over SPSP (the reference names the wallet
+    /// address).
     Receive,
     /// From a peer's liquidity into a hold, for a packet forwarded.
     Hold,
@@ -346,6 +354,7 @@ mod tests {
             AccountKind::Wallet,
             AccountKind::Outgoing,
             AccountKind::Incoming,
+            AccountKind::Spsp,
             AccountKind::Fees,
             AccountKind::Settlement,
             AccountKind::Peer,

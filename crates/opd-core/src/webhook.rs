@@ -16,11 +16,13 @@ pub enum EventKind {
     OutgoingPaymentFailed,
     PeerLiquidityLow,
     PeerLiquidityHigh,
+    /// What a wallet address received over SPSP since the last such event.
+    WalletAddressWebMonetization,
 }
 
 impl EventKind {
     /// Every kind of event opd sends.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         Self::IncomingPaymentCreated,
         Self::IncomingPaymentCompleted,
         Self::IncomingPaymentExpired,
@@ -29,6 +31,7 @@ impl EventKind {
         Self::OutgoingPaymentFailed,
         Self::PeerLiquidityLow,
         Self::PeerLiquidityHigh,
+        Self::WalletAddressWebMonetization,
     ];
 
     /// The event's `type` on the wire.
@@ -42,6 +45,7 @@ impl EventKind {
             Self::OutgoingPaymentFailed => "outgoing_payment.failed",
             Self::PeerLiquidityLow => "peer.liquidity_low",
             Self::PeerLiquidityHigh => "peer.liquidity_high",
+            Self::WalletAddressWebMonetization => "wallet_address.web_monetization",
         }
     }
 
@@ -95,6 +99,7 @@ mod tests {
             "outgoing_payment.failed",
             "peer.liquidity_low",
             "peer.liquidity_high",
+            "wallet_address.web_monetization",
         ] {
             assert_eq!(EventKind::parse(s).map(EventKind::as_str), Some(s));
         }

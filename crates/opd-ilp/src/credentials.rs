@@ -15,7 +15,10 @@
 //! - `sharedSecret = HMAC-SHA256(ssKey, token)`.
 //!
 //! Nothing is stored: [`decode_destination`] recovers the payment tag and
-//! the shared secret from a packet's destination address alone.
+//! the shared secret from a packet's destination address alone, and the
+//! receipt nonce and secret when the credentials were made with them (an
+//! SPSP query with `Receipt-Nonce` and `Receipt-Secret`,
+//! [`generate_credentials_with_receipts`]).
 
 use std::fmt;
 
@@ -29,6 +32,7 @@ use crate::address::{IlpAddress, MAX_ADDRESS_LEN};
 use crate::crypto::{self, hmac_sha256, IV_LEN, OVERHEAD};
 use crate::error::{IlpError, MalformedToken};
 use crate::oer::{self, Reader};
+use crate::stream::receipt::ReceiptSetup;
 
 /// Derivation string for the key that encrypts connection tokens.
 pub const TOKEN_KEY_STRING: &[u8] = b"ilp_stream_connection_token";
@@ -144,11 +148,21 @@ impl fmt::Debug for StreamCredentials {
 }
 
 /// Builds the token plaintext. The tag must already be validated.
-fn token_plaintext(payment_tag: &str, asset: Option<(&str, u8)>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    let flags = FLAG_PAYMENT_TAG | if asset.is_some() { FLAG_ASSET } else { 0 };
+fn token_plaintext(
+    payment_tag: &str,
+    asset: Option<(&str, u8)>,
+    receipt: Option<&ReceiptSetup>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(112);
+    let flags = FLAG_PAYMENT_TAG
+        | if receipt.is_some() { FLAG_RECEIPT } else { 0 }
+        | if asset.is_some() { FLAG_ASSET } else { 0 };
     out.push(flags);
     oer::write_var_octet_string(&mut out, payment_tag.as_bytes());
+    if let Some(receipt) = receipt {
+        out.extend_from_slice(&receipt.nonce);
+        out.extend_from_slice(&receipt.secret);
+    }
     if let Some((code, scale)) = asset {
         oer::write_var_octet_string(&mut out, code.as_bytes());
         out.push(scale);
@@ -166,12 +180,29 @@ fn token_plaintext(payment_tag: &str, asset: Option<(&str, u8)>) -> Vec<u8> {
 ///
 /// Errors: [`IlpError::InvalidPaymentTag`] for an empty or non-ASCII tag,
 /// [`IlpError::CredentialsTooLong`] if the address would exceed 1023 bytes.
-/// No receipt details are ever embedded (Open Payments never enables them).
+/// No receipt details are embedded (Open Payments never enables them; SPSP
+/// does, with [`generate_credentials_with_receipts`]).
 pub fn generate_credentials(
     secret: &StreamSecret,
     server_address: &IlpAddress,
     payment_tag: &str,
     asset: Option<(&str, u8)>,
+    iv: [u8; IV_LEN],
+) -> Result<StreamCredentials, IlpError> {
+    generate_credentials_with_receipts(secret, server_address, payment_tag, asset, None, iv)
+}
+
+/// [`generate_credentials`], with the receipt nonce and secret (flag 2)
+/// encrypted into the token when `receipt` is given, as
+/// `@interledger/stream-receiver` does for SPSP queries that ask for STREAM
+/// receipts: the receiver then signs a receipt into every Fulfill of the
+/// connection without storing the secret anywhere.
+pub fn generate_credentials_with_receipts(
+    secret: &StreamSecret,
+    server_address: &IlpAddress,
+    payment_tag: &str,
+    asset: Option<(&str, u8)>,
+    receipt: Option<&ReceiptSetup>,
     iv: [u8; IV_LEN],
 ) -> Result<StreamCredentials, IlpError> {
     if payment_tag.is_empty() {
@@ -180,7 +211,7 @@ pub fn generate_credentials(
     if !payment_tag.is_ascii() {
         return Err(IlpError::InvalidPaymentTag("not ASCII"));
     }
-    let plaintext = token_plaintext(payment_tag, asset);
+    let plaintext = token_plaintext(payment_tag, asset, receipt);
     let token_len = OVERHEAD + plaintext.len();
     let len = server_address.as_str().len() + 1 + base64_unpadded_len(token_len);
     if len > MAX_ADDRESS_LEN {
@@ -211,6 +242,19 @@ pub struct DecodedToken {
     pub asset: Option<(String, u8)>,
     /// The connection's shared secret, recomputed from the token.
     pub shared_secret: [u8; 32],
+    /// The receipt setup, if the credentials were made with one.
+    pub receipt: Option<TokenReceipt>,
+}
+
+/// The receipt setup a token carries, and the connection it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenReceipt {
+    /// The verifier's nonce and secret.
+    pub setup: ReceiptSetup,
+    /// SHA-256 of the token: names the connection, whose receipts count
+    /// one running total (every destination carrying this token, whatever
+    /// sub-addresses a sender appends, is the same connection).
+    pub connection: [u8; 32],
 }
 
 impl fmt::Debug for DecodedToken {
@@ -219,6 +263,7 @@ impl fmt::Debug for DecodedToken {
             .field("payment_tag", &self.payment_tag)
             .field("asset", &self.asset)
             .field("shared_secret", &"<redacted>")
+            .field("receipt", &self.receipt)
             .finish()
     }
 }
@@ -232,8 +277,9 @@ impl fmt::Debug for DecodedToken {
 /// its own sub-addresses). The token segment must be canonical unpadded
 /// base64url (stricter than Node's lenient `Buffer.from(…, 'base64')`, which
 /// changes nothing for tokens a correct issuer produced). Receipt details
-/// in a token, if any, are parsed and discarded; unknown flag bits and
-/// trailing plaintext bytes are ignored, as the JS receiver does.
+/// in a token, if any, are returned with the connection's id (the token's
+/// SHA-256); unknown flag bits and trailing plaintext bytes are ignored, as
+/// the JS receiver does.
 ///
 /// Errors, in the order they are checked:
 /// - [`IlpError::NotAddressedToServer`]: longer than 1023 bytes, not under
@@ -263,16 +309,21 @@ pub fn decode_destination(
         .map_err(|_| IlpError::InvalidTokenEncoding)?;
     let plaintext =
         crypto::decrypt(&secret.token_key(), &token).ok_or(IlpError::TokenDecryptionFailed)?;
-    let (payment_tag, asset) = parse_plaintext(&plaintext)?;
+    let (payment_tag, asset, setup) = parse_plaintext(&plaintext)?;
     let shared_secret = hmac_sha256(&secret.shared_secret_key(), &token);
+    let receipt = setup.map(|setup| TokenReceipt {
+        setup,
+        connection: crypto::sha256(&token),
+    });
     Ok(DecodedToken {
         payment_tag,
         asset,
         shared_secret,
+        receipt,
     })
 }
 
-type TokenFields = (String, Option<(String, u8)>);
+type TokenFields = (String, Option<(String, u8)>, Option<ReceiptSetup>);
 
 fn parse_plaintext(plaintext: &[u8]) -> Result<TokenFields, MalformedToken> {
     let mut r = Reader::new(plaintext);
@@ -282,10 +333,13 @@ fn parse_plaintext(plaintext: &[u8]) -> Result<TokenFields, MalformedToken> {
     } else {
         None
     };
-    if flags & FLAG_RECEIPT != 0 {
-        let _nonce: [u8; 16] = r.read_array()?;
-        let _receipt_secret: [u8; 32] = r.read_array()?;
-    }
+    let receipt = if flags & FLAG_RECEIPT != 0 {
+        let nonce: [u8; 16] = r.read_array()?;
+        let secret: [u8; 32] = r.read_array()?;
+        Some(ReceiptSetup { nonce, secret })
+    } else {
+        None
+    };
     let asset = if flags & FLAG_ASSET != 0 {
         let code = r.read_var_octet_string()?;
         let scale = r.read_u8()?;
@@ -309,7 +363,7 @@ fn parse_plaintext(plaintext: &[u8]) -> Result<TokenFields, MalformedToken> {
         }
         None => None,
     };
-    Ok((payment_tag, asset))
+    Ok((payment_tag, asset, receipt))
 }
 
 #[cfg(test)]
@@ -412,14 +466,26 @@ mod tests {
     #[test]
     fn plaintext_layout() {
         let tag = "0b1f3a52-7c1e-4d0a-9a43-5b7e0f6c2d81";
-        let p = token_plaintext(tag, Some(("USD", 2)));
+        let p = token_plaintext(tag, Some(("USD", 2)), None);
         assert_eq!(p.len(), 43);
         assert_eq!(p[0], FLAG_PAYMENT_TAG | FLAG_ASSET);
         assert_eq!(p[1], 36);
         assert_eq!(&p[2..38], tag.as_bytes());
         assert_eq!(&p[38..], &[3, b'U', b'S', b'D', 2]);
-        let p = token_plaintext("t", None);
+        let p = token_plaintext("t", None, None);
         assert_eq!(p, vec![FLAG_PAYMENT_TAG, 1, b't']);
+        let receipt = ReceiptSetup {
+            nonce: [0x11; 16],
+            secret: [0x22; 32],
+        };
+        let p = token_plaintext("t", Some(("USD", 2)), Some(&receipt));
+        assert_eq!(
+            &p[..3],
+            &[FLAG_PAYMENT_TAG | FLAG_RECEIPT | FLAG_ASSET, 1, b't']
+        );
+        assert_eq!(&p[3..19], &[0x11; 16]);
+        assert_eq!(&p[19..51], &[0x22; 32]);
+        assert_eq!(&p[51..], &[3, b'U', b'S', b'D', 2]);
     }
 
     #[test]
@@ -428,20 +494,24 @@ mod tests {
         let mut p = vec![FLAG_PAYMENT_TAG | FLAG_RECEIPT | FLAG_ASSET, 2, b'a', b'b'];
         p.extend_from_slice(&[0x11; 48]);
         p.extend_from_slice(&[3, b'X', b'R', b'P', 9, 0xee, 0xff]);
+        let receipt = ReceiptSetup {
+            nonce: [0x11; 16],
+            secret: [0x11; 32],
+        };
         assert_eq!(
             parse_plaintext(&p),
-            Ok(("ab".to_owned(), Some(("XRP".to_owned(), 9))))
+            Ok(("ab".to_owned(), Some(("XRP".to_owned(), 9)), Some(receipt)))
         );
         // Unknown flag bits are ignored.
         assert_eq!(
             parse_plaintext(&[FLAG_PAYMENT_TAG | 0x80, 1, b'z']),
-            Ok(("z".to_owned(), None))
+            Ok(("z".to_owned(), None, None))
         );
         // Long-form length prefix for a long tag.
         let long_tag = "x".repeat(200);
         let mut p = vec![FLAG_PAYMENT_TAG];
         oer::write_var_octet_string(&mut p, long_tag.as_bytes());
-        assert_eq!(parse_plaintext(&p), Ok((long_tag, None)));
+        assert_eq!(parse_plaintext(&p), Ok((long_tag, None, None)));
     }
 
     #[test]

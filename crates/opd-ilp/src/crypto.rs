@@ -39,6 +39,11 @@ pub fn condition_of(fulfillment: &[u8; 32]) -> [u8; 32] {
     Sha256::digest(fulfillment).into()
 }
 
+/// SHA-256 of `data`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
 /// The AES-256-GCM key a STREAM connection encrypts its packets with.
 pub fn stream_encryption_key(shared_secret: &[u8; 32]) -> [u8; 32] {
     hmac_sha256(shared_secret, ENCRYPTION_KEY_STRING)

@@ -56,6 +56,7 @@ fn receive(secret: &StreamSecret, prepare_bytes: &[u8], reply_iv: [u8; 12]) -> V
         asset,
         close_connection: verdict == Verdict::ClosedBySender,
         max_money: None,
+        receipt: None,
     };
     let data = reply(&request, &facts)
         .encrypt_with(&token.shared_secret, reply_iv)

@@ -135,6 +135,14 @@ pub struct ServiceConfig {
     /// Bounds on Interledger work: packet lifetimes and how many packets a
     /// payment may send.
     pub ilp: IlpLimits,
+    /// Wallet addresses answer SPSP queries (`Accept:
+    /// application/spsp4+json`) and take money paid by their payment
+    /// pointer (`--spsp`).
+    pub spsp: bool,
+    /// At most one `wallet_address.web_monetization` event per wallet
+    /// address per this interval: the next is due this long after the
+    /// first SPSP credit since the last one.
+    pub web_monetization_event_interval: Duration,
 }
 
 impl ServiceConfig {
@@ -142,6 +150,11 @@ impl ServiceConfig {
     /// address's balance, or held for the operator in external mode.
     pub fn receipts(&self) -> opd_core::ledger::Receipts {
         opd_core::ledger::Receipts::for_external_funding(self.external_funding)
+    }
+
+    /// [`ServiceConfig::web_monetization_event_interval`] in milliseconds.
+    pub fn web_monetization_event_interval_ms(&self) -> i64 {
+        i64::try_from(self.web_monetization_event_interval.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// The path the authorization server's routes live under: `""` when
@@ -262,6 +275,10 @@ impl ServiceConfig {
             external_funding: false,
             cache_ttl: Duration::from_millis(defaults::CACHE_TTL_MS),
             ilp: IlpLimits::default(),
+            spsp: defaults::SPSP,
+            web_monetization_event_interval: Duration::from_secs(
+                defaults::WEB_MONETIZATION_EVENT_SECS,
+            ),
         }
     }
 }

@@ -26,3 +26,5 @@ pub const ILP_PACKETS_PER_STEP: u32 = 200;
 pub const ILP_PACKETS_PER_MINUTE: u32 = 2000;
 pub const PAYMENT_STALL_ATTEMPTS: u32 = 8;
 pub const PAYMENT_STALL_SECS: u64 = 60;
+pub const SPSP: bool = true;
+pub const WEB_MONETIZATION_EVENT_SECS: u64 = 60;

@@ -27,7 +27,8 @@ pub enum Job {
     /// Sends due outgoing payments (one payment per step).
     Payments,
     /// Announces expired incoming payments, fails unfunded payments whose
-    /// quote expired, prunes the replay log, voids expired ILP holds.
+    /// quote expired, prunes the replay log, voids expired ILP holds,
+    /// reports what wallet addresses received over SPSP.
     Housekeeping,
     /// Deletes what is past its retention.
     Retention,
@@ -173,6 +174,10 @@ async fn housekeeping(services: &Services) -> Progress {
         "voiding expired ILP holds",
         crate::interledger::connector::void_expired_once(services).await,
     );
+    note(
+        "reporting what arrived over SPSP",
+        crate::interledger::spsp::report_once(services).await,
+    );
     if busy {
         Progress::Busy
     } else {
@@ -193,6 +198,7 @@ async fn retention(services: &Services) -> Result<Progress, ServiceError> {
         webhook_events = p.webhook_events,
         holds = p.holds,
         client_networks = p.client_networks,
+        receipt_totals = p.receipt_totals,
         "pruned past retention"
     );
     let full = [
@@ -202,6 +208,7 @@ async fn retention(services: &Services) -> Result<Progress, ServiceError> {
         p.webhook_events,
         p.holds,
         p.client_networks,
+        p.receipt_totals,
     ];
     let full = full.into_iter().any(|n| n >= opd_store::PRUNE_BATCH as u64);
     Ok(if full { Progress::Busy } else { Progress::Idle })

@@ -18,6 +18,11 @@ pub(crate) fn check_movement(amount: u64, idempotency_key: &str) -> Result<(), S
             "amount must be greater than 0".into(),
         ));
     }
+    check_key(idempotency_key)
+}
+
+/// An idempotency key has 1 to 200 characters.
+pub(crate) fn check_key(idempotency_key: &str) -> Result<(), ServiceError> {
     if idempotency_key.is_empty() || idempotency_key.len() > 200 {
         return Err(ServiceError::InvalidRequest(
             "idempotencyKey must be 1 to 200 characters".into(),
@@ -69,11 +74,7 @@ pub async fn withdraw_received(
     id: opd_core::IncomingPaymentId,
     idempotency_key: &str,
 ) -> Result<(Transfer, opd_core::Asset, bool), ServiceError> {
-    if idempotency_key.is_empty() || idempotency_key.len() > 200 {
-        return Err(ServiceError::InvalidRequest(
-            "idempotencyKey must be 1 to 200 characters".into(),
-        ));
-    }
+    check_key(idempotency_key)?;
     let payment = services
         .store
         .get_incoming_payment(id)
@@ -180,23 +181,60 @@ pub(crate) async fn to_withdraw(
     })
 }
 
+/// What received money's account `a` (an incoming payment's, or a wallet
+/// address's SPSP account) means for `opd check`: in balance mode money on
+/// it is a problem (it belongs on the wallet address); in external mode it
+/// waits for the operator (`waiting`, per asset).
+fn received_money(
+    a: &opd_core::ledger::Account,
+    receipts: Receipts,
+    problems: &mut Vec<String>,
+    waiting: &mut std::collections::BTreeMap<String, (opd_core::Asset, u128)>,
+) {
+    let what = match a.kind {
+        AccountKind::Incoming => "incoming payment",
+        AccountKind::Spsp => "SPSP",
+        _ => return,
+    };
+    if a.balance == 0 {
+        return;
+    }
+    match receipts {
+        Receipts::ToWallet => problems.push(format!(
+            "{what} account {} holds {} (in balance mode received money belongs on the \
+             wallet address; `opd serve` moves it there at start-up)",
+            a.id, a.balance
+        )),
+        Receipts::Held => {
+            let entry = waiting
+                .entry(a.asset.to_string())
+                .or_insert_with(|| (a.asset.clone(), 0));
+            // In range (checked before), so at most u64::MAX each.
+            entry.1 += u128::try_from(a.balance).unwrap_or(0);
+        }
+    }
+}
+
 /// What `opd check` found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LedgerCheck {
     /// The problems found (none when balanced).
     pub problems: Vec<String>,
-    /// External mode: what incoming payments received and the operator
-    /// has not withdrawn yet, per asset (not a problem: it waits for
-    /// `POST /incoming-payments/{id}/withdrawals`). Empty in balance mode.
+    /// External mode: what incoming payments (and wallet addresses over
+    /// SPSP) received and the operator has not withdrawn yet, per asset
+    /// (not a problem: it waits for `POST /incoming-payments/{id}/withdrawals`
+    /// and `POST /wallet-addresses/{ref}/spsp-withdrawals`). Empty in
+    /// balance mode.
     pub awaiting_withdrawal: Vec<Amount>,
 }
 
 /// Checks the ledger: every asset's balances sum to zero, no liability
 /// account is negative, no balance is beyond ±u64::MAX, every balance
 /// equals what its transfers add up to, and, in balance mode
-/// ([`Receipts::ToWallet`]), no incoming payment's account holds money
-/// (received money goes to the wallet address in the transaction that
-/// receives it). In external mode it totals what waits to be withdrawn.
+/// ([`Receipts::ToWallet`]), no incoming payment's or SPSP account holds
+/// money (received money goes to the wallet address in the transaction
+/// that receives it). In external mode it totals what waits to be
+/// withdrawn.
 pub async fn check(
     store: &dyn opd_store::Store,
     receipts: Receipts,
@@ -226,22 +264,7 @@ pub async fn check(
                 a.id, a.kind, a.balance
             ));
         }
-        if a.kind == AccountKind::Incoming && a.balance != 0 {
-            match receipts {
-                Receipts::ToWallet => problems.push(format!(
-                    "incoming payment account {} holds {} (in balance mode received money \
-                     belongs on the wallet address; `opd serve` moves it there at start-up)",
-                    a.id, a.balance
-                )),
-                Receipts::Held => {
-                    let entry = waiting
-                        .entry(a.asset.to_string())
-                        .or_insert_with(|| (a.asset.clone(), 0));
-                    // In range (checked above), so at most u64::MAX each.
-                    entry.1 += u128::try_from(a.balance).unwrap_or(0);
-                }
-            }
-        }
+        received_money(a, receipts, &mut problems, &mut waiting);
     }
     for (asset, sum) in per_asset {
         if sum != 0 {
@@ -253,7 +276,7 @@ pub async fn check(
         match u64::try_from(total) {
             Ok(v) => awaiting_withdrawal.push(Amount::new(v, asset)),
             Err(_) => problems.push(format!(
-                "incoming payments in {asset} await the withdrawal of {total}, past u64::MAX"
+                "received money in {asset} awaits the withdrawal of {total}, past u64::MAX"
             )),
         }
     }

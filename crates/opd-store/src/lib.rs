@@ -25,12 +25,13 @@ pub use interledger::peers::{AutoPeerOutcome, AutoPeeringLimits, PeerStore};
 pub use ledger::LedgerStore;
 pub use operator::{OperatorStore, OutboxEntry, PaymentFilter};
 pub use payments::credits::rounds::{CreditRounds, RoundEnd};
-pub use payments::credits::{CreditStore, IlpCredit, IlpReceive, IlpRound};
+pub use payments::credits::{CreditStore, CreditTo, IlpCredit, IlpReceive, IlpRound, SpspWallet};
 pub use payments::incoming::IncomingPaymentStore;
 pub use payments::outgoing::packets::{PacketRecord, PacketState, PacketStore, PaymentPacket};
 pub use payments::outgoing::{Delivered, OutgoingPaymentStore};
 pub use payments::quotes::QuoteStore;
 pub use payments::receipts::ReceiptStore;
+pub use payments::spsp::{SpspReport, SpspStore, SpspTotals};
 pub use platform::changes::{ChangeFeed, Heard};
 pub use platform::error::StoreError;
 pub use platform::facts::{Fact, Uncommitted};
@@ -56,6 +57,7 @@ pub trait Store:
     + GrantStore
     + LedgerStore
     + ReceiptStore
+    + SpspStore
     + OutgoingPaymentStore
     + CreditStore
     + OutboxStore

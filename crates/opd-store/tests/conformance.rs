@@ -21,8 +21,8 @@ use opd_core::{
 use opd_core::{GrantId, PeerId};
 use opd_store::claim::{Answer, ClaimState, RequestClaim};
 use opd_store::{
-    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Backend, CreditRounds, Delivered, Fact,
-    GrantRecord, Store, StoreError,
+    AccessTokenRecord, AutoPeerOutcome, AutoPeeringLimits, Backend, CreditRounds, CreditTo,
+    Delivered, Fact, GrantRecord, Store, StoreError,
 };
 
 opd_testkit::conformance!(
@@ -51,6 +51,9 @@ opd_testkit::conformance!(
     ilp_packets_arriving_together_are_credited_in_arrival_order,
     ilp_credits_never_land_after_their_packets_deadline,
     ended_holds_are_pruned_after_the_retention_and_pending_ones_never,
+    spsp_credits_move_exactly_their_amounts_and_count_each_once,
+    spsp_money_held_in_external_mode_is_withdrawn_once,
+    spsp_reports_are_claimed_once_and_announce_what_arrived_since_the_last,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -1728,10 +1731,11 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     let at = Timestamp::from_unix_millis(T0 + 20);
     move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
     let packet = |amount: u64| IlpReceive {
-        incoming: target.id,
+        to: CreditTo::Incoming(target.id),
         amount,
         deliver: amount,
         receipts: Receipts::ToWallet,
+        receipt_connection: None,
         at,
         deadline: at.plus_seconds(30),
     };
@@ -1787,7 +1791,7 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     open.incoming_amount = None;
     s.create_incoming_payment(&open, &[], None).await.unwrap();
     let group = [500, 300, 200].map(|amount| IlpReceive {
-        incoming: open.id,
+        to: CreditTo::Incoming(open.id),
         ..packet(amount)
     });
     let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
@@ -1808,11 +1812,11 @@ async fn ilp_packets_arriving_together_are_credited_in_arrival_order(s: &dyn Sto
     let unknown = incoming(&bob, 3, None);
     let group = [
         IlpReceive {
-            incoming: unknown.id,
+            to: CreditTo::Incoming(unknown.id),
             ..packet(1)
         },
         IlpReceive {
-            incoming: unknown.id,
+            to: CreditTo::Incoming(unknown.id),
             ..packet(2)
         },
     ];
@@ -1861,10 +1865,11 @@ async fn ilp_credits_never_land_after_their_packets_deadline(s: &dyn Store) {
     let at = Timestamp::from_unix_millis(T0 + 20);
     move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
     let packet = |amount: u64, deadline_ms: i64| IlpReceive {
-        incoming: target.id,
+        to: CreditTo::Incoming(target.id),
         amount,
         deliver: amount,
         receipts: Receipts::ToWallet,
+        receipt_connection: None,
         at,
         deadline: at.plus_millis(deadline_ms),
     };
@@ -1956,4 +1961,220 @@ async fn ended_holds_are_pruned_after_the_retention_and_pending_ones_never(s: &d
     // hold 2, 10 still held for hold 4.
     let liquidity = s.peer_liquidity(&from).await.unwrap();
     assert_eq!(liquidity, 1_000 - 30 - 10);
+}
+
+/// A wallet address paid over SPSP, with reports due a minute after the
+/// first credit since the last one.
+fn spsp_wallet(w: &WalletAddress) -> opd_store::SpspWallet {
+    opd_store::SpspWallet {
+        id: w.id,
+        asset: usd(),
+        report_after_ms: 60_000,
+    }
+}
+
+fn spsp_packet(
+    w: &WalletAddress,
+    amount: u64,
+    connection: Option<u8>,
+    at: Timestamp,
+) -> opd_store::IlpReceive {
+    opd_store::IlpReceive {
+        to: CreditTo::Wallet(spsp_wallet(w)),
+        amount,
+        deliver: amount,
+        receipts: Receipts::ToWallet,
+        receipt_connection: connection.map(|c| [c; 32]),
+        at,
+        deadline: at.plus_seconds(30),
+    }
+}
+
+fn to_wallet(receipt_total: Option<u128>) -> opd_store::IlpCredit {
+    opd_store::IlpCredit::ToWallet { receipt_total }
+}
+
+async fn spsp_credits_move_exactly_their_amounts_and_count_each_once(s: &dyn Store) {
+    use opd_store::IlpCredit;
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
+    let p = |amount, connection| spsp_packet(&bob, amount, connection, at);
+    // Two receipt connections and a packet without receipts, together.
+    let group = [p(10, Some(1)), p(20, None), p(30, Some(1)), p(5, Some(2))];
+    let credits = credit_all(s, &bank, &group, &clock_at(at)).await;
+    let want = [Some(10), None, Some(40), Some(5)].map(to_wallet);
+    assert_eq!(credits, want);
+    // A connection's total goes on from where it was, on every node.
+    let credits = credit_all(s, &bank, &[p(7, Some(1))], &clock_at(at)).await;
+    assert_eq!(credits, [to_wallet(Some(47))]);
+    let bob_id = bob.id.to_string();
+    assert_eq!(balance_of(s, AccountKind::Wallet, &bob_id).await, 72);
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 928);
+    let totals = s.spsp_totals(bob.id).await.unwrap();
+    assert_eq!((totals.received, totals.reported), (72, 0));
+    assert_eq!(totals.report_at, Some(at.plus_millis(60_000)));
+    // What the liquidity cannot cover as a whole is credited one by one.
+    let credits = credit_all(s, &bank, &[p(900, Some(1)), p(100, Some(1))], &clock_at(at)).await;
+    assert_eq!(
+        credits,
+        [
+            to_wallet(Some(947)),
+            IlpCredit::InsufficientLiquidity { available: 28 }
+        ]
+    );
+    // A packet late once the locks are held moves nothing and counts
+    // nowhere; the others of its group are credited without it.
+    let clock = SteppingClock::from(at, 200);
+    let late = opd_store::IlpReceive {
+        deadline: at.plus_millis(150),
+        ..p(3, Some(1))
+    };
+    let credits = credit_all(s, &bank, &[p(1, Some(1)), late, p(2, None)], &clock).await;
+    assert_eq!(
+        credits,
+        [to_wallet(Some(948)), IlpCredit::Expired, to_wallet(None)]
+    );
+    assert_eq!(balance_of(s, AccountKind::Wallet, &bob_id).await, 975);
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 25);
+    assert_eq!(s.spsp_totals(bob.id).await.unwrap().received, 975);
+    // The transfers name the wallet address.
+    let transfers = s.ledger_all_transfers().await.unwrap();
+    let received: u64 = transfers
+        .iter()
+        .filter(|t| t.kind == TransferKind::Receive && t.reference.as_deref() == Some(&bob_id))
+        .map(|t| t.amount)
+        .sum();
+    assert_eq!(received, 975);
+    assert_ledger_balanced(s).await;
+}
+
+async fn spsp_money_held_in_external_mode_is_withdrawn_once(s: &dyn Store) {
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
+    let held = |amount| opd_store::IlpReceive {
+        receipts: Receipts::Held,
+        ..spsp_packet(&bob, amount, None, at)
+    };
+    let credits = credit_all(s, &bank, &[held(40), held(2)], &clock_at(at)).await;
+    assert_eq!(credits, [to_wallet(None), to_wallet(None)]);
+    let bob_id = bob.id.to_string();
+    assert_eq!(balance_of(s, AccountKind::Wallet, &bob_id).await, 0);
+    assert_eq!(balance_of(s, AccountKind::Spsp, &bob_id).await, 42);
+    let usd = usd();
+    let withdraw = |digest: &'static str| s.withdraw_spsp(bob.id, &usd, "spsp:k1", digest, at);
+    let LedgerOutcome::Posted(t) = withdraw("d1").await.unwrap() else {
+        panic!("posted")
+    };
+    assert_eq!(t.amount, 42);
+    assert!(
+        matches!(withdraw("d1").await.unwrap(), LedgerOutcome::Repeated(ref r) if r.amount == 42)
+    );
+    assert_eq!(withdraw("d2").await.unwrap(), LedgerOutcome::KeyReused);
+    assert_eq!(balance_of(s, AccountKind::Spsp, &bob_id).await, 0);
+    // Nothing held: nothing posted, and the key stays unused.
+    let nothing = s.withdraw_spsp(bob.id, &usd, "spsp:k2", "d", at).await;
+    assert!(matches!(nothing.unwrap(), LedgerOutcome::Posted(ref t) if t.amount == 0));
+    credit_all(s, &bank, &[held(5)], &clock_at(at)).await;
+    let again = s.withdraw_spsp(bob.id, &usd, "spsp:k2", "d", at).await;
+    assert!(matches!(again.unwrap(), LedgerOutcome::Posted(ref t) if t.amount == 5));
+    // Started in balance mode later: what is held goes to the wallet
+    // address, once.
+    credit_all(s, &bank, &[held(9)], &clock_at(at)).await;
+    assert_eq!(s.settle_received(at).await.unwrap(), 1);
+    assert_eq!(s.settle_received(at).await.unwrap(), 0);
+    assert_eq!(balance_of(s, AccountKind::Spsp, &bob_id).await, 0);
+    assert_eq!(balance_of(s, AccountKind::Wallet, &bob_id).await, 9);
+    assert_ledger_balanced(s).await;
+}
+
+async fn spsp_reports_are_claimed_once_and_announce_what_arrived_since_the_last(s: &dyn Store) {
+    let (bob, carol) = (wallet("bob", 2), wallet("carol", 3));
+    for w in [&bob, &carol] {
+        s.create_wallet_address(w).await.unwrap();
+    }
+    let bank = peer("test.bank", 1, PeerOrigin::Operator);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
+    let clock = clock_at(at);
+    credit_all(s, &bank, &[spsp_packet(&bob, 65, None, at)], &clock).await;
+    let later = at.plus_millis(30_000);
+    credit_all(s, &bank, &[spsp_packet(&bob, 5, None, later)], &clock).await;
+    // Not due before a minute after the first credit.
+    let early = s
+        .claim_spsp_reports(at.plus_millis(59_999), 10)
+        .await
+        .unwrap();
+    assert!(early.outcome().is_empty());
+    early.commit(&[]).await.unwrap();
+    let due = at.plus_millis(60_000);
+    let claimed = s.claim_spsp_reports(due, 10).await.unwrap();
+    let reports = claimed.outcome().clone();
+    if s.backend() == Backend::Postgres {
+        // Another node meanwhile skips the row this claim holds.
+        let other = s.claim_spsp_reports(due, 10).await.unwrap();
+        assert!(other.outcome().is_empty());
+        other.commit(&[]).await.unwrap();
+    }
+    // Dropped without its events: nothing was claimed.
+    drop(claimed);
+    let claimed = s.claim_spsp_reports(due, 10).await.unwrap();
+    assert_eq!(claimed.outcome(), &reports);
+    assert_eq!(
+        reports,
+        [opd_store::SpspReport {
+            wallet: bob.id,
+            amount: 70,
+            to_withdraw: 0
+        }]
+    );
+    let event = event_of(EventKind::WalletAddressWebMonetization, "bob:70");
+    claimed.commit(&[event]).await.unwrap();
+    let again = s
+        .claim_spsp_reports(due.plus_millis(3_600_000), 10)
+        .await
+        .unwrap();
+    assert!(again.outcome().is_empty(), "reported once");
+    again.commit(&[]).await.unwrap();
+    let totals = s.spsp_totals(bob.id).await.unwrap();
+    assert_eq!(
+        (totals.received, totals.reported, totals.report_at),
+        (70, 70, None)
+    );
+    // The next credit starts the next interval; each report says what
+    // arrived since the one before.
+    let next = due.plus_millis(1);
+    credit_all(s, &bank, &[spsp_packet(&bob, 8, None, next)], &clock).await;
+    credit_all(s, &bank, &[spsp_packet(&carol, 3, None, next)], &clock).await;
+    let claimed = s
+        .claim_spsp_reports(next.plus_millis(60_000), 10)
+        .await
+        .unwrap();
+    let mut amounts: Vec<_> = claimed
+        .outcome()
+        .iter()
+        .map(|r| (r.wallet, r.amount))
+        .collect();
+    amounts.sort();
+    let mut want = vec![(bob.id, 8), (carol.id, 3)];
+    want.sort();
+    assert_eq!(amounts, want);
+    claimed.commit(&[]).await.unwrap();
+    let events = s
+        .claim_webhook_events(due.plus_millis(10_000_000), 60_000, 100)
+        .await
+        .unwrap();
+    let reported: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::WalletAddressWebMonetization)
+        .collect();
+    assert_eq!(reported.len(), 1);
 }

@@ -30,6 +30,8 @@ const GROWING: &[&str] = &[
     "webhook_events",
     "signed_requests",
     "ilp_holds",
+    "spsp_received",
+    "spsp_receipt_totals",
 ];
 
 /// Statements that may read a growing table whole, and why.

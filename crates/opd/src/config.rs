@@ -267,6 +267,12 @@ pub struct ServeArgs {
     /// Outgoing payments wait until funded through the admin API instead of from the wallet balance.
     #[arg(long, env = "OPD_EXTERNAL_FUNDING", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
     pub external_funding: bool,
+    /// Wallet addresses answer SPSP queries (Accept: application/spsp4+json) with STREAM credentials and take money paid by their payment pointer.
+    #[arg(long, env = "OPD_SPSP", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", default_value_t = defaults::SPSP)]
+    pub spsp: bool,
+    /// Seconds between wallet_address.web_monetization events of one wallet address (at most one per interval): the next is due this long after the first SPSP payment since the last.
+    #[arg(long, env = "OPD_WEB_MONETIZATION_EVENT_SECS", default_value_t = defaults::WEB_MONETIZATION_EVENT_SECS)]
+    pub web_monetization_event_secs: u64,
     /// Milliseconds an Interledger packet this server sends may take (its expiry, and how long its answer is awaited).
     #[arg(long, env = "OPD_ILP_PACKET_TIMEOUT_MS", default_value_t = defaults::ILP_PACKET_TIMEOUT_MS)]
     pub ilp_packet_timeout_ms: u64,

@@ -103,7 +103,7 @@ async fn check(settings: &Settings, external_funding: Option<bool>) -> anyhow::R
     let report = opd_service::ledger::check(store.as_ref(), receipts).await?;
     for w in &report.awaiting_withdrawal {
         println!(
-            "incoming payments await the withdrawal of {} (minor units of {})",
+            "incoming payments and payment pointers (SPSP) await the withdrawal of {} (minor units of {})",
             w.value, w.asset
         );
     }

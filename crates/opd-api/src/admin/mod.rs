@@ -20,6 +20,9 @@
 //! - `POST /outgoing-payments/{id}/fund`: with external funding
 //! - `POST /incoming-payments/{id}/withdrawals {idempotencyKey}`: with
 //!   external funding, takes what the incoming payment received out of opd
+//! - `POST /wallet-addresses/{ref}/spsp-withdrawals {idempotencyKey}`: with
+//!   external funding, takes what the wallet address received over SPSP
+//!   (paid by its payment pointer) out of opd
 //! - `GET /ledger/check`: the ledger invariants
 //! - the Interledger peers (`crate::admin::peers`)
 //! - the tenants (`crate::admin::tenants`); `POST /wallet-addresses` takes

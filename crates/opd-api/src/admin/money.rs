@@ -1,7 +1,7 @@
 //! Admin routes that move or show money: deposits and withdrawals,
 //! balances and transfers, cancelling and funding outgoing payments,
-//! withdrawing what an incoming payment received, the ledger check and
-//! this node's counters.
+//! withdrawing what an incoming payment (or a wallet address over SPSP)
+//! received, the ledger check and this node's counters.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -34,6 +34,10 @@ pub(super) fn routes() -> Router<AdminState> {
         .route(
             "/incoming-payments/{id}/withdrawals",
             post(withdraw_incoming_payment),
+        )
+        .route(
+            "/wallet-addresses/{wallet}/spsp-withdrawals",
+            post(withdraw_spsp),
         )
 }
 
@@ -224,6 +228,30 @@ async fn withdraw_incoming_payment(
     let status = idempotent_status(new);
     Ok((
         status,
+        Json(serde_json::json!({
+            "amount": opd_core::AmountWire::from(&amount),
+            "transfer": TransferAdmin::from(&transfer),
+        })),
+    ))
+}
+
+/// External mode: takes what a wallet address received over SPSP (paid by
+/// its payment pointer, and not withdrawn yet) out of opd; 201 with the
+/// amount, or 200 with the first answer when the key is repeated; 409
+/// `nothing_to_withdraw` when it holds nothing.
+async fn withdraw_spsp(
+    State(state): State<AdminState>,
+    scope: AdminScope,
+    PathParam(reference): PathParam,
+    JsonBody { value: req, .. }: JsonBody<WithdrawReceived>,
+) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
+    let wallet = resolve(&state, &scope, &reference).await?;
+    let services = &state.app.services;
+    let (transfer, new) =
+        opd_service::interledger::spsp::withdraw(services, &wallet, &req.idempotency_key).await?;
+    let amount = opd_core::Amount::new(transfer.amount, wallet.asset.clone());
+    Ok((
+        idempotent_status(new),
         Json(serde_json::json!({
             "amount": opd_core::AmountWire::from(&amount),
             "transfer": TransferAdmin::from(&transfer),

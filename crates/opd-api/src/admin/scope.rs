@@ -80,6 +80,7 @@ pub(crate) const TENANT_ROUTES: &[&str] = &[
     "/outgoing-payments/{id}/cancel",
     "/outgoing-payments/{id}/fund",
     "/incoming-payments/{id}/withdrawals",
+    "/wallet-addresses/{wallet}/spsp-withdrawals",
     "/fees",
     "/fees/{code}/{scale}",
 ];

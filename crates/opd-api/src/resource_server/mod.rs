@@ -6,11 +6,13 @@
 //! [`Authorized`] naming the access it needs (see `crate::resource_server::auth`). The
 //! exception is the public incoming payment GET: without an
 //! `Authorization` header it answers the public view (`receivedAmount`,
-//! `authServer`).
+//! `authServer`). A wallet address asked for `application/spsp4+json`
+//! answers SPSP credentials instead of its document ([`spsp`]).
 
 pub mod auth;
 mod outgoing;
 pub mod site;
+pub mod spsp;
 
 pub use outgoing::PAYMENT_STATE_HEADER;
 
@@ -119,11 +121,13 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Val
     }
 }
 
-/// `GET /{path}` and `GET /{path}/jwks.json`.
+/// `GET /{path}` (the document, or SPSP credentials: see [`spsp`]) and
+/// `GET /{path}/jwks.json`.
 async fn wallet_address_or_jwks(
     State(state): State<AppState>,
     site: RequestSite,
     PathParam(path): PathParam,
+    headers: axum::http::HeaderMap,
 ) -> ApiResult<Response> {
     let tenant = &site.0.tenant;
     let services = &state.services;
@@ -144,11 +148,27 @@ async fn wallet_address_or_jwks(
         };
         return Ok(cached(Json(body).into_response(), "max-age=10"));
     }
+    let accept = headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
+    let wanted = spsp::negotiate(accept, opd_service::interledger::spsp::enabled(services));
     let wallet = wallets::by_path(services, tenant, &path)
         .await
         .map_err(not_found)?;
-    let doc = WalletAddressDoc::new(&wallet, site.public_url(), &site.0.auth_server_url);
-    Ok(cached(Json(doc).into_response(), "max-age=60"))
+    let mut response = match wanted {
+        spsp::Wanted::NotAcceptable => return Err(spsp::not_acceptable()),
+        spsp::Wanted::Spsp => {
+            let receipt = spsp::receipt_setup(&headers)?;
+            spsp::answer(services, &wallet, receipt.as_ref())?
+        }
+        spsp::Wanted::Json => {
+            let doc = WalletAddressDoc::new(&wallet, site.public_url(), &site.0.auth_server_url);
+            cached(Json(doc).into_response(), "max-age=60")
+        }
+    };
+    // One URL, two answers: caches keep them apart by `Accept`.
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    Ok(response)
 }
 
 fn cached(mut response: Response, policy: &'static str) -> Response {

@@ -24,6 +24,7 @@
 //! fixed in tests), laid out as `IV ‖ tag ‖ ciphertext`.
 
 pub mod frame;
+pub mod receipt;
 pub mod receiver;
 pub mod sender;
 

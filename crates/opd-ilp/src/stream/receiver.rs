@@ -118,6 +118,9 @@ pub struct ReplyFacts<'a> {
     pub close_connection: bool,
     /// Add StreamMaxMoney frames; see [`MaxMoney`].
     pub max_money: Option<MaxMoney>,
+    /// A STREAM receipt ([`super::receipt`]) to add, in a StreamReceipt
+    /// frame for the stream it names; only fulfills carry one.
+    pub receipt: Option<&'a [u8; super::receipt::RECEIPT_LEN]>,
 }
 
 /// The STREAM reply to `request`: same sequence, ILP type 13 or 14,
@@ -127,6 +130,7 @@ pub struct ReplyFacts<'a> {
 ///   the asset is known (not when echoing the sender's ConnectionClose);
 /// - StreamMaxMoney for each stream id with a StreamMoney frame, in order
 ///   of first appearance, if `max_money` is set;
+/// - StreamReceipt with `receipt` if the reply rides in a Fulfill;
 /// - ConnectionClose(NoError, "") if `close_connection`.
 pub fn reply(request: &StreamPacket, facts: &ReplyFacts<'_>) -> StreamPacket {
     let mut frames = Vec::new();
@@ -152,6 +156,12 @@ pub fn reply(request: &StreamPacket, facts: &ReplyFacts<'_>) -> StreamPacket {
                 }
             }
         }
+    }
+    if let (Some(receipt), true) = (facts.receipt, facts.fulfill) {
+        frames.push(Frame::StreamReceipt {
+            stream_id: u64::from(receipt[17]),
+            receipt: receipt.to_vec(),
+        });
     }
     if facts.close_connection {
         frames.push(Frame::ConnectionClose {
@@ -250,6 +260,7 @@ mod tests {
             asset: Some(("USD", 2)),
             close_connection: false,
             max_money: None,
+            receipt: None,
         };
         assert_eq!(
             reply(&probe, &facts),
@@ -289,6 +300,7 @@ mod tests {
             asset: Some(("USD", 2)),
             close_connection: true,
             max_money: None,
+            receipt: None,
         };
         assert_eq!(reply(&closing, &facts).frames, vec![close()]);
 
@@ -302,6 +314,7 @@ mod tests {
                 receive_max: u64::MAX,
                 total_received: 40,
             }),
+            receipt: None,
         };
         let r = reply(&paying, &facts);
         assert_eq!(r.ilp_packet_type, PacketType::Fulfill);
@@ -320,5 +333,35 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn only_fulfills_carry_the_receipt_on_its_stream() {
+        let setup = crate::stream::receipt::ReceiptSetup {
+            nonce: [1; 16],
+            secret: [2; 32],
+        };
+        let receipt = crate::stream::receipt::create_receipt(&setup, 1, 77);
+        let paying = request(5, vec![money(1)]);
+        let facts = ReplyFacts {
+            fulfill: true,
+            received_amount: 5,
+            asset: None,
+            close_connection: false,
+            max_money: None,
+            receipt: Some(&receipt),
+        };
+        assert_eq!(
+            reply(&paying, &facts).frames,
+            vec![Frame::StreamReceipt {
+                stream_id: 1,
+                receipt: receipt.to_vec()
+            }]
+        );
+        let refused = ReplyFacts {
+            fulfill: false,
+            ..facts
+        };
+        assert!(reply(&paying, &refused).frames.is_empty());
     }
 }

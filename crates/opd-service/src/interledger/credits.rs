@@ -1,5 +1,6 @@
-//! Group commit of ILP credits: packets for one incoming payment from one
-//! peer that arrive together are credited in one transaction.
+//! Group commit of ILP credits: packets for one receiver (an incoming
+//! payment, or a wallet address paid over SPSP) from one peer that arrive
+//! together are credited in one transaction.
 //!
 //! A credit locks the payment's row and the peer's and receiver's ledger
 //! rows from its move to its commit, so credits of one (payment, peer)
@@ -32,8 +33,8 @@ use std::time::Duration;
 
 use opd_core::peer::Peer;
 use opd_core::wallet_address::WalletAddress;
-use opd_core::{Clock, IncomingPaymentId, PeerId, Random};
-use opd_store::{CreditRounds, IlpCredit, IlpReceive, Store};
+use opd_core::{Clock, PeerId, Random};
+use opd_store::{CreditRounds, CreditTo, IlpCredit, IlpReceive, Store};
 use tokio::sync::oneshot;
 
 use crate::tenants::Sites;
@@ -43,7 +44,7 @@ use crate::ServiceError;
 /// The most packets one transaction credits.
 pub const MAX_GROUP: usize = 64;
 
-type Key = (IncomingPaymentId, PeerId);
+type Key = (CreditTo, PeerId);
 
 /// The packets waiting for their turn, by (incoming payment, peer). A key
 /// is present while a transaction for it is under way.
@@ -116,7 +117,7 @@ impl CreditQueue {
         receive: IlpReceive,
         wallet: &WalletAddress,
     ) -> Result<IlpCredit, ServiceError> {
-        let key = (receive.incoming, peer.id);
+        let key = (receive.to.clone(), peer.id);
         let deadline = receive.deadline;
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let queued = {
@@ -132,26 +133,29 @@ impl CreditQueue {
                     Err(wait)
                 }
                 None => {
-                    waiting.insert(key, Vec::new());
+                    waiting.insert(key.clone(), Vec::new());
                     Ok(receive)
                 }
             }
         };
         let (own, mut others) = match queued {
             Ok(receive) => (receive, Vec::new()),
-            Err(wait) => match self.turn(key, ticket, deadline, wait).await {
+            Err(wait) => match self.turn(&key, ticket, deadline, wait).await {
                 Ok(Turn::Done(result)) => return result.map_err(ServiceError::Unavailable),
                 Ok(Turn::Lead(own, others)) => (own, others),
                 Err(_) => return Err(ServiceError::Unavailable("a credit was dropped".into())),
             },
         };
         // Whatever happens below (even a panic), the next packet leads.
-        let _handoff = Handoff { queue: self, key };
+        let _handoff = Handoff {
+            queue: self,
+            key: key.clone(),
+        };
         // Let the tasks already running (packets read, on their way here)
         // reach the queue first: no timer, only a turn of the scheduler,
         // and under load it makes the groups several times larger.
         tokio::task::yield_now().await;
-        self.join_queued(key, &mut others);
+        self.join_queued(&key, &mut others);
         let mut receives = Vec::with_capacity(1 + others.len());
         receives.push(own);
         receives.extend(others.iter().map(|w| w.receive.clone()));
@@ -187,7 +191,7 @@ impl CreditQueue {
     /// group's transaction then answers it).
     async fn turn(
         &self,
-        key: Key,
+        key: &Key,
         ticket: u64,
         deadline: opd_core::Timestamp,
         mut wait: oneshot::Receiver<Turn>,
@@ -199,7 +203,7 @@ impl CreditQueue {
         }
         {
             let mut waiting = self.lock();
-            if let Some(queue) = waiting.get_mut(&key) {
+            if let Some(queue) = waiting.get_mut(key) {
                 if let Some(at) = queue.iter().position(|w| w.ticket == ticket) {
                     queue.remove(at);
                     return Ok(Turn::Done(Ok(IlpCredit::Expired)));
@@ -247,9 +251,9 @@ impl CreditQueue {
 
     /// Moves the packets queued for `key` since the lead was given into
     /// the leader's group (up to [`MAX_GROUP`] in all).
-    fn join_queued(&self, key: Key, group: &mut Vec<Waiter>) {
+    fn join_queued(&self, key: &Key, group: &mut Vec<Waiter>) {
         let mut waiting = self.lock();
-        if let Some(queue) = waiting.get_mut(&key) {
+        if let Some(queue) = waiting.get_mut(key) {
             let room = (MAX_GROUP - 1).saturating_sub(group.len());
             let take = queue.len().min(room);
             group.extend(queue.drain(..take));

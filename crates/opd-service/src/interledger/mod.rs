@@ -8,8 +8,9 @@
 //!    zero-amount request with the peer protocol condition: F01 or F05
 //!    otherwise);
 //! 4. above the peer's max packet amount → F08 with the amounts;
-//! 5. addressed to one of our incoming payments → the STREAM receiver:
-//!    the destination's token gives the payment and the shared secret;
+//! 5. addressed to one of our incoming payments, or to a wallet address
+//!    paid by its payment pointer (`spsp`) → the STREAM receiver:
+//!    the destination's token gives the receiver and the shared secret;
 //!    probes (unfulfillable) get F99 with the STREAM reply; money is
 //!    credited, from the peer's liquidity to the payment, in the same
 //!    transaction as the payment's received amount, and then fulfilled;
@@ -41,6 +42,7 @@ mod peering;
 pub mod peers;
 mod receive;
 pub(crate) mod reply;
+pub mod spsp;
 
 pub use peering::{accept_peering, ask_peering, AskPeering, Asked, PeeringRequest};
 pub use receive::ReceiverFacts;

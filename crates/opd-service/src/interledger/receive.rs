@@ -1,25 +1,35 @@
-//! The STREAM receiver: Prepares addressed to our incoming payments. The
-//! destination's token gives the payment and the shared secret; probes
-//! (unfulfillable) get F99 with the STREAM reply; money is credited, from
-//! the peer's liquidity to the payment, in the same transaction as the
-//! payment's received amount (the rule is `IncomingPayment::receive`), and
-//! then fulfilled.
+//! The STREAM receiver: Prepares addressed to our incoming payments, or to
+//! wallet addresses paid by their payment pointer (SPSP, see
+//! `super::spsp`). The destination's token gives the receiver and the
+//! shared secret; probes (unfulfillable) get F99 with the STREAM reply;
+//! money is credited, from the peer's liquidity to the receiver, in the same
+//! transaction as the payment's received amount (the rule is
+//! `IncomingPayment::receive`) or the wallet address's SPSP totals, and then
+//! fulfilled, with a STREAM receipt when the connection asked for them.
 
 use opd_core::incoming_payment::Receivable;
 use opd_core::peer::Peer;
+use opd_core::wallet_address::WalletAddress;
 use opd_core::{Asset, IncomingPaymentId};
 use opd_ilp::packet::Prepare;
+use opd_ilp::stream::receipt::RECEIPT_LEN;
 use opd_ilp::stream::receiver::{self, ReplyFacts, Verdict};
-use opd_ilp::{condition_of, decode_destination, fulfillment_for, ErrorCode, StreamPacket};
-use opd_store::{IlpCredit, IlpReceive};
+use opd_ilp::{
+    condition_of, create_receipt, decode_destination, fulfillment_for, ErrorCode, StreamPacket,
+    TokenReceipt,
+};
+use opd_store::{CreditTo, IlpCredit, IlpReceive, SpspWallet};
 
 use super::reply::{fulfill, reject, stream_reject};
+use super::spsp::PaymentTag;
+use crate::platform::metrics::Via;
 use crate::{ServiceError, Services};
 
-/// The STREAM receiver for Prepares addressed to our incoming payments:
-/// reads the connection ([`open`]), decides what the packet's request
-/// gets ([`reply_for_verdict`]), credits money ([`credit`]) and answers by
-/// what the credit did ([`reply_for_credit`]).
+/// The STREAM receiver for Prepares addressed to our incoming payments and
+/// payment pointers: reads the connection ([`open`]), decides what the
+/// packet's request gets ([`reply_for_verdict`]), credits money
+/// ([`credit`]) and answers by what the credit did ([`reply_for_credit`]),
+/// with the receipt it earned ([`receipt_for`]).
 pub(super) async fn receive(
     services: &Services,
     peer: &Peer,
@@ -27,31 +37,50 @@ pub(super) async fn receive(
 ) -> Result<Vec<u8>, ServiceError> {
     let conn = match open(services, peer, prepare).await? {
         Ok(conn) => conn,
-        Err(reply) => return Ok(answer(services, None, reply)),
+        Err(reply) => return Ok(answer(services, None, reply, None)),
     };
-    let reply = match reply_for_verdict(receiver::assess(
-        &conn.request,
-        conn.arriving,
-        conn.fulfillable,
-    )) {
-        Some(reply) => reply,
-        None => reply_for_credit(&credit(services, peer, prepare, &conn).await?),
+    let verdict = receiver::assess(&conn.request, conn.arriving, conn.fulfillable);
+    let (reply, receipt) = match reply_for_verdict(verdict) {
+        Some(reply) => (reply, None),
+        None => {
+            let credited = credit(services, peer, prepare, &conn).await?;
+            (reply_for_credit(&credited), receipt_for(&conn, &credited))
+        }
     };
-    Ok(answer(services, Some(&conn), reply))
+    Ok(answer(services, Some(&conn), reply, receipt.as_ref()))
 }
 
 /// A Prepare's STREAM connection, as read before any money moves.
 struct Connection {
     secret: [u8; 32],
     request: StreamPacket,
-    payment: ReceiverFacts,
-    /// What arrives, in the payment's asset.
+    payment: Receiver,
+    /// What arrives, in the receiver's asset.
     arriving: u64,
     fulfillment: [u8; 32],
     fulfillable: bool,
 }
 
-/// What opd answers a Prepare addressed to an incoming payment.
+/// Whom a connection pays.
+enum Receiver {
+    /// An incoming payment.
+    Incoming(ReceiverFacts),
+    /// A wallet address paid by its payment pointer, with the receipt
+    /// setup its SPSP query gave, if any.
+    Wallet(WalletAddress, Option<TokenReceipt>),
+}
+
+impl Receiver {
+    fn asset(&self) -> &Asset {
+        match self {
+            Receiver::Incoming(facts) => &facts.asset,
+            Receiver::Wallet(wallet, _) => &wallet.asset,
+        }
+    }
+}
+
+/// What opd answers a Prepare addressed to an incoming payment or a
+/// payment pointer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reply {
     /// Fulfill, with the STREAM reply.
@@ -86,13 +115,13 @@ async fn open(
     let Ok(request) = StreamPacket::decrypt_and_decode(&secret, &prepare.data) else {
         return Ok(Err(Reply::Plain(ErrorCode::F06_UNEXPECTED_PAYMENT, "")));
     };
-    let Some(payment) = lookup(services, &token.payment_tag).await? else {
+    let Some(payment) = lookup(services, &token.payment_tag, token.receipt).await? else {
         return Ok(Err(Reply::Plain(
             ErrorCode::F02_UNREACHABLE,
             "no such receiver",
         )));
     };
-    let arriving = match convert(services, prepare.amount, &peer.asset, &payment.asset).await {
+    let arriving = match convert(services, prepare.amount, &peer.asset, payment.asset()).await {
         Ok(v) => v,
         Err(e) => return reply_for_conversion(e).map(Err),
     };
@@ -141,47 +170,78 @@ fn reply_for_verdict(verdict: Verdict) -> Option<Reply> {
 }
 
 /// Credits the packet's money, from the peer's liquidity to the incoming
-/// payment (grouped with others arriving together, see `super::credits`).
+/// payment or the wallet address (grouped with others arriving together,
+/// see `super::credits`).
 async fn credit(
     services: &Services,
     peer: &Peer,
     prepare: &Prepare,
     conn: &Connection,
 ) -> Result<IlpCredit, ServiceError> {
-    let wallet = services
-        .wallet_by_id(conn.payment.wallet_address_id)
-        .await?
-        .ok_or_else(|| {
-            ServiceError::Internal("an incoming payment without wallet address".into())
-        })?;
+    let (to, wallet, receipt_connection) = match &conn.payment {
+        Receiver::Incoming(facts) => {
+            let wallet = services.wallet_by_id(facts.wallet_address_id).await?;
+            let wallet = wallet.ok_or_else(|| {
+                ServiceError::Internal("an incoming payment without wallet address".into())
+            })?;
+            (CreditTo::Incoming(facts.id), wallet, None)
+        }
+        Receiver::Wallet(wallet, receipt) => {
+            let to = CreditTo::Wallet(SpspWallet {
+                id: wallet.id,
+                asset: wallet.asset.clone(),
+                report_after_ms: services.config.web_monetization_event_interval_ms(),
+            });
+            (to, wallet.clone(), receipt.as_ref().map(|r| r.connection))
+        }
+    };
     let credit = IlpReceive {
-        incoming: conn.payment.id,
+        to,
         amount: prepare.amount,
         deliver: conn.arriving,
         receipts: services.config.receipts(),
+        receipt_connection,
         at: services.clock.now(),
         deadline: super::deadline(&prepare.expires_at),
     };
     let credited = services.interledger.credits.credit(peer, credit, &wallet);
     let credited = credited.await?;
-    if let IlpCredit::Credited(payment) = &credited {
+    let metrics = crate::platform::metrics::incoming_received;
+    match &credited {
         // A completed payment refuses credit, so one that reads completed
         // now was completed by this packet.
-        crate::platform::metrics::incoming_received(
-            &payment.asset,
-            conn.arriving,
-            crate::platform::metrics::Via::Interledger,
-            payment.completed,
-        );
+        IlpCredit::Credited(payment) => {
+            metrics(
+                &payment.asset,
+                conn.arriving,
+                Via::Interledger,
+                payment.completed,
+            );
+        }
+        IlpCredit::ToWallet { .. } => metrics(&wallet.asset, conn.arriving, Via::Spsp, false),
+        _ => {}
     }
     Ok(credited)
+}
+
+/// The STREAM receipt of a credited packet whose connection asked for
+/// receipts: for stream 1, what the connection received in all (a total
+/// past u64::MAX is signed as u64::MAX: a receipt says "at least").
+fn receipt_for(conn: &Connection, credited: &IlpCredit) -> Option<[u8; RECEIPT_LEN]> {
+    let (Receiver::Wallet(_, Some(receipt)), IlpCredit::ToWallet { receipt_total }) =
+        (&conn.payment, credited)
+    else {
+        return None;
+    };
+    let total = u64::try_from((*receipt_total)?).unwrap_or(u64::MAX);
+    Some(create_receipt(&receipt.setup, 1, total))
 }
 
 /// The reply to a packet by what its credit did.
 fn reply_for_credit(credit: &IlpCredit) -> Reply {
     let f99 = ErrorCode::F99_APPLICATION_ERROR;
     match credit {
-        IlpCredit::Credited(_) => Reply::Fulfill,
+        IlpCredit::Credited(_) | IlpCredit::ToWallet { .. } => Reply::Fulfill,
         IlpCredit::Unknown => Reply::Plain(ErrorCode::F02_UNREACHABLE, "no such receiver"),
         // Completed or expired: tell the sender the connection is over.
         IlpCredit::Refused(Receivable::Closed) => Reply::Stream {
@@ -203,8 +263,14 @@ fn reply_for_credit(credit: &IlpCredit) -> Reply {
     }
 }
 
-/// The packet `reply` says, with the STREAM reply encrypted for `conn`.
-fn answer(services: &Services, conn: Option<&Connection>, reply: Reply) -> Vec<u8> {
+/// The packet `reply` says, with the STREAM reply encrypted for `conn`
+/// (and a fulfill's `receipt`).
+fn answer(
+    services: &Services,
+    conn: Option<&Connection>,
+    reply: Reply,
+    receipt: Option<&[u8; RECEIPT_LEN]>,
+) -> Vec<u8> {
     let Some(conn) = conn.filter(|_| !matches!(reply, Reply::Plain(..))) else {
         return match reply {
             Reply::Plain(code, message) => reject(&services.config.ilp_address, code, message),
@@ -216,13 +282,15 @@ fn answer(services: &Services, conn: Option<&Connection>, reply: Reply) -> Vec<u
             ),
         };
     };
-    let asset = (conn.payment.asset.code.as_str(), conn.payment.asset.scale);
+    let asset = conn.payment.asset();
+    let asset = (asset.code.as_str(), asset.scale);
     let facts = |fulfill: bool, close: bool| ReplyFacts {
         fulfill,
         received_amount: conn.arriving,
         asset: Some(asset),
         close_connection: close,
         max_money: None,
+        receipt,
     };
     match reply {
         Reply::Fulfill => {
@@ -258,10 +326,25 @@ pub struct ReceiverFacts {
     asset: Asset,
 }
 
-async fn lookup(services: &Services, tag: &str) -> Result<Option<ReceiverFacts>, ServiceError> {
-    let Some(id) = IncomingPaymentId::parse(tag) else {
-        return Ok(None);
-    };
+/// Whom a token's payment tag names, as far as it is there to be paid.
+async fn lookup(
+    services: &Services,
+    tag: &str,
+    receipt: Option<TokenReceipt>,
+) -> Result<Option<Receiver>, ServiceError> {
+    Ok(match PaymentTag::parse(tag) {
+        None => None,
+        Some(PaymentTag::Incoming(id)) => incoming(services, id).await?.map(Receiver::Incoming),
+        Some(PaymentTag::Wallet(id)) => super::spsp::receiver(services, id)
+            .await?
+            .map(|wallet| Receiver::Wallet(wallet, receipt)),
+    })
+}
+
+async fn incoming(
+    services: &Services,
+    id: IncomingPaymentId,
+) -> Result<Option<ReceiverFacts>, ServiceError> {
     if let Some(facts) = services.interledger.receivers.get(&id) {
         return Ok(Some(facts));
     }

@@ -265,6 +265,9 @@ pub enum Via {
     Local,
     /// ILP packets from a peer.
     Interledger,
+    /// ILP packets from a peer paying a wallet address by its payment
+    /// pointer (SPSP, no incoming payment).
+    Spsp,
 }
 
 /// `amount` of `asset` was credited to an incoming payment, which that
@@ -274,6 +277,7 @@ pub fn incoming_received(asset: &Asset, amount: u64, via: Via, completed: bool) 
     let via = match via {
         Via::Local => "local",
         Via::Interledger => "interledger",
+        Via::Spsp => "spsp",
     };
     let labels = [code, scale, Label::from_static_parts("via", via)];
     counter!(INCOMING_RECEIVED_AMOUNT, labels.iter()).increment(amount);

@@ -19,10 +19,11 @@ use crate::{SqlStore, StoreResult};
 /// Received money and where it goes.
 #[async_trait]
 pub trait ReceiptStore: Send + Sync {
-    /// Moves whatever incoming payments' accounts hold to their wallet
-    /// addresses (balance mode), one transaction per account, each taking
-    /// the balance it locked: running it again, or on two nodes at once,
-    /// moves nothing twice. Returns how many accounts it emptied.
+    /// Moves whatever incoming payments' accounts and wallet addresses'
+    /// SPSP accounts hold to their wallet addresses (balance mode), one
+    /// transaction per account, each taking the balance it locked: running
+    /// it again, or on two nodes at once, moves nothing twice. Returns how
+    /// many accounts it emptied.
     async fn settle_received(&self, at: Timestamp) -> StoreResult<u64>;
     /// Moves everything the incoming payment's account holds out of opd
     /// (to the settlement account), once per idempotency key: a repeat with
@@ -47,6 +48,12 @@ static INCOMING_ACCOUNTS: Stmt = Stmt::new(&[
     "SELECT id, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, \
      CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE kind = 'incoming' ORDER BY id",
 ]);
+/// Wallet addresses' SPSP accounts (the same index), owned by the wallet
+/// address itself.
+static SPSP_ACCOUNTS: Stmt = Stmt::new(&[
+    "SELECT id, owner_id, asset_code, CAST(asset_scale AS BIGINT) AS asset_scale, \
+     CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE kind = 'spsp' ORDER BY id",
+]);
 static INCOMING_PAYMENT: Stmt = Stmt::new(&[
     "SELECT CAST(wallet_address_id AS TEXT) AS wallet_address_id, asset_code, \
      CAST(asset_scale AS BIGINT) AS asset_scale FROM incoming_payments WHERE id = ?::uuid",
@@ -54,16 +61,95 @@ static INCOMING_PAYMENT: Stmt = Stmt::new(&[
 static ACCOUNT_BALANCE: Stmt =
     Stmt::new(&["SELECT CAST(balance AS TEXT) AS balance FROM ledger_accounts WHERE id = ?"]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&INCOMING_ACCOUNTS, &INCOMING_PAYMENT, &ACCOUNT_BALANCE];
+pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &INCOMING_ACCOUNTS,
+    &SPSP_ACCOUNTS,
+    &INCOMING_PAYMENT,
+    &ACCOUNT_BALANCE,
+];
+
+/// Moves everything `from` holds (received money: an incoming payment's
+/// account, a wallet address's SPSP account) to the settlement account
+/// under an idempotency key, committing when it posted: a repeat with the
+/// same request digest answers the first transfer, another request
+/// `KeyReused`; nothing held posts (and records) nothing, with amount 0.
+pub(crate) async fn withdraw_all(
+    mut tx: Tx<'_>,
+    from: AccountRef<'_>,
+    reference: &str,
+    (key, request_digest): (&str, &str),
+    at: Timestamp,
+) -> StoreResult<LedgerOutcome> {
+    // The balance locked first: a concurrent request with the same key
+    // waits here (PostgreSQL), then finds the first one's transfer
+    // below and answers it, rather than withdrawing what is left.
+    let amount = locked_balance(&mut tx, &from.id()).await?;
+    if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
+        return Ok(repeat);
+    }
+    let posting = Posting {
+        debit: from,
+        credit: AccountRef::settlement(from.asset),
+        amount,
+        kind: TransferKind::Withdrawal,
+        reference: Some(reference),
+        key: Some((key, request_digest)),
+        at,
+    };
+    match post(&mut tx, posting).await? {
+        Ok(t) => {
+            tx.commit().await?;
+            Ok(LedgerOutcome::Posted(t))
+        }
+        // The whole balance, locked: neither can happen.
+        Err(PostError::Insufficient { .. }) | Err(PostError::Overflow) => {
+            Err(corrupt("a withdrawal of received money"))
+        }
+    }
+}
 
 /// The balance of `account` locked for this transaction, 0 when it does
 /// not exist (nothing was ever received).
-async fn locked_balance(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
+pub(crate) async fn locked_balance(tx: &mut Tx<'_>, account: &str) -> StoreResult<u64> {
     if !ledger::account_exists(tx, account).await? {
         return Ok(0);
     }
     let balance = ledger::balance_of(tx, account).await?;
-    u64::try_from(balance).map_err(|_| corrupt("incoming payment balance"))
+    u64::try_from(balance).map_err(|_| corrupt("received money's balance"))
+}
+
+impl SqlStore {
+    /// [`ReceiptStore::settle_received`] of the SPSP accounts.
+    async fn settle_spsp(&self, at: Timestamp) -> StoreResult<u64> {
+        let rows = self.db.read(&SPSP_ACCOUNTS, &[]).await?;
+        let mut settled = 0;
+        for row in &rows {
+            if row.text("balance")? == "0" {
+                continue;
+            }
+            let (account, wallet) = (row.text("id")?, row.text("owner_id")?);
+            let asset = rows::asset(&row.text("asset_code")?, row.int("asset_scale")?)?;
+            let mut tx = self.db.begin().await?;
+            let amount = locked_balance(&mut tx, &account).await?;
+            let posting = Posting {
+                debit: AccountRef::new(AccountKind::Spsp, &wallet, &asset),
+                credit: AccountRef::new(AccountKind::Wallet, &wallet, &asset),
+                amount,
+                kind: TransferKind::Settle,
+                reference: Some(&wallet),
+                key: None,
+                at,
+            };
+            if amount == 0 || post(&mut tx, posting).await?.is_err() {
+                // Nothing left, or the wallet would pass u64::MAX: left
+                // where it is (`opd check` reports it).
+                continue;
+            }
+            tx.commit().await?;
+            settled += 1;
+        }
+        Ok(settled)
+    }
 }
 
 #[async_trait]
@@ -108,7 +194,7 @@ impl ReceiptStore for SqlStore {
             tx.commit().await?;
             settled += 1;
         }
-        Ok(settled)
+        Ok(settled + self.settle_spsp(at).await?)
     }
 
     async fn withdraw_received(
@@ -125,32 +211,8 @@ impl ReceiptStore for SqlStore {
         };
         let asset = rows::asset(&payment.text("asset_code")?, payment.int("asset_scale")?)?;
         let from = AccountRef::new(AccountKind::Incoming, &id, &asset);
-        // The balance locked first: a concurrent request with the same key
-        // waits here (PostgreSQL), then finds the first one's transfer
-        // below and answers it, rather than withdrawing what is left.
-        let amount = locked_balance(&mut tx, &from.id()).await?;
-        if let Some(repeat) = repeated(&mut tx, key, request_digest).await? {
-            return Ok(Some(repeat));
-        }
-        let posting = Posting {
-            debit: from,
-            credit: AccountRef::settlement(&asset),
-            amount,
-            kind: TransferKind::Withdrawal,
-            reference: Some(&id),
-            key: Some((key, request_digest)),
-            at,
-        };
-        Ok(Some(match post(&mut tx, posting).await? {
-            Ok(t) => {
-                tx.commit().await?;
-                LedgerOutcome::Posted(t)
-            }
-            // The whole balance, locked: neither can happen.
-            Err(PostError::Insufficient { .. }) | Err(PostError::Overflow) => {
-                return Err(corrupt("incoming payment withdrawal"))
-            }
-        }))
+        let key = (key, request_digest);
+        Ok(Some(withdraw_all(tx, from, &id, key, at).await?))
     }
 
     async fn unwithdrawn(&self, incoming: IncomingPaymentId) -> StoreResult<u64> {

@@ -86,6 +86,7 @@ macro_rules! migrations_of {
                 "owner pages",
                 "0016_owner_pages.sql"
             ),
+            $crate::platform::migrations::migration!($folder, 17, "spsp", "0017_spsp.sql"),
         ]
     };
 }

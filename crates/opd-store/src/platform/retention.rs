@@ -16,7 +16,11 @@
 //! - settled ILP holds;
 //! - the client network kept with a key-only client's incoming payment
 //!   (the payment stays): it is counted for an hour, and is a client's
-//!   address.
+//!   address;
+//! - the running total of an SPSP connection with STREAM receipts that
+//!   received nothing since the cutoff (a sender coming back after that
+//!   starts its receipts from zero; a verifier reads them as a connection
+//!   that paid nothing new, never as one that paid more).
 //!
 //! Each statement deletes at most a batch, so a large backlog is pruned a
 //! batch at a time without holding the writer for long.
@@ -40,6 +44,8 @@ pub struct Pruned {
     pub holds: u64,
     /// Incoming payments whose client network was forgotten.
     pub client_networks: u64,
+    /// SPSP connections' receipt totals.
+    pub receipt_totals: u64,
 }
 
 impl Pruned {
@@ -50,6 +56,7 @@ impl Pruned {
             + self.webhook_events
             + self.holds
             + self.client_networks
+            + self.receipt_totals
     }
 }
 
@@ -99,7 +106,14 @@ static FORGET_NETWORKS: Stmt = Stmt::new(&[
      FROM incoming_payments WHERE client_network IS NOT NULL AND created_at < ? LIMIT ?)",
 ]);
 
+/// By `spsp_receipt_totals_by_update`.
+static PRUNE_RECEIPT_TOTALS: Stmt = Stmt::new(&[
+    "DELETE FROM spsp_receipt_totals WHERE connection IN (SELECT connection \
+     FROM spsp_receipt_totals WHERE updated_at < ? LIMIT ?)",
+]);
+
 pub(crate) static STATEMENTS: &[&Stmt] = &[
+    &PRUNE_RECEIPT_TOTALS,
     &FORGET_NETWORKS,
     &PRUNE_TOKENS,
     &PRUNE_GRANTS,
@@ -128,7 +142,12 @@ impl RetentionStore for SqlStore {
             .write(&PRUNE_HOLDS, params![cutoff, cutoff, n])
             .await?;
         let client_networks = self.db.write(&FORGET_NETWORKS, params![cutoff, n]).await?;
+        let receipt_totals = self
+            .db
+            .write(&PRUNE_RECEIPT_TOTALS, params![cutoff, n])
+            .await?;
         Ok(Pruned {
+            receipt_totals,
             tokens,
             grants,
             quotes,

@@ -77,6 +77,8 @@ fn integrations(config: &mut ServiceConfig, serve: &ServeArgs) -> anyhow::Result
     config.webhook_url = serve.webhook_url.clone();
     config.webhook_secret = serve.webhook_secret.clone();
     config.external_funding = serve.external_funding;
+    config.spsp = serve.spsp;
+    config.web_monetization_event_interval = Duration::from_secs(serve.web_monetization_event_secs);
     Ok(())
 }
 
@@ -277,6 +279,8 @@ mod tests {
             webhook_secret,
             external_funding,
             cache_ttl,
+            spsp,
+            web_monetization_event_interval,
             ilp:
                 opd_service::IlpLimits {
                     packet_timeout,
@@ -321,6 +325,8 @@ mod tests {
             webhook_url,
             external_funding,
             cache_ttl,
+            spsp,
+            web_monetization_event_interval,
         );
         same!(ilp: packet_timeout, forward_timeout, packets_per_step, packets_per_minute, stall);
         // Secrets have no `PartialEq`; none has a default.

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::{amount, assert_error};
 
-const TOKEN: &str = "peer-to-opd-token";
+pub(crate) const TOKEN: &str = "peer-to-opd-token";
 
 pub(crate) struct World {
     pub(crate) app: TestApp,
@@ -30,8 +30,14 @@ pub(crate) struct World {
 
 /// A server with bob (USD) and a peer `upstream` funded with 10.00.
 pub(crate) async fn world(db: Db) -> World {
+    world_with(db, |_| {}).await
+}
+
+/// [`world`] with settings adjusted.
+pub(crate) async fn world_with(db: Db, adjust: impl FnOnce(&mut opd::config::Settings)) -> World {
     let mut database = (None, None);
     let app = TestApp::spawn_with(db, |s| {
+        adjust(s);
         database = (
             Some(s.common.data_dir.join("opd.sqlite")),
             s.common.database_url.as_ref().map(|u| {

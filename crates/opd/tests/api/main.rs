@@ -43,6 +43,8 @@ mod remote_money;
 mod replays;
 mod retention;
 mod sdk;
+mod spsp;
+mod spsp_events;
 mod tenant_routes;
 mod tenants;
 mod tls;

@@ -276,6 +276,15 @@ fn admin_requests(b: &Theirs) -> Vec<Row> {
                 Some(json!({ "idempotencyKey": "k" })),
             ),
         ),
+        (
+            "POST",
+            "/wallet-addresses/{wallet}/spsp-withdrawals",
+            r(
+                Method::POST,
+                format!("/wallet-addresses/{w}/spsp-withdrawals"),
+                Some(json!({ "idempotencyKey": "k" })),
+            ),
+        ),
         // The operator's alone: a tenant's token does not reach them.
         (
             "POST",

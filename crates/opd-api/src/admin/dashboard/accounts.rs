@@ -101,6 +101,17 @@ impl Names {
                 "money received, not withdrawn",
                 Some(format!("/dashboard/payments/incoming/{owner}")),
             ),
+            Some(AccountKind::Spsp) => (
+                format!(
+                    "paid by payment pointer to {}",
+                    self.wallets
+                        .get(owner)
+                        .cloned()
+                        .unwrap_or_else(|| short(owner))
+                ),
+                "money received over SPSP, not withdrawn",
+                Some(format!("/dashboard/wallets/{owner}")),
+            ),
             Some(AccountKind::Fees) => ("fees earned".to_owned(), "the operator's income", None),
             Some(AccountKind::Settlement) => (
                 "outside world".to_owned(),

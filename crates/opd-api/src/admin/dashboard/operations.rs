@@ -177,7 +177,8 @@ pub(crate) async fn ledger(
         AccountKind::Peer => 3,
         AccountKind::Outgoing => 4,
         AccountKind::Incoming => 5,
-        AccountKind::Hold => 6,
+        AccountKind::Spsp => 6,
+        AccountKind::Hold => 7,
     };
     accounts.sort_by(|a, b| (rank(a.kind), &a.id).cmp(&(rank(b.kind), &b.id)));
     let accounts = accounts

@@ -4,7 +4,7 @@
 
 use opd_core::ledger::PostError;
 use opd_core::peer::Peer;
-use opd_core::{Clock, Timestamp};
+use opd_core::{Clock, IncomingPaymentId, Timestamp};
 
 use super::credit::{credit_incoming, lock_incoming, Credit};
 use super::take::{Packet, Taken};
@@ -17,6 +17,7 @@ impl SqlStore {
     pub(super) async fn ilp_round(
         &self,
         peer: &Peer,
+        incoming: IncomingPaymentId,
         receives: &[IlpReceive],
         clock: &dyn Clock,
     ) -> StoreResult<IlpRound<'_>> {
@@ -32,7 +33,7 @@ impl SqlStore {
             })
             .collect();
         let mut tx = self.db.begin().await?;
-        let Some(payment) = lock_incoming(&mut tx, first.incoming).await? else {
+        let Some(payment) = lock_incoming(&mut tx, incoming).await? else {
             return Ok(IlpRound::Answered(vec![IlpCredit::Unknown; receives.len()]));
         };
         let credit = credit_incoming(&mut tx, peer, payment, first.receipts, &packets);
@@ -75,18 +76,29 @@ fn answers(taken: Taken) -> Vec<IlpCredit> {
 /// The packets of a group that would be credited at `now`, past their
 /// deadline (indices into the group).
 fn late_packets(receives: &[IlpReceive], taken: &Taken, now: Timestamp) -> Vec<usize> {
+    let taken = taken.answers.iter().map(Result::is_ok);
+    late_among(receives, taken, now)
+}
+
+/// Of the packets of a group (`taken` says which the round credits), those
+/// past their deadline at `now` (indices into the group).
+pub(super) fn late_among(
+    receives: &[IlpReceive],
+    taken: impl Iterator<Item = bool>,
+    now: Timestamp,
+) -> Vec<usize> {
     receives
         .iter()
-        .zip(&taken.answers)
+        .zip(taken)
         .enumerate()
-        .filter(|(_, (r, a))| a.is_ok() && r.deadline <= now)
+        .filter(|(_, (r, taken))| *taken && r.deadline <= now)
         .map(|(i, _)| i)
         .collect()
 }
 
 /// A group's refusal: a packet alone gets `alone` as its answer; a group
 /// is credited one by one.
-fn refused_group<'s>(receives: &[IlpReceive], alone: IlpCredit) -> IlpRound<'s> {
+pub(super) fn refused_group<'s>(receives: &[IlpReceive], alone: IlpCredit) -> IlpRound<'s> {
     match receives.len() {
         1 => IlpRound::Answered(vec![alone]),
         _ => IlpRound::OneByOne,

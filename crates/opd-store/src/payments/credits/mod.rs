@@ -16,6 +16,13 @@
 //! service plans the rounds of a group with [`rounds`]) and the local
 //! delivery of an outgoing payment ([`local`]).
 //!
+//! Money paid to a wallet address by its payment pointer (SPSP, no
+//! incoming payment) is credited the same way, by [`spsp`]: the packets of
+//! one wallet address from one peer that arrive together, in one
+//! transaction, to the wallet address's balance (or, in external mode, to
+//! its SPSP account for the operator), with the running totals its
+//! `wallet_address.web_monetization` events and STREAM receipts report.
+//!
 //! ILP packets for one incoming payment from one peer that arrive together
 //! are credited in one transaction (the service gathers them and drives
 //! the rounds, see `opd_service::interledger::credits`). When the summed
@@ -35,6 +42,7 @@ mod credit;
 mod ilp;
 mod local;
 pub(crate) mod rounds;
+mod spsp;
 mod take;
 
 use async_trait::async_trait;
@@ -43,7 +51,7 @@ use opd_core::ledger::Receipts;
 use opd_core::outgoing_payment::LocalDelivery;
 use opd_core::peer::Peer;
 use opd_core::webhook::WebhookEvent;
-use opd_core::{Clock, IncomingPaymentId, Timestamp};
+use opd_core::{Asset, Clock, IncomingPaymentId, Timestamp, WalletAddressId};
 
 use crate::payments::credits::rounds::RoundEnd;
 use crate::payments::outgoing::Delivered;
@@ -56,18 +64,28 @@ pub(crate) static STATEMENTS: &[&Stmt] = &[
     &credit::INCOMING_FOR_UPDATE,
     &credit::SET_RECEIVED,
     &local::COMPLETE_OUTGOING,
+    &spsp::RECEIVED_TOTAL,
+    &spsp::SET_RECEIVED_TOTAL,
+    &spsp::RECEIPT_TOTAL,
+    &spsp::SET_RECEIPT_TOTAL,
 ];
+
+/// The statements only PostgreSQL runs.
+pub(crate) static PG_STATEMENTS: &[&Stmt] = &[&spsp::ADD_RECEIVED_PG, &spsp::ADD_RECEIPT_PG];
 
 /// Credits of incoming payments: by ILP packets from peers, and by local
 /// delivery of outgoing payments.
 #[async_trait]
 pub trait CreditStore: Send + Sync {
-    /// Credits one incoming payment for packets from `peer` that arrived
-    /// together (all naming `receives[0].incoming`), in one transaction:
+    /// Credits one receiver for packets from `peer` that arrived together
+    /// (all naming `receives[0].to`), in one transaction. An incoming
+    /// payment:
     /// the payment's received amount and the ledger move together, or
     /// nothing. Each packet is taken or refused by the payment's rule as
-    /// if the packets came one after the other; see [`IlpRound`] for the
-    /// rounds that end without a commit.
+    /// if the packets came one after the other. A wallet address paid over
+    /// SPSP takes every packet the ledger lets through, and its totals
+    /// (what arrived, what each receipt connection received) rise with its
+    /// balance. See [`IlpRound`] for the rounds that end without a commit.
     async fn credit_round<'s>(
         &'s self,
         peer: &Peer,
@@ -85,18 +103,42 @@ pub trait CreditStore: Send + Sync {
     ) -> StoreResult<Uncommitted<'s, Delivered>>;
 }
 
-/// An ILP packet from a peer to credit to an incoming payment.
+/// Whom an ILP packet pays: what its destination's connection token names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CreditTo {
+    /// An incoming payment (credentials of its `methods`).
+    Incoming(IncomingPaymentId),
+    /// A wallet address paid by its payment pointer (SPSP credentials).
+    Wallet(SpspWallet),
+}
+
+/// A wallet address paid over SPSP, as a credit needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpspWallet {
+    pub id: WalletAddressId,
+    pub asset: Asset,
+    /// How long after the first credit since its last
+    /// `wallet_address.web_monetization` event the next one is due.
+    pub report_after_ms: i64,
+}
+
+/// An ILP packet from a peer to credit to an incoming payment or a wallet
+/// address.
 #[derive(Debug, Clone)]
 pub struct IlpReceive {
-    pub incoming: IncomingPaymentId,
+    pub to: CreditTo,
     /// Taken from the peer's liquidity, in the peer's asset.
     pub amount: u64,
     /// Credited to the incoming payment, in its asset (the same as
     /// `amount` when the assets are equal).
     pub deliver: u64,
     /// Where the credit goes: the receiving wallet address or the
-    /// incoming payment's own account.
+    /// incoming payment's own account (the wallet address's SPSP account
+    /// for SPSP).
     pub receipts: Receipts,
+    /// SPSP with STREAM receipts: the connection (SHA-256 of its token)
+    /// whose running total this packet adds to.
+    pub receipt_connection: Option<[u8; 32]>,
     pub at: Timestamp,
     /// The last moment its money may move: the packet's expiry less the
     /// margin its answer needs on the way back.
@@ -108,6 +150,9 @@ pub struct IlpReceive {
 pub enum IlpCredit {
     /// Taken; the payment as this packet left it.
     Credited(IncomingPayment),
+    /// Taken by a wallet address paid over SPSP; with receipts, what its
+    /// connection has received in all, this packet included.
+    ToWallet { receipt_total: Option<u128> },
     /// No such incoming payment.
     Unknown,
     /// The payment cannot take it (see [`Receivable`]).
@@ -172,7 +217,18 @@ impl CreditStore for SqlStore {
         receives: &[IlpReceive],
         clock: &dyn Clock,
     ) -> StoreResult<IlpRound<'s>> {
-        self.ilp_round(peer, receives, clock).await
+        let Some(first) = receives.first() else {
+            return Ok(IlpRound::Answered(Vec::new()));
+        };
+        if receives.iter().any(|r| r.to != first.to) {
+            return Err(StoreError::Corrupt(
+                "a round of packets for several receivers".into(),
+            ));
+        }
+        match &first.to {
+            CreditTo::Incoming(incoming) => self.ilp_round(peer, *incoming, receives, clock).await,
+            CreditTo::Wallet(wallet) => self.spsp_round(peer, wallet, receives, clock).await,
+        }
     }
 
     async fn deliver_locally<'s>(

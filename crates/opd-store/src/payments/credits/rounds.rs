@@ -108,10 +108,11 @@ mod tests {
         deadlines_ms
             .iter()
             .map(|&d| IlpReceive {
-                incoming,
+                to: crate::payments::credits::CreditTo::Incoming(incoming),
                 amount: 1,
                 deliver: 1,
                 receipts: Receipts::ToWallet,
+                receipt_connection: None,
                 at: NOW,
                 deadline: NOW.plus_millis(d),
             })

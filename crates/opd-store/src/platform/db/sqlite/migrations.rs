@@ -90,6 +90,11 @@ fn run_these(conn: &mut Connection, migrations: &[Migration]) -> StoreResult<()>
         )
         .map_err(failed)?;
         tx.commit().map_err(failed)?;
+        // Each migration's pages go back into the database file at once:
+        // a first start does not pile every migration up in the WAL (a disk
+        // with room for the database alone would refuse the last ones).
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(failed)?;
         tracing::info!(
             version = m.version,
             description = m.description,
@@ -232,7 +237,10 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(count, latest());
+        // Every migration once (versions may skip a number: another
+        // branch's migration may be merged under it later).
+        assert_eq!(count, i64::try_from(MIGRATIONS.len()).unwrap());
+        assert_eq!(latest(), MIGRATIONS.last().unwrap().version);
 
         // A migration edited after it was applied.
         conn.execute(
