@@ -203,13 +203,9 @@ pub(crate) async fn move_liquidity(
     form: CheckedForm,
 ) -> Response {
     let services = &state.app.services;
-    let Some(id) = opd_core::PeerId::parse(&id) else {
-        return crate::admin::dashboard::not_found("peer");
-    };
-    let peer = match peers::get(services, id).await {
+    let peer = match peer::peer_of(&state, &id).await {
         Ok(p) => p,
-        Err(ServiceError::NotFound(_)) => return crate::admin::dashboard::not_found("peer"),
-        Err(e) => return failed(e),
+        Err(response) => return response,
     };
     let Some(amount) = display::parse_decimal(&form.field("amount"), peer.asset.scale) else {
         return done("/dashboard/peers", "bad_amount");

@@ -80,7 +80,7 @@ fn fields_sent(form: &CheckedForm) -> Fields {
 }
 
 /// The peer `id` names; the page to answer when there is none.
-async fn peer_of(state: &AdminState, id: &str) -> Result<Peer, Response> {
+pub(super) async fn peer_of(state: &AdminState, id: &str) -> Result<Peer, Response> {
     let Some(id) = PeerId::parse(id) else {
         return Err(not_found("peer"));
     };
