@@ -3,7 +3,7 @@
 //! gave, adding or revoking a key. Each answers with a redirect back to the
 //! page and a notice, or the page again with why nothing was changed.
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
 use opd_core::GrantId;
 use opd_service::platform::network::ClientNetwork;
@@ -121,10 +121,8 @@ pub(super) async fn signed_in_action(
     match outcome {
         Ok(code) => done(owned, code),
         Err(e @ (ServiceError::Internal(_) | ServiceError::Unavailable(_))) => failed(services, e),
-        Err(e) => {
-            let status = StatusCode::BAD_REQUEST;
-            view::render_with(services, owned, cookie, status, Some(e.to_string())).await
-        }
+        // The page again with why (a 400).
+        Err(e) => view::render(services, owned, cookie, None, Some(e.to_string())).await,
     }
 }
 

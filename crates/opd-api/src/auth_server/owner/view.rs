@@ -97,7 +97,8 @@ fn key_row(k: &WalletAddressKey) -> KeyRow {
     }
 }
 
-/// The page, with the notice of the last form.
+/// The page, with the notice of the last form, or why it changed nothing
+/// (`error`, answered 400).
 pub(super) async fn render(
     services: &Services,
     owned: &Owned,
@@ -111,17 +112,6 @@ pub(super) async fn render(
         StatusCode::OK
     };
     page(services, owned, cookie, (status, notice, error)).await
-}
-
-/// The page again with why the last form changed nothing.
-pub(super) async fn render_with(
-    services: &Services,
-    owned: &Owned,
-    cookie: &str,
-    status: StatusCode,
-    error: Option<String>,
-) -> Response {
-    page(services, owned, cookie, (status, None, error)).await
 }
 
 async fn page(
