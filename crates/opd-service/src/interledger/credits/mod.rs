@@ -34,12 +34,29 @@ use std::time::Duration;
 use opd_core::peer::Peer;
 use opd_core::wallet_address::WalletAddress;
 use opd_core::{Clock, PeerId, Random};
-use opd_store::{CreditRounds, CreditTo, IlpCredit, IlpReceive, Store};
+use opd_store::{CreditTo, IlpCredit, IlpReceive, Store};
 use tokio::sync::oneshot;
 
 use crate::tenants::Sites;
-use crate::webhooks::{of_facts, Stamp};
 use crate::ServiceError;
+
+mod store;
+#[cfg(test)]
+mod tests;
+
+use store::StoreGroups;
+
+/// Credits one group of packets, one answer per packet: the queue decides
+/// only which packets go together, and when.
+#[async_trait::async_trait]
+trait Groups: Send + Sync {
+    async fn credit_group(
+        &self,
+        peer: &Peer,
+        receives: &[IlpReceive],
+        wallet: &WalletAddress,
+    ) -> Result<Vec<IlpCredit>, ServiceError>;
+}
 
 /// The most packets one transaction credits.
 pub const MAX_GROUP: usize = 64;
@@ -49,12 +66,9 @@ type Key = (CreditTo, PeerId);
 /// The packets waiting for their turn, by (incoming payment, peer). A key
 /// is present while a transaction for it is under way.
 pub struct CreditQueue {
-    store: Arc<dyn Store>,
+    groups: Box<dyn Groups>,
+    /// For the packets' deadlines.
     clock: Arc<dyn Clock>,
-    /// For the ids of the events a credit commits.
-    random: Arc<dyn Random>,
-    /// Where the views those events carry link.
-    sites: Arc<Sites>,
     waiting: Mutex<HashMap<Key, Vec<Waiter>>>,
     /// Tells waiters apart, so that one leaving at its deadline takes
     /// itself out of the queue and no other.
@@ -93,11 +107,19 @@ impl CreditQueue {
         random: Arc<dyn Random>,
         sites: Arc<Sites>,
     ) -> Self {
-        Self {
+        let groups = StoreGroups {
             store,
-            clock,
+            clock: clock.clone(),
             random,
             sites,
+        };
+        Self::with_groups(Box::new(groups), clock)
+    }
+
+    fn with_groups(groups: Box<dyn Groups>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            groups,
+            clock,
             waiting: Mutex::default(),
             tickets: AtomicU64::default(),
         }
@@ -159,7 +181,7 @@ impl CreditQueue {
         let mut receives = Vec::with_capacity(1 + others.len());
         receives.push(own);
         receives.extend(others.iter().map(|w| w.receive.clone()));
-        match self.credit_group(peer, &receives, wallet).await {
+        match self.groups.credit_group(peer, &receives, wallet).await {
             Ok(credits) if credits.len() == receives.len() => {
                 let mut credits = credits.into_iter();
                 let mine = credits.next();
@@ -211,42 +233,6 @@ impl CreditQueue {
             }
         }
         wait.await
-    }
-
-    /// Credits a group of packets to one incoming payment of `wallet` in
-    /// as many transactions as [`CreditRounds`] plans, each committed with
-    /// the webhook events of its facts; one answer per packet.
-    async fn credit_group(
-        &self,
-        peer: &Peer,
-        receives: &[IlpReceive],
-        wallet: &WalletAddress,
-    ) -> Result<Vec<IlpCredit>, ServiceError> {
-        let clock = self.clock.as_ref();
-        let sites = self.sites.with(&wallet.tenant).await?;
-        let mut rounds = CreditRounds::new(receives, clock.now());
-        // The plan answers a packet or takes one out each round: one round
-        // per packet and one more at most. Past that it is broken; stop.
-        for _ in 0..=receives.len() {
-            let Some(round) = rounds.next() else {
-                return Ok(rounds.answers());
-            };
-            let packets = CreditRounds::packets(receives, &round);
-            let credited = self.store.credit_round(peer, &packets, clock).await?;
-            let stamp = Stamp {
-                now: clock.now(),
-                random: self.random.as_ref(),
-                sites: &sites,
-            };
-            let events = of_facts(stamp, credited.facts(), Some(wallet))?;
-            rounds.settle(&round, credited.end(packets.len(), &events).await?);
-        }
-        match rounds.next() {
-            None => Ok(rounds.answers()),
-            Some(_) => Err(ServiceError::Internal(
-                "the credit rounds did not end".into(),
-            )),
-        }
     }
 
     /// Moves the packets queued for `key` since the lead was given into
