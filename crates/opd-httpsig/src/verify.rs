@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use ed25519_dalek::{Signature, VerifyingKey, SIGNATURE_LENGTH};
+use ed25519_dalek::{Signature, Verifier as _, VerifyingKey, SIGNATURE_LENGTH};
 
 use crate::base::{build_signature_base, combined_header, RequestParts};
 use crate::digest::verify_content_digest;
@@ -131,10 +131,23 @@ impl ParsedSignature {
     /// `key` may be a [`VerifyingKey`] (no `kid` check), a [`Jwk`] (its `kid`
     /// must equal `keyid`, and it must validate), a `[Jwk]` slice or
     /// [`Jwks`] (the key whose `kid` equals `keyid` is used).
+    ///
+    /// The check is RFC 8032's (cofactorless, as OpenSSL, and so Node and
+    /// the reference server, make it): `S` must be canonical, and `[S]B -
+    /// [k]A` must encode to the signature's `R` byte for byte, so a
+    /// non-canonical `R` fails too. A key of small order is refused, as
+    /// [`Jwk::verifying_key`] already refuses it. Not checked is whether
+    /// `R` itself has small order (`verify_strict` decompresses `R` for
+    /// that, a square root per request): with a key of full order such a
+    /// signature can only come from the key's holder, and it proves no
+    /// less than any other.
     pub fn verify<K: VerificationKey + ?Sized>(&self, key: &K) -> Result<(), SigError> {
         let key = key.resolve(&self.keyid)?;
+        if key.is_weak() {
+            return Err(SigError::BadSignature);
+        }
         let sig = Signature::from_bytes(&self.signature);
-        key.verify_strict(&self.signature_base, &sig)
+        key.verify(&self.signature_base, &sig)
             .map_err(|_| SigError::BadSignature)
     }
 }

@@ -620,3 +620,57 @@ fn error_messages_read_as_sentences() {
         assert_eq!(format!("{prefix}{err}"), format!("{prefix}{text}"));
     }
 }
+
+/// `h` with its signature's bytes replaced by `bytes`.
+fn with_signature(h: &HeaderMap, bytes: &[u8; 64]) -> HeaderMap {
+    use base64::Engine as _;
+    let mut h = h.clone();
+    let value = h["signature"].to_str().unwrap().to_owned();
+    let label = value.split('=').next().unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    set(&mut h, "signature", &format!("{label}=:{encoded}:"));
+    h
+}
+
+#[test]
+fn a_signature_whose_s_is_not_canonical_is_refused() {
+    let key = random_key();
+    let h = signed_post(&key);
+    let parsed = parse_post(&h, BODY).unwrap();
+    let mut bytes: [u8; 64] = parsed.signature_bytes().try_into().unwrap();
+    // S + L, the group's order: the same point, another encoding of S.
+    const L: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let mut carry = 0u16;
+    for (s, l) in bytes[32..].iter_mut().zip(L) {
+        let sum = u16::from(*s) + u16::from(l) + carry;
+        *s = sum as u8;
+        carry = sum >> 8;
+    }
+    assert_eq!(carry, 0);
+    let forged = parse_post(&with_signature(&h, &bytes), BODY).unwrap();
+    assert_eq!(
+        forged.verify(&key.verifying_key()),
+        Err(SigError::BadSignature)
+    );
+}
+
+#[test]
+fn a_key_of_small_order_verifies_nothing_even_a_signature_that_fits_it() {
+    // The identity point as a key: [k]A is the identity whatever the
+    // message, so R = [1]B and S = 1 satisfy [S]B - [k]A = R for every
+    // message. Only the small-order check stops it.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let weak = ed25519_dalek::VerifyingKey::from_bytes(&identity).unwrap();
+    let mut bytes = [0u8; 64];
+    // The base point B, compressed: y = 4/5.
+    bytes[0] = 0x58;
+    bytes[1..32].fill(0x66);
+    bytes[32] = 1;
+    let h = with_signature(&signed_post(&random_key()), &bytes);
+    let parsed = parse_post(&h, BODY).unwrap();
+    assert_eq!(parsed.verify(&weak), Err(SigError::BadSignature));
+}
