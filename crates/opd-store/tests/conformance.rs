@@ -54,6 +54,8 @@ opd_testkit::conformance!(
     spsp_credits_move_exactly_their_amounts_and_count_each_once,
     spsp_money_held_in_external_mode_is_withdrawn_once,
     spsp_reports_are_claimed_once_and_announce_what_arrived_since_the_last,
+    a_credit_says_what_waits_to_be_withdrawn_and_where_the_peer_stands,
+    a_balance_reaches_u64_max_exactly_and_never_passes_it,
 );
 
 const T0: i64 = 1_790_000_000_000;
@@ -2177,4 +2179,102 @@ async fn spsp_reports_are_claimed_once_and_announce_what_arrived_since_the_last(
         .filter(|e| e.kind == EventKind::WalletAddressWebMonetization)
         .collect();
     assert_eq!(reported.len(), 1);
+}
+
+/// The facts of a credit read balances inside its transaction: what a
+/// payment completed in external mode leaves to withdraw (every credit it
+/// took, not the last), and the peer's balance when it crosses a threshold.
+async fn a_credit_says_what_waits_to_be_withdrawn_and_where_the_peer_stands(s: &dyn Store) {
+    use opd_store::{IlpCredit, IlpReceive};
+    let bob = wallet("bob", 2);
+    s.create_wallet_address(&bob).await.unwrap();
+    let mut target = incoming(&bob, 1, None);
+    target.incoming_amount = Some(100);
+    s.create_incoming_payment(&target, &[], None).await.unwrap();
+    let mut bank = peer("test.bank", 1, PeerOrigin::Operator);
+    bank.liquidity_low = Some(950);
+    s.create_peer(&bank, &["d-bank".into()]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 20);
+    move_liquidity(s, &bank, 1_000, true, "fund-bank", at).await;
+    let packet = |amount: u64| IlpReceive {
+        to: CreditTo::Incoming(target.id),
+        amount,
+        deliver: amount,
+        receipts: Receipts::Held,
+        receipt_connection: None,
+        at,
+        deadline: at.plus_seconds(30),
+    };
+    let first = credit_all(s, &bank, &[packet(40)], &clock_at(at)).await;
+    assert!(matches!(first[0], IlpCredit::Credited(ref p) if p.received_amount == 40));
+    let round = s
+        .credit_round(&bank, &[packet(60)], &clock_at(at))
+        .await
+        .unwrap();
+    let facts: Vec<String> = round
+        .facts()
+        .iter()
+        .map(|fact| match fact {
+            Fact::IncomingCompleted {
+                payment,
+                to_withdraw,
+            } => format!(
+                "completed {} to withdraw {to_withdraw}",
+                payment.received_amount
+            ),
+            Fact::LiquidityCrossed { zone, balance, .. } => {
+                format!("peer {zone:?} at {balance}")
+            }
+        })
+        .collect();
+    assert_eq!(
+        facts,
+        ["completed 100 to withdraw 100", "peer Low at 900"],
+        "the peer crossed 950 with this credit, not the first"
+    );
+    let events = render(round.facts());
+    round.end(1, &events).await.unwrap();
+    assert_eq!(s.peer_liquidity(&bank).await.unwrap(), 900);
+    assert_eq!(
+        balance_of(s, AccountKind::Incoming, &target.id.to_string()).await,
+        100
+    );
+    assert_ledger_balanced(s).await;
+}
+
+/// A deposit may bring a balance to u64::MAX exactly; ten units more are
+/// refused and moves nothing (on PostgreSQL the balances come back from
+/// the posting's statement and are checked against the limits after it).
+async fn a_balance_reaches_u64_max_exactly_and_never_passes_it(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0);
+    let usd = usd();
+    let deposit =
+        |amount: u64, key: &'static str| s.ledger_move(alice.id, &usd, amount, true, key, "d", at);
+    assert!(matches!(
+        deposit(u64::MAX - 10, "k1").await.unwrap(),
+        LedgerOutcome::Posted(_)
+    ));
+    assert!(matches!(
+        deposit(10, "k2").await.unwrap(),
+        LedgerOutcome::Posted(_)
+    ));
+    assert_eq!(deposit(10, "k3").await.unwrap(), LedgerOutcome::Overflow);
+    let alice_id = alice.id.to_string();
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &alice_id).await,
+        i128::from(u64::MAX)
+    );
+    assert!(matches!(
+        s.ledger_move(alice.id, &usd, 10, false, "k4", "w", at)
+            .await
+            .unwrap(),
+        LedgerOutcome::Posted(_)
+    ));
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &alice_id).await,
+        i128::from(u64::MAX - 10)
+    );
+    assert_ledger_balanced(s).await;
 }

@@ -250,15 +250,10 @@ async fn post_step_by_step(
     for a in [p.debit, p.credit] {
         ensure_account(tx, a.kind, a.owner, a.asset, p.at).await?;
     }
-    // Lock in a fixed order so concurrent transfers cannot deadlock.
-    let (first, second) = if debit <= credit {
-        (debit, credit)
-    } else {
-        (credit, debit)
-    };
-    let b1 = balance_of(tx, first).await?;
-    let b2 = balance_of(tx, second).await?;
-    let (debit_balance, credit_balance) = if first == debit { (b1, b2) } else { (b2, b1) };
+    // SQLite has one writer and no row locks, so the order of the reads
+    // does not matter (PostgreSQL's statement locks in account order).
+    let debit_balance = balance_of(tx, debit).await?;
+    let credit_balance = balance_of(tx, credit).await?;
     let (new_debit, new_credit) =
         match post_balances(p.debit.kind, debit_balance, credit_balance, p.amount) {
             Ok(b) => b,
@@ -271,4 +266,33 @@ async fn post_step_by_step(
     tx.execute(&INSERT_TRANSFER, &transfer_params(t, p.key))
         .await?;
     Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(moves: &[Move<'_>]) -> Vec<(String, String, u64)> {
+        moves
+            .iter()
+            .map(|(from, to, amount, _)| (from.id(), to.id(), *amount))
+            .collect()
+    }
+
+    #[test]
+    fn money_crosses_assets_only_through_the_settlement_accounts() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let eur = Asset::parse("EUR", 2).unwrap();
+        let peer = AccountRef::new(AccountKind::Peer, "p", &usd);
+        let bob = AccountRef::new(AccountKind::Wallet, "bob", &usd);
+        let carol = AccountRef::new(AccountKind::Wallet, "carol", &eur);
+        let same = across(peer, bob, 100, 100, TransferKind::Receive);
+        assert_eq!(ids(&same), [(peer.id(), bob.id(), 100)]);
+        let crossing = across(peer, carol, 100, 90, TransferKind::Receive);
+        let (out, inn) = (AccountRef::settlement(&usd), AccountRef::settlement(&eur));
+        assert_eq!(
+            ids(&crossing),
+            [(peer.id(), out.id(), 100), (inn.id(), carol.id(), 90)]
+        );
+    }
 }

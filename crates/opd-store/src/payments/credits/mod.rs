@@ -242,3 +242,21 @@ impl CreditStore for SqlStore {
         Ok(done.then(move || cache.invalidate(id)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_round_answering_another_number_of_packets_is_refused() {
+        let answered = || IlpRound::Answered(vec![IlpCredit::Unknown, IlpCredit::Expired]);
+        assert_eq!(
+            answered().end(2, &[]).await.unwrap(),
+            RoundEnd::Answered(vec![IlpCredit::Unknown, IlpCredit::Expired])
+        );
+        for wrong in [1, 3] {
+            let ended = answered().end(wrong, &[]).await;
+            assert!(matches!(ended, Err(StoreError::Corrupt(_))), "{ended:?}");
+        }
+    }
+}
