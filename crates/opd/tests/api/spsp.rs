@@ -447,8 +447,8 @@ async fn fulfilled_at_least(app: &TestApp, to: &Spsp, amount: u64, min: u64) -> 
 }
 
 /// Paying a payment pointer costs no more SQL round trips per packet than
-/// paying an incoming payment (the benchmark's 10 % budget, counted where
-/// PostgreSQL spends it).
+/// paying an incoming payment, with STREAM receipts or without (the
+/// benchmark's 10 % budget, counted where PostgreSQL spends it).
 #[tokio::test]
 async fn a_packet_to_a_payment_pointer_costs_no_more_round_trips_than_one_to_an_incoming_payment() {
     for db in [Db::Sqlite, Db::Postgres] {
@@ -461,8 +461,9 @@ async fn a_packet_to_a_payment_pointer_costs_no_more_round_trips_than_one_to_an_
             receipts_enabled: false,
         };
         let pointer = spsp(app, "bob", None).await;
+        let with_receipts = spsp(app, "bob", Some(([3; 16], [4; 32]))).await;
         let mut costs = Vec::new();
-        for to in [&incoming, &pointer] {
+        for to in [&incoming, &pointer, &with_receipts] {
             // The first packet warms the caches (peer, receiver).
             fulfilled(app, to, 10).await;
             let before = app.services().store.round_trips();
@@ -470,10 +471,15 @@ async fn a_packet_to_a_payment_pointer_costs_no_more_round_trips_than_one_to_an_
             costs.push(app.services().store.round_trips() - before);
         }
         assert!(costs[0] > 0, "{db:?}: round trips are counted");
-        assert!(
-            costs[1] <= costs[0],
-            "{db:?}: incoming payment, payment pointer: {costs:?}"
-        );
+        let said = format!("{db:?}: incoming payment, payment pointer, with receipts: {costs:?}");
+        assert!(costs[1] <= costs[0], "{said}");
+        if db == Db::Postgres {
+            // The totals' upserts ride with the postings: one round trip
+            // and the COMMIT, where an incoming payment's row is locked
+            // first. (SQLite reads and writes a receipt's total: one more
+            // statement, no round trip to another process.)
+            assert!(costs[1] < costs[0] && costs[2] <= costs[1], "{said}");
+        }
         w.app.stop().await;
     }
 }
