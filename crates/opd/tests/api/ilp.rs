@@ -141,6 +141,19 @@ pub(crate) fn prepare_expiring(
             },
         ],
     };
+    carrying(app, to, secret, amount, &request, fulfillable, ttl_ms)
+}
+
+/// A Prepare of `amount` to `to` carrying `request`, expiring in `ttl_ms`.
+fn carrying(
+    app: &TestApp,
+    to: &str,
+    secret: &[u8; 32],
+    amount: u64,
+    request: &StreamPacket,
+    fulfillable: bool,
+    ttl_ms: i64,
+) -> Vec<u8> {
     let data = request.encrypt_with(secret, [7; 12]).unwrap();
     let condition = if fulfillable {
         condition_for(secret, &data)
@@ -940,5 +953,50 @@ async fn concurrent_fill(db: Db) {
         .admin(Method::GET, "/wallet-addresses/bob/balance", None)
         .await;
     assert_eq!(balance["balance"]["value"], "9", "{balance}");
+    ledger_balanced(app).await;
+}
+
+/// A sender closing its connection gets its close echoed in the reject and
+/// nothing is credited; a probe the receiver cannot fulfil is answered
+/// with what arrived, and closes nothing.
+#[tokio::test]
+async fn a_sender_closing_gets_its_close_echoed_and_a_probe_does_not() {
+    let w = world(Db::Sqlite).await;
+    let app = &w.app;
+    let (location, address, secret) = receiver(app, "500").await;
+    let before = liquidity(&w).await;
+    let closing = StreamPacket {
+        sequence: 1,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: 0,
+        frames: vec![Frame::ConnectionClose {
+            code: opd_ilp::StreamErrorCode::NoError,
+            message: String::new(),
+        }],
+    };
+    let replies = [
+        carrying(app, &address, &secret, 10, &closing, true, 30_000),
+        prepare(app, &address, &secret, 10, 0, false),
+    ];
+    let mut closes = Vec::new();
+    for packet in replies {
+        let Packet::Reject(r) = send_packet(app, packet).await else {
+            panic!("both are refused")
+        };
+        assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+        let reply = StreamPacket::decrypt_and_decode(&secret, &r.data).unwrap();
+        closes.push(
+            reply
+                .frames
+                .iter()
+                .any(|f| matches!(f, Frame::ConnectionClose { .. })),
+        );
+    }
+    assert_eq!(closes, [true, false], "closing, probe");
+    assert_eq!(
+        received(app, &location).await["receivedAmount"],
+        amount("0", "USD", 2)
+    );
+    assert_eq!(liquidity(&w).await, before, "the peer paid nothing");
     ledger_balanced(app).await;
 }

@@ -624,3 +624,40 @@ fn every_metric_is_documented_and_the_dashboard_uses_only_metrics_opd_has() {
         );
     }
 }
+
+/// Money received over Interledger is counted by the way it came: to an
+/// incoming payment (which it completes here), or to a wallet address by
+/// its payment pointer. Other tests receive dollars too, so each counter
+/// must have grown by at least this test's amounts.
+#[tokio::test]
+async fn metrics_count_money_received_by_packets_and_by_payment_pointer() {
+    use crate::spsp::{fulfilled, spsp, Spsp};
+    use opd_service::platform::metrics::{INCOMING_COMPLETED, INCOMING_RECEIVED_AMOUNT};
+    let w = crate::ilp::world(Db::Sqlite).await;
+    let app = &w.app;
+    let before = scrape(&app.admin).await;
+    let (_, address, secret) = crate::ilp::receiver(app, "500").await;
+    let incoming = Spsp {
+        address,
+        secret,
+        receipts_enabled: false,
+    };
+    fulfilled(app, &incoming, 500).await;
+    let pointer = spsp(app, "bob", None).await;
+    fulfilled(app, &pointer, 70).await;
+    let after = scrape(&app.admin).await;
+    let received = |text: &str, via: &str| {
+        let labels = [("asset_code", "USD"), ("asset_scale", "2"), ("via", via)];
+        sample(text, INCOMING_RECEIVED_AMOUNT, &labels).unwrap_or(0.0)
+    };
+    for (via, amount) in [("interledger", 500.0), ("spsp", 70.0)] {
+        assert!(
+            received(&after, via) >= received(&before, via) + amount,
+            "{via}: {after}"
+        );
+    }
+    let completed =
+        |text: &str| sample(text, INCOMING_COMPLETED, &[("asset_code", "USD")]).unwrap_or(0.0);
+    assert!(completed(&after) >= completed(&before) + 1.0, "{after}");
+    w.app.stop().await;
+}
