@@ -241,15 +241,24 @@ pub async fn check(
 ) -> Result<LedgerCheck, ServiceError> {
     let accounts = store.ledger_accounts().await?;
     let transfers = store.ledger_all_transfers().await?;
+    Ok(judge(&accounts, &transfers, receipts))
+}
+
+/// [`check`] on what the store holds.
+fn judge(
+    accounts: &[opd_core::ledger::Account],
+    transfers: &[Transfer],
+    receipts: Receipts,
+) -> LedgerCheck {
     let mut problems = Vec::new();
     let mut net = std::collections::HashMap::<&str, i128>::new();
-    for t in &transfers {
+    for t in transfers {
         *net.entry(t.credit_account.as_str()).or_default() += i128::from(t.amount);
         *net.entry(t.debit_account.as_str()).or_default() -= i128::from(t.amount);
     }
     let mut per_asset = std::collections::BTreeMap::<String, i128>::new();
     let mut waiting = std::collections::BTreeMap::<String, (opd_core::Asset, u128)>::new();
-    for a in &accounts {
+    for a in accounts {
         *per_asset.entry(a.asset.to_string()).or_default() += a.balance;
         let expected = net.get(a.id.as_str()).copied().unwrap_or(0);
         if expected != a.balance {
@@ -280,8 +289,88 @@ pub async fn check(
             )),
         }
     }
-    Ok(LedgerCheck {
+    LedgerCheck {
         problems,
         awaiting_withdrawal,
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opd_core::ledger::{Account, TransferKind};
+    use opd_core::{Asset, Timestamp};
+
+    use super::*;
+
+    fn account(kind: AccountKind, owner: &str, asset: &Asset, balance: i128) -> Account {
+        Account {
+            id: kind.account_id(owner, asset),
+            kind,
+            owner_id: owner.into(),
+            asset: asset.clone(),
+            balance,
+        }
+    }
+
+    fn transfer(from: &Account, to: &Account, amount: u64) -> Transfer {
+        Transfer {
+            id: format!("{}>{}", from.id, to.id),
+            debit_account: from.id.clone(),
+            credit_account: to.id.clone(),
+            amount,
+            kind: TransferKind::Deposit,
+            reference: None,
+            idempotency_key: None,
+            created_at: Timestamp::from_unix_millis(0),
+        }
+    }
+
+    #[test]
+    fn an_idempotency_key_has_1_to_200_characters() {
+        assert!(check_key("").is_err());
+        assert!(check_key("k").is_ok());
+        assert!(check_key(&"k".repeat(200)).is_ok());
+        assert!(check_key(&"k".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn a_transfer_across_assets_unbalances_both() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let eur = Asset::parse("EUR", 2).unwrap();
+        let settlement = account(AccountKind::Settlement, "operator", &eur, -100);
+        let alice = account(AccountKind::Wallet, "alice", &usd, 100);
+        let moved = [transfer(&settlement, &alice, 100)];
+        let found = judge(&[settlement, alice], &moved, Receipts::ToWallet);
+        assert_eq!(
+            found.problems,
+            [
+                "balances in EUR (scale 2) add up to -100, not 0",
+                "balances in USD (scale 2) add up to 100, not 0"
+            ]
+        );
+    }
+
+    #[test]
+    fn received_money_waits_in_external_mode_and_is_a_problem_in_balance_mode() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let settlement = account(AccountKind::Settlement, "operator", &usd, -100);
+        let incoming = account(AccountKind::Incoming, "ip", &usd, 30);
+        let spsp = account(AccountKind::Spsp, "bob", &usd, 70);
+        let moved = [
+            transfer(&settlement, &incoming, 30),
+            transfer(&settlement, &spsp, 70),
+        ];
+        let accounts = [settlement, incoming, spsp];
+        let held = judge(&accounts, &moved, Receipts::Held);
+        assert_eq!(held.problems, Vec::<String>::new());
+        assert_eq!(held.awaiting_withdrawal, [Amount::new(100, usd)]);
+        let balance_mode = judge(&accounts, &moved, Receipts::ToWallet);
+        assert!(balance_mode.awaiting_withdrawal.is_empty());
+        let said: Vec<&str> = balance_mode
+            .problems
+            .iter()
+            .map(|p| p.split(" account ").next().unwrap_or_default())
+            .collect();
+        assert_eq!(said, ["incoming payment", "SPSP"]);
+    }
 }
