@@ -1000,3 +1000,37 @@ async fn a_sender_closing_gets_its_close_echoed_and_a_probe_does_not() {
     assert_eq!(liquidity(&w).await, before, "the peer paid nothing");
     ledger_balanced(app).await;
 }
+
+/// External mode: an incoming payment its client completes with money on
+/// it announces what the operator has to withdraw.
+#[tokio::test]
+async fn a_payment_completed_by_its_client_in_external_mode_says_what_waits() {
+    let w = world_with(Db::Sqlite, |s| s.serve.external_funding = true).await;
+    let app = &w.app;
+    let (location, address, secret) = receiver(app, "500").await;
+    let Packet::Fulfill(_) =
+        send_packet(app, prepare(app, &address, &secret, 120, 120, true)).await
+    else {
+        panic!("120 is taken")
+    };
+    let (s, done) = app.post(&format!("{location}/complete"), &json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{done}");
+    let events = app
+        .services()
+        .store
+        .due_webhook_events(app.clock.now().plus_millis(1), 100)
+        .await
+        .unwrap();
+    let completed: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::IncomingPaymentCompleted)
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(
+        completed[0]["data"]["amountToWithdraw"],
+        amount("120", "USD", 2)
+    );
+    assert_eq!(crate::remote::balance(app, "bob").await, "0");
+    ledger_balanced(app).await;
+}
