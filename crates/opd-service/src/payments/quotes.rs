@@ -182,3 +182,56 @@ impl crate::Services {
         Ok(found)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use opd_ilp::stream::sender::{MaxPacket, RateBounds};
+
+    use super::*;
+
+    fn remote() -> RemoteReceiver {
+        RemoteReceiver {
+            url: "https://b.example/incoming-payments/1".into(),
+            asset: opd_core::Asset::parse("USD", 2).unwrap(),
+            incoming_amount: None,
+            received_amount: 0,
+            completed: false,
+            expires_at: None,
+            ilp: None,
+            wallet_address: None,
+        }
+    }
+
+    fn probe(asset: Option<(&str, u8)>, rate: (u128, u128)) -> paths::PathProbe {
+        let rate = Ratio::new(rate.0, rate.1).unwrap();
+        paths::PathProbe {
+            rate: RateBounds {
+                low: rate,
+                high: rate,
+            },
+            max_packet: MaxPacket::Unknown,
+            receiver_asset: asset.map(|(code, scale)| (code.to_owned(), scale)),
+        }
+    }
+
+    #[test]
+    fn a_path_is_judged_by_the_receiver_s_asset_and_the_minimum_rate() {
+        let minimum = Ratio::new(9, 10).unwrap();
+        let judged = |asset, rate| match judge(&probe(asset, rate), &remote(), minimum) {
+            Ok(()) => "ok",
+            Err(ServiceError::InvalidReceiver(_)) => "another asset",
+            Err(ServiceError::InsufficientExchangeRate) => "too low a rate",
+            Err(_) => "another error",
+        };
+        assert_eq!(judged(Some(("USD", 2)), (9, 10)), "ok");
+        assert_eq!(
+            judged(None, (1, 1)),
+            "ok",
+            "a receiver silent about its asset"
+        );
+        assert_eq!(judged(Some(("USD", 9)), (1, 1)), "another asset");
+        assert_eq!(judged(Some(("EUR", 2)), (1, 1)), "another asset");
+        assert_eq!(judged(Some(("EUR", 9)), (1, 1)), "another asset");
+        assert_eq!(judged(Some(("USD", 2)), (89, 100)), "too low a rate");
+    }
+}

@@ -151,3 +151,88 @@ async fn deliver(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use opd_core::{Amount, Asset, IncomingPaymentId, QuoteId, Timestamp, WalletAddressId};
+    use uuid::Uuid;
+
+    use super::super::{plan::plan, NewOutgoingPayment, PaymentSource};
+    use super::*;
+
+    const NOW: Timestamp = Timestamp::from_unix_millis(1_700_000_000_000);
+
+    fn usd() -> Asset {
+        Asset::parse("USD", 2).unwrap()
+    }
+
+    /// A payment delivering `receive` (in `asset`) to one receiver.
+    fn payment(receive: u64, asset: Asset) -> OutgoingPayment {
+        let quote = Quote {
+            id: QuoteId::from_uuid(Uuid::from_u128(7)),
+            wallet_address_id: WalletAddressId::from_uuid(Uuid::from_u128(1)),
+            receiver: "https://bank.example/incoming-payments/1".to_owned(),
+            debit_amount: Amount::new(receive, usd()),
+            receive_amount: Amount::new(receive, asset),
+            fee: 0,
+            debit_minus_fees: receive,
+            client: None,
+            created_at: NOW,
+            expires_at: NOW.plus_millis(60_000),
+        };
+        let input = NewOutgoingPayment {
+            wallet_address: "https://bank.example/alice".to_owned(),
+            source: PaymentSource::Quote("q".to_owned()),
+            metadata: None,
+            client: None,
+            grant: None,
+        };
+        plan(input, &quote, quote.wallet_address_id, false, NOW)
+            .unwrap()
+            .payment
+    }
+
+    fn receiver(incoming_amount: Option<u64>, received: u64, completed: bool) -> IncomingPayment {
+        IncomingPayment {
+            id: IncomingPaymentId::from_uuid(Uuid::from_u128(2)),
+            wallet_address_id: WalletAddressId::from_uuid(Uuid::from_u128(3)),
+            asset: usd(),
+            incoming_amount,
+            received_amount: received,
+            completed,
+            expires_at: NOW.plus_millis(60_000),
+            metadata: None,
+            client: None,
+            client_network: None,
+            created_at: NOW,
+            updated_at: NOW,
+        }
+    }
+
+    #[test]
+    fn a_local_delivery_is_taken_by_the_rule_of_a_packet() {
+        let p = payment(100, usd());
+        let decided = |r: &IncomingPayment, p: &OutgoingPayment| decide(r, p, NOW);
+        assert_eq!(decided(&receiver(Some(100), 0, false), &p), Ok(()));
+        assert_eq!(decided(&receiver(None, 0, false), &p), Ok(()));
+        assert_eq!(
+            decided(
+                &receiver(Some(100), 0, false),
+                &payment(100, Asset::parse("EUR", 2).unwrap())
+            ),
+            Err("the receiver's asset changed")
+        );
+        assert_eq!(
+            decided(&receiver(Some(100), 0, true), &p),
+            Err("the receiver no longer accepts payments")
+        );
+        assert_eq!(
+            decided(&receiver(Some(150), 60, false), &p),
+            Err("the receiver can no longer accept the quoted amount")
+        );
+        assert_eq!(
+            decided(&receiver(None, u64::MAX - 50, false), &p),
+            Err("the receiver's total would overflow")
+        );
+    }
+}
