@@ -1023,6 +1023,74 @@ async fn externally_funded(db: Db) {
     ledger_balanced(&w.app).await;
 }
 
+/// The housekeeping job fails payments still waiting for outside funds
+/// when their quote expires, at most 32 in a pass (it also catches payments
+/// left from a time external mode was on, which the payments job no longer
+/// looks at). Each fails with its reason and nothing was ever taken from
+/// the payer.
+#[tokio::test]
+async fn housekeeping_fails_unfunded_payments_32_at_a_time() {
+    use opd_service::jobs::{Job, Progress};
+    let w = world_with(Db::Sqlite, |s| s.serve.external_funding = true).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let mut ids = Vec::new();
+    for _ in 0..33 {
+        let ip = incoming(&w.app, &w.bob, "10", "USD").await;
+        let q = quote(
+            &w.app,
+            json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+        )
+        .await;
+        let (s, created) = pay(
+            &w,
+            &token,
+            &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{created}");
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    let services = w.app.services();
+    let failed = || async {
+        let mut n = 0;
+        for id in &ids {
+            let p = read(&w, &token, id).await;
+            if p["failed"] == true {
+                n += 1;
+            }
+        }
+        n
+    };
+    let step = || Job::Housekeeping.step(services);
+    assert_eq!(
+        step().await.unwrap(),
+        Progress::Idle,
+        "no quote expired yet"
+    );
+    assert_eq!(failed().await, 0);
+    w.app.clock.advance_millis(301_000);
+    assert_eq!(step().await.unwrap(), Progress::Busy);
+    assert_eq!(failed().await, 32, "one pass fails 32");
+    assert_eq!(step().await.unwrap(), Progress::Busy);
+    assert_eq!(failed().await, 33, "the next pass the last one");
+    assert_eq!(step().await.unwrap(), Progress::Idle);
+    let one = services
+        .store
+        .get_outgoing_payment(
+            opd_core::OutgoingPaymentId::parse(ids[0].rsplit('/').next().unwrap()).unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        one.error.as_deref(),
+        Some("the payment was not funded before its quote expired")
+    );
+    assert_eq!(balance(&w.app, "alice").await, "10000", "never taken");
+    assert_eq!(balance(&w.app, "bob").await, "0");
+    ledger_balanced(&w.app).await;
+}
+
 /// Money a release before this one left on incoming payments' accounts (or
 /// that external mode held) moves to the receiving wallet addresses when
 /// opd starts in balance mode, exactly once: `opd check` sees the ledger
