@@ -256,6 +256,20 @@ fn judge(
         *net.entry(t.credit_account.as_str()).or_default() += i128::from(t.amount);
         *net.entry(t.debit_account.as_str()).or_default() -= i128::from(t.amount);
     }
+    // PostgreSQL keeps no foreign key from transfers to accounts (a posting
+    // creates both accounts in the statement that inserts the transfer), so
+    // the check looks for a transfer naming an account that does not exist.
+    let known: std::collections::HashSet<&str> = accounts.iter().map(|a| a.id.as_str()).collect();
+    for t in transfers {
+        for side in [&t.debit_account, &t.credit_account] {
+            if !known.contains(side.as_str()) {
+                problems.push(format!(
+                    "transfer {} names account {side}, which does not exist",
+                    t.id
+                ));
+            }
+        }
+    }
     let mut per_asset = std::collections::BTreeMap::<String, i128>::new();
     let mut waiting = std::collections::BTreeMap::<String, (opd_core::Asset, u128)>::new();
     for a in accounts {
@@ -347,6 +361,26 @@ mod tests {
                 "balances in EUR (scale 2) add up to -100, not 0",
                 "balances in USD (scale 2) add up to 100, not 0"
             ]
+        );
+    }
+
+    #[test]
+    fn a_transfer_naming_a_missing_account_is_a_problem() {
+        let usd = Asset::parse("USD", 2).unwrap();
+        let settlement = account(AccountKind::Settlement, "operator", &usd, -100);
+        let alice = account(AccountKind::Wallet, "alice", &usd, 100);
+        let ghost = account(AccountKind::Wallet, "ghost", &usd, 0);
+        let moved = [
+            transfer(&settlement, &alice, 100),
+            transfer(&alice, &ghost, 0),
+        ];
+        let found = judge(&[settlement, alice], &moved, Receipts::ToWallet);
+        assert_eq!(
+            found.problems,
+            [format!(
+                "transfer {} names account {}, which does not exist",
+                moved[1].id, ghost.id
+            )]
         );
     }
 

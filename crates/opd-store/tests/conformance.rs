@@ -44,6 +44,7 @@ opd_testkit::conformance!(
     webhook_events_are_claimed_once_until_their_lease_ends,
     signed_requests_are_claimed_once_and_answered,
     a_request_s_claim_commits_with_its_work_and_refuses_a_replay,
+    a_created_payment_s_response_commits_with_it_rendered_from_the_grant_s_spending,
     auto_peers_are_counted_kept_apart_and_funded_within_the_total,
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
@@ -1389,6 +1390,138 @@ async fn a_request_s_claim_commits_with_its_work_and_refuses_a_replay(s: &dyn St
         !running.finished,
         "its response is recorded after the request"
     );
+}
+
+/// A created outgoing payment's response says what its grant had spent
+/// before it, which only the payment's transaction reads: given as a
+/// function of that, it is rendered there and recorded with the `COMMIT`
+/// (PostgreSQL), at no round trip of its own. A payment refused keeps
+/// nothing, and forgets the response it was given.
+async fn a_created_payment_s_response_commits_with_it_rendered_from_the_grant_s_spending(
+    s: &dyn Store,
+) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    s.ledger_move(alice.id, &usd(), 1000, true, "fund-alice", "d", at)
+        .await
+        .unwrap();
+    let now = T0 / 1000;
+    let quote = |n: u64| Quote {
+        id: QuoteId::new(at, &SeededRandom::new(700 + n)),
+        wallet_address_id: alice.id,
+        receiver: "http://localhost/incoming-payments/x".into(),
+        debit_amount: Amount::new(300, usd()),
+        receive_amount: Amount::new(300, usd()),
+        fee: 0,
+        debit_minus_fees: 300,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    let payment = |q: &Quote| OutgoingPaymentRecord {
+        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
+        wallet_address_id: alice.id,
+        quote_id: q.id,
+        receiver: q.receiver.clone(),
+        debit: q.debit_amount.clone(),
+        receive: q.receive_amount.clone(),
+        sent: 0,
+        delivered: 0,
+        receiver_baseline: None,
+        state: OutgoingPaymentState::Sending,
+        error: None,
+        metadata: None,
+        client: Some("c".into()),
+        grant_id: Some("grant-1".into()),
+        grant_interval_start: Some(Timestamp::from_unix_millis(0)),
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+    };
+    let grant = GrantReservation {
+        grant_id: "grant-1".into(),
+        interval_start: Timestamp::from_unix_millis(0),
+        interval_end: None,
+        debit_limit: Some(700),
+        receive_limit: None,
+    };
+    let render = || -> opd_store::claim::LateAnswer {
+        Box::new(|spent: &opd_core::outgoing_payment::GrantSpent| {
+            let debit = spent.debit.as_ref().map_or(0, |a| a.value);
+            Some(Answer {
+                status: 201,
+                headers: "[]".into(),
+                body: format!("spent {debit}"),
+            })
+        })
+    };
+    let (q1, q2, q3) = (quote(1), quote(2), quote(3));
+    for q in [&q1, &q2, &q3] {
+        s.create_quote(q, None).await.unwrap();
+    }
+    let before = s.round_trips();
+    let p1 = payment(&q1);
+    let first = s.create_outgoing_payment(&p1, Some(&grant), &[], None);
+    assert!(matches!(
+        first.await.unwrap(),
+        CreateOutgoing::Created { .. }
+    ));
+    let alone = s.round_trips() - before;
+
+    let claim = RequestClaim::default();
+    claim.arm("fp-p".into(), now + 300);
+    claim.answer_at_commit(render());
+    let before = s.round_trips();
+    let p2 = payment(&q2);
+    let second = s.create_outgoing_payment(&p2, Some(&grant), &[], Some(&claim));
+    assert!(matches!(
+        second.await.unwrap(),
+        CreateOutgoing::Created { .. }
+    ));
+    assert_eq!(
+        s.round_trips() - before,
+        alone,
+        "the claim and its answer ride along"
+    );
+    if s.backend() == Backend::Sqlite {
+        assert_eq!(claim.state(), ClaimState::Waiting, "not carried");
+        return;
+    }
+    assert_eq!(claim.state(), ClaimState::Answered);
+    let stored = s.get_request("fp-p", now).await.unwrap().unwrap();
+    assert!(stored.finished);
+    assert_eq!(
+        stored.response,
+        Some((201, "[]".into(), "spent 300".into())),
+        "rendered from what the grant spent before it"
+    );
+
+    // Over the grant's limit (600 of 700 spent): nothing is kept, and the
+    // response given for it is forgotten, so the next write that carries
+    // the claim leaves it to be recorded after the request.
+    let claim = RequestClaim::default();
+    claim.arm("fp-r".into(), now + 300);
+    claim.answer_at_commit(render());
+    let p3 = payment(&q3);
+    let refused = s.create_outgoing_payment(&p3, Some(&grant), &[], Some(&claim));
+    assert!(matches!(
+        refused.await.unwrap(),
+        CreateOutgoing::LimitExceeded { .. }
+    ));
+    assert_eq!(claim.state(), ClaimState::Waiting);
+    assert!(s.get_request("fp-r", now).await.unwrap().is_none());
+    let mut unlimited = payment(&q3);
+    unlimited.grant_id = None;
+    let third = s.create_outgoing_payment(&unlimited, None, &[], Some(&claim));
+    assert!(matches!(
+        third.await.unwrap(),
+        CreateOutgoing::Created { .. }
+    ));
+    assert_eq!(claim.state(), ClaimState::Committed);
+    let running = s.get_request("fp-r", now).await.unwrap().unwrap();
+    assert!(!running.finished, "recorded after the request");
 }
 
 fn peer(address: &str, n: i64, origin: PeerOrigin) -> Peer {

@@ -10,6 +10,7 @@ use super::site::RequestSite;
 use super::{creation_allowed, own_wallet_url, parse_page};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, PathParam, QueryPairs};
+use crate::replays::json_answer;
 use crate::wire::{
     parse_amount, CreateOutgoingPaymentRequest, GrantSpentWire, ListWire, OutgoingPaymentWire,
 };
@@ -54,13 +55,28 @@ pub(super) async fn create_outgoing_payment(
         client: Some(caller.client.clone()),
         grant: Some(grant_context(&caller)),
     };
-    let (payment, wallet, spent) = op::create(services, input, auth.claim())
+    let public_url = site.public_url().clone();
+    let respond =
+        move |p: &_, w: &_, spent: &_| json_answer(201, &created(p, w, &public_url, spent));
+    let (payment, wallet, spent) = op::create_answered(services, input, auth.claim(), respond)
         .await
         .map_err(|e| ApiError::from(e).as_clients_expect())?;
-    let mut body = OutgoingPaymentWire::new(&payment, &wallet, site.public_url());
+    let body = created(&payment, &wallet, site.public_url(), &spent);
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// A created payment as its `201` shows it: with what its grant had spent
+/// before it.
+fn created(
+    payment: &opd_core::outgoing_payment::OutgoingPayment,
+    wallet: &opd_core::wallet_address::WalletAddress,
+    public_url: &opd_service::PublicUrl,
+    spent: &opd_core::outgoing_payment::GrantSpent,
+) -> OutgoingPaymentWire {
+    let mut body = OutgoingPaymentWire::new(payment, wallet, public_url);
     body.grant_spent_debit_amount = spent.debit.as_ref().map(opd_core::AmountWire::from);
     body.grant_spent_receive_amount = spent.receive.as_ref().map(opd_core::AmountWire::from);
-    Ok((StatusCode::CREATED, Json(body)))
+    body
 }
 
 pub(super) async fn get_outgoing_payment(

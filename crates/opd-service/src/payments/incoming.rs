@@ -315,3 +315,28 @@ pub async fn expire_once(services: &Services) -> Result<usize, ServiceError> {
     }
     Ok(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata_of(bytes: usize) -> Option<Metadata> {
+        // `{"m":""}` is 8 bytes of JSON around the text.
+        let mut m = Metadata::new();
+        m.insert("m".to_owned(), "x".repeat(bytes - 8).into());
+        Some(m)
+    }
+
+    #[test]
+    fn metadata_of_16_kib_of_json_is_accepted_and_one_byte_more_refused() {
+        // docs/errors.md: over 16,384 bytes is `metadata_too_large`.
+        assert!(check_metadata(&None).is_ok());
+        assert!(check_metadata(&metadata_of(16_384)).is_ok());
+        match check_metadata(&metadata_of(16_385)) {
+            Err(ServiceError::MetadataTooLarge { size, max }) => {
+                assert_eq!((size, max), (16_385, 16_384))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

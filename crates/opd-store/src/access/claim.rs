@@ -26,10 +26,18 @@
 //! A created resource's response is known before its write: given ahead
 //! ([`RequestClaim::answer_ahead`]), it is inserted with the claim, and
 //! nothing is left to record after the request.
+//!
+//! A created outgoing payment's response also says what its grant had
+//! spent before it, which only its transaction reads: given as a function
+//! of that ([`RequestClaim::answer_at_commit`]), it is rendered once the
+//! transaction has read it and sent with the `COMMIT`
+//! ([`answer_before_commit`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::platform::db::{params, Db, Param, Rider, Stmt, Tx, Want};
+use opd_core::outgoing_payment::GrantSpent;
+
+use crate::platform::db::{params, Db, Param, Rider, Stmt, Ticket, Tx, Want};
 use crate::{Backend, StoreResult};
 
 /// Where a request's claim stands.
@@ -59,6 +67,21 @@ struct Inner {
     answer: Option<Answer>,
     /// Whether the transaction carrying the claim carries `answer` too.
     answer_taken: bool,
+    /// The response, rendered from what the grant spent before the
+    /// request ([`RequestClaim::answer_at_commit`]).
+    late: Option<Late>,
+}
+
+/// A response rendered from what a grant had spent before the request,
+/// read in the request's own transaction.
+pub type LateAnswer = Box<dyn FnOnce(&GrantSpent) -> Option<Answer> + Send>;
+
+struct Late(LateAnswer);
+
+impl std::fmt::Debug for Late {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LateAnswer")
+    }
 }
 
 /// A response as the replay log stores it: status, headers as JSON, body
@@ -84,6 +107,7 @@ impl Default for RequestClaim {
             state: ClaimState::Unarmed,
             answer: None,
             answer_taken: false,
+            late: None,
         })))
     }
 }
@@ -130,6 +154,31 @@ impl RequestClaim {
         }
     }
 
+    /// Gives the response of the request as a function of what its grant
+    /// had spent before it, read by the transaction that carries the claim:
+    /// that transaction records it with its `COMMIT`
+    /// ([`answer_before_commit`]), and nothing is left to record after the
+    /// request. Kept only while the claim waits for a write (so a request
+    /// without one, or on SQLite, renders nothing).
+    pub fn answer_at_commit(&self, answer: LateAnswer) {
+        let mut inner = self.lock();
+        if inner.state == ClaimState::Waiting {
+            inner.late = Some(Late(answer));
+        }
+    }
+
+    /// For a transaction about to commit with the claim: its fingerprint
+    /// and the response to render, if given with
+    /// [`answer_at_commit`](Self::answer_at_commit) and not recorded yet.
+    fn take_late(&self) -> Option<(String, LateAnswer)> {
+        let mut inner = self.lock();
+        if inner.state != ClaimState::InTransaction || inner.answer_taken {
+            return None;
+        }
+        let late = inner.late.take()?;
+        Some((inner.fingerprint.clone(), late.0))
+    }
+
     /// For a transaction starting: the fingerprint, expiry and response
     /// (if given ahead) to insert, when the claim waits for a write (it is
     /// then that transaction's).
@@ -169,6 +218,7 @@ impl Rider for RequestClaim {
             inner.state = ClaimState::Waiting;
             inner.answer = None;
             inner.answer_taken = false;
+            inner.late = None;
         }
     }
 
@@ -192,7 +242,14 @@ static CLAIM_ANSWERED_IN_TX: Stmt = Stmt::new(&[
      VALUES (?, ?, TRUE, ?, ?, ?)",
 ]);
 
-pub(crate) static STATEMENTS: &[&Stmt] = &[&CLAIM_IN_TX, &CLAIM_ANSWERED_IN_TX];
+/// The response of a request whose claim this transaction inserted,
+/// rendered from what the transaction read ([`answer_before_commit`]).
+static ANSWER_IN_TX: Stmt = Stmt::new(&[
+    "UPDATE signed_requests SET finished = TRUE, status = ?, headers = ?, body = ? \
+     WHERE fingerprint = ?",
+]);
+
+pub(crate) static STATEMENTS: &[&Stmt] = &[&CLAIM_IN_TX, &CLAIM_ANSWERED_IN_TX, &ANSWER_IN_TX];
 
 /// Whether `claim` waits for a transaction to carry it here: only
 /// PostgreSQL carries claims (SQLite's replay log is in memory).
@@ -224,6 +281,26 @@ fn carry(tx: &mut Tx<'_>, claim: &RequestClaim) {
             tx.carry(&CLAIM_ANSWERED_IN_TX, insert, rider);
         }
     }
+}
+
+/// Just before the `COMMIT` of a transaction that carries `claim`: sends
+/// the response given with [`RequestClaim::answer_at_commit`], rendered
+/// from `spent`, to travel with the `COMMIT`; its ticket, if sent. Nothing
+/// when the claim rides another transaction (it committed with the quote a
+/// payment was made on) or none.
+pub(crate) fn answer_before_commit(
+    tx: &mut Tx<'_>,
+    claim: Option<&RequestClaim>,
+    spent: &GrantSpent,
+) -> Option<Ticket> {
+    let claim = claim.filter(|_| tx.carries())?;
+    let (fingerprint, render) = claim.take_late()?;
+    let a = render(spent)?;
+    let status = i64::from(a.status);
+    let answer = params![status, a.headers, a.body, fingerprint];
+    let ticket = tx.send(&ANSWER_IN_TX, answer, Want::Changed);
+    claim.lock().answer_taken = true;
+    Some(ticket)
 }
 
 /// Runs one writing statement carrying `claim` (see [`begin`]): in a
@@ -293,6 +370,42 @@ mod tests {
         assert!(answered.take().is_some());
         answered.committed();
         assert_eq!(answered.state(), ClaimState::Answered);
+    }
+
+    #[test]
+    fn a_late_answer_is_rendered_once_by_the_transaction_carrying_the_claim() {
+        let spent = GrantSpent::default();
+        let late = || -> LateAnswer {
+            Box::new(|_: &GrantSpent| {
+                Some(Answer {
+                    status: 201,
+                    headers: "[]".into(),
+                    body: "e30=".into(),
+                })
+            })
+        };
+        let claim = RequestClaim::default();
+        // Not armed: not kept.
+        claim.answer_at_commit(late());
+        claim.arm("ij".into(), 50);
+        assert!(claim.take().is_some());
+        assert!(claim.take_late().is_none(), "given before arming");
+        claim.released();
+        claim.answer_at_commit(late());
+        // Not before a transaction carries the claim.
+        assert!(claim.take_late().is_none());
+        assert_eq!(claim.take(), Some(("ij".to_owned(), 50, None)));
+        // Rolled back: forgotten.
+        claim.released();
+        assert!(claim.take().is_some());
+        assert!(claim.take_late().is_none());
+        claim.released();
+        claim.answer_at_commit(late());
+        assert!(claim.take().is_some());
+        let (fingerprint, render) = claim.take_late().expect("carried");
+        assert_eq!(fingerprint, "ij");
+        assert_eq!(render(&spent).map(|a| a.status), Some(201));
+        assert!(claim.take_late().is_none(), "once");
     }
 
     #[test]

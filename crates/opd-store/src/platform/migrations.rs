@@ -87,6 +87,12 @@ macro_rules! migrations_of {
                 "0016_owner_pages.sql"
             ),
             $crate::platform::migrations::migration!($folder, 17, "spsp", "0017_spsp.sql"),
+            $crate::platform::migrations::migration!(
+                $folder,
+                18,
+                "transfer keys",
+                "0018_transfer_keys.sql"
+            ),
         ]
     };
 }

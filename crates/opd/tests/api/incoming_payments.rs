@@ -177,6 +177,28 @@ async fn lists_paginate_forward_and_backward() {
     assert_error(s, &v, 404, "unknown_wallet_address");
 }
 
+/// `expiresAt` may be as late as the longest expiry (a year by default),
+/// to the millisecond, and no later.
+#[tokio::test]
+async fn an_expiry_at_the_longest_allowed_is_accepted_and_a_moment_later_refused() {
+    let app = TestApp::spawn().await;
+    let bob = app.create_wallet("bob", "USD", 2).await;
+    let longest = app.clock_now().plus_seconds(365 * 24 * 3600);
+    let (s, ip) = create(
+        &app,
+        json!({ "walletAddress": bob, "expiresAt": longest.to_rfc3339() }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{ip}");
+    assert_eq!(ip["expiresAt"], longest.to_rfc3339());
+    let (s, v) = create(
+        &app,
+        json!({ "walletAddress": bob, "expiresAt": longest.plus_millis(1).to_rfc3339() }),
+    )
+    .await;
+    assert_error(s, &v, 400, "invalid_expiry");
+}
+
 #[tokio::test]
 async fn expired_payments_keep_their_data_but_lose_their_methods() {
     let app = TestApp::spawn().await;

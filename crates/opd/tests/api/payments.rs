@@ -1023,6 +1023,41 @@ async fn externally_funded(db: Db) {
     ledger_balanced(&w.app).await;
 }
 
+/// A payment due for sending is announced to the payment workers, so one
+/// starts on it at once rather than at its next poll; one waiting for
+/// outside funds is announced when it is funded, not before.
+#[tokio::test]
+async fn payments_are_announced_to_the_workers_when_they_become_due() {
+    let w = world_with(Db::Sqlite, |s| s.serve.external_funding = true).await;
+    let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    let due = &w.app.services().payments.due;
+    let announced = || async {
+        tokio::time::timeout(std::time::Duration::ZERO, due.wait())
+            .await
+            .is_ok()
+    };
+    let ip = incoming(&w.app, &w.bob, "10", "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, created) = pay(
+        &w,
+        &token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    assert!(!announced().await, "waiting for funds: not due");
+    let uuid = created["id"].as_str().unwrap().rsplit('/').next().unwrap();
+    let fund = format!("/outgoing-payments/{uuid}/fund");
+    let (s, _) = w.app.admin(Method::POST, &fund, None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    assert!(announced().await, "funded: due");
+    assert!(!announced().await, "once");
+}
+
 /// The housekeeping job fails payments still waiting for outside funds
 /// when their quote expires, at most 32 in a pass (it also catches payments
 /// left from a time external mode was on, which the payments job no longer

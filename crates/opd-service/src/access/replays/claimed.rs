@@ -1,9 +1,11 @@
 //! The requests whose claim rides with their own write (a replay log in
 //! the database, `opd_store::claim`): a response given ahead of the write
-//! ([`answer_ahead`]), and how such a request ends ([`settle`]).
+//! ([`answer_ahead`]) or rendered by that write from what it read
+//! ([`answer_at_commit`]), and how such a request ends ([`settle`]).
 
 use std::sync::Arc;
 
+use opd_core::outgoing_payment::GrantSpent;
 use opd_store::claim::{ClaimState, RequestClaim};
 
 use super::{answer, store, wait_for, Fingerprint, Outcome, ReplaySlot, StoredResponse};
@@ -31,6 +33,28 @@ pub fn answer_ahead(
             body,
         })
     });
+}
+
+/// Gives `respond`'s response as the answer of the request whose `claim`
+/// this is, rendered from what its grant had spent before it: the
+/// transaction that creates the payment reads that, renders the response
+/// and records it with its `COMMIT` (no write after the request). Like
+/// [`answer_ahead`], kept only when the claim waits for a write.
+pub fn answer_at_commit(
+    claim: Option<&RequestClaim>,
+    respond: impl FnOnce(&GrantSpent) -> Option<StoredResponse> + Send + 'static,
+) {
+    let Some(claim) = claim else {
+        return;
+    };
+    claim.answer_at_commit(Box::new(move |spent| {
+        let (status, headers, body) = store::encode(&respond(spent)?)?;
+        Some(opd_store::claim::Answer {
+            status,
+            headers,
+            body,
+        })
+    }));
 }
 
 /// The end of a request whose claim rode with its writes: records its

@@ -37,7 +37,7 @@ mod claimed;
 pub mod memory;
 pub mod store;
 
-pub use claimed::{answer_ahead, settle};
+pub use claimed::{answer_ahead, answer_at_commit, settle};
 pub use opd_store::claim::RequestClaim;
 
 use std::sync::{Arc, Mutex, MutexGuard};

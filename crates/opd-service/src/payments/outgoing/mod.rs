@@ -29,7 +29,7 @@ use opd_core::webhook::EventKind;
 use opd_core::{Amount, OutgoingPaymentId, Timestamp};
 use opd_gnap::OutgoingLimits;
 
-use crate::access::replays::RequestClaim;
+use crate::access::replays::{RequestClaim, StoredResponse};
 use crate::payments::quotes::{self, NewQuote};
 use crate::payments::receivers;
 use crate::webhooks::{event, payment_event_data};
@@ -74,6 +74,22 @@ pub async fn create(
     input: NewOutgoingPayment,
     claim: Option<&RequestClaim>,
 ) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
+    create_answered(services, input, claim, |_, _, _| None).await
+}
+
+/// [`create`] for a signed request whose `claim` the payment's own
+/// transaction stores: with it goes the request's response, `respond`'s
+/// rendering of the payment, its wallet address and what the grant had
+/// spent before it, which that transaction reads (see
+/// `access::replays::answer_at_commit`).
+pub async fn create_answered(
+    services: &Services,
+    input: NewOutgoingPayment,
+    claim: Option<&RequestClaim>,
+    respond: impl FnOnce(&OutgoingPayment, &WalletAddress, &GrantSpent) -> Option<StoredResponse>
+        + Send
+        + 'static,
+) -> Result<(OutgoingPayment, WalletAddress, GrantSpent), ServiceError> {
     let wallet = wallets::by_url(services, &input.wallet_address).await?;
     let quote = quote_for(services, &input, &wallet, claim).await?;
     let planned = plan::plan(
@@ -83,6 +99,8 @@ pub async fn create(
         services.config.external_funding,
         services.clock.now(),
     )?;
+    let (payment, owner) = (planned.payment.clone(), wallet.clone());
+    crate::access::replays::answer_at_commit(claim, move |spent| respond(&payment, &owner, spent));
     let spent_before = store(services, &planned, &wallet, claim).await?;
     Ok((planned.payment, wallet, spent_before))
 }

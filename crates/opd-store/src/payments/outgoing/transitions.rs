@@ -184,7 +184,10 @@ impl SqlStore {
             }
             Err(PostError::Overflow) => return Ok(CreateOutgoing::Overflow),
         }
-        tx.commit().await?;
+        match claim::answer_before_commit(&mut tx, claim, &spent_before) {
+            Some(answered) => drop(tx.commit_with(answered).await?),
+            None => tx.commit().await?,
+        }
         Ok(CreateOutgoing::Created { spent_before })
     }
 

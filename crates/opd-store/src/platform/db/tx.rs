@@ -109,6 +109,11 @@ impl<'d> Tx<'d> {
         self.rider = Some((rider, ticket.0));
     }
 
+    /// Whether it carries a statement for someone ([`carry`](Self::carry)).
+    pub(crate) fn carries(&self) -> bool {
+        self.rider.is_some()
+    }
+
     pub(crate) fn backend(&self) -> Backend {
         self.db.backend()
     }
