@@ -217,7 +217,11 @@ async fn identical_creates(db: Db) {
     );
 
     // Outgoing payments from a quote: the ledger moves once per payment.
-    let pay_token = app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
+    // Under a limit, so the response (and its replay) says what the grant
+    // had spent before each (on PostgreSQL rendered in the payment's own
+    // transaction, which reads it).
+    let limit = json!({ "debitAmount": amount("100000", "USD", 2) });
+    let pay_token = app.outgoing_token(&w.payer, &w.alice, limit).await;
     let out_url = app.url("outgoing-payments");
     let from_quote = |q: &str| json!({ "walletAddress": w.alice, "quoteId": q });
     let op1 = Signed::new(
@@ -243,6 +247,8 @@ async fn identical_creates(db: Db) {
     .await;
     created(&op2);
     assert_eq!(balance(app, "alice").await, "9400");
+    assert_eq!(op1.body["grantSpentDebitAmount"], amount("0", "USD", 2));
+    assert_eq!(op2.body["grantSpentDebitAmount"], amount("300", "USD", 2));
 
     // Outgoing payment from an incoming payment and a debit amount (what
     // the Web Monetization extension sends), at once.
@@ -543,8 +549,10 @@ async fn a_repeated_nonce_is_the_same_request_and_a_new_one_is_not() {
 /// The SQL round trips of each kind of state-changing request on
 /// PostgreSQL, where the replay log is shared in the database: the
 /// request's claim rides with its own write (and a created
-/// resource's response with the claim), so it costs no round trip of its
-/// own, and none to record the response of a create. Each kind is
+/// resource's response with the claim, or with the `COMMIT` for an
+/// outgoing payment, whose response says what its grant had spent), so it
+/// costs no round trip of its own, and none to record the response of a
+/// create. Each kind is
 /// measured at its best of three requests after a first one (the caches it
 /// reads warm). A number that grows here is a round trip more on every
 /// such request; one that shrinks may be a claim no write carried (its
@@ -698,7 +706,7 @@ async fn each_request_s_replay_claim_rides_with_its_own_write_on_postgres() {
     let expected = [
         ("create incoming payment", 3),
         ("create quote", 2),
-        ("create outgoing payment from a quote", 6),
+        ("create outgoing payment from a quote", 5),
         ("create outgoing payment from an incoming payment", 5),
         ("complete incoming payment", 6),
         ("grant request", 5),
