@@ -490,6 +490,44 @@ async fn a_per_minute_packet_budget_pauses_a_payment() {
     assert_eq!(h.seen(), seen, "nothing, not even probes");
 }
 
+/// A step's rounds together keep to the packets a minute allows: with
+/// packets of about 100 (the first gets F08 with that maximum) and 6
+/// packets a minute, the first step sends 6 money packets, whatever the
+/// size of its rounds (at most 4 each), and the payment ends in later
+/// minutes with every unit where it belongs.
+#[tokio::test]
+async fn a_step_s_rounds_together_keep_to_the_packets_a_minute_allows() {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packets_per_minute = 6).await;
+    let money_packets = std::sync::Arc::new(AtomicU64::new(0));
+    let n = money_packets.clone();
+    h.hop.script(move |s: &Seen| {
+        if s.is_probe() {
+            return Behaviour::Honest;
+        }
+        match n.fetch_add(1, SeqCst) {
+            0 => Behaviour::TooLarge(100),
+            _ => Behaviour::Honest,
+        }
+    });
+    // The rounds of the minute: the worker steps until nothing is due.
+    let steps = h.w.a.run_workers().await;
+    assert_eq!(money_packets.load(SeqCst), 6, "{steps:?}");
+    assert!(matches!(steps.last(), Some(Step::Waiting(_))), "{steps:?}");
+    // A minute on (and a moment: the packets of the minute before were
+    // sent in the same millisecond as the money they moved, on this clock).
+    for _minute in 0..10 {
+        h.w.a.clock.advance_millis(61_000);
+        sync_clocks(&h.w.a, &h.w.b);
+        if matches!(h.w.a.run_workers().await.last(), Some(Step::Completed(_))) {
+            break;
+        }
+    }
+    let books = h.books().await;
+    assert_eq!((books.received, books.failed), (1000, false), "{books:?}");
+    assert_eq!(books.sent, books.b_took);
+}
+
 #[tokio::test]
 async fn a_silent_next_hop_pauses_the_payment_and_moves_nothing() {
     let h = hostile_on(Db::Sqlite, |s| s.serve.ilp_packet_timeout_ms = 2_000).await;
