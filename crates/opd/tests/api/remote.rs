@@ -502,6 +502,28 @@ async fn a_kept_path_serves_quotes_for_a_few_seconds_until_a_payment_finds_it_ch
     assert_eq!(q["error"]["code"], "insufficient_exchange_rate");
 }
 
+/// A kept rate below the quote's is probed again before a payment gives up
+/// on it: a kept probe may be older than the rate now.
+#[tokio::test]
+async fn a_kept_rate_below_the_quotes_is_probed_again_before_the_payment_fails() {
+    let w = paying(pair().await).await;
+    // The kept path lapses; B converts at 0.85 when the next quote probes
+    // it. That quote is refused, and what its probe found is kept.
+    set_rate(&w.b, "0.85").await;
+    w.a.clock.advance_millis(6_000);
+    crate::hostile::sync_clocks(&w.a, &w.b);
+    let alice = w.a.url("alice");
+    let debit = json!({ "debitAmount": amount("500", "USD", 2) });
+    let (s, q) = quote(&w.a, &alice, &w.receiver, debit).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    assert_eq!(q["error"]["code"], "insufficient_exchange_rate");
+    // B converts at 0.9 again: the payment's quote holds.
+    set_rate(&w.b, "0.9").await;
+    let step = w.step().await;
+    assert!(matches!(step, Step::Completed(_)), "{step:?}");
+    w.bob_has("1000").await;
+}
+
 #[tokio::test]
 async fn a_receiver_completed_meanwhile_fails_the_payment_with_the_money_back() {
     let w = paying(pair().await).await;
@@ -531,6 +553,44 @@ async fn an_unreachable_peer_pauses_then_fails_at_the_quotes_expiry_with_the_mon
     w.a.clock.advance_millis(301_000);
     assert!(matches!(w.step().await, Step::Failed(..)));
     w.failed_with_money_back().await;
+}
+
+/// A receiver that cannot be read (its server gone) while the quote holds
+/// pauses the payment, which keeps its money; past the quote's expiry,
+/// with no packet in flight, it fails with the money back.
+#[tokio::test]
+async fn an_unreadable_receiver_pauses_the_payment_until_its_quote_expires() {
+    let Paying {
+        a,
+        b,
+        receiver,
+        id,
+        payer,
+        token,
+    } = paying(pair().await).await;
+    b.stop().await;
+    let one_step = || async {
+        let steps = a.run_workers().await;
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        steps[0].clone()
+    };
+    let read = || async {
+        let r = payer.send(Method::GET, &id, Some(&token), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    };
+    let step = one_step().await;
+    assert!(matches!(step, Step::Waiting(_)), "{step:?}");
+    assert_eq!(read().await["failed"], false);
+    assert_eq!(balance(&a, "alice").await, "8877", "still held");
+    a.clock.advance_millis(301_000);
+    let step = one_step().await;
+    assert!(
+        matches!(&step, Step::Failed(_, why) if why == "the quote expired before the payment was sent"),
+        "{step:?} ({receiver})"
+    );
+    assert_eq!(read().await["failed"], true);
+    assert_eq!(balance(&a, "alice").await, "10000", "all of it back");
 }
 
 #[tokio::test]
