@@ -839,6 +839,31 @@ async fn deposits_are_idempotent_and_withdrawals_never_overdraw(s: &dyn Store) {
     assert_ledger_balanced(s).await;
 }
 
+/// A payment sending on quote `q`, under the grant `grant-1`.
+fn under_grant_1(q: &Quote) -> OutgoingPaymentRecord {
+    OutgoingPaymentRecord {
+        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
+        wallet_address_id: q.wallet_address_id,
+        quote_id: q.id,
+        receiver: q.receiver.clone(),
+        debit: q.debit_amount.clone(),
+        receive: q.receive_amount.clone(),
+        sent: 0,
+        delivered: 0,
+        receiver_baseline: None,
+        state: OutgoingPaymentState::Sending,
+        error: None,
+        metadata: None,
+        client: Some("c".into()),
+        grant_id: Some("grant-1".into()),
+        grant_interval_start: Some(Timestamp::from_unix_millis(0)),
+        attempts: 0,
+        next_attempt_at: q.created_at,
+        created_at: q.created_at,
+        updated_at: q.created_at,
+    }
+}
+
 async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     let alice = wallet("alice", 1);
     let bob = wallet("bob", 2);
@@ -865,27 +890,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         created_at: at,
         expires_at: at.plus_seconds(300),
     };
-    let payment = |q: &Quote| OutgoingPaymentRecord {
-        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
-        wallet_address_id: alice.id,
-        quote_id: q.id,
-        receiver: q.receiver.clone(),
-        debit: q.debit_amount.clone(),
-        receive: q.receive_amount.clone(),
-        sent: 0,
-        delivered: 0,
-        receiver_baseline: None,
-        state: OutgoingPaymentState::Sending,
-        error: None,
-        metadata: None,
-        client: Some("c".into()),
-        grant_id: Some("grant-1".into()),
-        grant_interval_start: Some(Timestamp::from_unix_millis(0)),
-        attempts: 0,
-        next_attempt_at: at,
-        created_at: at,
-        updated_at: at,
-    };
+    let payment = under_grant_1;
     let grant = GrantReservation {
         grant_id: "grant-1".into(),
         interval_start: Timestamp::from_unix_millis(0),
@@ -1419,27 +1424,7 @@ async fn a_created_payment_s_response_commits_with_it_rendered_from_the_grant_s_
         created_at: at,
         expires_at: at.plus_seconds(300),
     };
-    let payment = |q: &Quote| OutgoingPaymentRecord {
-        id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
-        wallet_address_id: alice.id,
-        quote_id: q.id,
-        receiver: q.receiver.clone(),
-        debit: q.debit_amount.clone(),
-        receive: q.receive_amount.clone(),
-        sent: 0,
-        delivered: 0,
-        receiver_baseline: None,
-        state: OutgoingPaymentState::Sending,
-        error: None,
-        metadata: None,
-        client: Some("c".into()),
-        grant_id: Some("grant-1".into()),
-        grant_interval_start: Some(Timestamp::from_unix_millis(0)),
-        attempts: 0,
-        next_attempt_at: at,
-        created_at: at,
-        updated_at: at,
-    };
+    let payment = under_grant_1;
     let grant = GrantReservation {
         grant_id: "grant-1".into(),
         interval_start: Timestamp::from_unix_millis(0),

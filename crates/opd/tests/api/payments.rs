@@ -68,6 +68,25 @@ async fn pay(w: &World, token: &str, body: &Value) -> (StatusCode, Value) {
     (r.status, r.body)
 }
 
+/// An incoming payment of `value` (USD, scale 2) for bob, quoted and
+/// paid from alice's wallet address with `token`: the created payment.
+async fn pay_bob(w: &World, token: &str, value: &str) -> Value {
+    let ip = incoming(&w.app, &w.bob, value, "USD").await;
+    let q = quote(
+        &w.app,
+        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
+    )
+    .await;
+    let (s, created) = pay(
+        w,
+        token,
+        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    created
+}
+
 async fn read(w: &World, token: &str, id: &str) -> Value {
     let r = w.payer.send(Method::GET, id, Some(token), None).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -1036,19 +1055,7 @@ async fn payments_are_announced_to_the_workers_when_they_become_due() {
             .await
             .is_ok()
     };
-    let ip = incoming(&w.app, &w.bob, "10", "USD").await;
-    let q = quote(
-        &w.app,
-        json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
-    )
-    .await;
-    let (s, created) = pay(
-        &w,
-        &token,
-        &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let created = pay_bob(&w, &token, "10").await;
     assert!(!announced().await, "waiting for funds: not due");
     let uuid = created["id"].as_str().unwrap().rsplit('/').next().unwrap();
     let fund = format!("/outgoing-payments/{uuid}/fund");
@@ -1070,19 +1077,7 @@ async fn housekeeping_fails_unfunded_payments_32_at_a_time() {
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
     let mut ids = Vec::new();
     for _ in 0..33 {
-        let ip = incoming(&w.app, &w.bob, "10", "USD").await;
-        let q = quote(
-            &w.app,
-            json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
-        )
-        .await;
-        let (s, created) = pay(
-            &w,
-            &token,
-            &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
-        )
-        .await;
-        assert_eq!(s, StatusCode::CREATED, "{created}");
+        let created = pay_bob(&w, &token, "10").await;
         ids.push(created["id"].as_str().unwrap().to_owned());
     }
     let services = w.app.services();
