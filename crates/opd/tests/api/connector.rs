@@ -326,6 +326,49 @@ async fn a_forged_fulfill_from_the_next_hop_moves_nothing_upstream() {
     balanced(&b).await;
 }
 
+/// A packet is never routed back to the peer it came from, nor to a peer
+/// with no outgoing endpoint: with only such routes it is rejected as
+/// unreachable, and nothing is held or sent.
+#[tokio::test]
+async fn a_packet_is_not_routed_back_to_its_sender_nor_where_nothing_goes_out() {
+    use opd_testkit::hostile::{Behaviour, HostileHop};
+    let b = node(Db::Sqlite, "test.b").await;
+    let hop = HostileHop::start().await;
+    hop.always(Behaviour::Honest);
+    // A sends to B and is B's route to test.a; D has a route but no way out.
+    let a_at_b = peer(
+        &b,
+        json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(), "routes": ["test.a"],
+                "http": { "outgoing": { "endpoint": hop.url, "authToken": "b-to-a" },
+                          "incoming": { "authTokens": ["a-to-b"] } } }),
+        10_000,
+    )
+    .await;
+    peer(
+        &b,
+        json!({ "name": "d", "staticIlpAddress": "test.d", "asset": usd(), "routes": ["test.d"],
+                "http": { "incoming": { "authTokens": ["d-to-b"] } } }),
+        0,
+    )
+    .await;
+    let secret = [7u8; 32];
+    for to in ["test.a.alice", "test.d.dan"] {
+        let Packet::Reject(r) = send(
+            &b,
+            "a-to-b",
+            stream_prepare(&b, to, &secret, 700, false, 30_000),
+        )
+        .await
+        else {
+            panic!("{to}: no route")
+        };
+        assert_eq!(r.code, ErrorCode::F02_UNREACHABLE, "{to}");
+    }
+    assert_eq!(hop.packets_seen(), 0, "nothing went back to A");
+    assert_eq!(liquidity(&b, &a_at_b).await, 10_000, "A's liquidity at B");
+    balanced(&b).await;
+}
+
 /// A hold left by a crash is voided a margin (1 s) after its expiry, not
 /// before: at expiry + 999 ms and + 1000 ms it still holds (an answer
 /// arriving in time may still post it), at + 1001 ms it is voided.
