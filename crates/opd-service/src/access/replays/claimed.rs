@@ -35,18 +35,21 @@ pub fn answer_ahead(
     });
 }
 
-/// Gives `respond`'s response as the answer of the request whose `claim`
-/// this is, rendered from what its grant had spent before it: the
-/// transaction that creates the payment reads that, renders the response
-/// and records it with its `COMMIT` (no write after the request). Like
-/// [`answer_ahead`], kept only when the claim waits for a write.
-pub fn answer_at_commit(
-    claim: Option<&RequestClaim>,
-    respond: impl FnOnce(&GrantSpent) -> Option<StoredResponse> + Send + 'static,
-) {
-    let Some(claim) = claim else {
+/// Gives the response `render` makes, a function of what the grant had
+/// spent before the request, as the answer of the request whose `claim`
+/// this is: the transaction that creates the payment reads that spending,
+/// renders the response and records it with its `COMMIT` (no write after
+/// the request). Like [`answer_ahead`], only when the claim waits for a
+/// write; `render` is not called otherwise, so a request without one pays
+/// for nothing.
+pub fn answer_at_commit<F>(claim: Option<&RequestClaim>, render: impl FnOnce() -> F)
+where
+    F: FnOnce(&GrantSpent) -> Option<StoredResponse> + Send + 'static,
+{
+    let Some(claim) = claim.filter(|c| c.state() == ClaimState::Waiting) else {
         return;
     };
+    let respond = render();
     claim.answer_at_commit(Box::new(move |spent| {
         let (status, headers, body) = store::encode(&respond(spent)?)?;
         Some(opd_store::claim::Answer {

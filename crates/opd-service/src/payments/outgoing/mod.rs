@@ -99,8 +99,10 @@ pub async fn create_answered(
         services.config.external_funding,
         services.clock.now(),
     )?;
-    let (payment, owner) = (planned.payment.clone(), wallet.clone());
-    crate::access::replays::answer_at_commit(claim, move |spent| respond(&payment, &owner, spent));
+    crate::access::replays::answer_at_commit(claim, || {
+        let (payment, owner) = (planned.payment.clone(), wallet.clone());
+        move |spent: &GrantSpent| respond(&payment, &owner, spent)
+    });
     let spent_before = store(services, &planned, &wallet, claim).await?;
     Ok((planned.payment, wallet, spent_before))
 }
