@@ -326,16 +326,18 @@ async fn a_forged_fulfill_from_the_next_hop_moves_nothing_upstream() {
     balanced(&b).await;
 }
 
-/// A packet is never routed back to the peer it came from, nor to a peer
-/// with no outgoing endpoint: with only such routes it is rejected as
-/// unreachable, and nothing is held or sent.
+/// A packet goes to the peer whose route matches its destination (the
+/// route itself, or a prefix of it followed by a dot), never back to the
+/// peer it came from, nor to a peer with no outgoing endpoint: with only
+/// such routes it is rejected as unreachable, and nothing is held or sent.
 #[tokio::test]
 async fn a_packet_is_not_routed_back_to_its_sender_nor_where_nothing_goes_out() {
     use opd_testkit::hostile::{Behaviour, HostileHop};
     let b = node(Db::Sqlite, "test.b").await;
     let hop = HostileHop::start().await;
-    hop.always(Behaviour::Honest);
-    // A sends to B and is B's route to test.a; D has a route but no way out.
+    hop.always(Behaviour::Reject(ErrorCode::F99_APPLICATION_ERROR));
+    // A sends to B and is B's route to test.a; C is reached through the
+    // hop; D has a route but no way out.
     let a_at_b = peer(
         &b,
         json!({ "name": "a", "staticIlpAddress": "test.a", "asset": usd(), "routes": ["test.a"],
@@ -346,25 +348,39 @@ async fn a_packet_is_not_routed_back_to_its_sender_nor_where_nothing_goes_out() 
     .await;
     peer(
         &b,
+        json!({ "name": "c", "staticIlpAddress": "test.c", "asset": usd(), "routes": ["test.c"],
+                "http": { "outgoing": { "endpoint": hop.url, "authToken": "b-to-c" } } }),
+        0,
+    )
+    .await;
+    peer(
+        &b,
         json!({ "name": "d", "staticIlpAddress": "test.d", "asset": usd(), "routes": ["test.d"],
                 "http": { "incoming": { "authTokens": ["d-to-b"] } } }),
         0,
     )
     .await;
     let secret = [7u8; 32];
-    for to in ["test.a.alice", "test.d.dan"] {
-        let Packet::Reject(r) = send(
+    let from_a = |to: &str| {
+        send(
             &b,
             "a-to-b",
             stream_prepare(&b, to, &secret, 700, false, 30_000),
         )
-        .await
-        else {
+    };
+    for to in ["test.a.alice", "test.d.dan", "test.cc.carol"] {
+        let Packet::Reject(r) = from_a(to).await else {
             panic!("{to}: no route")
         };
         assert_eq!(r.code, ErrorCode::F02_UNREACHABLE, "{to}");
     }
-    assert_eq!(hop.packets_seen(), 0, "nothing went back to A");
+    assert_eq!(hop.packets_seen(), 0, "nothing went out");
+    // The route itself is a destination: C's answer comes back.
+    let Packet::Reject(r) = from_a("test.c").await else {
+        panic!("the hop rejects")
+    };
+    assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
+    assert_eq!(hop.packets_seen(), 1, "sent to C");
     assert_eq!(liquidity(&b, &a_at_b).await, 10_000, "A's liquidity at B");
     balanced(&b).await;
 }
