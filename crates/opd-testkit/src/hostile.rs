@@ -60,6 +60,9 @@ pub enum Behaviour {
     TooLargeZeros,
     /// Answers a Reject with this code.
     Reject(ErrorCode),
+    /// Answers a Reject with this code and this many bytes of data (an
+    /// answer as large as a peer may send).
+    RejectWithData(ErrorCode, usize),
     /// Never answers: the request hangs until the sender gives up.
     Silent,
     /// Forwards, and passes the answer back unchanged only after this long:
@@ -419,6 +422,7 @@ async fn packet(State(shared): State<Shared>, body: Bytes) -> (StatusCode, Vec<u
             reject(ErrorCode::F08_AMOUNT_TOO_LARGE, data.encode().to_vec())
         }
         Behaviour::Reject(code) => reject(code, Vec::new()),
+        Behaviour::RejectWithData(code, len) => reject(code, vec![7; len]),
         Behaviour::Silent => std::future::pending().await,
         Behaviour::Late(clock, by_ms) => {
             let answer = forward(&shared, upstream, body).await;

@@ -381,6 +381,18 @@ async fn a_packet_is_not_routed_back_to_its_sender_nor_where_nothing_goes_out() 
     };
     assert_eq!(r.code, ErrorCode::F99_APPLICATION_ERROR);
     assert_eq!(hop.packets_seen(), 1, "sent to C");
+    // A large answer (a Reject's data may be up to 32 KiB) comes back whole.
+    hop.always(Behaviour::RejectWithData(
+        ErrorCode::F99_APPLICATION_ERROR,
+        30_000,
+    ));
+    let Packet::Reject(r) = from_a("test.c.carol").await else {
+        panic!("the hop rejects")
+    };
+    assert_eq!(
+        (r.code, r.data.len()),
+        (ErrorCode::F99_APPLICATION_ERROR, 30_000)
+    );
     assert_eq!(liquidity(&b, &a_at_b).await, 10_000, "A's liquidity at B");
     balanced(&b).await;
 }
