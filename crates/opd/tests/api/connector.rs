@@ -393,6 +393,21 @@ async fn a_packet_is_not_routed_back_to_its_sender_nor_where_nothing_goes_out() 
         (r.code, r.data.len()),
         (ErrorCode::F99_APPLICATION_ERROR, 30_000)
     );
+    // The longest matching route wins: E's `test.c.deep` over C's `test.c`.
+    let deep = HostileHop::start().await;
+    deep.always(Behaviour::Reject(ErrorCode::F99_APPLICATION_ERROR));
+    peer(
+        &b,
+        json!({ "name": "e", "staticIlpAddress": "test.e", "asset": usd(), "routes": ["test.c.deep"],
+                "http": { "outgoing": { "endpoint": deep.url, "authToken": "b-to-e" } } }),
+        0,
+    )
+    .await;
+    let seen = hop.packets_seen();
+    assert!(matches!(from_a("test.c.deep.x").await, Packet::Reject(_)));
+    assert!(matches!(from_a("test.c.shallow").await, Packet::Reject(_)));
+    assert_eq!(deep.packets_seen(), 1, "test.c.deep.x went to E");
+    assert_eq!(hop.packets_seen(), seen + 1, "test.c.shallow went to C");
     assert_eq!(liquidity(&b, &a_at_b).await, 10_000, "A's liquidity at B");
     balanced(&b).await;
 }
