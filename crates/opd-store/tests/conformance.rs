@@ -839,6 +839,18 @@ async fn deposits_are_idempotent_and_withdrawals_never_overdraw(s: &dyn Store) {
     assert_ledger_balanced(s).await;
 }
 
+/// The reservation of the grant `grant-1`, debiting at most `limit` over
+/// its life.
+fn grant_1_up_to(limit: u64) -> GrantReservation {
+    GrantReservation {
+        grant_id: "grant-1".into(),
+        interval_start: Timestamp::from_unix_millis(0),
+        interval_end: None,
+        debit_limit: Some(limit),
+        receive_limit: None,
+    }
+}
+
 /// A payment sending on quote `q`, under the grant `grant-1`.
 fn under_grant_1(q: &Quote) -> OutgoingPaymentRecord {
     OutgoingPaymentRecord {
@@ -891,13 +903,7 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
         expires_at: at.plus_seconds(300),
     };
     let payment = under_grant_1;
-    let grant = GrantReservation {
-        grant_id: "grant-1".into(),
-        interval_start: Timestamp::from_unix_millis(0),
-        interval_end: None,
-        debit_limit: Some(700),
-        receive_limit: None,
-    };
+    let grant = grant_1_up_to(700);
     let q1 = quote(1);
     s.create_quote(&q1, None).await.unwrap();
     let created = s
@@ -1425,13 +1431,7 @@ async fn a_created_payment_s_response_commits_with_it_rendered_from_the_grant_s_
         expires_at: at.plus_seconds(300),
     };
     let payment = under_grant_1;
-    let grant = GrantReservation {
-        grant_id: "grant-1".into(),
-        interval_start: Timestamp::from_unix_millis(0),
-        interval_end: None,
-        debit_limit: Some(700),
-        receive_limit: None,
-    };
+    let grant = grant_1_up_to(700);
     let render = || -> opd_store::claim::LateAnswer {
         Box::new(|spent: &opd_core::outgoing_payment::GrantSpent| {
             let debit = spent.debit.as_ref().map_or(0, |a| a.value);

@@ -308,19 +308,7 @@ async fn payments_are_logged_when_created_completed_and_failed() {
     let token = w.app.outgoing_token(&w.payer, &w.alice, Value::Null).await;
     let mut ids = Vec::new();
     for value in ["300", "200"] {
-        let ip = incoming(&w.app, &w.bob, value, "USD").await;
-        let q = quote(
-            &w.app,
-            json!({ "walletAddress": w.alice, "receiver": ip, "method": "ilp" }),
-        )
-        .await;
-        let (s, created) = pay(
-            &w,
-            &token,
-            &json!({ "walletAddress": w.alice, "quoteId": q["id"] }),
-        )
-        .await;
-        assert_eq!(s, StatusCode::CREATED, "{created}");
+        let created = pay_bob(&w, &token, value).await;
         ids.push(
             created["id"]
                 .as_str()
