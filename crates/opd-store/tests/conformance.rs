@@ -6,8 +6,8 @@
 use opd_core::incoming_payment::IncomingPayment;
 use opd_core::ledger::{AccountKind, LedgerOutcome, Receipts, TransferKind};
 use opd_core::outgoing_payment::{
-    CreateOutgoing, GrantReservation, LocalDelivery, OutgoingPayment as OutgoingPaymentRecord,
-    OutgoingPaymentState, PaymentFailure,
+    CreateOutgoing, GrantReservation, GrantSpent, LocalDelivery,
+    OutgoingPayment as OutgoingPaymentRecord, OutgoingPaymentState, PaymentFailure,
 };
 use opd_core::pagination::PageRequest;
 use opd_core::peer::{Peer, PeerOrigin, PeerOutgoing};
@@ -49,6 +49,8 @@ opd_testkit::conformance!(
     outgoing_tokens_are_replaced_only_when_unchanged,
     held_receipts_settle_to_the_wallet_once_and_withdraw_once,
     payment_packets_settle_once_and_move_exactly_their_amounts,
+    a_payment_funded_from_outside_pays_across_assets_and_gives_back_outside,
+    a_grant_s_receive_limit_counts_what_its_payments_received_before,
     ilp_packets_arriving_together_are_credited_in_arrival_order,
     ilp_credits_never_land_after_their_packets_deadline,
     ended_holds_are_pruned_after_the_retention_and_pending_ones_never,
@@ -1768,6 +1770,198 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
     // An ended payment records no packet.
     assert!(!s.packet_sending(&packet(3, 10)).await.unwrap());
     assert_ledger_balanced(s).await;
+}
+
+/// A payment funded from outside (external mode) paying through a peer in
+/// another asset, with no fee: the packet passes the settlement account of
+/// each asset, completing posts no fee, and what was not sent goes back to
+/// the outside world, not to the wallet.
+async fn a_payment_funded_from_outside_pays_across_assets_and_gives_back_outside(s: &dyn Store) {
+    use opd_store::PaymentPacket;
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let eur = Asset::parse("EUR", 2).unwrap();
+    let hop = Peer {
+        asset: eur.clone(),
+        ..peer("test.hop", 1, PeerOrigin::Operator)
+    };
+    s.create_peer(&hop, &[]).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    let quote = Quote {
+        id: QuoteId::new(at, &SeededRandom::new(78)),
+        wallet_address_id: alice.id,
+        receiver: "https://elsewhere.example/incoming-payments/y".into(),
+        debit_amount: Amount::new(300, usd()),
+        receive_amount: Amount::new(250, eur.clone()),
+        fee: 0,
+        debit_minus_fees: 300,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    };
+    s.create_quote(&quote, None).await.unwrap();
+    let payment = OutgoingPaymentRecord {
+        state: OutgoingPaymentState::Funding,
+        grant_id: None,
+        grant_interval_start: None,
+        ..under_grant_1(&quote)
+    };
+    let id = payment.id;
+    let created = s.create_outgoing_payment(&payment, None, &[], None);
+    assert!(matches!(
+        created.await.unwrap(),
+        CreateOutgoing::Created { .. }
+    ));
+    assert!(s.fund_outgoing_payment(id, at, &[]).await.unwrap());
+    assert!(!s.fund_outgoing_payment(id, at, &[]).await.unwrap(), "once");
+    let packet = PaymentPacket {
+        id: "packet-x".into(),
+        payment: id,
+        peer: hop.id,
+        source_asset: usd(),
+        source_amount: 200,
+        peer_asset: eur.clone(),
+        peer_amount: 180,
+        min_delivery: 170,
+        expires_at: at.plus_seconds(30),
+        created_at: at,
+    };
+    assert!(s.packet_sending(&packet).await.unwrap());
+    assert!(s.packet_fulfilled(&packet, 175, at).await.unwrap());
+    assert!(s.complete_sent_payment(id, 0, at, &[]).await.unwrap());
+
+    let settlement_usd = AccountKind::Settlement.account_id("settlement", &usd());
+    let settlement_eur = AccountKind::Settlement.account_id("settlement", &eur);
+    let held = AccountKind::Outgoing.account_id(&id.to_string(), &usd());
+    let to_peer = AccountKind::Peer.account_id(&hop.id.to_string(), &eur);
+    let mut moved: Vec<_> = s
+        .ledger_all_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.reference.as_deref() == Some(id.to_string().as_str()))
+        .map(|t| (t.kind, t.debit_account, t.credit_account, t.amount))
+        .collect();
+    moved.sort_by_key(|m| m.0.as_str());
+    let mut expected = vec![
+        (
+            TransferKind::Fund,
+            settlement_usd.clone(),
+            held.clone(),
+            300,
+        ),
+        (
+            TransferKind::Send,
+            held.clone(),
+            settlement_usd.clone(),
+            200,
+        ),
+        (
+            TransferKind::Packet,
+            settlement_eur.clone(),
+            to_peer.clone(),
+            180,
+        ),
+        (
+            TransferKind::Refund,
+            held.clone(),
+            settlement_usd.clone(),
+            100,
+        ),
+    ];
+    expected.sort_by_key(|m| m.0.as_str());
+    assert_eq!(moved, expected, "no fee, no wallet, each asset apart");
+    let balances: std::collections::HashMap<_, _> = s
+        .ledger_accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.id, a.balance))
+        .collect();
+    let balance = |id: &str| balances.get(id).copied().unwrap_or(0);
+    assert_eq!(balance(&to_peer), 180);
+    assert_eq!(balance(&settlement_eur), -180);
+    assert_eq!(
+        balance(&settlement_usd),
+        0,
+        "funded 300, got 200 and 100 back"
+    );
+    assert_eq!(balance(&held), 0);
+    assert_eq!(
+        balance(&AccountKind::Wallet.account_id(&alice.id.to_string(), &usd())),
+        0
+    );
+    let done = s.get_outgoing_payment(id).await.unwrap().unwrap();
+    assert_eq!(
+        (done.state, done.sent, done.delivered),
+        (OutgoingPaymentState::Completed, 200, 175)
+    );
+    assert_ledger_balanced(s).await;
+}
+
+/// A grant limited in what its payments receive (not what they debit):
+/// each payment counts what the ones before it received.
+async fn a_grant_s_receive_limit_counts_what_its_payments_received_before(s: &dyn Store) {
+    let alice = wallet("alice", 1);
+    s.create_wallet_address(&alice).await.unwrap();
+    let at = Timestamp::from_unix_millis(T0 + 10);
+    s.ledger_move(alice.id, &usd(), 10_000, true, "fund-alice", "d", at)
+        .await
+        .unwrap();
+    let eur = Asset::parse("EUR", 2).unwrap();
+    let grant = GrantReservation {
+        receive_limit: Some(700),
+        debit_limit: None,
+        ..grant_1_up_to(0)
+    };
+    let mut outcomes = Vec::new();
+    for n in 0..3 {
+        let quote = Quote {
+            id: QuoteId::new(at, &SeededRandom::new(950 + n)),
+            wallet_address_id: alice.id,
+            receiver: "https://elsewhere.example/incoming-payments/z".into(),
+            debit_amount: Amount::new(400, usd()),
+            receive_amount: Amount::new(300, eur.clone()),
+            fee: 0,
+            debit_minus_fees: 400,
+            client: None,
+            created_at: at,
+            expires_at: at.plus_seconds(300),
+        };
+        s.create_quote(&quote, None).await.unwrap();
+        let payment = under_grant_1(&quote);
+        let created = s.create_outgoing_payment(&payment, Some(&grant), &[], None);
+        outcomes.push(created.await.unwrap());
+    }
+    assert!(
+        matches!(outcomes[0], CreateOutgoing::Created { .. }),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(outcomes[1], CreateOutgoing::Created { .. }),
+        "{outcomes:?}"
+    );
+    let spent = GrantSpent {
+        debit: Some(Amount::new(800, usd())),
+        receive: Some(Amount::new(600, eur.clone())),
+    };
+    assert_eq!(
+        outcomes[2],
+        CreateOutgoing::LimitExceeded {
+            spent_before: spent.clone()
+        },
+        "600 received of 700: 300 more is over"
+    );
+    let interval = Timestamp::from_unix_millis(0);
+    assert_eq!(
+        s.grant_spent("grant-1", interval).await.unwrap(),
+        Some(spent)
+    );
+    assert_eq!(
+        balance_of(s, AccountKind::Wallet, &alice.id.to_string()).await,
+        9_200,
+        "the refused payment took nothing"
+    );
 }
 
 /// The webhook events of a transaction's facts, as the tests record them

@@ -380,19 +380,18 @@ impl PacketStore for SqlStore {
             return Err(corrupt("a completed payment vanished"));
         };
         let asset = &p.debit.asset;
-        if fee > 0 {
-            let posting = Posting {
-                debit: AccountRef::new(AccountKind::Outgoing, &id, asset),
-                credit: AccountRef::new(AccountKind::Fees, "fees", asset),
-                amount: fee,
-                kind: TransferKind::Fee,
-                reference: Some(&id),
-                key: None,
-                at,
-            };
-            if post(&mut tx, posting).await?.is_err() {
-                return Err(corrupt("the fee of a payment sent in packets"));
-            }
+        // A zero fee posts nothing (as every posting of zero).
+        let posting = Posting {
+            debit: AccountRef::new(AccountKind::Outgoing, &id, asset),
+            credit: AccountRef::new(AccountKind::Fees, "fees", asset),
+            amount: fee,
+            kind: TransferKind::Fee,
+            reference: Some(&id),
+            key: None,
+            at,
+        };
+        if post(&mut tx, posting).await?.is_err() {
+            return Err(corrupt("the fee of a payment sent in packets"));
         }
         transitions::refund(&mut tx, &p, at).await?;
         // The grant counts what was debited: the fee and what was sent.
