@@ -684,6 +684,18 @@ async fn ildcp_and_peer_management() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "a repeated key gives the first result");
+    // Its transfers, newest first: the withdrawal once, then the deposit.
+    let (s, v) = app
+        .admin(Method::GET, &format!("{path}/transfers"), None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let moved: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["kind"].as_str().unwrap(), t["amount"].as_str().unwrap()))
+        .collect();
+    assert_eq!(moved, [("withdrawal", "1000"), ("deposit", "1000")], "{v}");
     let (s, _) = app.admin(Method::DELETE, &path, None).await;
     assert_eq!(s, StatusCode::NO_CONTENT);
     let (s, v) = app.admin(Method::GET, "/peers", None).await;
