@@ -367,6 +367,19 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_destination_shows_its_address_and_never_its_secret() {
+        let to = IlpDestination {
+            address: IlpAddress::new("test.b.abc").unwrap(),
+            shared_secret: [0xAB; 32],
+        };
+        let shown = format!("{to:?}");
+        assert!(shown.contains("test.b.abc"), "{shown}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(!shown.to_lowercase().contains("ab, ab"), "{shown}");
+        assert!(!shown.contains("171"), "the secret's bytes: {shown}");
+    }
+
     fn refused(received: u64, frames: Vec<Frame>) -> Answer {
         Answer::Refused {
             code: opd_ilp::ErrorCode::F99_APPLICATION_ERROR,
