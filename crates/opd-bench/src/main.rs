@@ -17,6 +17,9 @@ use reqwest::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+#[global_allocator]
+static ALLOCATOR: opd::Allocator = opd::Allocator {};
+
 const ADMIN_TOKEN: &str = "opd-bench-admin-token-0123456789";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]

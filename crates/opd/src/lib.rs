@@ -12,3 +12,8 @@ pub mod listener;
 pub mod logging;
 pub mod parse_errors;
 pub mod tls;
+
+/// The memory allocator of every binary that runs the server (`opd`, and
+/// `opd-bench`, which runs it in a child process of its own): see
+/// BENCHMARKS.md for what it gained over the system's.
+pub type Allocator = mimalloc::MiMalloc;

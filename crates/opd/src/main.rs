@@ -11,6 +11,9 @@ use opd_core::{OsRandom, SystemClock};
 use secrecy::ExposeSecret;
 use std::io::Write as _;
 
+#[global_allocator]
+static ALLOCATOR: opd::Allocator = opd::Allocator {};
+
 /// A failure is printed for people: what failed, then why, on two lines;
 /// never a backtrace, whatever `RUST_BACKTRACE` says.
 #[tokio::main]
