@@ -841,6 +841,31 @@ async fn deposits_are_idempotent_and_withdrawals_never_overdraw(s: &dyn Store) {
     assert_ledger_balanced(s).await;
 }
 
+/// A quote of wallet address `wallet` made at `at` (its id from seed
+/// `n`): `debit` with `fee` included, to receive `receive`, valid for five
+/// minutes.
+fn quote_of(
+    wallet: WalletAddressId,
+    n: u64,
+    at: Timestamp,
+    debit: Amount,
+    receive: Amount,
+    fee: u64,
+) -> Quote {
+    Quote {
+        id: QuoteId::new(at, &SeededRandom::new(n)),
+        wallet_address_id: wallet,
+        receiver: "http://localhost/incoming-payments/x".into(),
+        debit_minus_fees: debit.value - fee,
+        debit_amount: debit,
+        receive_amount: receive,
+        fee,
+        client: None,
+        created_at: at,
+        expires_at: at.plus_seconds(300),
+    }
+}
+
 /// The reservation of the grant `grant-1`, debiting at most `limit` over
 /// its life.
 fn grant_1_up_to(limit: u64) -> GrantReservation {
@@ -892,17 +917,15 @@ async fn outgoing_payments_fund_reserve_deliver_and_refund(s: &dyn Store) {
     s.create_incoming_payment(&receiver, &[], None)
         .await
         .unwrap();
-    let quote = |n: u64| Quote {
-        id: QuoteId::new(at, &SeededRandom::new(900 + n)),
-        wallet_address_id: alice.id,
-        receiver: "http://localhost/incoming-payments/x".into(),
-        debit_amount: Amount::new(300, usd()),
-        receive_amount: Amount::new(290, usd()),
-        fee: 10,
-        debit_minus_fees: 290,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
+    let quote = |n: u64| {
+        quote_of(
+            alice.id,
+            900 + n,
+            at,
+            Amount::new(300, usd()),
+            Amount::new(290, usd()),
+            10,
+        )
     };
     let payment = under_grant_1;
     let grant = grant_1_up_to(700);
@@ -1098,18 +1121,14 @@ async fn deliver(
     n: u64,
 ) {
     let at = Timestamp::from_unix_millis(T0 + 10);
-    let q = Quote {
-        id: QuoteId::new(at, &SeededRandom::new(5000 + n)),
-        wallet_address_id: payer.id,
-        receiver: "http://localhost/incoming-payments/x".into(),
-        debit_amount: Amount::new(amount, usd()),
-        receive_amount: Amount::new(amount, usd()),
-        fee: 0,
-        debit_minus_fees: amount,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
-    };
+    let q = quote_of(
+        payer.id,
+        5000 + n,
+        at,
+        Amount::new(amount, usd()),
+        Amount::new(amount, usd()),
+        0,
+    );
     s.create_quote(&q, None).await.unwrap();
     let p = OutgoingPaymentRecord {
         id: opd_core::OutgoingPaymentId::from_uuid(*q.id.as_uuid()),
@@ -1343,17 +1362,15 @@ async fn a_request_s_claim_commits_with_its_work_and_refuses_a_replay(s: &dyn St
     s.create_wallet_address(&alice).await.unwrap();
     let at = Timestamp::from_unix_millis(T0);
     let now = T0 / 1000;
-    let quote = |n: u64| Quote {
-        id: QuoteId::new(at, &SeededRandom::new(n)),
-        wallet_address_id: alice.id,
-        receiver: "http://localhost:8080/incoming-payments/x".into(),
-        debit_amount: Amount::new(100, usd()),
-        receive_amount: Amount::new(100, usd()),
-        fee: 0,
-        debit_minus_fees: 100,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
+    let quote = |n: u64| {
+        quote_of(
+            alice.id,
+            n,
+            at,
+            Amount::new(100, usd()),
+            Amount::new(100, usd()),
+            0,
+        )
     };
     let before = s.round_trips();
     s.create_quote(&quote(1), None).await.unwrap();
@@ -1420,17 +1437,15 @@ async fn a_created_payment_s_response_commits_with_it_rendered_from_the_grant_s_
         .await
         .unwrap();
     let now = T0 / 1000;
-    let quote = |n: u64| Quote {
-        id: QuoteId::new(at, &SeededRandom::new(700 + n)),
-        wallet_address_id: alice.id,
-        receiver: "http://localhost/incoming-payments/x".into(),
-        debit_amount: Amount::new(300, usd()),
-        receive_amount: Amount::new(300, usd()),
-        fee: 0,
-        debit_minus_fees: 300,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
+    let quote = |n: u64| {
+        quote_of(
+            alice.id,
+            700 + n,
+            at,
+            Amount::new(300, usd()),
+            Amount::new(300, usd()),
+            0,
+        )
     };
     let payment = under_grant_1;
     let grant = grant_1_up_to(700);
@@ -1624,18 +1639,14 @@ async fn payment_packets_settle_once_and_move_exactly_their_amounts(s: &dyn Stor
         .unwrap();
     let hop = peer("test.hop", 1, PeerOrigin::Operator);
     s.create_peer(&hop, &[]).await.unwrap();
-    let quote = Quote {
-        id: QuoteId::new(at, &SeededRandom::new(77)),
-        wallet_address_id: alice.id,
-        receiver: "https://elsewhere.example/incoming-payments/x".into(),
-        debit_amount: Amount::new(300, usd()),
-        receive_amount: Amount::new(270, usd()),
-        fee: 10,
-        debit_minus_fees: 290,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
-    };
+    let quote = quote_of(
+        alice.id,
+        77,
+        at,
+        Amount::new(300, usd()),
+        Amount::new(270, usd()),
+        10,
+    );
     s.create_quote(&quote, None).await.unwrap();
     let id = opd_core::OutgoingPaymentId::from_uuid(*quote.id.as_uuid());
     let payment = OutgoingPaymentRecord {
@@ -1787,18 +1798,14 @@ async fn a_payment_funded_from_outside_pays_across_assets_and_gives_back_outside
     };
     s.create_peer(&hop, &[]).await.unwrap();
     let at = Timestamp::from_unix_millis(T0 + 10);
-    let quote = Quote {
-        id: QuoteId::new(at, &SeededRandom::new(78)),
-        wallet_address_id: alice.id,
-        receiver: "https://elsewhere.example/incoming-payments/y".into(),
-        debit_amount: Amount::new(300, usd()),
-        receive_amount: Amount::new(250, eur.clone()),
-        fee: 0,
-        debit_minus_fees: 300,
-        client: None,
-        created_at: at,
-        expires_at: at.plus_seconds(300),
-    };
+    let quote = quote_of(
+        alice.id,
+        78,
+        at,
+        Amount::new(300, usd()),
+        Amount::new(250, eur.clone()),
+        0,
+    );
     s.create_quote(&quote, None).await.unwrap();
     let payment = OutgoingPaymentRecord {
         state: OutgoingPaymentState::Funding,
@@ -1916,18 +1923,14 @@ async fn a_grant_s_receive_limit_counts_what_its_payments_received_before(s: &dy
     };
     let mut outcomes = Vec::new();
     for n in 0..3 {
-        let quote = Quote {
-            id: QuoteId::new(at, &SeededRandom::new(950 + n)),
-            wallet_address_id: alice.id,
-            receiver: "https://elsewhere.example/incoming-payments/z".into(),
-            debit_amount: Amount::new(400, usd()),
-            receive_amount: Amount::new(300, eur.clone()),
-            fee: 0,
-            debit_minus_fees: 400,
-            client: None,
-            created_at: at,
-            expires_at: at.plus_seconds(300),
-        };
+        let quote = quote_of(
+            alice.id,
+            950 + n,
+            at,
+            Amount::new(400, usd()),
+            Amount::new(300, eur.clone()),
+            0,
+        );
         s.create_quote(&quote, None).await.unwrap();
         let payment = under_grant_1(&quote);
         let created = s.create_outgoing_payment(&payment, Some(&grant), &[], None);
