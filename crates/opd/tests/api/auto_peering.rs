@@ -279,9 +279,11 @@ async fn a_renewal_needs_the_token_opd_gave_the_requester() {
     let (s, _, v) = ask(&app, &eur, Some(&first)).await;
     assert_refused(s, &v);
 
-    // With it: renewed (tokens and endpoint), no second deposit.
+    // With it: renewed (tokens and endpoint), no second deposit; the name
+    // the operator sees stays, whatever the renewal calls itself.
     let mut again = request("test.rafiki", "rafiki-2");
     again["ilpConnectorUrl"] = json!("http://127.0.0.1:9/renewed");
+    again["name"] = json!("renamed by the requester");
     let second = peered(&app, &again, Some(&first)).await;
     assert_ne!(second, first);
     let renewed = peer_at(&app, "test.rafiki").await;
@@ -292,6 +294,7 @@ async fn a_renewal_needs_the_token_opd_gave_the_requester() {
         "http://127.0.0.1:9/renewed"
     );
     assert_eq!(renewed["createdBy"], "auto-peering");
+    assert_eq!(renewed["name"], created["name"]);
     assert_eq!(ildcp(&app, "rafiki-1").await, None);
     assert_eq!(ildcp(&app, "rafiki-2").await, Some(true));
     assert_eq!(

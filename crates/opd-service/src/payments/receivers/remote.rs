@@ -251,6 +251,17 @@ mod tests {
         assert!(r.is_active(Timestamp::parse_rfc3339("2029-01-01T00:00:00Z").unwrap()));
         assert!(!r.is_active(Timestamp::parse_rfc3339("2030-01-01T00:00:00Z").unwrap()));
         assert_eq!(r.wallet_address.as_deref(), Some("https://b.example/bob"));
+        // Shown in logs with what it is, never with its STREAM secret.
+        let shown = format!("{r:?}");
+        assert!(shown.contains("test.b.x"), "{shown}");
+        assert!(
+            shown.contains("https://b.example/incoming-payments/x"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("7, 7, 7") && !shown.contains(&secret),
+            "{shown}"
+        );
         // A server naming a wallet address of another origin is not believed.
         let mut claimed = doc.clone();
         claimed["walletAddress"] = serde_json::json!("https://bank.example/alice");
