@@ -518,6 +518,15 @@ async fn refusals(db: Db) {
     };
     assert_eq!(r.code, ErrorCode::T04_INSUFFICIENT_LIQUIDITY);
 
+    // Exactly the peer's max packet amount is within it: refused only for
+    // the liquidity.
+    let Packet::Reject(r) =
+        send_packet(app, prepare(app, &address, &secret, 100_000, 0, true)).await
+    else {
+        panic!("beyond the liquidity")
+    };
+    assert_eq!(r.code, ErrorCode::T04_INSUFFICIENT_LIQUIDITY);
+
     // Above the peer's max packet amount: F08 with the amounts.
     let Packet::Reject(r) =
         send_packet(app, prepare(app, &address, &secret, 100_001, 0, true)).await
